@@ -1,0 +1,106 @@
+package registry
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config holds every knob of the registry. Start from DefaultConfig; the
+// defaults are Eureka's (DefaultEurekaServerConfig, EurekaServerConfigBean).
+type Config struct {
+	// Now is the clock. nil means time.Now. Tests pass a clock they move.
+	Now func() time.Time
+	// Rand picks which expired leases an eviction run removes when it may
+	// not remove them all. nil means a randomly seeded source.
+	Rand *rand.Rand
+	// Logger receives state transitions (self-preservation on/off, evictions,
+	// open for traffic). The zero value logs nothing.
+	Logger zerolog.Logger
+
+	// DefaultLeaseDuration is the lease of an instance that sends no
+	// leaseInfo.durationInSecs. A lease expires at last renewal + duration
+	// (not Eureka's doubled duration, EUREKA.md bug 1). Default 90 s.
+	DefaultLeaseDuration time.Duration
+	// ExpectedRenewalInterval is the heartbeat interval assumed for an
+	// instance that sends no leaseInfo.renewalIntervalInSecs; such an
+	// instance is expected to renew 60 s / interval times a minute.
+	// eureka.server.expected-client-renewal-interval-seconds, default 30 s.
+	ExpectedRenewalInterval time.Duration
+	// RenewalPercentThreshold is the share of expected renewals below which
+	// self-preservation stops eviction: threshold = ⌊expected × percent⌋.
+	// It also caps each eviction run at size − ⌊size × percent⌋ instances.
+	// eureka.server.renewal-percent-threshold, default 0.85.
+	RenewalPercentThreshold float64
+	// SelfPreservation enables self-preservation. When false, expired leases
+	// are always evicted. eureka.server.enable-self-preservation, default true.
+	SelfPreservation bool
+	// EvictionInterval is how often Run evicts expired leases; a run that
+	// comes late widens every lease by the delay, so clients are not
+	// punished for the server's pause.
+	// eureka.server.eviction-interval-timer-in-ms, default 60 s.
+	EvictionInterval time.Duration
+	// RenewThresholdUpdateInterval is how often Run recounts the expected
+	// renewals from the registry. eureka.server.renewal-threshold-update-interval-ms,
+	// default 15 min.
+	RenewThresholdUpdateInterval time.Duration
+	// RenewalRateWindow is the length of the tumbling bucket that counts
+	// renewals. Figures are still reported per minute (count × 1 min /
+	// window). Shorter windows react faster and suit chaos tests.
+	// muster.measured-rate-window-ms, default 60 s.
+	RenewalRateWindow time.Duration
+	// DeltaRetention is how long a change stays in the delta served by
+	// GET /apps/delta. eureka.server.retention-time-in-m-s-in-delta-queue,
+	// default 3 min.
+	DeltaRetention time.Duration
+	// DeltaRetentionInterval is how often Run prunes old changes from the
+	// delta. eureka.server.delta-retention-timer-interval-in-ms, default 30 s.
+	DeltaRetentionInterval time.Duration
+	// SyncWhenTimestampDiffers turns on the lastDirtyTimestamp checks of a
+	// heartbeat (404 "register again", 409 for peers).
+	// eureka.server.sync-when-timestamp-differs, default true.
+	SyncWhenTimestampDiffers bool
+}
+
+// DefaultConfig returns Eureka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		DefaultLeaseDuration:         90 * time.Second,
+		ExpectedRenewalInterval:      30 * time.Second,
+		RenewalPercentThreshold:      0.85,
+		SelfPreservation:             true,
+		EvictionInterval:             60 * time.Second,
+		RenewThresholdUpdateInterval: 15 * time.Minute,
+		RenewalRateWindow:            60 * time.Second,
+		DeltaRetention:               3 * time.Minute,
+		DeltaRetentionInterval:       30 * time.Second,
+		SyncWhenTimestampDiffers:     true,
+	}
+}
+
+// Validate reports the first knob that makes no sense, with its value.
+func (c Config) Validate() error {
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"DefaultLeaseDuration", c.DefaultLeaseDuration},
+		{"ExpectedRenewalInterval", c.ExpectedRenewalInterval},
+		{"EvictionInterval", c.EvictionInterval},
+		{"RenewThresholdUpdateInterval", c.RenewThresholdUpdateInterval},
+		{"RenewalRateWindow", c.RenewalRateWindow},
+		{"DeltaRetention", c.DeltaRetention},
+		{"DeltaRetentionInterval", c.DeltaRetentionInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("registry: %s must be positive, got %s", p.name, p.d)
+		}
+	}
+	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
+		return fmt.Errorf("registry: RenewalPercentThreshold must be in (0, 1], got %v", c.RenewalPercentThreshold)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// evictionCompensation is how late this run is: the time since the previous
+// run minus the interval, floored at 0, and 0 on the first run. Every lease
+// gets that much extra time, so a GC pause or a stalled machine does not
+// evict clients whose heartbeats could not be processed
+// (AbstractInstanceRegistry.EvictionTask#getCompensationTimeMs).
+func evictionCompensation(now, last time.Time, interval time.Duration) time.Duration {
+	if last.IsZero() {
+		return 0
+	}
+	if d := now.Sub(last) - interval; d > 0 {
+		return d
+	}
+	return 0
+}
+
+// evictionLimit caps one run at size − ⌊size × percent⌋ instances (10 % of
+// 100 → 15 with the default 0.85), so a bug or a partition that
+// self-preservation misses cannot empty the registry in one run.
+func evictionLimit(size int, percent float64) int {
+	return size - int(math.Floor(float64(size)*percent+1e-9))
+}
+
+// EvictExpired removes expired leases, unless self-preservation holds
+// expiry back, and returns the keys it evicted. At most evictionLimit leases
+// go per run, picked at random so that a large eviction spreads across apps.
+// Evictions are not passed to the change hook: every node evicts on its own.
+func (r *Registry) EvictExpired() []InstanceKey { return r.evictExpired(r.now()) }
+
+func (r *Registry) evictExpired(now time.Time) []InstanceKey {
+	r.mu.Lock()
+	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
+	r.lastEvictionAt = now
+	sp := r.selfPreservationLocked(now)
+	transition := sp.Active != r.spActive
+	r.spActive = sp.Active
+	if !sp.LeaseExpirationEnabled {
+		r.mu.Unlock()
+		if transition {
+			r.logSelfPreservation(sp)
+		}
+		return nil
+	}
+
+	type candidate struct {
+		key InstanceKey
+		l   *lease
+	}
+	var expired []candidate
+	for app, byID := range r.apps {
+		for id, l := range byID {
+			if l.expired(now, grace) {
+				expired = append(expired, candidate{InstanceKey{app, id}, l})
+			}
+		}
+	}
+	limit := evictionLimit(r.instances, r.cfg.RenewalPercentThreshold)
+	if len(expired) > limit {
+		// Map order is random on its own; sort first so a seeded Rand
+		// gives a repeatable pick in tests.
+		slices.SortFunc(expired, func(a, b candidate) int {
+			if c := strings.Compare(a.key.App, b.key.App); c != 0 {
+				return c
+			}
+			return strings.Compare(a.key.ID, b.key.ID)
+		})
+		// Partial Fisher-Yates: the first limit entries become a random pick.
+		for i := 0; i < limit; i++ {
+			j := i + r.rand.IntN(len(expired)-i)
+			expired[i], expired[j] = expired[j], expired[i]
+		}
+	}
+	n := min(len(expired), limit)
+	keys := make([]InstanceKey, 0, n)
+	for _, c := range expired[:n] {
+		r.removeLocked(c.key.App, c.key.ID, c.l, now)
+		keys = append(keys, c.key)
+	}
+	r.evictions.Add(uint64(n))
+	r.mu.Unlock()
+
+	if transition {
+		r.logSelfPreservation(sp)
+	}
+	if n > 0 {
+		ev := r.log.Info().Int("evicted", n).Int("expired", len(expired)).Dur("compensation", grace)
+		if n < len(expired) {
+			ev = ev.Int("limit", limit)
+		}
+		ev.Msg("evicted expired leases")
+	}
+	return keys
+}
+
+// logSelfPreservation logs a turn of self-preservation on or off.
+func (r *Registry) logSelfPreservation(sp SelfPreservation) {
+	ev := r.log.Info().Int64("renews_last_min", sp.RenewsLastMin).Int64("renews_threshold", sp.RenewsThreshold).
+		Float64("expected_renews_per_min", sp.ExpectedRenewsPerMin)
+	if sp.Active {
+		ev.Msg("self-preservation active: renewals are below the threshold, expired leases are kept")
+	} else {
+		ev.Msg("self-preservation over: renewals recovered, expired leases are evicted again")
+	}
+}

@@ -1,0 +1,191 @@
+package registry
+
+import (
+	"math"
+	"time"
+)
+
+// SelfPreservation is the state of self-preservation, as /admin/status,
+// metrics and the dashboard report it.
+type SelfPreservation struct {
+	// Enabled is the configuration flag.
+	Enabled bool
+	// Active is true while expiry is disabled because renewals fell below
+	// the threshold. It is never true during the first window after the
+	// node opened, when the renewal count cannot know yet (WarmingUp).
+	Active bool
+	// WarmingUp is true until the first renewal window since opening has
+	// completed. Nothing is evicted meanwhile.
+	WarmingUp bool
+	// LeaseExpirationEnabled says whether an eviction run would evict now.
+	LeaseExpirationEnabled bool
+	// ExpectedRenewsPerMin is Σ 60 s / renewal interval over the instances.
+	ExpectedRenewsPerMin float64
+	// RenewsThreshold is ⌊ExpectedRenewsPerMin × RenewalPercentThreshold⌋.
+	RenewsThreshold int64
+	// ArrivingRenewsPerMin is the part of ExpectedRenewsPerMin that belongs
+	// to instances registered since the last complete window began. They
+	// could not yet renew for a whole window, so the renewals of that window
+	// are held to ⌊(expected − arriving) × percent⌋ instead; without this,
+	// every large deployment would trip self-preservation for a minute.
+	ArrivingRenewsPerMin float64
+	// RenewsLastMin is the renewals of the last complete window, scaled to a
+	// minute.
+	RenewsLastMin int64
+}
+
+// renewsThreshold is ⌊expected × percent⌋. The epsilon keeps products that
+// are whole numbers in decimal (200 × 0.85) from flooring one too low.
+func renewsThreshold(expected, percent float64) int64 {
+	return int64(math.Floor(expected*percent + 1e-9))
+}
+
+// renewsPerMinute scales a window's count to a minute.
+func renewsPerMinute(count int64, window time.Duration) int64 {
+	if window == time.Minute {
+		return count
+	}
+	return int64(math.Round(float64(count) * float64(time.Minute) / float64(window)))
+}
+
+// SelfPreservationState reports self-preservation at this moment.
+func (r *Registry) SelfPreservationState() SelfPreservation {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.selfPreservationLocked(now)
+}
+
+func (r *Registry) selfPreservationLocked(now time.Time) SelfPreservation {
+	count, complete := r.renewals.Count(now)
+	lastStart := r.renewals.LastWindowStart(now)
+	arriving := 0.0
+	for i := len(r.arrivals) - 1; i >= 0 && !r.arrivals[i].at.Before(lastStart); i-- {
+		arriving += r.arrivals[i].renewsPerMin
+	}
+	arriving = min(arriving, r.expected)
+	sp := SelfPreservation{
+		Enabled:              r.cfg.SelfPreservation,
+		WarmingUp:            !complete,
+		ExpectedRenewsPerMin: r.expected,
+		RenewsThreshold:      renewsThreshold(r.expected, r.cfg.RenewalPercentThreshold),
+		ArrivingRenewsPerMin: arriving,
+		RenewsLastMin:        renewsPerMinute(count, r.renewals.Window()),
+	}
+	// Eureka enables expiry only when renews > threshold and threshold > 0
+	// (PeerAwareInstanceRegistryImpl#isLeaseExpirationEnabled), so an empty
+	// or one-client server sits in self-preservation. Here expiry stops only
+	// when renewals fall below the threshold, as the product promises.
+	below := sp.RenewsLastMin < renewsThreshold(r.expected-arriving, r.cfg.RenewalPercentThreshold)
+	switch {
+	case !sp.Enabled:
+		sp.LeaseExpirationEnabled = true
+	case sp.WarmingUp:
+		sp.LeaseExpirationEnabled = false
+	default:
+		sp.Active = below
+		sp.LeaseExpirationEnabled = !below
+	}
+	return sp
+}
+
+// LeaseExpirationEnabled says whether expired leases may be evicted now.
+func (r *Registry) LeaseExpirationEnabled() bool {
+	return r.SelfPreservationState().LeaseExpirationEnabled
+}
+
+// UpdateRenewThreshold recounts the expected renewals from the instances
+// whose leases are live, and adopts the recount only when it is above
+// RenewalPercentThreshold × the current expectation, or when
+// self-preservation is off (PeerAwareInstanceRegistryImpl#updateRenewalThreshold).
+// So a mass outage, whose leases are expired but kept, cannot lower the bar,
+// while a slow drift is followed. Run calls it every
+// RenewThresholdUpdateInterval. It reports whether the expectation changed.
+func (r *Registry) UpdateRenewThreshold() bool { return r.updateRenewThreshold(r.now()) }
+
+func (r *Registry) updateRenewThreshold(now time.Time) bool {
+	r.mu.Lock()
+	before := r.expected
+	adopted, recount := r.recountExpectedLocked(now)
+	r.mu.Unlock()
+	switch {
+	case adopted:
+		r.log.Info().Float64("from", before).Float64("to", recount).
+			Int64("renews_threshold", renewsThreshold(recount, r.cfg.RenewalPercentThreshold)).
+			Msg("expected renewals recounted")
+	case recount != before:
+		r.log.Info().Float64("expected_renews_per_min", before).Float64("recount", recount).
+			Msg("expected renewals kept: the recount is too far below the expectation to be trusted")
+	}
+	return adopted
+}
+
+func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount float64) {
+	for _, byID := range r.apps {
+		for _, l := range byID {
+			if !l.expired(now, 0) {
+				recount += l.renewsPerMin
+			}
+		}
+	}
+	if math.Abs(recount-r.expected) < 1e-6 {
+		return false, r.expected
+	}
+	if r.cfg.SelfPreservation && recount <= r.cfg.RenewalPercentThreshold*r.expected {
+		return false, recount
+	}
+	r.expected = recount
+	return true, recount
+}
+
+// addArrivalLocked records a new lease and forgets arrivals too old to
+// matter (older than two windows).
+func (r *Registry) addArrivalLocked(a arrival) {
+	cutoff := a.at.Add(-2 * r.cfg.RenewalRateWindow)
+	drop := 0
+	for drop < len(r.arrivals) && r.arrivals[drop].at.Before(cutoff) {
+		drop++
+	}
+	if drop > 0 {
+		n := copy(r.arrivals, r.arrivals[drop:])
+		clear(r.arrivals[n:])
+		r.arrivals = r.arrivals[:n]
+	}
+	r.arrivals = append(r.arrivals, a)
+}
+
+// OpenForTraffic ends start-up: the expected renewals are seeded from the
+// instances in the registry (those registered so far, e.g. copied from a
+// peer by syncUp), the renewal window restarts, and the next eviction run
+// is the first. It returns the number of instances.
+func (r *Registry) OpenForTraffic() int {
+	now := r.now()
+	r.mu.Lock()
+	expected := 0.0
+	for _, byID := range r.apps {
+		for _, l := range byID {
+			expected += l.renewsPerMin
+		}
+	}
+	r.expected = expected
+	r.openedAt = now
+	r.lastEvictionAt = time.Time{}
+	r.spActive = false
+	r.renewals.Reset(now)
+	// The first window is a warm-up in which nothing is evicted, so what
+	// arrived before it is due a full window of renewals after it.
+	r.arrivals = nil
+	n := r.instances
+	r.mu.Unlock()
+	r.log.Info().Int("instances", n).Float64("expected_renews_per_min", expected).
+		Int64("renews_threshold", renewsThreshold(expected, r.cfg.RenewalPercentThreshold)).
+		Msg("open for traffic")
+	return n
+}
+
+// OpenedAt returns when OpenForTraffic ran, or the zero time.
+func (r *Registry) OpenedAt() time.Time {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.openedAt
+}

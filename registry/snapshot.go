@@ -1,0 +1,202 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// InstanceView is an instance as a reader sees it: the immutable stored
+// instance and its lease's last renewal when the view was taken.
+type InstanceView struct {
+	*Instance
+	LastRenewalTimestamp int64 // ms since epoch, Eureka wire
+}
+
+// AppView is one application and its instances, sorted by instance id.
+type AppView struct {
+	Name      string
+	Instances []InstanceView
+}
+
+// Snapshot is an immutable, consistent view of the registry at one version:
+// what a full fetch, a delta fetch, an app or a VIP lookup returns. The
+// registry builds at most one Snapshot per version and hands the same
+// pointer to every reader until the next visible change, so encoders can
+// cache their output per snapshot.
+type Snapshot struct {
+	// Version counts visible changes to the registry's content (register,
+	// cancel, eviction, status and metadata changes). Heartbeats do not
+	// change it.
+	Version uint64
+	// DeltaVersion changes whenever the delta's content changes: with every
+	// Version change, and when old entries are pruned from the delta queue.
+	DeltaVersion uint64
+	// Apps holds every application, sorted by name.
+	Apps []AppView
+	// Delta holds the changes retained in the delta queue, grouped by app
+	// (sorted by name) and reduced to the latest change of each instance,
+	// whose ActionType says what it was.
+	Delta []AppView
+	// Hashcode is the apps hashcode of Apps (Eureka's reconcile hash); the
+	// delta carries the same value, so a client that applies Delta to the
+	// previous full state reaches it.
+	Hashcode string
+	// Instances is the number of instances in Apps.
+	Instances int
+
+	appIndex map[string]int
+}
+
+// App returns the named application (upper-cased name).
+func (s *Snapshot) App(name string) (AppView, bool) {
+	i, ok := s.appIndex[upperASCII(name)]
+	if !ok {
+		return AppView{}, false
+	}
+	return s.Apps[i], true
+}
+
+// VIP returns the instances whose vipAddress (or secureVipAddress when
+// secure) lists name as one of its comma-separated parts, matched exactly and
+// case-sensitively, as Eureka's ResponseCacheImpl#getApplicationsForVip
+// does. Apps without a match are left out; the result may be empty.
+func (s *Snapshot) VIP(name string, secure bool) []AppView {
+	var out []AppView
+	for _, app := range s.Apps {
+		var matched []InstanceView
+		for _, iv := range app.Instances {
+			addr := iv.VIPAddress
+			if secure {
+				addr = iv.SecureVIPAddress
+			}
+			if vipListContains(addr, name) {
+				matched = append(matched, iv)
+			}
+		}
+		if len(matched) > 0 {
+			out = append(out, AppView{Name: app.Name, Instances: matched})
+		}
+	}
+	return out
+}
+
+func vipListContains(list, name string) bool {
+	for list != "" {
+		part := list
+		if i := strings.IndexByte(list, ','); i >= 0 {
+			part, list = list[:i], list[i+1:]
+		} else {
+			list = ""
+		}
+		if part == name {
+			return true
+		}
+	}
+	return false
+}
+
+// HashcodeOf computes the apps hashcode of a list of applications.
+func HashcodeOf(apps []AppView) string {
+	counts := map[Status]int{}
+	for _, app := range apps {
+		for _, iv := range app.Instances {
+			counts[iv.Status]++
+		}
+	}
+	return AppsHashcode(counts)
+}
+
+// Snapshot returns the registry at its current version. While nothing
+// visible changes, every call returns the same pointer; the first reader
+// after a change builds the new one, and concurrent readers wait for it
+// rather than building their own.
+func (r *Registry) Snapshot() *Snapshot {
+	if s := r.currentSnapshot(); s != nil {
+		return s
+	}
+	r.snapMu.Lock()
+	defer r.snapMu.Unlock()
+	if s := r.currentSnapshot(); s != nil {
+		return s
+	}
+	s := r.buildSnapshot()
+	r.snap.Store(s)
+	return s
+}
+
+func (r *Registry) currentSnapshot() *Snapshot {
+	s := r.snap.Load()
+	if s == nil {
+		return nil
+	}
+	r.mu.RLock()
+	fresh := s.Version == r.version && s.DeltaVersion == r.deltaVersion
+	r.mu.RUnlock()
+	if !fresh {
+		return nil
+	}
+	return s
+}
+
+// buildSnapshot copies what it needs under the read lock (pointers and
+// renewal times only) and sorts outside it, so writers wait for a copy, not
+// for the sort.
+func (r *Registry) buildSnapshot() *Snapshot {
+	r.mu.RLock()
+	s := &Snapshot{Version: r.version, DeltaVersion: r.deltaVersion, Instances: r.instances}
+	views := make([]InstanceView, 0, r.instances)
+	s.Apps = make([]AppView, 0, len(r.apps))
+	for name, byID := range r.apps {
+		start := len(views)
+		for _, l := range byID {
+			views = append(views, InstanceView{Instance: l.inst, LastRenewalTimestamp: l.lastRenewal.Load() / int64(time.Millisecond)})
+		}
+		s.Apps = append(s.Apps, AppView{Name: name, Instances: views[start:len(views):len(views)]})
+	}
+	records := make([]deltaRecord, r.deltas.len())
+	copy(records, r.deltas.records())
+	r.mu.RUnlock()
+
+	counts := map[Status]int{}
+	for _, iv := range views {
+		counts[iv.Status]++
+	}
+	s.Hashcode = AppsHashcode(counts)
+	sortApps(s.Apps)
+	s.appIndex = make(map[string]int, len(s.Apps))
+	for i, app := range s.Apps {
+		s.appIndex[app.Name] = i
+	}
+	s.Delta = reduceDelta(records)
+	return s
+}
+
+// reduceDelta keeps the latest record of each instance (it holds the state
+// the client must end up with) and groups them by app.
+func reduceDelta(records []deltaRecord) []AppView {
+	latest := make(map[InstanceKey]int, len(records))
+	for i, rec := range records {
+		latest[rec.key] = i
+	}
+	byApp := map[string][]InstanceView{}
+	for i, rec := range records {
+		if latest[rec.key] != i {
+			continue
+		}
+		byApp[rec.key.App] = append(byApp[rec.key.App], InstanceView{Instance: rec.inst, LastRenewalTimestamp: rec.lastRenewal})
+	}
+	apps := make([]AppView, 0, len(byApp))
+	for name, ivs := range byApp {
+		apps = append(apps, AppView{Name: name, Instances: ivs})
+	}
+	sortApps(apps)
+	return apps
+}
+
+func sortApps(apps []AppView) {
+	slices.SortFunc(apps, func(a, b AppView) int { return strings.Compare(a.Name, b.Name) })
+	for _, app := range apps {
+		slices.SortFunc(app.Instances, func(a, b InstanceView) int { return strings.Compare(a.ID(), b.ID()) })
+	}
+}
