@@ -80,7 +80,7 @@ type Registry struct {
 	version        uint64 // bumped by every visible change
 	deltaVersion   uint64 // bumped by every change of the delta's content
 	deltas         deltaQueue
-	expected       float64 // expected renewals per minute
+	expected       float64   // expected renewals per minute
 	arrivals       []arrival // new leases of the last two windows, oldest first
 	lastEvictionAt time.Time
 	openedAt       time.Time
