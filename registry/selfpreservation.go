@@ -10,9 +10,12 @@ import (
 type SelfPreservation struct {
 	// Enabled is the configuration flag.
 	Enabled bool
-	// Active is true while expiry is disabled because renewals fell below
-	// the threshold. It is never true during the first window after the
-	// node opened, when the renewal count cannot know yet (WarmingUp).
+	// Below is true when the renewals of the last complete window fell
+	// below the threshold, whether or not self-preservation is enabled. It
+	// is never true during the first window after the node opened, when the
+	// renewal count cannot know yet (WarmingUp).
+	Below bool
+	// Active is Enabled && Below: expiry is held back right now.
 	Active bool
 	// WarmingUp is true until the first renewal window since opening has
 	// completed. Nothing is evicted meanwhile.
@@ -76,16 +79,11 @@ func (r *Registry) selfPreservationLocked(now time.Time) SelfPreservation {
 	// (PeerAwareInstanceRegistryImpl#isLeaseExpirationEnabled), so an empty
 	// or one-client server sits in self-preservation. Here expiry stops only
 	// when renewals fall below the threshold, as the product promises.
-	below := sp.RenewsLastMin < renewsThreshold(r.expected-arriving, r.cfg.RenewalPercentThreshold)
-	switch {
-	case !sp.Enabled:
-		sp.LeaseExpirationEnabled = true
-	case sp.WarmingUp:
-		sp.LeaseExpirationEnabled = false
-	default:
-		sp.Active = below
-		sp.LeaseExpirationEnabled = !below
-	}
+	sp.Below = !sp.WarmingUp && sp.RenewsLastMin < renewsThreshold(r.expected-arriving, r.cfg.RenewalPercentThreshold)
+	sp.Active = sp.Enabled && sp.Below
+	// Nothing is evicted while warming up: the count cannot tell a
+	// partition from a fleet of dead instances yet.
+	sp.LeaseExpirationEnabled = !sp.Enabled || (!sp.WarmingUp && !sp.Below)
 	return sp
 }
 

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustLoad(t *testing.T, file string, env, sets []string) *Settings {
+	t.Helper()
+	s, _, err := loadSettings(file, env, sets)
+	if err != nil {
+		t.Fatalf("loadSettings: %v", err)
+	}
+	return s
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadSettings_defaults(t *testing.T) {
+	s := mustLoad(t, "", nil, nil)
+	if s.ServerPort != 8761 || !s.SelfPreservation || s.RenewalPercentThreshold != 0.85 ||
+		s.ExpectedClientRenewalInterval != 30*time.Second || s.EvictionInterval != time.Minute ||
+		s.RenewalThresholdUpdateInterval != 15*time.Minute || s.DeltaRetention != 3*time.Minute ||
+		s.DeltaRetentionInterval != 30*time.Second || s.MeasuredRateWindow != time.Minute ||
+		s.DisableDelta || !s.SyncWhenTimestampDiffers || s.RegisterWithEureka || s.ClusterBindPort != 7946 ||
+		s.ClusterZone != "default" || s.MaxReplicationQueue != 10000 || s.RegistrySyncRetries != 5 {
+		t.Fatalf("defaults: %+v", s)
+	}
+}
+
+func TestLoadSettings_layersInOrder(t *testing.T) {
+	file := writeFile(t, "application.yml", `
+server:
+  port: 9000
+eureka:
+  server:
+    enable-self-preservation: false
+    renewal-percent-threshold: 0.7
+    eviction-interval-timer-in-ms: 5000
+  client:
+    service-url:
+      defaultZone: http://a:8761/eureka/,http://b:8761/eureka/
+  instance:
+    metadata-map:
+      management.port: "9001"
+cluster:
+  join: [n1:7946, n2:7946]
+muster:
+  measured-rate-window-ms: 5000
+`)
+	env := []string{"SERVER_PORT=9100", "MUSTER_EUREKA_SERVER_RENEWAL_PERCENT_THRESHOLD=0.75", "PATH=/bin", "EUREKA_UNRELATED_THING=x"}
+	s := mustLoad(t, file, env, []string{"server.port=9200"})
+	if s.ServerPort != 9200 {
+		t.Errorf("server.port = %d, want 9200 from --set over env over file", s.ServerPort)
+	}
+	if s.RenewalPercentThreshold != 0.75 {
+		t.Errorf("renewal-percent-threshold = %v, want 0.75 from MUSTER_ env", s.RenewalPercentThreshold)
+	}
+	if s.SelfPreservation || s.EvictionInterval != 5*time.Second || s.MeasuredRateWindow != 5*time.Second {
+		t.Errorf("file values not applied: %+v", s)
+	}
+	if got := s.ServiceURLs["defaultZone"]; len(got) != 2 || got[1] != "http://b:8761/eureka/" {
+		t.Errorf("service-url.defaultZone = %v", got)
+	}
+	if s.InstanceMetadata["management.port"] != "9001" {
+		t.Errorf("metadata-map = %v", s.InstanceMetadata)
+	}
+	if len(s.ClusterJoin) != 2 || s.ClusterJoin[0] != "n1:7946" {
+		t.Errorf("cluster.join = %v", s.ClusterJoin)
+	}
+}
+
+// Spring's relaxed binding: camelCase, kebab-case and env-style names all
+// reach the same setting, so an existing application.yml works.
+func TestLoadSettings_relaxedNames(t *testing.T) {
+	for _, set := range []string{
+		"eureka.server.enableSelfPreservation=false",
+		"eureka.server.enable-self-preservation=false",
+		"EUREKA.SERVER.ENABLE_SELF_PRESERVATION=false",
+	} {
+		if s := mustLoad(t, "", nil, []string{set}); s.SelfPreservation {
+			t.Errorf("%s: not applied", set)
+		}
+	}
+	s := mustLoad(t, "", []string{"EUREKA_SERVER_ENABLESELFPRESERVATION=false", "EUREKA_CLIENT_SERVICEURL_DEFAULTZONE=http://x:1/eureka/"}, nil)
+	if s.SelfPreservation || len(s.ServiceURLs["defaultZone"]) != 1 {
+		t.Errorf("Spring env names: selfPreservation %v, serviceURLs %v", s.SelfPreservation, s.ServiceURLs)
+	}
+}
+
+func TestLoadSettings_propertiesFile(t *testing.T) {
+	file := writeFile(t, "application.properties", "# comment\nserver.port=9300\neureka.server.disable-delta = true\n")
+	s := mustLoad(t, file, nil, nil)
+	if s.ServerPort != 9300 || !s.DisableDelta {
+		t.Fatalf("properties: port %d disableDelta %v", s.ServerPort, s.DisableDelta)
+	}
+}
+
+func TestLoadSettings_errorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name  string
+		file  string
+		env   []string
+		sets  []string
+		wants []string
+	}{
+		{"unknown key", "", nil, []string{"eureka.server.enable-self-preservaton=false"},
+			[]string{`"eureka.server.enable-self-preservaton"`, `did you mean "eureka.server.enable-self-preservation"`}},
+		{"unknown muster key", "", nil, []string{"muster.frobnicate=1"}, []string{`"muster.frobnicate"`}},
+		{"unknown MUSTER_ env", "", []string{"MUSTER_NOPE=1"}, nil, []string{"environment", `"nope"`}},
+		{"bad int", "", nil, []string{"server.port=eighty"}, []string{"server.port", "whole number"}},
+		{"port out of range", "", nil, []string{"server.port=70000"}, []string{"server.port", "0 to 65535"}},
+		{"bad bool", "", nil, []string{"eureka.server.disable-delta=perhaps"}, []string{"eureka.server.disable-delta", "true or false"}},
+		{"bad threshold", "", nil, []string{"eureka.server.renewal-percent-threshold=1.5"}, []string{"renewal-percent-threshold"}},
+		{"negative interval", "", nil, []string{"eureka.server.eviction-interval-timer-in-ms=-5"}, []string{"eviction-interval-timer-in-ms", "positive"}},
+		{"bad log level", "", nil, []string{"muster.log.level=loud"}, []string{"muster.log.level"}},
+		{"bad service url", "", nil, []string{"eureka.client.service-url.defaultZone=ftp://x"}, []string{"service-url.defaultZone"}},
+		{"unknown key in file", writeFile(t, "a.yml", "eureka:\n  server:\n    colour: blue\n"), nil, nil, []string{"a.yml", "eureka.server.colour"}},
+		{"missing file", "/nonexistent/muster.yml", nil, nil, []string{"/nonexistent/muster.yml"}},
+		{"--set without =", "", nil, []string{"server.port"}, []string{"key=value"}},
+	}
+	for _, tt := range tests {
+		_, _, err := loadSettings(tt.file, tt.env, tt.sets)
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		for _, want := range tt.wants {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not mention %q", tt.name, err, want)
+			}
+		}
+	}
+}
+
+func TestLoadSettings_springFileWithForeignAndIgnoredKeys(t *testing.T) {
+	file := writeFile(t, "application.yml", `
+spring:
+  application:
+    name: eureka-server
+  profiles: peer1
+management:
+  endpoints:
+    web:
+      exposure:
+        include: "*"
+eureka:
+  server:
+    response-cache-update-interval-ms: 3000
+  client:
+    fetch-registry: false
+    register-with-eureka: true
+`)
+	s, notices, err := loadSettings(file, nil, nil)
+	if err != nil {
+		t.Fatalf("a typical Spring Eureka server file must load: %v", err)
+	}
+	if s.AppName != "eureka-server" || !s.RegisterWithEureka {
+		t.Errorf("settings: %+v", s)
+	}
+	var warned bool
+	for _, n := range notices {
+		if n.Warn && strings.Contains(n.Msg, "response-cache-update-interval-ms") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no warning for an Eureka key Muster ignores: %+v", notices)
+	}
+}
+
+// README's configuration table documents every setting with its default.
+func TestREADME_documentsEverySetting(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, st := range settings {
+		row := "| `" + st.Key + "` |"
+		if !strings.Contains(readme, row) {
+			t.Errorf("README lacks a row for %s", st.Key)
+			continue
+		}
+		line := readme[strings.Index(readme, row):]
+		line = line[:strings.IndexByte(line, '\n')]
+		if st.Default != "" && !strings.Contains(line, "`"+st.Default+"`") {
+			t.Errorf("README row of %s does not give the default `%s`: %s", st.Key, st.Default, line)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+// Command muster runs a Muster node, a Eureka-compatible service registry,
+// and the tools around it.
+//
+//	muster serve [--config FILE.yml] [--set key=value]…   run a node
+//	muster health [--url URL]                             probe a node's /readyz (for container healthchecks)
+//	muster config                                         list every setting with its default
+//	muster version
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serveCmd(args[1:], stderr)
+	case "health":
+		err = healthCmd(args[1:], stdout)
+	case "config":
+		printSettings(stdout, len(args) > 1 && args[1] == "--markdown")
+	case "version":
+		fmt.Fprintln(stdout, "muster", version)
+	case "help", "-h", "--help":
+		usage(stdout)
+	default:
+		fmt.Fprintf(stderr, "muster: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "muster:", err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Muster: a Eureka-compatible service registry whose nodes are equal peers.
+
+Usage:
+  muster serve [--config FILE.yml] [--set key=value]...   run a node (defaults: API and dashboard on :8761)
+  muster health [--url http://127.0.0.1:8761/readyz]      exit 0 when the node is ready (container healthchecks)
+  muster config [--markdown]                              list every setting and its default
+  muster version
+`)
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func serveCmd(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "YAML, JSON or .properties file with settings (Spring names)")
+	var sets stringList
+	fs.Var(&sets, "set", "key=value, overrides the file and the environment (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	settings, notices, err := loadSettings(*configFile, os.Environ(), sets)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(os.Stderr, settings.LogLevel, settings.LogFormat)
+	for _, nt := range notices {
+		if nt.Warn {
+			logger.Warn().Msg(nt.Msg)
+		} else {
+			logger.Debug().Msg(nt.Msg)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	node, err := newNode(settings, logger)
+	if err != nil {
+		return err
+	}
+	if err := node.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop()
+	logger.Info().Msg("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), settings.ShutdownTimeout)
+	defer cancel()
+	return node.Shutdown(shutdownCtx)
+}
+
+// printSettings lists every setting; --markdown prints README's table.
+func printSettings(w io.Writer, markdown bool) {
+	if markdown {
+		fmt.Fprintln(w, "| Key | Default | What it does |")
+		fmt.Fprintln(w, "|---|---|---|")
+		for _, st := range settings {
+			def := "—"
+			if st.Default != "" {
+				def = "`" + st.Default + "`"
+			}
+			fmt.Fprintf(w, "| `%s` | %s | %s |\n", st.Key, def, st.Help)
+		}
+		return
+	}
+	for _, st := range settings {
+		def := st.Default
+		if def == "" {
+			def = "(none)"
+		}
+		fmt.Fprintf(w, "%s = %s\n    %s\n", st.Key, def, st.Help)
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+)
+
+// selfRegistration registers the node as an instance of its own
+// application and renews it like any client (eureka.client.register-with-eureka).
+// It talks to the local registry directly; the writes replicate like a
+// client's.
+type selfRegistration struct {
+	reg      *registry.Registry
+	instance *registry.Instance
+	interval time.Duration
+	log      zerolog.Logger
+}
+
+// selfInstance describes the node the way Spring's client would: id
+// host:app:port, so that two nodes on one host stay distinct.
+func selfInstance(s *Settings, host, ip string, now time.Time) *registry.Instance {
+	app := strings.ToLower(s.AppName)
+	id := s.InstanceID
+	if id == "" {
+		id = host + ":" + app + ":" + itoa(s.ServerPort)
+	}
+	base := "http://" + host + ":" + itoa(s.ServerPort)
+	md := map[string]string{"zone": s.ClusterZone, "management.port": itoa(s.ServerPort)}
+	for k, v := range s.InstanceMetadata {
+		md[k] = v
+	}
+	return &registry.Instance{
+		InstanceID:          id,
+		HostName:            host,
+		App:                 strings.ToUpper(s.AppName),
+		IPAddr:              ip,
+		Status:              registry.StatusUp,
+		OverriddenStatus:    registry.StatusUnknown,
+		Port:                registry.Port{Number: s.ServerPort, Enabled: true},
+		SecurePort:          registry.Port{Number: 443, Enabled: false},
+		CountryID:           1,
+		DataCenterInfo:      registry.DataCenterInfo{Class: registry.DataCenterClassDefault, Name: "MyOwn"},
+		RenewalIntervalSecs: s.InstanceRenewalInterval,
+		LeaseDurationSecs:   s.InstanceLeaseDuration,
+		Metadata:            registry.NewMetadata(md),
+		HomePageURL:         base + "/",
+		StatusPageURL:       base + "/",
+		HealthCheckURL:      base + "/livez",
+		VIPAddress:          app,
+		SecureVIPAddress:    app,
+		LastDirtyTimestamp:  now.UnixMilli(),
+	}
+}
+
+func (sr *selfRegistration) run(ctx context.Context) {
+	sr.register()
+	t := time.NewTicker(sr.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			key := registry.InstanceKey{App: sr.instance.App, ID: sr.instance.ID()}
+			if err := sr.reg.Cancel(key.App, key.ID, false); err != nil && !errors.Is(err, registry.ErrInstanceNotFound) {
+				sr.log.Warn().Err(err).Msg("cancel self-registration")
+			}
+			return
+		case <-t.C:
+			_, err := sr.reg.Renew(sr.instance.App, sr.instance.ID(), registry.Heartbeat{LastDirtyTimestamp: sr.instance.LastDirtyTimestamp})
+			switch {
+			case err == nil, errors.Is(err, registry.ErrStaleDirtyTimestamp):
+			case errors.Is(err, registry.ErrInstanceNotFound), errors.Is(err, registry.ErrStatusUnknown), errors.Is(err, registry.ErrNewerDirtyTimestamp):
+				sr.register()
+			default:
+				sr.log.Warn().Err(err).Msg("renew self-registration")
+			}
+		}
+	}
+}
+
+func (sr *selfRegistration) register() {
+	if _, err := sr.reg.Register(sr.instance.Clone(), false); err != nil {
+		sr.log.Error().Err(err).Msg("self-registration refused")
+		return
+	}
+	sr.log.Info().Str("app", sr.instance.App).Str("instance_id", sr.instance.ID()).Msg("registered this node")
+}

@@ -1,0 +1,76 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/muster-registry/muster/registry/registrytest"
+)
+
+// Every bad input gets its 4xx and a plain reason, and leaves the registry
+// as it was (ARCHITECTURE.md decision 5).
+func TestBadInput(t *testing.T) {
+	ct := func(v string) []string { return []string{"Content-Type", v} }
+	jsonCT := ct("application/json")
+	tests := []struct {
+		name, method, path, body string
+		headers                  []string
+		want                     int
+	}{
+		{"malformed JSON", "POST", "/eureka/apps/ORDERS", `{"instance":{"hostName":`, jsonCT, 400},
+		{"JSON without instance wrapper", "POST", "/eureka/apps/ORDERS", `{"hostName":"h","app":"ORDERS","ipAddr":"1.2.3.4"}`, jsonCT, 400},
+		{"JSON array", "POST", "/eureka/apps/ORDERS", `[1,2,3]`, jsonCT, 400},
+		{"port not a number", "POST", "/eureka/apps/ORDERS", strings.Replace(springBody, `"$":8080`, `"$":"eighty"`, 1), jsonCT, 400},
+		{"malformed XML", "POST", "/eureka/apps/ORDERS", `<instance><hostName>h</hostName>`, ct("application/xml"), 400},
+		{"XML unknown dataCenterInfo name", "POST", "/eureka/apps/ORDERS",
+			`<instance><hostName>h</hostName><app>ORDERS</app><ipAddr>1.2.3.4</ipAddr><dataCenterInfo class="x"><name>Mars</name></dataCenterInfo></instance>`,
+			ct("application/xml"), 400},
+		{"empty body", "POST", "/eureka/apps/ORDERS", ``, jsonCT, 400},
+		{"missing hostName", "POST", "/eureka/apps/ORDERS", strings.Replace(springBody, `"hostName":"host-a",`, ``, 1), jsonCT, 400},
+		{"missing ipAddr", "POST", "/eureka/apps/ORDERS", strings.Replace(springBody, `"ipAddr":"10.0.0.12",`, ``, 1), jsonCT, 400},
+		{"missing app", "POST", "/eureka/apps/ORDERS", strings.Replace(springBody, `"app":"ORDERS",`, ``, 1), jsonCT, 400},
+		{"missing dataCenterInfo", "POST", "/eureka/apps/ORDERS",
+			strings.Replace(springBody, `"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`, ``, 1), jsonCT, 400},
+		{"app differs from path", "POST", "/eureka/apps/PAYMENTS", springBody, jsonCT, 400},
+		{"unsupported media type", "POST", "/eureka/apps/ORDERS", springBody, ct("text/csv"), 415},
+		{"oversized body", "POST", "/eureka/apps/ORDERS", `{"instance":{"hostName":"` + strings.Repeat("x", 2<<20) + `"}}`, jsonCT, 413},
+		{"unknown status value", "PUT", "/eureka/apps/APP/a/status?value=SLEEPY", ``, nil, 400},
+		{"missing status value", "PUT", "/eureka/apps/APP/a/status", ``, nil, 400},
+		{"unknown status on delete", "DELETE", "/eureka/apps/APP/a/status?value=NOPE", ``, nil, 400},
+		{"non-numeric lastDirtyTimestamp on heartbeat", "PUT", "/eureka/apps/APP/a?status=UP&lastDirtyTimestamp=yesterday", ``, nil, 400},
+		{"non-numeric lastDirtyTimestamp on status", "PUT", "/eureka/apps/APP/a/status?value=DOWN&lastDirtyTimestamp=1e9", ``, nil, 400},
+		{"bad overriddenstatus on heartbeat", "PUT", "/eureka/apps/APP/a?overriddenstatus=MAYBE", ``, nil, 400},
+		{"metadata without entries", "PUT", "/eureka/apps/APP/a/metadata", ``, nil, 400},
+		{"heartbeat of unknown instance", "PUT", "/eureka/apps/APP/nobody", ``, nil, 404},
+		{"cancel of unknown instance", "DELETE", "/eureka/apps/APP/nobody", ``, nil, 404},
+		{"status of unknown instance", "PUT", "/eureka/apps/APP/nobody/status?value=UP", ``, nil, 404},
+		{"peer batch not JSON", "POST", "/eureka/peerreplication/batch", `nope`, jsonCT, 501},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTestNode(t)
+			if _, err := n.reg.Register(registrytest.NewInstance("APP", "a"), false); err != nil {
+				t.Fatal(err)
+			}
+			before := n.reg.Snapshot()
+			renewals := n.reg.Stats().Renewals
+			resp := n.do(t, tt.method, tt.path, tt.body, tt.headers...)
+			if resp.code != tt.want {
+				t.Fatalf("%s %s: status %d, want %d (body %q)", tt.method, tt.path, resp.code, tt.want, resp.body)
+			}
+			if strings.TrimSpace(resp.body) == "" && tt.want != 404 {
+				t.Errorf("no reason given in the body")
+			}
+			if len(resp.body) > 300 {
+				t.Errorf("reason is not short: %d bytes", len(resp.body))
+			}
+			after := n.reg.Snapshot()
+			if after.Version != before.Version || after.Hashcode != before.Hashcode || n.reg.Len() != 1 {
+				t.Errorf("registry changed: version %d→%d, %d instances", before.Version, after.Version, n.reg.Len())
+			}
+			if tt.want != 404 && n.reg.Stats().Renewals != renewals {
+				t.Errorf("a refused request renewed a lease")
+			}
+		})
+	}
+}

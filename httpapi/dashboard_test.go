@@ -1,0 +1,93 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+)
+
+const (
+	emergencyBanner = "EMERGENCY! EUREKA MAY BE INCORRECTLY CLAIMING INSTANCES ARE UP WHEN THEY'RE NOT."
+	offBanner       = "THE SELF PRESERVATION MODE IS TURNED OFF. THIS MAY NOT PROTECT INSTANCE EXPIRY"
+	belowOffBanner  = "RENEWALS ARE LESSER THAN THE THRESHOLD. THE SELF PRESERVATION MODE IS TURNED OFF."
+)
+
+func TestDashboard_instancesAndNoBanner(t *testing.T) {
+	n := newTestNode(t)
+	for _, id := range []string{"o1", "o2"} {
+		if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", id), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n.reg.UpdateStatus("ORDERS", "o2", registry.StatusDown, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	r := n.do(t, "GET", "/", "")
+	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("dashboard: %d %s", r.code, r.header.Get("Content-Type"))
+	}
+	for _, want := range []string{"System Status", "Renews threshold", "Renews (last min)", "Lease expiration enabled",
+		"DS Replicas", "<b>ORDERS</b>", "<b>UP</b> (1) - <a href=\"http://host-o1:8080/actuator/info\">o1</a>", "<b>DOWN</b> (1)",
+		`<div class="bad"><b>DOWN</b>`, "node-a", "/static/muster.css"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("dashboard lacks %q", want)
+		}
+	}
+	if strings.Contains(r.body, `id="banner"`) {
+		t.Error("banner shown while self-preservation is enabled and not active")
+	}
+	if css := n.do(t, "GET", "/static/muster.css", ""); css.code != 200 || !strings.Contains(css.body, "banner") {
+		t.Errorf("stylesheet: %d", css.code)
+	}
+}
+
+func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
+	n := newTestNode(t)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", id), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if body := n.do(t, "GET", "/", "").body; strings.Contains(body, emergencyBanner) {
+		t.Fatal("EMERGENCY shown during the first window, before the count can know")
+	}
+	n.clock.Advance(2 * time.Minute) // nobody renews
+	body := n.do(t, "GET", "/", "").body
+	if !strings.Contains(body, emergencyBanner) {
+		t.Fatal("no EMERGENCY banner while self-preservation is active")
+	}
+	if !strings.Contains(body, `id="self-preservation">ACTIVE`) {
+		t.Error("self-preservation not shown as ACTIVE")
+	}
+	// Renewals recover: the banner goes.
+	for range 4 {
+		n.clock.Advance(30 * time.Second)
+		for _, id := range []string{"a", "b", "c", "d"} {
+			if _, err := n.reg.Renew("ORDERS", id, registry.Heartbeat{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if body := n.do(t, "GET", "/", "").body; strings.Contains(body, emergencyBanner) {
+		t.Fatal("EMERGENCY banner still shown after renewals recovered")
+	}
+}
+
+func TestDashboard_selfPreservationOffBanners(t *testing.T) {
+	n := newTestNode(t, func(c *registry.Config, _ *httpapi.Config) { c.SelfPreservation = false })
+	body := n.do(t, "GET", "/", "").body
+	if !strings.Contains(body, offBanner) || strings.Contains(body, emergencyBanner) {
+		t.Fatal("self-preservation disabled: want the TURNED OFF banner only")
+	}
+	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1"), false); err != nil {
+		t.Fatal(err)
+	}
+	n.clock.Advance(2 * time.Minute)
+	if body := n.do(t, "GET", "/", "").body; !strings.Contains(body, belowOffBanner) {
+		t.Fatal("renewals below threshold with self-preservation off: want the RENEWALS ARE LESSER banner")
+	}
+}

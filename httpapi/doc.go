@@ -1,0 +1,16 @@
+// Package httpapi is the HTTP face of a Muster node: Eureka's REST API under
+// /eureka/ and /eureka/v2/ (register, heartbeat, cancel, status overrides,
+// metadata, full and delta fetches, app, instance and VIP lookups), the
+// peer replication batch endpoint, the dashboard at /, /admin/status,
+// /readyz, /livez and /metrics.
+//
+// Reads come from the registry's versioned snapshots; each payload (kind,
+// name, JSON or XML, gzip or not) is encoded at most once per registry
+// version and shared by every reader, so reads see writes at once and an
+// unchanged registry is never re-encoded. The format follows Eureka: JSON
+// when Accept mentions json, XML otherwise.
+//
+// errors.go is the one place that turns errors into status codes: bad input
+// of any kind is a 4xx with a one-line plain-text reason and changes
+// nothing; handler panics become a 500 and a log line, never a crash.
+package httpapi

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// statusFor maps an error from the registry or the codecs to an HTTP
+// status: the one place that chooses status codes.
+func statusFor(err error) int {
+	var he *echo.HTTPError
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		return he.Code
+	case errors.As(err, &maxBytes):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, registry.ErrInstanceNotFound),
+		errors.Is(err, registry.ErrStatusUnknown),
+		errors.Is(err, registry.ErrNewerDirtyTimestamp):
+		// Eureka's "not found, register again".
+		return http.StatusNotFound
+	case errors.Is(err, registry.ErrStaleDirtyTimestamp):
+		return http.StatusConflict
+	case errors.Is(err, registry.ErrInvalidInstance),
+		errors.Is(err, registry.ErrInvalidStatus),
+		errors.Is(err, wire.ErrMalformed):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// handleError writes every error as a short plain-text body. Eureka answers
+// client mistakes with 400 and a one-line reason; Muster does the same for
+// everything Eureka turns into a 500 (bug 13).
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code := statusFor(err)
+	msg := err.Error()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg = fmt.Sprint(he.Message)
+	}
+	if code >= 500 {
+		s.log.Error().Err(err).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request failed")
+	} else {
+		s.log.Debug().Err(err).Int("status", code).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request refused")
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(code)
+		return
+	}
+	_ = c.String(code, msg+"\n")
+}
+
+func badRequest(format string, args ...any) error {
+	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(format, args...))
+}
+
+func errBodyTooLarge(limit int64) error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
+}
+
+var errReadsRefused = echo.NewHTTPError(http.StatusForbidden,
+	"registry not open for traffic yet (syncing with peers); try another server")

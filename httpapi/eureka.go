@@ -1,0 +1,458 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// headerReplication marks a request sent by a peer (PeerEurekaNode's
+// HEADER_REPLICATION); Eureka compares it with "true" exactly.
+const headerReplication = "x-netflix-discovery-replication"
+
+func isReplication(c echo.Context) bool {
+	return c.Request().Header.Get(headerReplication) == "true"
+}
+
+// pathParam returns a path parameter, unescaped.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if strings.IndexByte(v, '%') < 0 {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badRequest("bad escape in %s %q", name, v)
+	}
+	return u, nil
+}
+
+func appAndID(c echo.Context) (app, id string, err error) {
+	if app, err = pathParam(c, "app"); err != nil {
+		return "", "", err
+	}
+	if id, err = pathParam(c, "id"); err != nil {
+		return "", "", err
+	}
+	return app, id, nil
+}
+
+// queryValue finds key in a raw query string without parsing the whole
+// query into a map: the heartbeat runs this on every request and must not
+// allocate for the usual, unescaped values.
+func queryValue(raw, key string) (string, bool) {
+	for raw != "" {
+		var pair string
+		if i := strings.IndexByte(raw, '&'); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			pair, raw = raw, ""
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if k != key {
+			continue
+		}
+		if strings.IndexByte(v, '%') >= 0 || strings.IndexByte(v, '+') >= 0 {
+			if u, err := url.QueryUnescape(v); err == nil {
+				return u, true
+			}
+		}
+		return v, true
+	}
+	return "", false
+}
+
+// lastDirtyParam reads the optional lastDirtyTimestamp query parameter. A
+// value that is not a number is a 400 (Eureka throws a 500, bug 13).
+func lastDirtyParam(c echo.Context) (int64, error) {
+	v, ok := queryValue(c.Request().URL.RawQuery, "lastDirtyTimestamp")
+	if !ok || v == "" || v == "null" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 {
+		return 0, badRequest("lastDirtyTimestamp %q is not a number of milliseconds", v)
+	}
+	return ms, nil
+}
+
+// statusParam reads a status query parameter; ok is false when absent.
+func statusParam(c echo.Context, name string) (registry.Status, bool, error) {
+	v, ok := queryValue(c.Request().URL.RawQuery, name)
+	if !ok || v == "" {
+		return "", false, nil
+	}
+	st, err := registry.ParseStatus(v)
+	if err != nil {
+		return "", false, badRequest("%s: %v", name, err)
+	}
+	return st, true, nil
+}
+
+// wantsJSON is Eureka's format choice: JSON when Accept mentions json,
+// XML otherwise, including when Accept is absent or */*
+// (ApplicationsResource#getContainers).
+func wantsJSON(c echo.Context) bool {
+	return strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "json")
+}
+
+func formatOf(c echo.Context) payloadFormat {
+	if wantsJSON(c) {
+		return formatJSON
+	}
+	return formatXML
+}
+
+func acceptsGzip(c echo.Context) bool {
+	return strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip")
+}
+
+func contentType(f payloadFormat) string {
+	if f == formatJSON {
+		return echo.MIMEApplicationJSON
+	}
+	return echo.MIMEApplicationXML
+}
+
+// writePayload sends an encoded payload.
+func writePayload(c echo.Context, f payloadFormat, gz bool, body []byte) error {
+	h := c.Response().Header()
+	if gz {
+		h.Set(echo.HeaderContentEncoding, "gzip")
+		h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	}
+	return c.Blob(http.StatusOK, contentType(f), body)
+}
+
+// decodeInstanceBody reads a register body as JSON or XML, by Content-Type
+// or, when that says neither, by its first character.
+func decodeInstanceBody(c echo.Context) (*registry.Instance, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			return nil, errBodyTooLarge(maxBytes.Limit)
+		}
+		return nil, badRequest("reading request body: %v", err)
+	}
+	ct := strings.ToLower(c.Request().Header.Get(echo.HeaderContentType))
+	switch {
+	case strings.Contains(ct, "json"):
+		return wire.DecodeInstanceJSON(body)
+	case strings.Contains(ct, "xml"):
+		return wire.DecodeInstanceXML(body)
+	case ct != "" && !strings.HasPrefix(ct, "text/plain") && !strings.HasPrefix(ct, "application/octet-stream"):
+		return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType,
+			"Content-Type "+ct+" is not supported: send application/json or application/xml")
+	}
+	trimmed := strings.TrimLeft(string(body[:min(len(body), 64)]), " \t\r\n")
+	switch {
+	case strings.HasPrefix(trimmed, "{"):
+		return wire.DecodeInstanceJSON(body)
+	case strings.HasPrefix(trimmed, "<"):
+		return wire.DecodeInstanceXML(body)
+	}
+	return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType, "request body is neither JSON nor XML")
+}
+
+// register is POST /apps/{app}: 204 on success, as the Java client demands.
+func (s *Server) register(c echo.Context) error {
+	app, err := pathParam(c, "app")
+	if err != nil {
+		return err
+	}
+	in, err := decodeInstanceBody(c)
+	if err != nil {
+		return err
+	}
+	applySpringInstanceID(in)
+	if in.App != "" && !strings.EqualFold(in.App, app) {
+		return badRequest("mismatched appName: the path says %s but the body says %s", strings.ToUpper(app), in.App)
+	}
+	if _, err := s.reg.Register(in, isReplication(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// applySpringInstanceID follows Spring's CloudJacksonJson: an instance that
+// sends no instanceId but has one in its metadata is known as
+// hostName:<that value>, unless the value already starts with the host name.
+func applySpringInstanceID(in *registry.Instance) {
+	if in.InstanceID != "" {
+		return
+	}
+	v, ok := in.Metadata.Get("instanceId")
+	if !ok || v == "" {
+		return
+	}
+	if strings.HasPrefix(v, in.HostName) {
+		in.InstanceID = v
+	} else {
+		in.InstanceID = in.HostName + ":" + v
+	}
+}
+
+// heartbeat is PUT /apps/{app}/{id}: 200, 404 ("register again"), or 409
+// with our copy when a peer's data is older.
+func (s *Server) heartbeat(c echo.Context) error {
+	app, id, err := appAndID(c)
+	if err != nil {
+		return err
+	}
+	hb := registry.Heartbeat{Replicated: isReplication(c)}
+	if hb.LastDirtyTimestamp, err = lastDirtyParam(c); err != nil {
+		return err
+	}
+	if st, ok, err := statusParam(c, "overriddenstatus"); err != nil {
+		return err
+	} else if ok {
+		hb.OverriddenStatus = st
+	}
+	in, err := s.reg.Renew(app, id, hb)
+	if errors.Is(err, registry.ErrStaleDirtyTimestamp) {
+		return s.writeInstance(c, http.StatusConflict, registry.InstanceView{Instance: in})
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+func (s *Server) cancel(c echo.Context) error {
+	app, id, err := appAndID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.reg.Cancel(app, id, isReplication(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// updateStatus is PUT /apps/{app}/{id}/status?value=X.
+func (s *Server) updateStatus(c echo.Context) error {
+	app, id, err := appAndID(c)
+	if err != nil {
+		return err
+	}
+	st, ok, err := statusParam(c, "value")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return badRequest("missing query parameter value (UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)")
+	}
+	dirty, err := lastDirtyParam(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.reg.UpdateStatus(app, id, st, dirty, isReplication(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// deleteStatusOverride is DELETE /apps/{app}/{id}/status[?value=Y]; the
+// status becomes Y, UNKNOWN by default, as in Eureka.
+func (s *Server) deleteStatusOverride(c echo.Context) error {
+	app, id, err := appAndID(c)
+	if err != nil {
+		return err
+	}
+	st, ok, err := statusParam(c, "value")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		st = registry.StatusUnknown
+	}
+	dirty, err := lastDirtyParam(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.reg.DeleteStatusOverride(app, id, st, dirty, isReplication(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// updateMetadata is PUT /apps/{app}/{id}/metadata?key=value&…
+func (s *Server) updateMetadata(c echo.Context) error {
+	app, id, err := appAndID(c)
+	if err != nil {
+		return err
+	}
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return badRequest("bad query string: %v", err)
+	}
+	if len(q) == 0 {
+		return badRequest("no metadata given: pass entries as query parameters, e.g. ?version=2")
+	}
+	updates := make(map[string]string, len(q))
+	for k, vs := range q {
+		if k == "" {
+			return badRequest("empty metadata key")
+		}
+		updates[k] = vs[0]
+	}
+	if _, err := s.reg.UpdateMetadata(app, id, updates); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// getApps is GET /apps: the whole registry, encoded once per version.
+func (s *Server) getApps(c echo.Context) error {
+	if !s.cfg.ReadsAllowed() {
+		return errReadsRefused
+	}
+	snap := s.reg.Snapshot()
+	f, gz := formatOf(c), acceptsGzip(c)
+	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() []byte {
+		return encodeApplications(f, snap.Apps, "1", snap.Hashcode, snap.Instances)
+	})
+	return writePayload(c, f, gz, body)
+}
+
+// getDelta is GET /apps/delta: the changes of the last few minutes and the
+// hashcode of the full registry, both from one snapshot.
+func (s *Server) getDelta(c echo.Context) error {
+	if s.cfg.DisableDelta {
+		return echo.NewHTTPError(http.StatusForbidden, "delta is disabled on this server (eureka.server.disable-delta)")
+	}
+	if !s.cfg.ReadsAllowed() {
+		return errReadsRefused
+	}
+	snap := s.reg.Snapshot()
+	f, gz := formatOf(c), acceptsGzip(c)
+	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() []byte {
+		n := 0
+		for _, app := range snap.Delta {
+			n += len(app.Instances)
+		}
+		return encodeApplications(f, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, n)
+	})
+	return writePayload(c, f, gz, body)
+}
+
+func encodeApplications(f payloadFormat, apps []registry.AppView, versionsDelta, hashcode string, instances int) []byte {
+	if f == formatJSON {
+		return wire.AppendApplicationsJSON(make([]byte, 0, 256+instances*1200), apps, versionsDelta, hashcode)
+	}
+	return wire.AppendApplicationsXML(make([]byte, 0, 256+instances*1500), apps, versionsDelta, hashcode)
+}
+
+func (s *Server) getApp(c echo.Context) error {
+	if !s.cfg.ReadsAllowed() {
+		return errReadsRefused
+	}
+	name, err := pathParam(c, "app")
+	if err != nil {
+		return err
+	}
+	snap := s.reg.Snapshot()
+	app, ok := snap.App(name)
+	if !ok {
+		return echo.NewHTTPError(http.StatusNotFound, "no application "+strings.ToUpper(name))
+	}
+	f := formatOf(c)
+	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f}, snap, func() []byte {
+		if f == formatJSON {
+			return wire.AppendApplicationJSON(nil, app)
+		}
+		return wire.AppendApplicationXML(nil, app)
+	})
+	return writePayload(c, f, false, body)
+}
+
+func (s *Server) getVIP(c echo.Context) error  { return s.vipLookup(c, payloadVIP) }
+func (s *Server) getSVIP(c echo.Context) error { return s.vipLookup(c, payloadSVIP) }
+
+// vipLookup is GET /vips/{vip} and /svips/{svip}: 200 with the matching
+// instances, an empty list when nothing matches.
+func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
+	if !s.cfg.ReadsAllowed() {
+		return errReadsRefused
+	}
+	name, err := pathParam(c, "vip")
+	if err != nil {
+		return err
+	}
+	snap := s.reg.Snapshot()
+	apps := snap.VIP(name, kind == payloadSVIP)
+	f := formatOf(c)
+	build := func() []byte {
+		n := 0
+		for _, app := range apps {
+			n += len(app.Instances)
+		}
+		return encodeApplications(f, apps, "1", registry.HashcodeOf(apps), n)
+	}
+	if len(apps) == 0 {
+		// Not cached: otherwise random names would fill the cache.
+		return writePayload(c, f, false, build())
+	}
+	return writePayload(c, f, false, s.payloads.get(payloadKey{kind: kind, name: name, format: f}, snap, build))
+}
+
+// getAppInstance is GET /apps/{app}/{id}; it is not gated, as in Eureka.
+func (s *Server) getAppInstance(c echo.Context) error {
+	app, id, err := appAndID(c)
+	if err != nil {
+		return err
+	}
+	iv, ok := s.reg.Instance(app, id)
+	if !ok {
+		return echo.NewHTTPError(http.StatusNotFound, "no instance "+id+" in "+strings.ToUpper(app))
+	}
+	return s.writeInstance(c, http.StatusOK, iv)
+}
+
+func (s *Server) getInstanceByID(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	iv, ok := s.reg.InstanceByID(id)
+	if !ok {
+		return echo.NewHTTPError(http.StatusNotFound, "no instance "+id)
+	}
+	return s.writeInstance(c, http.StatusOK, iv)
+}
+
+func (s *Server) writeInstance(c echo.Context, code int, iv registry.InstanceView) error {
+	if wantsJSON(c) {
+		return c.Blob(code, echo.MIMEApplicationJSON, wire.AppendInstanceJSON(nil, iv))
+	}
+	return c.Blob(code, echo.MIMEApplicationXML, wire.AppendInstanceXML(nil, iv))
+}
+
+// peerBatch is POST /peerreplication/batch.
+func (s *Server) peerBatch(c echo.Context) error {
+	if s.cfg.Batch == nil {
+		return echo.NewHTTPError(http.StatusNotImplemented, "peer replication is not enabled on this node")
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			return errBodyTooLarge(maxBytes.Limit)
+		}
+		return badRequest("reading request body: %v", err)
+	}
+	resp, err := s.cfg.Batch(body)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, resp)
+}

@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+)
+
+// NodeInfo describes this node for the dashboard and /admin/status.
+type NodeInfo struct {
+	Name        string // node name (memberlist identity)
+	Zone        string
+	URL         string // advertised Eureka base URL
+	Environment string // eureka.environment, a dashboard label
+	Datacenter  string // eureka.datacenter, a dashboard label
+	Version     string // Muster's version
+}
+
+// PeerInfo is one peer as the dashboard and /admin/status show it.
+type PeerInfo struct {
+	Name            string `json:"name"`
+	Zone            string `json:"zone"`
+	URL             string `json:"url"`
+	State           string `json:"state"` // memberlist's words: alive, suspect, dead, left; "static" for configured URLs
+	QueueDepth      int    `json:"queueDepth"`
+	LastBatchMillis int64  `json:"lastBatchMillis"`
+	LastError       string `json:"lastError,omitempty"`
+}
+
+// BatchHandler applies an inbound peer replication batch (POST
+// /peerreplication/batch): it decodes body, applies every item and returns
+// the encoded response. An error means the body as a whole could not be
+// read (400); per-item failures are in the response.
+type BatchHandler func(body []byte) (response []byte, err error)
+
+// Config wires the HTTP API to the rest of the node.
+type Config struct {
+	Registry *registry.Registry
+	Node     NodeInfo
+	Logger   zerolog.Logger
+	// Metrics is where the API registers its Prometheus collectors; nil
+	// makes a private registry. /metrics serves Gatherer.
+	Metrics  prometheus.Registerer
+	Gatherer prometheus.Gatherer
+
+	// Ready reports whether the node has opened for traffic (syncUp done);
+	// /readyz answers 503 until then. nil means always ready.
+	Ready func() bool
+	// ReadsAllowed reports whether registry reads (GET apps, delta, app,
+	// VIPs) may be answered; while false they get 403 so clients fail over
+	// to a peer that knows. nil means Ready.
+	ReadsAllowed func() bool
+	// Peers lists the replication peers. nil means none.
+	Peers func() []PeerInfo
+	// Batch handles POST /peerreplication/batch. nil answers 501.
+	Batch BatchHandler
+
+	// DisableDelta makes GET /apps/delta answer 403, so clients always do
+	// full fetches. eureka.server.disable-delta, default false.
+	DisableDelta bool
+	// MaxBodyBytes limits request bodies of client requests (413 beyond).
+	// muster.max-body-bytes, default 1 MiB.
+	MaxBodyBytes int64
+	// MaxBatchBodyBytes limits peer replication batches, which carry up to
+	// 250 instances. muster.max-batch-body-bytes, default 16 MiB.
+	MaxBatchBodyBytes int64
+	// Now is the clock for the dashboard; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults; Registry must still be set.
+func DefaultConfig() Config {
+	return Config{
+		MaxBodyBytes:      1 << 20,
+		MaxBatchBodyBytes: 16 << 20,
+		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
+	}
+}
+
+// Validate reports missing wiring and bad limits.
+func (c Config) Validate() error {
+	if c.Registry == nil {
+		return errors.New("httpapi: Registry is required")
+	}
+	if c.MaxBodyBytes <= 0 || c.MaxBatchBodyBytes <= 0 {
+		return fmt.Errorf("httpapi: body limits must be positive, got %d and %d", c.MaxBodyBytes, c.MaxBatchBodyBytes)
+	}
+	return nil
+}
+
+// Server is the HTTP face of a node: Eureka's REST API under /eureka/ and
+// /eureka/v2/, the peer batch endpoint, the dashboard, /admin/status,
+// health and metrics.
+type Server struct {
+	cfg      Config
+	reg      *registry.Registry
+	log      zerolog.Logger
+	echo     *echo.Echo
+	payloads *payloadCache
+	metrics  *metrics
+	started  time.Time
+	now      func() time.Time
+}
+
+// New builds the server and its routes. It starts nothing; serve
+// Handler() with an http.Server.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, reg: cfg.Registry, now: cfg.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.started = s.now()
+	s.log = cfg.Logger.With().Str("component", "httpapi").Logger()
+	if s.cfg.Ready == nil {
+		s.cfg.Ready = func() bool { return true }
+	}
+	if s.cfg.ReadsAllowed == nil {
+		s.cfg.ReadsAllowed = s.cfg.Ready
+	}
+	if s.cfg.Peers == nil {
+		s.cfg.Peers = func() []PeerInfo { return nil }
+	}
+	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
+	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.recoverPanics, s.observe)
+	s.echo = e
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the root handler.
+func (s *Server) Handler() http.Handler { return s }
+
+// ServeHTTP lets the server be used as an http.Handler directly. A trailing
+// slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
+// often as /eureka/apps.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
+		r.URL.Path = strings.TrimRight(p, "/")
+		if r.URL.Path == "" {
+			r.URL.Path = "/"
+		}
+		if r.URL.RawPath != "" {
+			r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+		}
+	}
+	s.echo.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	e := s.echo
+	// Both Spring's /eureka/ and Netflix's /eureka/v2/ (and bare /v2/);
+	// Eureka treats any other version segment as V2 as well.
+	for _, base := range []string{"/eureka", "/eureka/v2", "/v2"} {
+		g := e.Group(base)
+		g.POST("/apps/:app", s.register, s.limitBody(s.cfg.MaxBodyBytes))
+		g.PUT("/apps/:app/:id", s.heartbeat)
+		g.DELETE("/apps/:app/:id", s.cancel)
+		g.PUT("/apps/:app/:id/status", s.updateStatus)
+		g.DELETE("/apps/:app/:id/status", s.deleteStatusOverride)
+		g.PUT("/apps/:app/:id/metadata", s.updateMetadata)
+		g.GET("/apps", s.getApps)
+		g.GET("/apps/delta", s.getDelta)
+		g.GET("/apps/:app", s.getApp)
+		g.GET("/apps/:app/:id", s.getAppInstance)
+		g.GET("/instances/:id", s.getInstanceByID)
+		g.GET("/vips/:vip", s.getVIP)
+		g.GET("/svips/:vip", s.getSVIP)
+		g.GET("/status", s.getStatus)
+		g.POST("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
+	}
+	e.GET("/", s.dashboard)
+	e.GET("/dashboard", s.dashboard)
+	e.GET("/static/*", s.static)
+	e.GET("/admin/status", s.adminStatus)
+	e.GET("/readyz", s.readyz)
+	e.GET("/livez", s.livez)
+	e.GET("/metrics", s.serveMetrics)
+}
+
+// recoverPanics turns a panic in a handler into a 500 and a log line with
+// the stack, so that nothing a client sends can take the node down.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error().Interface("panic", p).Str("method", c.Request().Method).
+					Str("path", c.Request().URL.Path).Bytes("stack", debug.Stack()).Msg("handler panicked")
+				err = echo.NewHTTPError(http.StatusInternalServerError, "internal error")
+			}
+		}()
+		return next(c)
+	}
+}
+
+// limitBody caps the request body; reading beyond it fails, and the
+// handler answers 413.
+func (s *Server) limitBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.ContentLength > limit {
+				return errBodyTooLarge(limit)
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+			return next(c)
+		}
+	}
+}
