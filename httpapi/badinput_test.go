@@ -44,7 +44,8 @@ func TestBadInput(t *testing.T) {
 		{"heartbeat of unknown instance", "PUT", "/eureka/apps/APP/nobody", ``, nil, 404},
 		{"cancel of unknown instance", "DELETE", "/eureka/apps/APP/nobody", ``, nil, 404},
 		{"status of unknown instance", "PUT", "/eureka/apps/APP/nobody/status?value=UP", ``, nil, 404},
-		{"peer batch not JSON", "POST", "/eureka/peerreplication/batch", `nope`, jsonCT, 501},
+		{"peer batch not JSON", "POST", "/eureka/peerreplication/batch", `nope`, jsonCT, 400},
+		{"peer batch without replicationList", "POST", "/eureka/peerreplication/batch", `{"x":1}`, jsonCT, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
+	"github.com/muster-registry/muster/replication"
 )
 
 // statusFor maps an error from the registry or the codecs to an HTTP
@@ -30,7 +31,8 @@ func statusFor(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, registry.ErrInvalidInstance),
 		errors.Is(err, registry.ErrInvalidStatus),
-		errors.Is(err, wire.ErrMalformed):
+		errors.Is(err, wire.ErrMalformed),
+		errors.Is(err, replication.ErrMalformedBatch):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

@@ -97,6 +97,13 @@ func statusParam(c echo.Context, name string) (registry.Status, bool, error) {
 	return st, true, nil
 }
 
+// readsAllowed gates registry reads while the node syncs. A peer's syncUp
+// fetch (marked with the replication header) is always answered with what
+// the node has, so nodes that start together do not wait on each other.
+func (s *Server) readsAllowed(c echo.Context) bool {
+	return s.cfg.ReadsAllowed() || isReplication(c)
+}
+
 // wantsJSON is Eureka's format choice: JSON when Accept mentions json,
 // XML otherwise, including when Accept is absent or */*
 // (ApplicationsResource#getContainers).
@@ -313,7 +320,7 @@ func (s *Server) updateMetadata(c echo.Context) error {
 
 // getApps is GET /apps: the whole registry, encoded once per version.
 func (s *Server) getApps(c echo.Context) error {
-	if !s.cfg.ReadsAllowed() {
+	if !s.readsAllowed(c) {
 		return errReadsRefused
 	}
 	snap := s.reg.Snapshot()
@@ -330,7 +337,7 @@ func (s *Server) getDelta(c echo.Context) error {
 	if s.cfg.DisableDelta {
 		return echo.NewHTTPError(http.StatusForbidden, "delta is disabled on this server (eureka.server.disable-delta)")
 	}
-	if !s.cfg.ReadsAllowed() {
+	if !s.readsAllowed(c) {
 		return errReadsRefused
 	}
 	snap := s.reg.Snapshot()
@@ -353,7 +360,7 @@ func encodeApplications(f payloadFormat, apps []registry.AppView, versionsDelta,
 }
 
 func (s *Server) getApp(c echo.Context) error {
-	if !s.cfg.ReadsAllowed() {
+	if !s.readsAllowed(c) {
 		return errReadsRefused
 	}
 	name, err := pathParam(c, "app")
@@ -381,7 +388,7 @@ func (s *Server) getSVIP(c echo.Context) error { return s.vipLookup(c, payloadSV
 // vipLookup is GET /vips/{vip} and /svips/{svip}: 200 with the matching
 // instances, an empty list when nothing matches.
 func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
-	if !s.cfg.ReadsAllowed() {
+	if !s.readsAllowed(c) {
 		return errReadsRefused
 	}
 	name, err := pathParam(c, "vip")
@@ -452,7 +459,7 @@ func (s *Server) peerBatch(c echo.Context) error {
 	}
 	resp, err := s.cfg.Batch(body)
 	if err != nil {
-		return badRequest("%v", err)
+		return err
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, resp)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/replication"
 )
 
 type testNode struct {
@@ -47,6 +48,9 @@ func newTestNode(t *testing.T, opts ...func(*registry.Config, *httpapi.Config)) 
 	}
 	reg.OpenForTraffic()
 	hcfg.Registry = reg
+	if hcfg.Batch == nil {
+		hcfg.Batch = replication.NewReceiver(reg, logger).Handle
+	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {
 		t.Fatal(err)

@@ -82,6 +82,9 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_encodings_total", Help: "Registry payloads encoded (at most one per kind and format per registry version)."},
 			func() float64 { return float64(s.payloads.buildCount()) }),
 	}
+	if s.cfg.Replication != nil {
+		cs = append(cs, newReplicationCollector(s.cfg.Replication))
+	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err

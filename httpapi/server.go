@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/replication"
 )
 
 // NodeInfo describes this node for the dashboard and /admin/status.
@@ -34,6 +35,12 @@ type PeerInfo struct {
 	QueueDepth      int    `json:"queueDepth"`
 	LastBatchMillis int64  `json:"lastBatchMillis"`
 	LastError       string `json:"lastError,omitempty"`
+}
+
+// ReplicationStats is what /metrics reads from the replicator.
+type ReplicationStats interface {
+	Peers() []replication.PeerStats
+	Totals() replication.Counters
 }
 
 // BatchHandler applies an inbound peer replication batch (POST
@@ -63,6 +70,9 @@ type Config struct {
 	Peers func() []PeerInfo
 	// Batch handles POST /peerreplication/batch. nil answers 501.
 	Batch BatchHandler
+	// Replication reports the replication figures for /metrics. nil means
+	// no replication.
+	Replication ReplicationStats
 
 	// DisableDelta makes GET /apps/delta answer 403, so clients always do
 	// full fetches. eureka.server.disable-delta, default false.

@@ -6,49 +6,77 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/replication"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-// Node is one running Muster node: registry, HTTP API, and (in a cluster)
-// membership and replication. Tests start several in one process.
+// nodeOptions are knobs tests turn that users do not.
+type nodeOptions struct {
+	// memberlist replaces the memberlist base config (tests use
+	// memberlist.DefaultLocalConfig for fast failure detection).
+	memberlist *memberlist.Config
+}
+
+// Node is one running Muster node: registry, HTTP API, membership and
+// replication. Tests start several in one process.
 type Node struct {
 	settings *Settings
+	opts     nodeOptions
 	log      zerolog.Logger
 
-	reg     *registry.Registry
-	api     *httpapi.Server
-	metrics *prometheus.Registry
+	reg      *registry.Registry
+	metrics  *prometheus.Registry
+	rep      *replication.Replicator
+	receiver *replication.Receiver
+	syncer   *replication.Syncer
+	cluster  *cluster.Cluster // nil when cluster.enabled is false
 
 	listener   net.Listener
 	httpServer *http.Server
+	name       string
 	url        string // advertised Eureka base URL, e.g. http://10.0.0.5:8761/eureka/
 	host, ip   string
+	port       int
 
-	ready atomic.Bool
+	ready          atomic.Bool
+	readsRefusedTo atomic.Int64 // Unix ns until which registry reads get 403 after a failed syncUp
+	opened         chan struct{}
+	syncResult     replication.SyncResult
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	done   chan struct{}
+	cancel     context.CancelFunc // stops background work
+	stopSelf   context.CancelFunc // stops the self-registration
+	selfDone   chan struct{}
+	wg         sync.WaitGroup
+	shutdownMu sync.Mutex
+	stopped    bool
 }
 
 // newNode builds a node from settings. It opens nothing and starts no
 // goroutines; Start does.
-func newNode(s *Settings, logger zerolog.Logger) (*Node, error) {
-	n := &Node{settings: s, log: logger, done: make(chan struct{})}
+func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, error) {
+	n := &Node{settings: s, log: logger, opened: make(chan struct{})}
+	if len(opts) > 0 {
+		n.opts = opts[0]
+	}
 	rcfg := registry.DefaultConfig()
 	rcfg.Logger = logger
 	rcfg.SelfPreservation = s.SelfPreservation
@@ -66,13 +94,44 @@ func newNode(s *Settings, logger zerolog.Logger) (*Node, error) {
 	}
 	n.reg = reg
 
+	repCfg := replication.DefaultConfig()
+	repCfg.Logger = logger
+	repCfg.MaxQueueSize = s.MaxReplicationQueue
+	repCfg.TaskMaxAge = s.MaxTimeReplication
+	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
+	repCfg.SendTimeout = s.PeerReadTimeout
+	repCfg.Transport = replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	repCfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
+		iv, ok := reg.Instance(k.App, k.ID)
+		return iv.Instance, ok
+	}
+	repCfg.Adopt = n.adopt
+	if err := repCfg.Validate(); err != nil {
+		return nil, err
+	}
+	n.rep = replication.New(repCfg)
+	n.receiver = replication.NewReceiver(reg, logger)
+
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return n, nil
 }
 
-// Start listens, opens for traffic and starts the background work. It
-// returns once the node serves HTTP; readiness follows.
+// adopt takes a peer's newer copy of an instance, which it sent with a 409
+// to our heartbeat (PeerEurekaNode#syncInstancesIfTimestampDiffers). It is
+// a replicated registration: it is not sent back.
+func (n *Node) adopt(in *registry.Instance) {
+	if !n.settings.SyncWhenTimestampDiffers {
+		return
+	}
+	if _, err := n.reg.Register(in, true); err != nil {
+		n.log.Warn().Err(err).Str("app", in.App).Str("instance_id", in.ID()).Msg("peer's newer instance refused")
+	}
+}
+
+// Start listens, joins the cluster and starts the background work; syncUp
+// and the opening for traffic follow in the background (see Opened). It
+// returns once the node serves HTTP.
 func (n *Node) Start(ctx context.Context) error {
 	s := n.settings
 	addr := net.JoinHostPort(s.ServerAddress, strconv.Itoa(s.ServerPort))
@@ -81,16 +140,20 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("listen on %s (server.port): %w", addr, err)
 	}
 	n.listener = ln
-	port := ln.Addr().(*net.TCPAddr).Port
+	n.port = ln.Addr().(*net.TCPAddr).Port
 	n.host, n.ip = advertisedHost(s)
 	urlHost := n.host
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	n.url = "http://" + net.JoinHostPort(urlHost, strconv.Itoa(port)) + "/eureka/"
-	name := s.ClusterNodeName
-	if name == "" {
-		name = n.host
+	n.url = "http://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
+	n.name = s.ClusterNodeName
+	if n.name == "" {
+		n.name = n.host
+		if s.ServerPort != 8761 {
+			// Two nodes on one host must not share a name.
+			n.name += "-" + strconv.Itoa(n.port)
+		}
 	}
 
 	hcfg := httpapi.DefaultConfig()
@@ -98,8 +161,12 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Logger = n.log
 	hcfg.Metrics = n.metrics
 	hcfg.Gatherer = n.metrics
-	hcfg.Node = httpapi.NodeInfo{Name: name, Zone: s.ClusterZone, URL: n.url, Environment: s.Environment, Datacenter: s.Datacenter, Version: version}
+	hcfg.Node = httpapi.NodeInfo{Name: n.name, Zone: s.ClusterZone, URL: n.url, Environment: s.Environment, Datacenter: s.Datacenter, Version: version}
 	hcfg.Ready = n.ready.Load
+	hcfg.ReadsAllowed = n.readsAllowed
+	hcfg.Peers = n.peerInfos
+	hcfg.Batch = n.receiver.Handle
+	hcfg.Replication = n.rep
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
@@ -108,48 +175,251 @@ func (n *Node) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	n.api = api
-	n.httpServer = &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          nil,
+	n.httpServer = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+
+	if s.ClusterEnabled {
+		if n.cluster, err = n.newCluster(); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	n.wg.Add(2)
-	go func() {
-		defer n.wg.Done()
+	n.goRun(func() {
 		if err := n.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error().Err(err).Msg("http server stopped")
 		}
-	}()
-	go func() {
-		defer n.wg.Done()
-		n.reg.Run(runCtx)
-	}()
-	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", name).Str("zone", s.ClusterZone).
+	})
+	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.ClusterZone).
 		Str("version", version).Msg("serving the Eureka API")
 
+	if n.cluster != nil {
+		if err := n.cluster.Start(runCtx); err != nil {
+			cancel()
+			_ = n.httpServer.Close()
+			n.wg.Wait()
+			return err
+		}
+	}
+	n.syncer = replication.NewSyncer(replication.SyncConfig{
+		Registry:      n.reg,
+		Candidates:    n.currentPeers,
+		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
+		Zone:          s.ClusterZone,
+		Attempts:      s.RegistrySyncRetries,
+		RetryWait:     s.RegistrySyncRetryWait,
+		Logger:        n.log,
+	})
+	n.reg.SetChangeHook(func(ch registry.Change) {
+		n.syncer.Observe(ch)
+		n.rep.Enqueue(ch)
+	})
+	n.goRun(func() {
+		if err := n.rep.Run(runCtx); err != nil {
+			n.log.Error().Err(err).Msg("replication stopped")
+		}
+	})
+	n.goRun(func() { n.watchPeers(runCtx) })
+	n.goRun(func() { n.startUp(runCtx) })
+	return nil
+}
+
+func (n *Node) goRun(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+func (n *Node) newCluster() (*cluster.Cluster, error) {
+	s := n.settings
+	cfg := cluster.DefaultConfig()
+	cfg.NodeName = n.name
+	cfg.BindAddr = s.ClusterBindAddr
+	cfg.BindPort = s.ClusterBindPort
+	cfg.AdvertiseAddr = s.ClusterAdvertiseAddr
+	cfg.AdvertisePort = s.ClusterAdvertisePort
+	cfg.Join = s.ClusterJoin
+	cfg.Zone = s.ClusterZone
+	cfg.EurekaURL = n.url
+	cfg.Logger = n.log
+	if n.opts.memberlist != nil {
+		cfg.Memberlist = n.opts.memberlist
+	}
+	if s.ClusterSecretKey != "" {
+		key, err := cluster.ParseSecretKey(s.ClusterSecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("setting cluster.secret-key: %w", err)
+		}
+		cfg.SecretKey = key
+	}
+	return cluster.New(cfg)
+}
+
+// startUp is syncUp then openForTraffic (ARCHITECTURE.md decision 8).
+func (n *Node) startUp(ctx context.Context) {
+	res := n.syncer.Run(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	n.syncResult = res
+	if res.PeersKnown && !res.Reached && n.settings.RegistrySyncRetries > 0 {
+		until := time.Now().Add(n.settings.WaitWhenSyncEmpty)
+		n.readsRefusedTo.Store(until.UnixNano())
+		n.log.Warn().Time("until", until).
+			Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+	}
 	n.reg.OpenForTraffic()
 	n.ready.Store(true)
-
-	if s.RegisterWithEureka {
-		sr := &selfRegistration{
-			reg:      n.reg,
-			instance: selfInstance(s, n.host, n.ip, time.Now()),
-			interval: time.Duration(s.InstanceRenewalInterval) * time.Second,
-			log:      n.log.With().Str("component", "self-registration").Logger(),
-		}
-		sr.instance.Port.Number = port
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			sr.run(runCtx)
-		}()
+	close(n.opened)
+	n.goRun(func() { n.reg.Run(ctx) })
+	if n.settings.RegisterWithEureka {
+		n.startSelfRegistration()
 	}
-	return nil
+}
+
+// Opened is closed once the node has synced and opened for traffic.
+func (n *Node) Opened() <-chan struct{} { return n.opened }
+
+func (n *Node) readsAllowed() bool {
+	return n.ready.Load() && time.Now().UnixNano() >= n.readsRefusedTo.Load()
+}
+
+func (n *Node) startSelfRegistration() {
+	ctx, stop := context.WithCancel(context.Background())
+	n.stopSelf = stop
+	n.selfDone = make(chan struct{})
+	in := selfInstance(n.settings, n.host, n.ip, time.Now())
+	in.Port.Number = n.port
+	sr := &selfRegistration{
+		reg:      n.reg,
+		instance: in,
+		interval: time.Duration(n.settings.InstanceRenewalInterval) * time.Second,
+		log:      n.log.With().Str("component", "self-registration").Logger(),
+	}
+	go func() {
+		defer close(n.selfDone)
+		sr.run(ctx)
+	}()
+}
+
+// watchPeers keeps the replication peers in line with the membership.
+func (n *Node) watchPeers(ctx context.Context) {
+	var changes <-chan struct{}
+	if n.cluster != nil {
+		changes = n.cluster.Changes()
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	n.rep.SetPeers(n.currentPeers())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		case <-tick.C:
+		}
+		n.rep.SetPeers(n.currentPeers())
+	}
+}
+
+// currentPeers is every other member that is not gone and advertises a
+// Eureka URL, plus the static peers, minus self.
+func (n *Node) currentPeers() []replication.Peer {
+	var peers []replication.Peer
+	seen := map[string]bool{}
+	if n.cluster != nil {
+		for _, m := range n.cluster.Members() {
+			if m.Self || m.EurekaURL == "" || m.State == cluster.StateDead || m.State == cluster.StateLeft {
+				continue
+			}
+			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone})
+			seen[normalizeURL(m.EurekaURL)] = true
+		}
+	}
+	for _, p := range n.staticPeers() {
+		if !seen[normalizeURL(p.URL)] {
+			peers = append(peers, p)
+		}
+	}
+	return peers
+}
+
+// staticPeers are the eureka.client.service-url.* URLs that are not this
+// node.
+func (n *Node) staticPeers() []replication.Peer {
+	var peers []replication.Peer
+	for zone, urls := range n.settings.ServiceURLs {
+		for _, u := range urls {
+			if n.isSelfURL(u) {
+				continue
+			}
+			peers = append(peers, replication.Peer{Name: u, URL: u, Zone: zone})
+		}
+	}
+	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
+	return peers
+}
+
+// isSelfURL tells whether a configured peer URL points at this node: same
+// advertised URL, or this node's port on one of its own names or
+// addresses (Eureka compares host names only and so drops a second node on
+// the same host, bug 17).
+func (n *Node) isSelfURL(raw string) bool {
+	if normalizeURL(raw) == normalizeURL(n.url) {
+		return true
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Port() != strconv.Itoa(n.port) {
+		return false
+	}
+	switch host := u.Hostname(); {
+	case host == n.host || host == n.ip || host == "localhost":
+		return true
+	default:
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+}
+
+func normalizeURL(raw string) string {
+	return strings.TrimRight(strings.ToLower(raw), "/")
+}
+
+// peerInfos lists the peers for the dashboard and /admin/status: members
+// in memberlist's words, static peers as "static", with replication
+// figures.
+func (n *Node) peerInfos() []httpapi.PeerInfo {
+	stats := map[string]replication.PeerStats{}
+	for _, ps := range n.rep.Peers() {
+		stats[ps.Name] = ps
+	}
+	var out []httpapi.PeerInfo
+	add := func(name, zone, url, state string) {
+		pi := httpapi.PeerInfo{Name: name, Zone: zone, URL: url, State: state}
+		if ps, ok := stats[name]; ok {
+			pi.QueueDepth, pi.LastBatchMillis, pi.LastError = ps.QueueDepth, ps.LastBatchMillis, ps.LastError
+		}
+		out = append(out, pi)
+	}
+	seen := map[string]bool{}
+	if n.cluster != nil {
+		for _, m := range n.cluster.Members() {
+			if m.Self {
+				continue
+			}
+			add(m.Name, m.Zone, m.EurekaURL, string(m.State))
+			seen[normalizeURL(m.EurekaURL)] = true
+		}
+	}
+	for _, p := range n.staticPeers() {
+		if !seen[normalizeURL(p.URL)] {
+			add(p.Name, p.Zone, p.URL, "static")
+		}
+	}
+	return out
 }
 
 // URL is the node's advertised Eureka base URL.
@@ -158,11 +428,32 @@ func (n *Node) URL() string { return n.url }
 // Addr is the address the HTTP server listens on.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
 
-// Shutdown stops the node gracefully: no new requests, in-flight ones
-// finish, the self-registration is cancelled, background work stops.
+// Shutdown stops the node gracefully: readiness goes, the self-registration
+// is cancelled and that cancel replicated, the node leaves the cluster,
+// in-flight requests finish, background work stops.
 func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownMu.Lock()
+	defer n.shutdownMu.Unlock()
+	if n.stopped {
+		return nil
+	}
+	n.stopped = true
 	n.ready.Store(false)
 	var errs []error
+	if n.stopSelf != nil {
+		n.stopSelf()
+		<-n.selfDone
+	}
+	n.drainReplication(ctx, 2*time.Second)
+	if n.cluster != nil {
+		timeout := 3 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(dl))
+		}
+		if err := n.cluster.Shutdown(timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if n.httpServer != nil {
 		if err := n.httpServer.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
@@ -171,9 +462,27 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if n.cancel != nil {
 		n.cancel()
 	}
+	n.rep.Shutdown()
 	n.wg.Wait()
 	n.log.Info().Msg("stopped")
 	return errors.Join(errs...)
+}
+
+// drainReplication waits, up to limit, until every peer has been sent what
+// is queued for it, so changes made just before a shutdown (like the
+// self-registration's cancel) are not lost.
+func (n *Node) drainReplication(ctx context.Context, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		pending := 0
+		for _, p := range n.rep.Peers() {
+			pending += p.QueueDepth + p.InFlight
+		}
+		if pending == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // advertisedHost picks the host name and IP address the node tells others.

@@ -17,8 +17,11 @@ import (
 // e.g. "wire: malformed body: port: want a number, got \"abc\"".
 var ErrMalformed = errors.New("wire: malformed body")
 
-// decodeError is a decoding failure at path (a dotted field path such as
-// "application[1].instance[0].port", or "" for a syntax error).
+// decodeError is a decoding failure. path is the field it is about, such
+// as "application[1].instance[0].port": a reader creates a field error
+// with an empty path at the value it could not take, and every enclosing
+// object and array puts its key or index in front (addPath). An error
+// about the body as a whole keeps an empty path.
 type decodeError struct {
 	path, reason string
 }
@@ -34,6 +37,59 @@ func (e *decodeError) Unwrap() error { return ErrMalformed }
 
 func malformed(path, format string, args ...any) error {
 	return &decodeError{path: path, reason: fmt.Sprintf(format, args...)}
+}
+
+// fieldError is a wrong-typed or invalid value at the reader's cursor.
+func fieldError(format string, args ...any) error {
+	return malformed("", format, args...)
+}
+
+// syntaxError is a body that is not well-formed JSON or XML. Its reason
+// says where, so addPath leaves it alone.
+type syntaxError struct{ decodeError }
+
+func newSyntaxError(reason string) error {
+	return &syntaxError{decodeError{reason: reason}}
+}
+
+// addPath puts a key (".key") or an index ("[i]") in front of the path of
+// a field error; other errors pass through.
+func addPath(err error, elem string) error {
+	var se *syntaxError
+	if errors.As(err, &se) {
+		return err
+	}
+	var de *decodeError
+	if !errors.As(err, &de) {
+		return err
+	}
+	if elem == "" || elem[0] != '[' {
+		elem = pathKey(elem)
+	}
+	switch {
+	case de.path == "":
+		de.path = elem
+	case de.path[0] == '[':
+		de.path = elem + de.path
+	default:
+		de.path = elem + "." + de.path
+	}
+	return err
+}
+
+// pathKey is a key as an error path shows it: as it is when it is short
+// and plain, else quoted and cut short, so that a hostile key cannot make
+// a huge or multi-line message.
+func pathKey(key string) string {
+	if key == "" || len(key) > 40 {
+		return quoteValue(key)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c <= ' ' || c >= 0x7f || c == '"' {
+			return quoteValue(key)
+		}
+	}
+	return key
 }
 
 func isBlank(s string) bool { return strings.TrimSpace(s) == "" }

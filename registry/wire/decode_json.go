@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -36,7 +35,8 @@ func DecodeInstanceJSON(data []byte) (*registry.Instance, error) {
 }
 
 // DecodeInstanceBodyJSON decodes an instance object without the wrapper, as
-// a peer's replication batch carries it in instanceInfo.
+// a peer's replication batch carries it in instanceInfo. The result does
+// not refer to data.
 func DecodeInstanceBodyJSON(data []byte) (*registry.Instance, error) {
 	r := newJSONReader(data)
 	if err := r.rootKind(); err != nil {
@@ -55,7 +55,8 @@ func DecodeInstanceBodyJSON(data []byte) (*registry.Instance, error) {
 // DecodeApplicationsJSON decodes an applications document,
 // {"applications":{…}}. It also takes a single application,
 // {"application":{…}}, as GET /apps/{APP} returns it, as a document with
-// that one app.
+// that one app. The result does not refer to data, but all its strings
+// share one copy of it.
 func DecodeApplicationsJSON(data []byte) (*Applications, error) {
 	r := newJSONReader(data)
 	var apps *Applications
@@ -157,20 +158,6 @@ func describe(k jsonKind, text string) string {
 	return k.String()
 }
 
-// fieldError is a wrong-typed or invalid value at the cursor; enclosing
-// objects and arrays add their key or index to its path.
-func fieldError(format string, args ...any) error {
-	return malformed("", format, args...)
-}
-
-// syntaxError is a body that is not well-formed JSON or XML; its path is
-// never extended, because the reason already says where.
-type syntaxError struct{ decodeError }
-
-func newSyntaxError(reason string) error {
-	return &syntaxError{decodeError{reason: reason}}
-}
-
 func (r *jsonReader) syntaxError(at int, reason string) error {
 	return newSyntaxError("invalid JSON at offset " + strconv.Itoa(at) + ": " + reason)
 }
@@ -198,28 +185,6 @@ func (r *jsonReader) unexpected() error {
 		return r.syntaxError(r.i, "unexpected "+strconv.QuoteRune(rune(c)))
 	}
 	return r.syntaxError(r.i, "unexpected byte 0x"+strconv.FormatUint(uint64(c), 16))
-}
-
-// addPath puts a key (".key") or index ("[i]") in front of the path of a
-// field error; syntax errors pass through.
-func addPath(err error, elem string) error {
-	var se *syntaxError
-	if errors.As(err, &se) {
-		return err
-	}
-	var de *decodeError
-	if !errors.As(err, &de) {
-		return err
-	}
-	switch {
-	case de.path == "":
-		de.path = elem
-	case de.path[0] == '[':
-		de.path = elem + de.path
-	default:
-		de.path = elem + "." + de.path
-	}
-	return err
 }
 
 func (r *jsonReader) ws() {

@@ -188,9 +188,6 @@ func appendXMLText(b []byte, s string, attr bool) []byte {
 					continue
 				}
 				esc = "&#x9;"
-			case 0x7f:
-				i++ // DEL is allowed in XML 1.0
-				continue
 			default:
 				esc = "\uFFFD"
 			}

@@ -16,7 +16,12 @@ import (
 // calls invalid, and that what was decoded survives encoding: one
 // encode/decode round normalises an instance (defaults, escaping), and a
 // second round changes nothing. Run one with, e.g.,
-// go test -run '^$' -fuzz FuzzDecodeInstanceJSON -fuzztime 20s ./registry/wire/
+//
+//	go test -run '^$' -fuzz FuzzDecodeInstanceJSON -fuzztime 20s ./registry/wire/
+//
+// The targets are slowish (each success costs several encodes and
+// decodes), so the fuzzer's minimisation of a new input can stall the exec
+// counter for seconds; -fuzzminimizetime 2s shortens that.
 
 func FuzzDecodeInstanceJSON(f *testing.F) {
 	for _, s := range []string{springBody, fargoJSONBody, jsClientBody, fmt.Sprintf(baseJSON, ""),

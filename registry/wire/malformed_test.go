@@ -42,6 +42,8 @@ func TestDecodeInstanceJSON_malformed(t *testing.T) {
 		{"status is an array", `{"instance":{"status":["UP"]}}`, `wire: malformed body: status: want a string, got an array`},
 		{"metadata is an array", `{"instance":{"metadata":["a"]}}`, `wire: malformed body: metadata: want an object, got an array`},
 		{"metadata nested", `{"instance":{"metadata":{"k":{"x":1}}}}`, `wire: malformed body: metadata.k: want a string, got an object`},
+		{"odd key quoted in path", `{"instance":{"metadata":{"a\nb":[]}}}`, `wire: malformed body: metadata."a\nb": want a string, got an array`},
+		{"long key cut in path", `{"instance":{"metadata":{"` + strings.Repeat("k", 5000) + `":[]}}}`, `metadata."kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"…: want a string`},
 		{"dataCenterInfo is a string", `{"instance":{"dataCenterInfo":"MyOwn"}}`, `wire: malformed body: dataCenterInfo: want an object, got a string`},
 		{"unknown data center", `{"instance":{"dataCenterInfo":{"name":"Azure"}}}`, `wire: malformed body: dataCenterInfo.name: unknown data center "Azure" (want MyOwn, Netflix or Amazon)`},
 		{"deeply nested junk", `{"instance":{"junk":` + deep + `}}`, "nested too deeply"},

@@ -1,0 +1,119 @@
+package replication
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// The JSON of POST /peerreplication/batch, as Eureka's ReplicationList,
+// ReplicationInstance, ReplicationListResponse and ReplicationInstanceResponse
+// (eureka-core cluster/protocol) write it, so a Muster node and a Java
+// Eureka server can replicate with each other.
+
+type replicationList struct {
+	ReplicationList []replicationItem `json:"replicationList"`
+}
+
+type replicationItem struct {
+	AppName            string          `json:"appName"`
+	ID                 string          `json:"id"`
+	LastDirtyTimestamp *flexInt        `json:"lastDirtyTimestamp,omitempty"` // ms since epoch
+	OverriddenStatus   string          `json:"overriddenStatus,omitempty"`
+	Status             string          `json:"status,omitempty"`
+	InstanceInfo       json.RawMessage `json:"instanceInfo,omitempty"` // bare instance, no "instance" wrapper
+	Action             string          `json:"action"`
+}
+
+type replicationListResponse struct {
+	ResponseList []replicationResponse `json:"responseList"`
+}
+
+type replicationResponse struct {
+	StatusCode     int             `json:"statusCode"`
+	ResponseEntity json.RawMessage `json:"responseEntity,omitempty"`
+}
+
+// flexInt reads a number or a numeric string; Java writes longs as numbers,
+// but nothing a peer sends should fail on quoting.
+type flexInt int64
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	s := string(bytes.Trim(b, `"`))
+	if s == "null" || s == "" {
+		*f = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("lastDirtyTimestamp %s is not a number", b)
+	}
+	*f = flexInt(v)
+	return nil
+}
+
+// encodeBatch writes a batch as Eureka's ReplicationList.
+func encodeBatch(b Batch) ([]byte, error) {
+	list := replicationList{ReplicationList: make([]replicationItem, 0, len(b.Tasks))}
+	for _, t := range b.Tasks {
+		list.ReplicationList = append(list.ReplicationList, itemOf(t))
+	}
+	return json.Marshal(list)
+}
+
+// itemOf builds the wire item of a task (ReplicationTaskProcessor#
+// createReplicationInstanceOf): the full instance only for Register; status,
+// lastDirtyTimestamp and, for heartbeats, the override for the rest.
+func itemOf(t Task) replicationItem {
+	it := replicationItem{AppName: t.Key.App, ID: t.Key.ID, Action: string(t.Action)}
+	in := t.Instance
+	if in == nil {
+		return it
+	}
+	dirty := flexInt(in.LastDirtyTimestamp)
+	switch t.Action {
+	case registry.ActionRegister:
+		it.LastDirtyTimestamp = &dirty
+		it.Status = string(in.Status)
+		it.InstanceInfo = wire.AppendInstanceBodyJSON(nil, registry.InstanceView{Instance: in})
+	case registry.ActionHeartbeat:
+		it.LastDirtyTimestamp = &dirty
+		it.Status = string(in.Status)
+		if in.OverriddenStatus != "" && in.OverriddenStatus != registry.StatusUnknown {
+			it.OverriddenStatus = string(in.OverriddenStatus)
+		}
+	case registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
+		it.LastDirtyTimestamp = &dirty
+		it.Status = string(in.Status)
+	}
+	return it
+}
+
+// decodeBatchResponse reads a ReplicationListResponse.
+func decodeBatchResponse(body []byte) (BatchResult, error) {
+	var resp replicationListResponse
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return BatchResult{}, fmt.Errorf("decode batch response: %w", err)
+	}
+	res := BatchResult{Items: make([]ItemResult, len(resp.ResponseList))}
+	for i, r := range resp.ResponseList {
+		res.Items[i].StatusCode = r.StatusCode
+		if len(r.ResponseEntity) > 0 && !bytes.Equal(r.ResponseEntity, []byte("null")) {
+			in, err := wire.DecodeInstanceBodyJSON(r.ResponseEntity)
+			if err != nil {
+				return BatchResult{}, fmt.Errorf("decode responseEntity of item %d: %w", i, err)
+			}
+			res.Items[i].Instance = in
+		}
+	}
+	return res, nil
+}
+
+// ErrMalformedBatch wraps every reason an inbound batch cannot be read as a
+// whole; the HTTP layer answers it with 400.
+var ErrMalformedBatch = errors.New("replication: malformed batch")

@@ -1,0 +1,260 @@
+package replication
+
+import (
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+)
+
+// batcher is one peer's queue of pending tasks. It is pure: no goroutines,
+// no locks, no clock. The peer's goroutine owns it and passes time in.
+//
+// It differs from Eureka's AcceptorExecutor in three ways:
+//   - a task that replaces a pending one with the same instance and action
+//     moves to the back of the order. Eureka keeps the old position, so
+//     register, cancel, register for one instance reaches the peer as
+//     register, cancel, and the instance is gone there;
+//   - overflow drops the oldest heartbeat first, and counts it (Eureka drops
+//     the oldest task of any kind, silently: EUREKA.md bug 19);
+//   - register and heartbeat tasks of an instance without a renewal interval
+//     expire after ExpectedRenewalInterval (30 s), not the 90 s lease
+//     duration Eureka falls back to (PeerEurekaNode#getLeaseRenewalOf).
+type batcher struct {
+	maxQueue        int           // tasks pending at most
+	taskMaxAge      time.Duration // expiry of cancel and status tasks
+	renewalInterval time.Duration // expiry of register/heartbeat tasks without an interval
+
+	head, tail     *node            // every pending task, oldest first
+	hbHead, hbTail *node            // pending heartbeats only, oldest first
+	index          map[taskID]*node // pending task per instance and action
+	n              int              // len(index)
+	free           *node            // recycled nodes, linked through next
+
+	// Counters, read by the owner.
+	replaced uint64 // tasks superseded by a newer one for the same instance and action
+	overflow uint64 // tasks dropped because the queue was full
+	expired  uint64 // tasks dropped because they were too old to matter
+}
+
+// node is a queue entry, in the list of all tasks and, for heartbeats, in
+// the list of heartbeats too, so the oldest heartbeat is found in O(1).
+type node struct {
+	task           Task
+	expires        time.Time // the task is dropped once now is after this
+	prev, next     *node
+	hbPrev, hbNext *node
+}
+
+func newBatcher(maxQueue int, taskMaxAge, renewalInterval time.Duration) *batcher {
+	return &batcher{
+		maxQueue:        maxQueue,
+		taskMaxAge:      taskMaxAge,
+		renewalInterval: renewalInterval,
+		index:           make(map[taskID]*node),
+	}
+}
+
+// len returns the number of pending tasks.
+func (b *batcher) len() int { return b.n }
+
+// ttl is how long t stays worth sending. Register and heartbeat tasks live
+// for the instance's renewal interval: by then the next heartbeat has
+// replaced the heartbeat, and a lost register is repaired by the peer's 404
+// to a later heartbeat. Cancel and status tasks live for taskMaxAge
+// (eureka.server.max-time-for-replication).
+func (b *batcher) ttl(t *Task) time.Duration {
+	switch t.Action {
+	case registry.ActionRegister, registry.ActionHeartbeat:
+		if t.Instance != nil && t.Instance.RenewalIntervalSecs > 0 {
+			return time.Duration(t.Instance.RenewalIntervalSecs) * time.Second
+		}
+		return b.renewalInterval
+	}
+	return b.taskMaxAge
+}
+
+// add queues t. A pending task with the same instance and action is
+// replaced, and t goes to the back of the order. When the queue is full,
+// the oldest heartbeat makes room, or the oldest task if no heartbeat is
+// pending. A task that is already expired is dropped at once.
+func (b *batcher) add(t Task, now time.Time) {
+	expires := t.CreatedAt.Add(b.ttl(&t))
+	if now.After(expires) {
+		b.expired++
+		return
+	}
+	id := t.id()
+	if nd, ok := b.index[id]; ok {
+		b.unlink(nd)
+		nd.task, nd.expires = t, expires
+		b.pushBack(nd)
+		b.replaced++
+		return
+	}
+	for b.n >= b.maxQueue && b.n > 0 {
+		b.evictOne()
+	}
+	nd := b.alloc()
+	nd.task, nd.expires = t, expires
+	b.index[id] = nd
+	b.n++
+	b.pushBack(nd)
+}
+
+// take removes and returns up to max tasks from the front, in order.
+// Expired tasks met on the way are dropped and counted. It returns nil when
+// nothing is pending.
+func (b *batcher) take(now time.Time, max int) []Task {
+	var out []Task
+	for b.head != nil && len(out) < max {
+		nd := b.head
+		b.remove(nd)
+		if now.After(nd.expires) {
+			b.expired++
+		} else {
+			if out == nil {
+				out = make([]Task, 0, min(max, b.n+1))
+			}
+			out = append(out, nd.task)
+		}
+		b.release(nd)
+	}
+	return out
+}
+
+// requeueFront puts the tasks of a failed batch back at the front, in their
+// order, ahead of everything queued since: those came later, so this keeps
+// the order in which the registry applied the changes. A task for which a
+// newer one with the same instance and action is pending is left out (the
+// newer one supersedes it; counted as replaced), and so is an expired one.
+// If the queue overflows, the usual victims go: oldest heartbeat first.
+func (b *batcher) requeueFront(tasks []Task, now time.Time) {
+	for i := len(tasks) - 1; i >= 0; i-- {
+		t := tasks[i]
+		id := t.id()
+		if _, ok := b.index[id]; ok {
+			b.replaced++
+			continue
+		}
+		expires := t.CreatedAt.Add(b.ttl(&t))
+		if now.After(expires) {
+			b.expired++
+			continue
+		}
+		nd := b.alloc()
+		nd.task, nd.expires = t, expires
+		b.index[id] = nd
+		b.n++
+		b.pushFront(nd)
+	}
+	for b.n > b.maxQueue && b.n > 0 {
+		b.evictOne()
+	}
+}
+
+// evictOne drops the oldest heartbeat, or the oldest task when no heartbeat
+// is pending: a lost heartbeat costs nothing, because the next one replaces
+// it within a renewal interval.
+func (b *batcher) evictOne() {
+	nd := b.hbHead
+	if nd == nil {
+		nd = b.head
+	}
+	b.remove(nd)
+	b.release(nd)
+	b.overflow++
+}
+
+// remove takes nd out of the lists and the index.
+func (b *batcher) remove(nd *node) {
+	b.unlink(nd)
+	delete(b.index, nd.task.id())
+	b.n--
+}
+
+// unlink takes nd out of the lists only.
+func (b *batcher) unlink(nd *node) {
+	if nd.prev != nil {
+		nd.prev.next = nd.next
+	} else {
+		b.head = nd.next
+	}
+	if nd.next != nil {
+		nd.next.prev = nd.prev
+	} else {
+		b.tail = nd.prev
+	}
+	nd.prev, nd.next = nil, nil
+	if nd.task.Action != registry.ActionHeartbeat {
+		return
+	}
+	if nd.hbPrev != nil {
+		nd.hbPrev.hbNext = nd.hbNext
+	} else {
+		b.hbHead = nd.hbNext
+	}
+	if nd.hbNext != nil {
+		nd.hbNext.hbPrev = nd.hbPrev
+	} else {
+		b.hbTail = nd.hbPrev
+	}
+	nd.hbPrev, nd.hbNext = nil, nil
+}
+
+func (b *batcher) pushBack(nd *node) {
+	nd.prev = b.tail
+	if b.tail != nil {
+		b.tail.next = nd
+	} else {
+		b.head = nd
+	}
+	b.tail = nd
+	if nd.task.Action != registry.ActionHeartbeat {
+		return
+	}
+	nd.hbPrev = b.hbTail
+	if b.hbTail != nil {
+		b.hbTail.hbNext = nd
+	} else {
+		b.hbHead = nd
+	}
+	b.hbTail = nd
+}
+
+func (b *batcher) pushFront(nd *node) {
+	nd.next = b.head
+	if b.head != nil {
+		b.head.prev = nd
+	} else {
+		b.tail = nd
+	}
+	b.head = nd
+	if nd.task.Action != registry.ActionHeartbeat {
+		return
+	}
+	nd.hbNext = b.hbHead
+	if b.hbHead != nil {
+		b.hbHead.hbPrev = nd
+	} else {
+		b.hbTail = nd
+	}
+	b.hbHead = nd
+}
+
+// alloc returns a recycled node, or a new one. Recycling keeps the steady
+// heartbeat traffic from allocating a node per task.
+func (b *batcher) alloc() *node {
+	nd := b.free
+	if nd == nil {
+		return new(node)
+	}
+	b.free = nd.next
+	nd.next = nil
+	return nd
+}
+
+// release recycles nd; it must already be out of the lists.
+func (b *batcher) release(nd *node) {
+	*nd = node{next: b.free} // drop the instance pointer for the GC
+	b.free = nd
+}

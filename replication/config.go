@@ -1,0 +1,144 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/rs/zerolog"
+)
+
+// Config holds every knob of the replicator. Start from DefaultConfig; the
+// defaults are Eureka's (PeerEurekaNode, DefaultEurekaServerConfig), except
+// that there is no batching delay (ARCHITECTURE.md decision 6).
+type Config struct {
+	// MaxBatchSize is the most tasks one batch carries. Larger batches mean
+	// fewer round trips under load but longer requests; Eureka's receiver
+	// has no limit of its own. Default 250 (PeerEurekaNode.BATCH_SIZE).
+	MaxBatchSize int
+	// MaxQueueSize bounds each peer's pending tasks. On overflow the oldest
+	// heartbeat is dropped, or the oldest task when no heartbeat is pending.
+	// A pending task costs ~170 bytes (the instance it points to is shared),
+	// so the default bound is ~1.7 MB per peer.
+	// eureka.server.max-elements-in-peer-replication-pool, default 10000.
+	MaxQueueSize int
+	// TaskMaxAge is how long a cancel or status task stays worth sending;
+	// older ones are dropped when a batch is taken.
+	// eureka.server.max-time-for-replication, default 30 s.
+	TaskMaxAge time.Duration
+	// ExpectedRenewalInterval is how long a register or heartbeat task of an
+	// instance without leaseInfo.renewalIntervalInSecs stays worth sending
+	// (with one, that interval). Default 30 s, the client default; Eureka
+	// falls back to the 90 s lease duration (EUREKA.md bug 19).
+	ExpectedRenewalInterval time.Duration
+
+	// CongestionRetryDelay is the first wait after a peer answers a batch
+	// with 503; it doubles with each further consecutive failure, up to
+	// MaxCongestionRetryDelay: delay = min(base × 2^(failures−1), max).
+	// Default 1 s, capped at 30 s (Eureka's TrafficShaper).
+	CongestionRetryDelay    time.Duration
+	MaxCongestionRetryDelay time.Duration
+	// NetworkFailureRetryDelay is the first wait after a network error or
+	// timeout, doubling likewise up to MaxNetworkFailureRetryDelay.
+	// Default 100 ms, capped at 30 s (Eureka's TrafficShaper).
+	NetworkFailureRetryDelay    time.Duration
+	MaxNetworkFailureRetryDelay time.Duration
+	// SendTimeout bounds one batch request, so a hung peer cannot stall its
+	// sender; a timeout is a network error. 0 leaves it to the Transport.
+	// Default 5 s (Netflix's peer-node-read-timeout-ms).
+	SendTimeout time.Duration
+
+	// InboxSize is each peer's hand-off buffer between Enqueue and the
+	// peer's goroutine. Enqueue never blocks: when a peer's inbox is full the
+	// task is dropped for that peer and counted (inbox-full). The goroutine
+	// drains it in microseconds, so it fills only if that goroutine stalls.
+	// Default 4096.
+	InboxSize int
+	// LogInterval is the least time between two Warn lines of one kind
+	// (drops, failed items, failed batches) for one peer; lines in between
+	// are folded into the next one's counts. Default 10 s.
+	LogInterval time.Duration
+
+	// Now is the clock. nil means time.Now. Tests pass a clock they move.
+	Now func() time.Time
+	// Transport sends batches. Required.
+	Transport Transport
+	// LocalInstance looks up the local copy of an instance. When a peer
+	// answers a heartbeat with 404 (it lost the instance), the sender queues
+	// a Register of the local copy; if it is gone locally, nothing happens.
+	// It is called from the peers' goroutines and must be safe for
+	// concurrent use. nil: such 404s are only counted as item failures.
+	LocalInstance func(registry.InstanceKey) (*registry.Instance, bool)
+	// Adopt takes the newer copy of an instance a peer returns with a 409 to
+	// a heartbeat. cmd wires it to a replicated local register, which is
+	// never re-replicated. It is called from the peers' goroutines, must be
+	// safe for concurrent use and must not block for long. nil: such 409s
+	// are only counted as item failures.
+	Adopt func(*registry.Instance)
+	// Logger receives peer sender starts and stops (Info), drops and
+	// failures (Warn, rate-limited) and one line per batch (Debug). The zero
+	// value logs nothing.
+	Logger zerolog.Logger
+}
+
+// DefaultConfig returns Eureka's defaults, without Eureka's 500 ms batching
+// delay.
+func DefaultConfig() Config {
+	return Config{
+		MaxBatchSize:                250,                    // PeerEurekaNode.BATCH_SIZE
+		MaxQueueSize:                10000,                  // max-elements-in-peer-replication-pool
+		TaskMaxAge:                  30 * time.Second,       // max-time-for-replication
+		ExpectedRenewalInterval:     30 * time.Second,       // client renewal default (not Eureka's 90 s)
+		CongestionRetryDelay:        time.Second,            // PeerEurekaNode.SERVER_UNAVAILABLE_SLEEP_TIME_MS
+		MaxCongestionRetryDelay:     30 * time.Second,       // TrafficShaper.MAX_DELAY
+		NetworkFailureRetryDelay:    100 * time.Millisecond, // PeerEurekaNode.RETRY_SLEEP_TIME_MS
+		MaxNetworkFailureRetryDelay: 30 * time.Second,       // TrafficShaper.MAX_DELAY
+		SendTimeout:                 5 * time.Second,        // Netflix peer-node-read-timeout-ms
+		InboxSize:                   4096,                   // hand-off buffer per peer
+		LogInterval:                 10 * time.Second,       // one Warn line of a kind per peer per interval
+	}
+}
+
+// Validate reports the first knob that makes no sense, with its value.
+func (c Config) Validate() error {
+	if c.MaxBatchSize < 1 {
+		return fmt.Errorf("replication: MaxBatchSize must be at least 1, got %d", c.MaxBatchSize)
+	}
+	if c.MaxQueueSize < c.MaxBatchSize {
+		return fmt.Errorf("replication: MaxQueueSize (%d) must be at least MaxBatchSize (%d)", c.MaxQueueSize, c.MaxBatchSize)
+	}
+	if c.InboxSize < 1 {
+		return fmt.Errorf("replication: InboxSize must be at least 1, got %d", c.InboxSize)
+	}
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"TaskMaxAge", c.TaskMaxAge},
+		{"ExpectedRenewalInterval", c.ExpectedRenewalInterval},
+		{"CongestionRetryDelay", c.CongestionRetryDelay},
+		{"NetworkFailureRetryDelay", c.NetworkFailureRetryDelay},
+		{"LogInterval", c.LogInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("replication: %s must be positive, got %s", p.name, p.d)
+		}
+	}
+	if c.MaxCongestionRetryDelay < c.CongestionRetryDelay {
+		return fmt.Errorf("replication: MaxCongestionRetryDelay (%s) must be at least CongestionRetryDelay (%s)",
+			c.MaxCongestionRetryDelay, c.CongestionRetryDelay)
+	}
+	if c.MaxNetworkFailureRetryDelay < c.NetworkFailureRetryDelay {
+		return fmt.Errorf("replication: MaxNetworkFailureRetryDelay (%s) must be at least NetworkFailureRetryDelay (%s)",
+			c.MaxNetworkFailureRetryDelay, c.NetworkFailureRetryDelay)
+	}
+	if c.SendTimeout < 0 {
+		return fmt.Errorf("replication: SendTimeout must not be negative, got %s", c.SendTimeout)
+	}
+	if c.Transport == nil {
+		return errors.New("replication: Transport is required")
+	}
+	return nil
+}

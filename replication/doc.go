@@ -1,0 +1,57 @@
+// Package replication sends every local registry change to every peer, in
+// batches over Eureka's wire (POST /peerreplication/batch), so a Muster node
+// can replicate with other Muster nodes and with Java Eureka servers.
+//
+// Each peer has one sender: a goroutine that owns a bounded queue (batcher)
+// and has at most one batch in flight. There is no batching delay: a batch
+// leaves as soon as the previous one for that peer is answered, so when the
+// peer is idle a change reaches it in one round trip, and under load the
+// batches fill up by themselves (ARCHITECTURE.md decision 6; Eureka waits
+// 500 ms, EUREKA.md bug 19).
+//
+// The lifecycle of a change:
+//
+//  1. The registry applies a write and, after releasing its lock, calls the
+//     change hook, Replicator.Enqueue. A change that came from a peer
+//     (Change.Replicated) stops here: it is never forwarded again.
+//  2. Enqueue turns the change into a Task (action, instance key, the
+//     immutable instance, creation time) and offers it to every peer's
+//     inbox without blocking. A full inbox drops the task for that peer
+//     (Drops.InboxFull).
+//  3. The peer's goroutine moves the task into its batcher. A pending task
+//     for the same instance and action is replaced, and the new one goes to
+//     the back, so register/cancel/register keeps its order (Counters.Replaced).
+//     When MaxQueueSize tasks are pending, the oldest heartbeat is dropped,
+//     or the oldest task if no heartbeat is pending (Drops.Overflow).
+//  4. When no batch is in flight and no backoff is running, the sender takes
+//     up to MaxBatchSize (250) tasks from the front, dropping those that
+//     have expired (register and heartbeat after the instance's renewal
+//     interval, 30 s by default; cancel and status after TaskMaxAge, 30 s;
+//     Drops.Expired), records the age of the oldest one as the replication
+//     lag, and sends the batch through the Transport in its own goroutine.
+//  5. While the batch is in flight, new tasks queue up (and dedupe); they
+//     make the next batch.
+//  6. The answer decides what happens to the batch: 2xx, it is done
+//     (go to 7); 503, the peer is congested: the batch goes back to the
+//     front of the queue and the sender waits backoff(1 s, failures, 30 s);
+//     a network error or timeout, the same with backoff(100 ms, failures,
+//     30 s) (Counters.Retries); any other status, the batch is dropped
+//     (Drops.Permanent) and logged. Re-queued tasks that have meanwhile been
+//     superseded by a newer task, or have expired, are left out.
+//  7. Each item of a 2xx answer is checked, in order: a heartbeat's 404 means
+//     the peer lost the instance, so a Register of the local copy
+//     (Config.LocalInstance) is queued, unless it is gone here too; a
+//     heartbeat's 409 brings the peer's newer instance, which is handed to
+//     Config.Adopt (a replicated local register, so it does not come back
+//     through step 1); a cancel's 404 is fine; other failures are counted
+//     (Counters.ItemFailures) and logged. An answer with a different number
+//     of items than the batch is logged and its items are ignored, as
+//     Eureka does.
+//  8. The sender goes back to step 4.
+//
+// SetPeers adds and removes senders as membership changes; a peer that
+// stays keeps its queue. Peers and Totals report queue depths, lag and
+// counters for /admin/status and metrics. The Transport interface is the seam
+// for the HTTP transport and its JSON batch types; package replicationtest
+// has an in-memory one for tests.
+package replication

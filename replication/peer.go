@@ -1,0 +1,412 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/rs/zerolog"
+)
+
+// Log keys.
+const (
+	logComponent  = "component"
+	logPeer       = "peer"
+	logURL        = "url"
+	logZone       = "zone"
+	logBatchSize  = "batch_size"
+	logDuration   = "duration"
+	logOutcome    = "outcome"
+	logFailures   = "failures"
+	logRetryIn    = "retry_in"
+	logQueued     = "queued"
+	logApp        = "app"
+	logInstanceID = "instance_id"
+	logAction     = "action"
+	logStatusCode = "status_code"
+	logCount      = "count"
+	logSuppressed = "suppressed"
+)
+
+// peer is the sender for one peer. One goroutine (run) owns everything
+// below the "owned" line: the batcher, the batch in flight and the backoff
+// state. Other goroutines touch only inbox, inboxFull, info and, under
+// statsMu, stats.
+//
+// The decisions live in step and onResult, which take the time and start
+// nothing, so tests drive them with a moved clock and no goroutines; run only
+// wires them to channels and a timer.
+type peer struct {
+	cfg *Config // shared with the Replicator; read-only
+	now func() time.Time
+	log zerolog.Logger
+
+	// info is the peer's current name, URL and zone. SetPeers replaces it
+	// when the URL or zone changes; the next batch uses the new one.
+	info atomic.Pointer[Peer]
+	// inbox hands tasks from Enqueue to the owner; producers never block.
+	inbox chan Task
+	// inboxFull counts tasks Enqueue dropped because inbox was full.
+	inboxFull atomic.Uint64
+	// results carries the answer of the batch in flight (capacity 1: at
+	// most one batch is in flight).
+	results chan sendResult
+	// cancel stops a started sender; nil until the Replicator starts it.
+	// The Replicator reads and writes it under its mu.
+	cancel context.CancelFunc
+
+	// --- owned by the peer's goroutine ---
+	b        *batcher
+	flight   *flight   // the batch in flight; nil when none
+	failures int       // consecutive failed batches
+	retryAt  time.Time // no batch goes out before this (backoff)
+	c        Counters  // own counters; batcher and inbox counts are merged in counters()
+
+	lastBatch     time.Duration
+	lastBatchSize int
+	lastErr       string
+	lastErrAt     time.Time
+	lastLag       time.Duration
+	maxLag        time.Duration
+
+	warnSend, warnItems, warnDrops logLimiter
+	warnedDrops                    Drops // drops already reported by a Warn line
+
+	// statsMu guards stats, the owner's last published view for Peers().
+	statsMu sync.Mutex
+	stats   PeerStats
+}
+
+// flight is a batch on its way to the peer.
+type flight struct {
+	peer    Peer
+	batch   Batch
+	started time.Time
+}
+
+// sendResult is the answer to a flight.
+type sendResult struct {
+	res BatchResult
+	err error
+}
+
+func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *peer {
+	p := &peer{
+		cfg:     cfg,
+		now:     now,
+		log:     log.With().Str(logPeer, info.Name).Logger(),
+		inbox:   make(chan Task, max(cfg.InboxSize, 1)),
+		results: make(chan sendResult, 1),
+		b:       newBatcher(cfg.MaxQueueSize, cfg.TaskMaxAge, cfg.ExpectedRenewalInterval),
+	}
+	p.info.Store(&info)
+	return p
+}
+
+// offer hands t to the sender without blocking; a full inbox drops it, and
+// the drop is counted. Safe for concurrent use.
+func (p *peer) offer(t Task) {
+	select {
+	case p.inbox <- t:
+	default:
+		p.inboxFull.Add(1)
+	}
+}
+
+// run is the sender's goroutine: it moves tasks from the inbox into the
+// batcher, starts a batch whenever step says so (the Send runs in its own
+// goroutine, added to wg, so the inbox keeps draining meanwhile), hands the
+// answer to onResult and sleeps out backoffs. It returns when ctx ends,
+// after the batch in flight, if any, has been answered or aborted.
+func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
+	p.log.Info().Str(logURL, p.info.Load().URL).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		now := p.now()
+		if f, wait := p.step(now); f != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.results <- p.send(ctx, f)
+			}()
+		} else if wait > 0 {
+			timer.Reset(wait)
+		}
+		p.warnDropsIfAny(now)
+		p.publish()
+
+		select {
+		case <-ctx.Done():
+			if p.flight != nil {
+				p.onResult(<-p.results, p.now())
+			}
+			p.publish()
+			p.log.Info().Int(logQueued, p.b.len()+len(p.inbox)).Msg("peer sender stopped")
+			return
+		case t := <-p.inbox:
+			p.drain(t, p.now())
+		case r := <-p.results:
+			p.onResult(r, p.now())
+		case <-timer.C:
+		}
+	}
+}
+
+// drain adds t and whatever else the inbox holds right now, up to one batch
+// more, so a burst lands in the batcher before the next step.
+func (p *peer) drain(t Task, now time.Time) {
+	p.b.add(t, now)
+	for range p.cfg.MaxBatchSize {
+		select {
+		case t := <-p.inbox:
+			p.b.add(t, now)
+		default:
+			return
+		}
+	}
+}
+
+// send performs one flight. It runs in its own goroutine in production and
+// directly in tests.
+func (p *peer) send(ctx context.Context, f *flight) sendResult {
+	if p.cfg.SendTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.SendTimeout)
+		defer cancel()
+	}
+	res, err := p.cfg.Transport.Send(ctx, f.peer, f.batch)
+	if err != nil {
+		err = fmt.Errorf("send batch to %s: %w", f.peer.Name, err)
+	}
+	return sendResult{res: res, err: err}
+}
+
+// step decides what the sender does at now. With a batch in flight it
+// does nothing: at most one batch per peer is in flight, and what arrives
+// meanwhile makes the next batch (batching by back-pressure, no fixed
+// delay). While backing off it returns how long is left. Otherwise it takes
+// the next batch, marks it in flight and returns it for sending at once; a
+// lone task on an idle sender goes out immediately.
+func (p *peer) step(now time.Time) (f *flight, wait time.Duration) {
+	if p.flight != nil {
+		return nil, 0
+	}
+	if now.Before(p.retryAt) {
+		return nil, p.retryAt.Sub(now)
+	}
+	tasks := p.b.take(now, p.cfg.MaxBatchSize)
+	if len(tasks) == 0 {
+		return nil, 0
+	}
+	lag := max(now.Sub(oldestCreated(tasks)), 0)
+	p.lastLag = lag
+	p.maxLag = max(p.maxLag, lag)
+	p.flight = &flight{peer: *p.info.Load(), batch: Batch{Tasks: tasks}, started: now}
+	return p.flight, 0
+}
+
+// onResult takes the answer to the batch in flight:
+//   - 2xx: success; each item is looked at (handleItems);
+//   - 503: congestion; the batch goes back to the front of the queue and the
+//     sender waits backoff(CongestionRetryDelay, failures, max);
+//   - a network error or timeout: the same, with NetworkFailureRetryDelay;
+//   - any other status: the batch is dropped and counted (Drops.Permanent);
+//   - cancelled because the sender stops: back to the queue, nothing counted.
+func (p *peer) onResult(r sendResult, now time.Time) {
+	f := p.flight
+	if f == nil {
+		return
+	}
+	p.flight = nil
+	tasks := f.batch.Tasks
+	p.lastBatch = now.Sub(f.started)
+	p.lastBatchSize = len(tasks)
+	o := classify(r.err)
+	p.log.Debug().Int(logBatchSize, len(tasks)).Dur(logDuration, p.lastBatch).
+		Stringer(logOutcome, o).Err(r.err).Msg("batch answered")
+
+	switch o {
+	case outcomeSuccess:
+		p.failures = 0
+		p.c.BatchesSent++
+		p.c.ItemsSent += uint64(len(tasks))
+		p.handleItems(tasks, r.res.Items, now)
+	case outcomeCongestion, outcomeTransient:
+		p.failures++
+		p.c.Retries++
+		base, ceiling := p.cfg.NetworkFailureRetryDelay, p.cfg.MaxNetworkFailureRetryDelay
+		if o == outcomeCongestion {
+			base, ceiling = p.cfg.CongestionRetryDelay, p.cfg.MaxCongestionRetryDelay
+		}
+		delay := backoff(base, p.failures, ceiling)
+		p.retryAt = now.Add(delay)
+		p.b.requeueFront(tasks, now)
+		p.setErr(r.err, now)
+		if ok, suppressed := p.warnSend.allow(now, p.cfg.LogInterval); ok {
+			p.log.Warn().Err(r.err).Stringer(logOutcome, o).Int(logBatchSize, len(tasks)).
+				Int(logFailures, p.failures).Dur(logRetryIn, delay).Int(logSuppressed, suppressed).
+				Msg("batch failed; retrying after backoff")
+		}
+	case outcomePermanent:
+		p.failures++
+		p.c.Drops.Permanent += uint64(len(tasks))
+		p.setErr(r.err, now)
+		if ok, suppressed := p.warnSend.allow(now, p.cfg.LogInterval); ok {
+			p.log.Warn().Err(r.err).Int(logBatchSize, len(tasks)).Int(logFailures, p.failures).
+				Uint64("dropped_permanent", p.c.Drops.Permanent).Int(logSuppressed, suppressed).
+				Msg("peer rejected batch; dropped")
+		}
+	case outcomeAborted:
+		p.b.requeueFront(tasks, now)
+	}
+}
+
+func (p *peer) setErr(err error, now time.Time) {
+	p.lastErr = err.Error()
+	p.lastErrAt = now
+}
+
+// handleItems acts on the per-item answers of a successful batch, as
+// Eureka's ReplicationTaskProcessor and PeerEurekaNode do: a heartbeat's 404
+// queues a Register of the local instance, a heartbeat's 409 adopts the
+// peer's newer instance, a cancel's 404 is fine. An answer whose length
+// differs from the batch cannot be matched to tasks, so it is skipped.
+func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
+	if len(items) != len(tasks) {
+		if ok, suppressed := p.warnItems.allow(now, p.cfg.LogInterval); ok {
+			p.log.Warn().Int(logBatchSize, len(tasks)).Int(logCount, len(items)).Int(logSuppressed, suppressed).
+				Msg("peer answered a different number of items than sent; item results ignored")
+		}
+		return
+	}
+	for i := range items {
+		it, t := &items[i], &tasks[i]
+		code := it.StatusCode
+		if code >= 200 && code < 300 {
+			continue
+		}
+		switch {
+		case t.Action == registry.ActionHeartbeat && code == 404 && p.cfg.LocalInstance != nil:
+			p.reregister(t, now)
+		case t.Action == registry.ActionHeartbeat && code == 409 && it.Instance != nil && p.cfg.Adopt != nil:
+			p.cfg.Adopt(it.Instance)
+			p.c.Adopted++
+		case t.Action == registry.ActionCancel && code == 404:
+			p.log.Debug().Str(logApp, t.Key.App).Str(logInstanceID, t.Key.ID).
+				Msg("peer did not know the cancelled instance")
+		default:
+			p.c.ItemFailures++
+			if ok, suppressed := p.warnItems.allow(now, p.cfg.LogInterval); ok {
+				p.log.Warn().Str(logAction, string(t.Action)).Str(logApp, t.Key.App).
+					Str(logInstanceID, t.Key.ID).Int(logStatusCode, code).
+					Uint64("item_failures", p.c.ItemFailures).Int(logSuppressed, suppressed).
+					Msg("peer failed a replicated item")
+			}
+		}
+	}
+}
+
+// reregister answers a heartbeat's 404 (the peer lost the instance) with a
+// Register of the local instance, queued like any other task. If the
+// instance is gone locally, a cancel is on its way and nothing is needed.
+func (p *peer) reregister(t *Task, now time.Time) {
+	inst, ok := p.cfg.LocalInstance(t.Key)
+	if !ok || inst == nil {
+		p.log.Debug().Str(logApp, t.Key.App).Str(logInstanceID, t.Key.ID).
+			Msg("peer lost an instance that is gone here too")
+		return
+	}
+	p.b.add(Task{Action: registry.ActionRegister, Key: t.Key, Instance: inst, CreatedAt: now}, now)
+	p.c.Reregistered++
+}
+
+// warnDropsIfAny logs a Warn line (at most one per LogInterval) when tasks
+// were dropped for overflow, expiry or a full inbox since the last line.
+// Permanent drops are reported where they happen.
+func (p *peer) warnDropsIfAny(now time.Time) {
+	d := p.counters().Drops
+	w := p.warnedDrops
+	if d.Overflow == w.Overflow && d.Expired == w.Expired && d.InboxFull == w.InboxFull {
+		return
+	}
+	if ok, _ := p.warnDrops.allow(now, p.cfg.LogInterval); !ok {
+		return
+	}
+	p.log.Warn().
+		Uint64("overflow", d.Overflow-w.Overflow).
+		Uint64("expired", d.Expired-w.Expired).
+		Uint64("inbox_full", d.InboxFull-w.InboxFull).
+		Uint64("dropped_total", d.Total()).
+		Int(logQueued, p.b.len()).
+		Msg("replication tasks dropped")
+	p.warnedDrops = d
+}
+
+// counters merges the sender's, the batcher's and the inbox's counts.
+// Owner only.
+func (p *peer) counters() Counters {
+	c := p.c
+	c.Replaced = p.b.replaced
+	c.Drops.Overflow = p.b.overflow
+	c.Drops.Expired = p.b.expired
+	c.Drops.InboxFull = p.inboxFull.Load()
+	return c
+}
+
+// publish stores the owner's view for Peers(). Owner only.
+func (p *peer) publish() {
+	s := PeerStats{
+		QueueDepth:      p.b.len(),
+		Failures:        p.failures,
+		LastBatchMillis: p.lastBatch.Milliseconds(),
+		LastBatchSize:   p.lastBatchSize,
+		LastError:       p.lastErr,
+		LastErrorAt:     p.lastErrAt,
+		LastLag:         p.lastLag,
+		MaxLag:          p.maxLag,
+		Counters:        p.counters(),
+	}
+	if p.flight != nil {
+		s.InFlight = len(p.flight.batch.Tasks)
+	}
+	p.statsMu.Lock()
+	p.stats = s
+	p.statsMu.Unlock()
+}
+
+// snapshot returns the last published view with the live parts (identity,
+// inbox) filled in. Safe for concurrent use.
+func (p *peer) snapshot() PeerStats {
+	p.statsMu.Lock()
+	s := p.stats
+	p.statsMu.Unlock()
+	info := p.info.Load()
+	s.Name, s.URL, s.Zone = info.Name, info.URL, info.Zone
+	s.QueueDepth += len(p.inbox)
+	s.Drops.InboxFull = p.inboxFull.Load()
+	return s
+}
+
+// logLimiter lets one log line of a kind through per interval and counts
+// the ones it holds back. Pure: the caller passes the time.
+type logLimiter struct {
+	next       time.Time
+	suppressed int
+}
+
+// allow reports whether a line may be written at now and, if so, how many
+// were held back since the last one.
+func (l *logLimiter) allow(now time.Time, every time.Duration) (ok bool, suppressed int) {
+	if now.Before(l.next) {
+		l.suppressed++
+		return false, 0
+	}
+	suppressed, l.suppressed = l.suppressed, 0
+	l.next = now.Add(every)
+	return true, suppressed
+}

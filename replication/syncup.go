@@ -1,0 +1,238 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// SyncConfig configures the start-up copy of the registry from a peer.
+type SyncConfig struct {
+	Registry *registry.Registry
+	// Candidates returns the peers that may be copied from, self excluded.
+	// It is called at every attempt, so peers found meanwhile count.
+	Candidates func() []Peer
+	// PeersExpected says the node was configured to have peers (cluster.join
+	// or static service URLs), so finding none yet is worth another round:
+	// the join may still be under way. Without it, no candidates means the
+	// node runs alone and syncUp ends at once.
+	PeersExpected bool
+	// Zone is this node's zone: peers of the same zone are tried first.
+	Zone string
+	// Attempts is how many rounds over the candidates are made before
+	// giving up (eureka.server.registry-sync-retries, default 5); 0 skips
+	// syncUp, as Spring's default does.
+	Attempts int
+	// RetryWait is the pause between rounds
+	// (eureka.server.registry-sync-retry-wait-ms).
+	RetryWait time.Duration
+	// FetchTimeout bounds one fetch of a peer's registry. Default 30 s.
+	FetchTimeout time.Duration
+	// Fetch copies a peer's registry; nil means GET {peer}apps over HTTP.
+	Fetch func(ctx context.Context, p Peer) ([]*registry.Instance, error)
+	// After is the timer between rounds; nil means time.After. Tests pass
+	// one that fires at once and records the wait.
+	After  func(time.Duration) <-chan time.Time
+	Logger zerolog.Logger
+}
+
+// SyncResult says what syncUp did.
+type SyncResult struct {
+	// Source is the peer the registry was copied from; "" if none.
+	Source string
+	// Instances is how many instances were copied.
+	Instances int
+	// Attempts is how many rounds were made.
+	Attempts int
+	// Reached is true when a peer answered (even with an empty registry).
+	Reached bool
+	// PeersKnown is true when some peer was known at an attempt. A node
+	// that never saw one runs alone and opens with an empty registry.
+	PeersKnown bool
+}
+
+// Syncer runs syncUp (ARCHITECTURE.md decision 8): a real fetch of a
+// peer's full registry, all statuses, applied as replicated registrations.
+// Peers already replicate to the node while it syncs; Observe, wired into
+// the registry's change hook, remembers the cancels that arrive meanwhile so
+// that the copy, taken earlier, does not bring those instances back.
+type Syncer struct {
+	cfg SyncConfig
+	log zerolog.Logger
+
+	active atomic.Bool
+	// mu guards cancelled.
+	mu        sync.Mutex
+	cancelled map[registry.InstanceKey]struct{}
+}
+
+// NewSyncer returns a syncer; nothing runs until Run.
+func NewSyncer(cfg SyncConfig) *Syncer {
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 30 * time.Second
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	s := &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}
+	if s.cfg.Fetch == nil {
+		client := &http.Client{Timeout: cfg.FetchTimeout}
+		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) { return fetchRegistry(ctx, client, p) }
+	}
+	return s
+}
+
+// Observe notes a cancel that arrives while syncing. It is cheap otherwise,
+// as the change hook runs for every heartbeat.
+func (s *Syncer) Observe(ch registry.Change) {
+	if !s.active.Load() || ch.Action != registry.ActionCancel {
+		return
+	}
+	s.mu.Lock()
+	if s.cancelled != nil {
+		s.cancelled[ch.Key] = struct{}{}
+	}
+	s.mu.Unlock()
+}
+
+// Run copies the registry from the first candidate that answers, same zone
+// first, making up to Attempts rounds with RetryWait between them. It
+// returns when a copy is applied, when every round failed, at once when
+// the node is alone, or when ctx ends.
+func (s *Syncer) Run(ctx context.Context) SyncResult {
+	var res SyncResult
+	if s.cfg.Attempts <= 0 {
+		s.log.Info().Msg("syncUp skipped (eureka.server.registry-sync-retries = 0)")
+		return res
+	}
+	for attempt := 1; attempt <= s.cfg.Attempts; attempt++ {
+		res.Attempts = attempt
+		if attempt > 1 {
+			select {
+			case <-ctx.Done():
+				return res
+			case <-s.cfg.After(s.cfg.RetryWait):
+			}
+		}
+		peers := orderByZone(s.cfg.Candidates(), s.cfg.Zone)
+		if len(peers) == 0 {
+			if !s.cfg.PeersExpected {
+				s.log.Info().Msg("no peers: nothing to sync, this node starts the registry")
+				return res
+			}
+			s.log.Warn().Int("attempt", attempt).Int("of", s.cfg.Attempts).Msg("syncUp: no peer known yet")
+			continue
+		}
+		res.PeersKnown = true
+		for _, p := range peers {
+			n, err := s.copyFrom(ctx, p)
+			if err != nil {
+				s.log.Warn().Err(err).Str("peer", p.Name).Int("attempt", attempt).Msg("syncUp: peer did not answer")
+				continue
+			}
+			res.Reached, res.Source, res.Instances = true, p.Name, n
+			s.log.Info().Str("peer", p.Name).Str("zone", p.Zone).Int("instances", n).Int("attempt", attempt).
+				Msg("syncUp: registry copied")
+			return res
+		}
+	}
+	if !res.PeersKnown {
+		s.log.Info().Int("attempts", res.Attempts).Msg("syncUp: no peer appeared, this node starts the registry")
+		return res
+	}
+	s.log.Warn().Int("attempts", res.Attempts).Msg("syncUp: no peer could be reached")
+	return res
+}
+
+func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
+	s.mu.Lock()
+	s.cancelled = map[registry.InstanceKey]struct{}{}
+	s.mu.Unlock()
+	s.active.Store(true)
+	defer func() {
+		s.active.Store(false)
+		s.mu.Lock()
+		s.cancelled = nil
+		s.mu.Unlock()
+	}()
+
+	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+	defer cancel()
+	instances, err := s.cfg.Fetch(fetchCtx, p)
+	if err != nil {
+		return 0, err
+	}
+	copied := 0
+	for _, in := range instances {
+		key := registry.InstanceKey{App: in.App, ID: in.ID()}
+		s.mu.Lock()
+		_, gone := s.cancelled[key]
+		s.mu.Unlock()
+		if gone {
+			continue
+		}
+		if _, err := s.cfg.Registry.Register(in, true); err != nil {
+			s.log.Warn().Err(err).Str("app", key.App).Str("instance_id", key.ID).Msg("syncUp: instance refused")
+			continue
+		}
+		copied++
+	}
+	return copied, nil
+}
+
+// orderByZone puts peers of zone first, each group by name.
+func orderByZone(peers []Peer, zone string) []Peer {
+	out := append([]Peer(nil), peers...)
+	sort.SliceStable(out, func(i, j int) bool {
+		si, sj := out[i].Zone == zone, out[j].Zone == zone
+		if si != sj {
+			return si
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// fetchRegistry is GET {peer}apps as JSON, marked as replication so a peer
+// that is itself still syncing answers with what it has instead of 403.
+func fetchRegistry(ctx context.Context, client *http.Client, p Peer) ([]*registry.Instance, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(HeaderReplication, "true")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s answered %d", req.URL, resp.StatusCode)
+	}
+	apps, err := wire.DecodeApplicationsJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("registry of %s: %w", p.Name, err)
+	}
+	var out []*registry.Instance
+	for _, app := range apps.Apps {
+		for _, iv := range app.Instances {
+			out = append(out, iv.Instance)
+		}
+	}
+	return out, nil
+}

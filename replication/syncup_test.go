@@ -1,0 +1,162 @@
+package replication_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/replication"
+)
+
+type syncFixture struct {
+	reg     *registry.Registry
+	waits   []time.Duration
+	fetched []string
+}
+
+func newSyncFixture(t *testing.T) *syncFixture {
+	t.Helper()
+	cfg := registry.DefaultConfig()
+	cfg.Now = registrytest.NewClock().Now
+	reg, err := registry.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &syncFixture{reg: reg}
+}
+
+func (f *syncFixture) syncer(t *testing.T, candidates func() []replication.Peer, expected bool,
+	fetch func(context.Context, replication.Peer) ([]*registry.Instance, error)) *replication.Syncer {
+	return replication.NewSyncer(replication.SyncConfig{
+		Registry:      f.reg,
+		Candidates:    candidates,
+		PeersExpected: expected,
+		Zone:          "a",
+		Attempts:      3,
+		RetryWait:     2 * time.Second,
+		Fetch: func(ctx context.Context, p replication.Peer) ([]*registry.Instance, error) {
+			f.fetched = append(f.fetched, p.Name)
+			return fetch(ctx, p)
+		},
+		After: func(d time.Duration) <-chan time.Time {
+			f.waits = append(f.waits, d)
+			ch := make(chan time.Time, 1)
+			ch <- time.Time{}
+			return ch
+		},
+		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+	})
+}
+
+func peers(ps ...replication.Peer) func() []replication.Peer {
+	return func() []replication.Peer { return ps }
+}
+
+func failFetch(context.Context, replication.Peer) ([]*registry.Instance, error) {
+	return nil, errors.New("connection refused")
+}
+
+func TestSyncer_Run_aloneOpensAtOnce(t *testing.T) {
+	f := newSyncFixture(t)
+	res := f.syncer(t, peers(), false, failFetch).Run(context.Background())
+	if res.PeersKnown || res.Reached || res.Attempts != 1 || len(f.waits) != 0 {
+		t.Fatalf("alone: %+v, waits %v", res, f.waits)
+	}
+}
+
+func TestSyncer_Run_expectedPeersThatNeverAppear(t *testing.T) {
+	f := newSyncFixture(t)
+	res := f.syncer(t, peers(), true, failFetch).Run(context.Background())
+	if res.PeersKnown || res.Attempts != 3 || len(f.waits) != 2 || f.waits[0] != 2*time.Second {
+		t.Fatalf("expected peers that never appear: %+v, waits %v", res, f.waits)
+	}
+}
+
+func TestSyncer_Run_sameZoneFirstThenNext(t *testing.T) {
+	f := newSyncFixture(t)
+	want := []*registry.Instance{
+		registrytest.NewInstance("A", "1"),
+		registrytest.NewInstance("A", "2", registrytest.WithStatus(registry.StatusDown)),
+		registrytest.NewInstance("B", "3", registrytest.WithStatus(registry.StatusOutOfService)),
+	}
+	fetch := func(_ context.Context, p replication.Peer) ([]*registry.Instance, error) {
+		if p.Name == "near" {
+			return nil, errors.New("timeout")
+		}
+		return want, nil
+	}
+	res := f.syncer(t, peers(
+		replication.Peer{Name: "far", Zone: "b"},
+		replication.Peer{Name: "near", Zone: "a"},
+	), true, fetch).Run(context.Background())
+	if !res.Reached || res.Source != "far" || res.Instances != 3 || res.Attempts != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if fmt.Sprint(f.fetched) != "[near far]" {
+		t.Fatalf("fetch order %v, want the same zone first", f.fetched)
+	}
+	if got := f.reg.Snapshot().Hashcode; got != "DOWN_1_OUT_OF_SERVICE_1_UP_1_" {
+		t.Fatalf("copied hashcode %q: every status must be copied", got)
+	}
+}
+
+func TestSyncer_Run_unreachablePeers(t *testing.T) {
+	f := newSyncFixture(t)
+	res := f.syncer(t, peers(replication.Peer{Name: "x", Zone: "a"}), true, failFetch).Run(context.Background())
+	if !res.PeersKnown || res.Reached || res.Attempts != 3 || len(f.fetched) != 3 {
+		t.Fatalf("unreachable: %+v, fetched %v", res, f.fetched)
+	}
+}
+
+func TestSyncer_Run_emptyPeerStillCounts(t *testing.T) {
+	f := newSyncFixture(t)
+	res := f.syncer(t, peers(replication.Peer{Name: "x"}), true,
+		func(context.Context, replication.Peer) ([]*registry.Instance, error) { return nil, nil }).Run(context.Background())
+	if !res.Reached || res.Instances != 0 {
+		t.Fatalf("a peer that answers with an empty registry: %+v", res)
+	}
+}
+
+// A cancel that a peer replicates while the copy is in flight must not be
+// undone by the copy, which was taken before it.
+func TestSyncer_Run_cancelDuringCopyIsKept(t *testing.T) {
+	f := newSyncFixture(t)
+	var s *replication.Syncer
+	f.reg.SetChangeHook(func(c registry.Change) {
+		if s != nil {
+			s.Observe(c)
+		}
+	})
+	if _, err := f.reg.Register(registrytest.NewInstance("A", "gone"), true); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
+		copyTaken := []*registry.Instance{registrytest.NewInstance("A", "gone"), registrytest.NewInstance("A", "kept")}
+		if err := f.reg.Cancel("A", "gone", true); err != nil { // arrives from a peer meanwhile
+			t.Fatal(err)
+		}
+		return copyTaken, nil
+	}
+	s = f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch)
+	res := s.Run(context.Background())
+	if res.Instances != 1 {
+		t.Fatalf("copied %d, want 1", res.Instances)
+	}
+	if _, ok := f.reg.Instance("A", "gone"); ok {
+		t.Fatal("the copy brought back an instance cancelled during syncUp")
+	}
+}
+
+func TestSyncer_Run_disabled(t *testing.T) {
+	f := newSyncFixture(t)
+	s := replication.NewSyncer(replication.SyncConfig{Registry: f.reg, Attempts: 0, Candidates: peers(replication.Peer{Name: "x"})})
+	if res := s.Run(context.Background()); res.Attempts != 0 || res.PeersKnown {
+		t.Fatalf("registry-sync-retries 0: %+v", res)
+	}
+}

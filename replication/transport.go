@@ -1,0 +1,126 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+)
+
+// Peer is another registry node that hears every local change.
+type Peer struct {
+	// Name identifies the peer across peer-list updates: a sender keeps its
+	// queue as long as a peer of this name stays in the list.
+	Name string
+	// URL is the peer's Eureka base URL, e.g. http://10.0.0.5:8761/eureka/.
+	URL string
+	// Zone is the peer's availability zone ("default" when unknown).
+	Zone string
+}
+
+// Batch is what one POST /peerreplication/batch carries: Eureka's
+// replicationList, in queue order.
+type Batch struct {
+	Tasks []Task
+}
+
+// BatchResult is the peer's answer: Eureka's responseList, one item per
+// task, in the batch's order.
+type BatchResult struct {
+	Items []ItemResult
+}
+
+// ItemResult is the outcome of one task on the peer.
+type ItemResult struct {
+	// StatusCode is the HTTP status the peer's resource gave the task.
+	StatusCode int
+	// Instance is the responseEntity: on a heartbeat's 409, the peer's newer
+	// copy of the instance. Usually nil.
+	Instance *registry.Instance
+}
+
+// Transport sends batches to peers. The HTTP implementation speaks Eureka's
+// wire (POST {URL}peerreplication/batch/, JSON, replication header);
+// replicationtest has an in-memory one.
+type Transport interface {
+	// Send delivers b to p and returns the peer's per-item answer. It is
+	// called from each peer's sender, one call at a time per peer, and
+	// concurrently for different peers, so it must be safe for concurrent
+	// use. It may block for the round trip but must return soon after ctx
+	// ends. A non-2xx HTTP reply is returned as a *StatusError; any other
+	// error counts as a network error, and the batch is retried.
+	Send(ctx context.Context, p Peer, b Batch) (BatchResult, error)
+}
+
+// StatusError is a non-2xx HTTP reply to a whole batch.
+type StatusError struct {
+	Code int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("replication: peer answered HTTP %d", e.Code)
+}
+
+// outcome is what a batch's answer means for the sender.
+type outcome int
+
+const (
+	outcomeSuccess    outcome = iota // the peer answered 2xx; look at the items
+	outcomeCongestion                // 503: back off (CongestionRetryDelay), re-queue at the front
+	outcomeTransient                 // network error or timeout: retry (NetworkFailureRetryDelay), re-queue
+	outcomePermanent                 // any other status: drop the batch
+	outcomeAborted                   // the sender is stopping: re-queue, no backoff, not a failure
+)
+
+func (o outcome) String() string {
+	switch o {
+	case outcomeSuccess:
+		return "success"
+	case outcomeCongestion:
+		return "congestion"
+	case outcomeTransient:
+		return "transient"
+	case outcomePermanent:
+		return "permanent"
+	case outcomeAborted:
+		return "aborted"
+	}
+	return fmt.Sprintf("outcome(%d)", int(o))
+}
+
+// classify maps a Send error to an outcome, as Eureka's
+// ReplicationTaskProcessor#process does, except that a read timeout is a
+// transient error here, not congestion: only the peer's own 503 says it is
+// overloaded.
+func classify(err error) outcome {
+	if err == nil {
+		return outcomeSuccess
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		if se.Code == 503 {
+			return outcomeCongestion
+		}
+		return outcomePermanent
+	}
+	if errors.Is(err, context.Canceled) {
+		return outcomeAborted
+	}
+	return outcomeTransient
+}
+
+// backoff is the delay before the next try after failures consecutive
+// failed batches: base, doubled for each further failure, capped at max.
+// It is 0 when nothing failed.
+func backoff(base time.Duration, failures int, max time.Duration) time.Duration {
+	if failures <= 0 || base <= 0 {
+		return 0
+	}
+	d := base
+	for i := 1; i < failures && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}

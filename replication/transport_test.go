@@ -1,0 +1,131 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want outcome
+	}{
+		{"no error", nil, outcomeSuccess},
+		{"503", &StatusError{Code: 503}, outcomeCongestion},
+		{"503 wrapped", fmt.Errorf("send batch to a: %w", &StatusError{Code: 503}), outcomeCongestion},
+		{"500", &StatusError{Code: 500}, outcomePermanent},
+		{"404", &StatusError{Code: 404}, outcomePermanent},
+		{"400", &StatusError{Code: 400}, outcomePermanent},
+		{"413 wrapped", fmt.Errorf("x: %w", &StatusError{Code: 413}), outcomePermanent},
+		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, outcomeTransient},
+		{"EOF", io.ErrUnexpectedEOF, outcomeTransient},
+		{"timeout", context.DeadlineExceeded, outcomeTransient},
+		{"read timeout", fmt.Errorf("read: %w", os.ErrDeadlineExceeded), outcomeTransient},
+		{"any other error", errors.New("boom"), outcomeTransient},
+		{"sender stopping", fmt.Errorf("send batch to a: %w", context.Canceled), outcomeAborted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classify(tt.err); got != tt.want {
+				t.Errorf("classify(%v) = %s, want %s", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		base     time.Duration
+		failures int
+		max      time.Duration
+		want     time.Duration
+	}{
+		{time.Second, 0, 30 * time.Second, 0},
+		{time.Second, 1, 30 * time.Second, time.Second},
+		{time.Second, 2, 30 * time.Second, 2 * time.Second},
+		{time.Second, 5, 30 * time.Second, 16 * time.Second},
+		{time.Second, 6, 30 * time.Second, 30 * time.Second},
+		{time.Second, 1000, 30 * time.Second, 30 * time.Second}, // no overflow
+		{100 * ms, 1, 30 * time.Second, 100 * ms},
+		{100 * ms, 3, 30 * time.Second, 400 * ms},
+		{100 * ms, 9, 30 * time.Second, 25600 * ms},
+		{100 * ms, 10, 30 * time.Second, 30 * time.Second},
+		{time.Second, 1, 500 * ms, 500 * ms}, // max below base wins
+		{0, 3, time.Second, 0},
+	}
+	for _, tt := range tests {
+		if got := backoff(tt.base, tt.failures, tt.max); got != tt.want {
+			t.Errorf("backoff(%s, %d, %s) = %s, want %s", tt.base, tt.failures, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestLogLimiter_Allow(t *testing.T) {
+	var l logLimiter
+	steps := []struct {
+		at             time.Duration
+		ok             bool
+		wantSuppressed int
+	}{
+		{0, true, 0},
+		{time.Second, false, 0},
+		{9 * time.Second, false, 0},
+		{10 * time.Second, true, 2},
+		{11 * time.Second, false, 0},
+		{25 * time.Second, true, 1},
+	}
+	for _, s := range steps {
+		ok, n := l.allow(t0.Add(s.at), 10*time.Second)
+		if ok != s.ok || n != s.wantSuppressed {
+			t.Errorf("allow(t0+%s) = %v, %d, want %v, %d", s.at, ok, n, s.ok, s.wantSuppressed)
+		}
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	ok := DefaultConfig()
+	ok.Transport = nopTransport{}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("DefaultConfig() with a Transport: Validate() = %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"no transport", func(c *Config) { c.Transport = nil }, "replication: Transport is required"},
+		{"batch size", func(c *Config) { c.MaxBatchSize = 0 }, "replication: MaxBatchSize must be at least 1, got 0"},
+		{"queue below batch", func(c *Config) { c.MaxQueueSize = 100 }, "replication: MaxQueueSize (100) must be at least MaxBatchSize (250)"},
+		{"inbox", func(c *Config) { c.InboxSize = 0 }, "replication: InboxSize must be at least 1, got 0"},
+		{"task age", func(c *Config) { c.TaskMaxAge = 0 }, "replication: TaskMaxAge must be positive, got 0s"},
+		{"cap below base", func(c *Config) { c.MaxCongestionRetryDelay = 500 * time.Millisecond },
+			"replication: MaxCongestionRetryDelay (500ms) must be at least CongestionRetryDelay (1s)"},
+		{"network cap", func(c *Config) { c.MaxNetworkFailureRetryDelay = time.Millisecond },
+			"replication: MaxNetworkFailureRetryDelay (1ms) must be at least NetworkFailureRetryDelay (100ms)"},
+		{"send timeout", func(c *Config) { c.SendTimeout = -1 }, "replication: SendTimeout must not be negative, got -1ns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.change(&c)
+			err := c.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type nopTransport struct{}
+
+func (nopTransport) Send(context.Context, Peer, Batch) (BatchResult, error) {
+	return BatchResult{}, nil
+}
