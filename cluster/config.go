@@ -71,6 +71,15 @@ type Config struct {
 	// cannot replicate to this node). Default "".
 	EurekaURL string
 
+	// RejoinInterval is how often, once joined, the node checks that it
+	// still sees as many live peers as it has seeds and, when it does not,
+	// joins the seeds and the members it last saw dead again. memberlist
+	// forgets a dead node after GossipToTheDeadTime and never contacts it
+	// again, so without this two sides of a partition that lasted longer
+	// would stay apart after it heals. Default 10 s; a rejoin is one
+	// push/pull exchange with each target.
+	RejoinInterval time.Duration
+
 	// ReconcileInterval is how often Start's background loop applies the
 	// time-based changes memberlist reports to no delegate: it forgets dead
 	// and left members once memberlist has reaped them (after
@@ -109,6 +118,7 @@ func DefaultConfig() Config {
 		SecretKey:            nil,                           // no encryption
 		Zone:                 "default",                     // single zone
 		EurekaURL:            "",                            // set by the caller
+		RejoinInterval:       10 * time.Second,              // heal partitions within 10 s
 		ReconcileInterval:    time.Second,                   // suspect shows within 1 s
 		Logger:               zerolog.Nop(),                 // silent
 		Memberlist:           memberlist.DefaultLANConfig(), // 1 s probes, 30 s push/pull
@@ -162,6 +172,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.EurekaURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("EurekaURL %q is not an absolute http(s) URL", c.EurekaURL)
 		}
+	}
+	if c.RejoinInterval <= 0 {
+		bad("RejoinInterval %s must be positive", c.RejoinInterval)
 	}
 	if c.ReconcileInterval <= 0 {
 		bad("ReconcileInterval %s must be positive", c.ReconcileInterval)

@@ -52,7 +52,11 @@
 //
 // Start binds and returns; when Join is set, a background loop retries the
 // seeds (1 s, doubling, at most every 15 s) until one answers, so nodes can
-// start in any order. Failed attempts are logged at Warn (identical repeats
+// start in any order. Once joined, the loop keeps watching: every
+// RejoinInterval (10 s), if fewer peers are alive than there are seeds or
+// some member is dead, it joins the seeds and the dead members again, so a
+// partition that outlasted memberlist's memory of dead nodes still heals.
+// Failed attempts are logged at Warn (identical repeats
 // at most once a minute), success at Info. memberlist's own log lines go
 // through the zerolog Logger at their level, with source=memberlist; errors
 // that mean the nodes use different secret keys say so ("is

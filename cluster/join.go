@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ func (c *Cluster) joinLoop(ctx context.Context, ml *memberlist.Memberlist) {
 			c.joined.Store(true)
 			c.log.Info().Strs(keySeeds, seeds).Int(keyNodesContacted, n).Int(keyAttempt, attempt).
 				Msg("joined cluster")
+			c.rejoinLoop(ctx, ml)
 			return
 		}
 		jerr := &joinError{seeds: seeds, err: err}
@@ -51,6 +53,52 @@ func (c *Cluster) joinLoop(ctx context.Context, ml *memberlist.Memberlist) {
 		case <-t.C:
 		}
 	}
+}
+
+// rejoinLoop keeps the node joined after a partition or after peers
+// restarted elsewhere: every RejoinInterval, when fewer peers are alive than
+// there are seeds, or some member is dead, it joins the seeds and the dead
+// members' addresses again.
+func (c *Cluster) rejoinLoop(ctx context.Context, ml *memberlist.Memberlist) {
+	t := time.NewTicker(c.cfg.RejoinInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		alive, dead := c.peerCounts()
+		if alive >= len(c.cfg.Join) && len(dead) == 0 {
+			continue
+		}
+		targets := append(slices.Clone(c.cfg.Join), dead...)
+		n, err := ml.Join(targets)
+		after, _ := c.peerCounts()
+		switch {
+		case err == nil && after > alive:
+			c.log.Info().Strs(keySeeds, targets).Int(keyNodesContacted, n).Int("alive_peers", after).Msg("rejoined peers")
+		case err != nil:
+			c.log.Debug().Err(&joinError{seeds: targets, err: err}).Msg("rejoin failed; will retry")
+		}
+	}
+}
+
+// peerCounts returns how many peers are alive or suspect, and the
+// addresses of those listed dead (left members went away on purpose).
+func (c *Cluster) peerCounts() (alive int, dead []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.members {
+		switch {
+		case e.Self:
+		case e.State == StateAlive || e.State == StateSuspect:
+			alive++
+		case e.State == StateDead:
+			dead = append(dead, hostPort(e.Member))
+		}
+	}
+	return alive, dead
 }
 
 // joinBackoff is the wait after the failures-th consecutive failed join:

@@ -180,7 +180,6 @@ func (s *Server) register(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	applySpringInstanceID(in)
 	if in.App != "" && !strings.EqualFold(in.App, app) {
 		return badRequest("mismatched appName: the path says %s but the body says %s", strings.ToUpper(app), in.App)
 	}
@@ -188,24 +187,6 @@ func (s *Server) register(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// applySpringInstanceID follows Spring's CloudJacksonJson: an instance that
-// sends no instanceId but has one in its metadata is known as
-// hostName:<that value>, unless the value already starts with the host name.
-func applySpringInstanceID(in *registry.Instance) {
-	if in.InstanceID != "" {
-		return
-	}
-	v, ok := in.Metadata.Get("instanceId")
-	if !ok || v == "" {
-		return
-	}
-	if strings.HasPrefix(v, in.HostName) {
-		in.InstanceID = v
-	} else {
-		in.InstanceID = in.HostName + ":" + v
-	}
 }
 
 // heartbeat is PUT /apps/{app}/{id}: 200, 404 ("register again"), or 409
