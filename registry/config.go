@@ -46,9 +46,11 @@ type Config struct {
 	// renewals from the registry. eureka.server.renewal-threshold-update-interval-ms,
 	// default 15 min.
 	RenewThresholdUpdateInterval time.Duration
-	// RenewalRateWindow is the length of the tumbling bucket that counts
-	// renewals. Figures are still reported per minute (count × 1 min /
-	// window). Shorter windows react faster and suit chaos tests.
+	// RenewalRateWindow is the length of the window that counts renewals;
+	// it slides in twelfths. Figures are still reported per minute (count ×
+	// 1 min / window). Shorter windows react faster and suit chaos tests;
+	// keep it under the lease duration so a mass outage is seen before the
+	// dead leases can be evicted.
 	// muster.measured-rate-window-ms, default 60 s.
 	RenewalRateWindow time.Duration
 	// DeltaRetention is how long a change stays in the delta served by
@@ -98,6 +100,9 @@ func (c Config) Validate() error {
 		if p.d <= 0 {
 			return fmt.Errorf("registry: %s must be positive, got %s", p.name, p.d)
 		}
+	}
+	if c.RenewalRateWindow < 100*time.Millisecond {
+		return fmt.Errorf("registry: RenewalRateWindow must be at least 100ms, got %s", c.RenewalRateWindow)
 	}
 	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
 		return fmt.Errorf("registry: RenewalPercentThreshold must be in (0, 1], got %v", c.RenewalPercentThreshold)

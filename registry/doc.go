@@ -19,13 +19,18 @@
 //	                        (leaseInfo.renewalIntervalInSecs, or
 //	                        ExpectedRenewalInterval = 30 s when missing or 0)
 //	threshold             = ⌊expected × RenewalPercentThreshold (0.85)⌋
-//	renewals last minute  = renewals counted in the last complete
-//	                        RenewalRateWindow (60 s), scaled to a minute;
-//	                        every successful renewal counts, replicated too
+//	renewals last minute  = renewals counted in the last full
+//	                        RenewalRateWindow (60 s), which slides in 5 s
+//	                        steps, scaled to a minute; every successful
+//	                        renewal counts, replicated too
 //
 // 100 instances renewing every 30 s expect 200 renewals a minute, threshold
 // 170. Self-preservation is active when renewals fall below the threshold:
-// then nothing is evicted until they recover. It is never active during the
+// then nothing is evicted until they recover. Instances registered within
+// the counted window are not yet held to it (ArrivingRenewsPerMin), so a
+// large deployment does not trip it. The window slides rather than tumbles
+// (Eureka's MeasuredRate) so that a mass outage is seen within about half a
+// window, well before the dead leases expire. It is never active during the
 // first window after OpenForTraffic (the count cannot know yet), and nothing
 // is evicted in that window either. Register, cancel and eviction adjust the
 // expectation at once; UpdateRenewThreshold recounts it from the live

@@ -5,80 +5,92 @@ import (
 	"time"
 )
 
-// MeasuredRate counts events in tumbling windows, like Eureka's MeasuredRate,
-// but without a timer thread: buckets roll lazily when Increment or Count is
-// called. Count reports the last complete window. It is safe for concurrent
-// use; its zero value is not ready, use NewMeasuredRate.
-type MeasuredRate struct {
-	window time.Duration
+// rateSlices is how many slices a MeasuredRate window is cut into.
+const rateSlices = 12
 
-	// mu guards start, current, last and complete.
-	mu       sync.Mutex
-	start    time.Time // start of the current window
-	current  int64     // events in the current window
-	last     int64     // events in the last complete window
-	complete bool      // at least one window has completed since Reset
+// MeasuredRate counts events over a window that slides in steps of a
+// twelfth of the window (5 s for Eureka's 60 s), without a timer thread:
+// slices roll lazily when Increment or Count is called. Count reports the
+// events of the last full window that ends at a slice boundary.
+//
+// Eureka's MeasuredRate is a tumbling 60 s bucket: a drop in renewals shows
+// up to two windows later, which can be after the dead leases have
+// expired and been evicted (90 s lease, 60 s eviction runs), so
+// self-preservation protects nothing in that gap. Sliding in twelfths, a
+// drop to half shows within a third of a window plus one slice. It is
+// safe for concurrent use; build it with NewMeasuredRate.
+type MeasuredRate struct {
+	window, slice time.Duration
+
+	// mu guards every field below.
+	mu     sync.Mutex
+	start  time.Time             // start of slice number 0
+	cur    int64                 // number of the current slice
+	counts [rateSlices + 1]int64 // ring: slice n is counts[n % len]
 }
 
 // NewMeasuredRate returns a rate whose first window starts at now.
 func NewMeasuredRate(window time.Duration, now time.Time) *MeasuredRate {
-	return &MeasuredRate{window: window, start: now}
+	return &MeasuredRate{window: window, slice: window / rateSlices, start: now}
 }
 
 // Increment counts one event at now.
 func (m *MeasuredRate) Increment(now time.Time) {
 	m.mu.Lock()
 	m.rollLocked(now)
-	m.current++
+	m.counts[m.cur%int64(len(m.counts))]++
 	m.mu.Unlock()
 }
 
-// Count returns the number of events in the last complete window, and
-// whether a window has completed at all since the rate started: during the
-// first window the count is 0 because nothing is known yet.
+// Count returns the number of events in the last full window (the
+// rateSlices slices before the current one), and whether a full window has
+// passed since the rate started: until then the count is 0 because nothing
+// is known yet.
 func (m *MeasuredRate) Count(now time.Time) (count int64, complete bool) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.rollLocked(now)
-	count, complete = m.last, m.complete
-	m.mu.Unlock()
-	return count, complete
+	if m.cur < rateSlices {
+		return 0, false
+	}
+	for n := m.cur - rateSlices; n < m.cur; n++ {
+		count += m.counts[n%int64(len(m.counts))]
+	}
+	return count, true
 }
 
-// LastWindowStart returns when the last complete window began (the current
-// window's start minus one window).
+// LastWindowStart returns when the window that Count reports began.
 func (m *MeasuredRate) LastWindowStart(now time.Time) time.Time {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.rollLocked(now)
-	start := m.start.Add(-m.window)
-	m.mu.Unlock()
-	return start
+	return m.start.Add(time.Duration(m.cur-rateSlices) * m.slice)
 }
 
 // Reset starts a fresh first window at now, forgetting all counts.
 func (m *MeasuredRate) Reset(now time.Time) {
 	m.mu.Lock()
-	m.start, m.current, m.last, m.complete = now, 0, 0, false
+	m.start, m.cur, m.counts = now, 0, [rateSlices + 1]int64{}
 	m.mu.Unlock()
 }
 
-// Window is the length of one bucket.
+// Window is the length of the window counted.
 func (m *MeasuredRate) Window() time.Duration { return m.window }
 
-// rollLocked moves the bucket boundary up to now. Crossing one boundary
-// makes the current count the last one; crossing two or more means a whole
-// window passed without events.
+// rollLocked advances the current slice to the one holding now, clearing
+// the slices it passes (at most a ring's worth: beyond that all are clear).
 func (m *MeasuredRate) rollLocked(now time.Time) {
 	elapsed := now.Sub(m.start)
-	if elapsed < m.window {
+	if elapsed < 0 {
 		return
 	}
-	windows := int64(elapsed / m.window)
-	if windows == 1 {
-		m.last = m.current
-	} else {
-		m.last = 0
+	n := int64(elapsed / m.slice)
+	if n <= m.cur {
+		return
 	}
-	m.current = 0
-	m.complete = true
-	m.start = m.start.Add(time.Duration(windows) * m.window)
+	from := max(m.cur+1, n-int64(len(m.counts))+1)
+	for i := from; i <= n; i++ {
+		m.counts[i%int64(len(m.counts))] = 0
+	}
+	m.cur = n
 }

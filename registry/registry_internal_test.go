@@ -7,7 +7,7 @@ import (
 
 var t0 = time.UnixMilli(1718000000000)
 
-func TestMeasuredRate_Count_tumblingWindows(t *testing.T) {
+func TestMeasuredRate_Count_slidingWindow(t *testing.T) {
 	m := NewMeasuredRate(time.Minute, t0)
 	for i := 0; i < 3; i++ {
 		m.Increment(t0.Add(time.Duration(i) * time.Second))
@@ -19,7 +19,10 @@ func TestMeasuredRate_Count_tumblingWindows(t *testing.T) {
 	}{
 		{59 * time.Second, 0, false},
 		{60 * time.Second, 3, true},
-		{119 * time.Second, 3, true},
+		{64 * time.Second, 3, true},
+		// The window slides by a twelfth: the slice holding the events
+		// leaves it at 65 s.
+		{65 * time.Second, 0, true},
 		{130 * time.Second, 0, true},
 	}
 	for _, s := range steps {

@@ -196,6 +196,9 @@ func TestRegistry_SelfPreservationState_largeDeploymentDoesNotTripIt(t *testing.
 		mustRegister(t, r, in)
 		keys = append(keys, registry.InstanceKey{App: "NEW", ID: in.InstanceID})
 	}
+	// Everyone renews on the old schedule: the next round is 20 s away.
+	clk.Advance(20 * time.Second)
+	renewAll(t, r, keys)
 	for step := 0; step < 8; step++ {
 		clk.Advance(30 * time.Second)
 		renewAll(t, r, keys)
@@ -206,4 +209,35 @@ func TestRegistry_SelfPreservationState_largeDeploymentDoesNotTripIt(t *testing.
 	if sp := r.SelfPreservationState(); sp.ExpectedRenewsPerMin != 300 || sp.RenewsThreshold != 255 || sp.ArrivingRenewsPerMin != 0 {
 		t.Fatalf("settled at expected %v threshold %d arriving %v, want 300, 255, 0", sp.ExpectedRenewsPerMin, sp.RenewsThreshold, sp.ArrivingRenewsPerMin)
 	}
+}
+
+// Half the fleet dies: self-preservation must be on before the first dead
+// lease can expire (last renewal + 90 s), or the eviction runs in between
+// would take 15 % of the registry each. Eureka's tumbling 60 s bucket can
+// see the drop only up to two windows later; the sliding window sees it
+// once the first missed round of heartbeats has been counted.
+func TestRegistry_SelfPreservationState_massDeathSeenBeforeLeasesExpire(t *testing.T) {
+	r, clk := mustNew(t)
+	keys := registerN(t, r, 100)
+	r.OpenForTraffic()
+	heartbeatFor(t, r, clk, keys, 30*time.Second, 3*time.Minute)
+	death := clk.Now()
+	alive := keys[:50]
+	activeAfter := time.Duration(-1)
+	for step := 0; step < 18 && activeAfter < 0; step++ { // 5 s steps, 90 s
+		clk.Advance(5 * time.Second)
+		if step%6 == 5 {
+			renewAll(t, r, alive)
+		}
+		if r.SelfPreservationState().Active {
+			activeAfter = clk.Now().Sub(death)
+		}
+		if evicted := r.EvictExpired(); len(evicted) != 0 {
+			t.Fatalf("evicted %d at death+%s", len(evicted), clk.Now().Sub(death))
+		}
+	}
+	if activeAfter < 0 || activeAfter > 40*time.Second {
+		t.Fatalf("self-preservation active %s after the deaths, want within 40 s (leases expire after 90 s)", activeAfter)
+	}
+	t.Logf("self-preservation active %s after half the fleet died", activeAfter)
 }

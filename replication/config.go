@@ -41,7 +41,10 @@ type Config struct {
 	MaxCongestionRetryDelay time.Duration
 	// NetworkFailureRetryDelay is the first wait after a network error or
 	// timeout, doubling likewise up to MaxNetworkFailureRetryDelay.
-	// Default 100 ms, capped at 30 s (Eureka's TrafficShaper).
+	// Default 100 ms, capped at 5 s: Eureka's TrafficShaper caps it at 30 s,
+	// which leaves a peer that restarted within that time without
+	// heartbeats long enough for its leases to expire. A retry of a dead
+	// peer every 5 s costs one failed connection.
 	NetworkFailureRetryDelay    time.Duration
 	MaxNetworkFailureRetryDelay time.Duration
 	// SendTimeout bounds one batch request, so a hung peer cannot stall its
@@ -93,7 +96,7 @@ func DefaultConfig() Config {
 		CongestionRetryDelay:        time.Second,            // PeerEurekaNode.SERVER_UNAVAILABLE_SLEEP_TIME_MS
 		MaxCongestionRetryDelay:     30 * time.Second,       // TrafficShaper.MAX_DELAY
 		NetworkFailureRetryDelay:    100 * time.Millisecond, // PeerEurekaNode.RETRY_SLEEP_TIME_MS
-		MaxNetworkFailureRetryDelay: 30 * time.Second,       // TrafficShaper.MAX_DELAY
+		MaxNetworkFailureRetryDelay: 5 * time.Second,        // Eureka: 30 s; a restarted peer should hear from us within seconds
 		SendTimeout:                 5 * time.Second,        // Netflix peer-node-read-timeout-ms
 		InboxSize:                   4096,                   // hand-off buffer per peer
 		LogInterval:                 10 * time.Second,       // one Warn line of a kind per peer per interval

@@ -277,7 +277,7 @@ func TestPeer_OnResult_retryGivesUpOnExpiredTasks(t *testing.T) {
 	h := newHarness(t)
 	h.ft.respond = func(Peer, Batch) (BatchResult, error) { return BatchResult{}, errors.New("connection reset") }
 	h.enqueue(Task{Action: registry.ActionCancel, Key: registry.InstanceKey{App: "ORDERS", ID: "a"}, CreatedAt: h.clk.Now()})
-	for range 20 {
+	for range 60 {
 		f, wait := h.p.step(h.clk.Now())
 		if f == nil && wait == 0 {
 			break

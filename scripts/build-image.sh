@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds the muster binary (static, CGO_ENABLED=0) and the muster:latest
+# image FROM scratch around it, in one command.
+#   scripts/build-image.sh [tag]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tag="${1:-muster:latest}"
+version="$(git describe --always --dirty 2>/dev/null || echo dev)"
+mkdir -p build/image
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o build/image/muster ./cmd/muster
+docker build --quiet -t "$tag" -f Dockerfile build/image >/dev/null
+echo "built image $tag (muster ${version}, $(du -h build/image/muster | cut -f1) binary)"
