@@ -3,10 +3,15 @@ package main
 import (
 	"io"
 	"os"
-	"time"
 
 	"github.com/rs/zerolog"
 )
+
+func init() {
+	// Milliseconds in every log line: the chaos scenarios (and operators)
+	// line events of different nodes up by them.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+}
 
 // newLogger logs to w: as a human-readable console on a terminal, as JSON
 // lines otherwise (or as format says).
@@ -16,7 +21,7 @@ func newLogger(w io.Writer, level, format string) zerolog.Logger {
 		lvl = zerolog.InfoLevel
 	}
 	if format == "console" || (format == "auto" && isTerminal(w)) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

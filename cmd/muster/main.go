@@ -33,6 +33,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(args[1:], stderr)
 	case "health":
 		err = healthCmd(args[1:], stdout)
+	case "clients":
+		err = clientsCmd(args[1:], stdout, stderr)
+	case "bench":
+		err = benchCmd(args[1:], stdout, stderr)
 	case "config":
 		printSettings(stdout, len(args) > 1 && args[1] == "--markdown")
 	case "version":
@@ -58,6 +62,8 @@ Usage:
   muster serve [--config FILE.yml] [--set key=value]...   run a node (defaults: API and dashboard on :8761)
   muster health [--url http://127.0.0.1:8761/readyz]      exit 0 when the node is ready (container healthchecks)
   muster config [--markdown]                              list every setting and its default
+  muster bench [--quick] [--only heartbeat,fetch,...] [--out FILE]   performance figures next to this machine's ceiling
+  muster clients [--servers zone=url,...] [flags]         run simulated Eureka clients (muster clients -h)
   muster version
 `)
 }
