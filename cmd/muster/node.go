@@ -291,8 +291,7 @@ func (n *Node) startSelfRegistration() {
 	ctx, stop := context.WithCancel(context.Background())
 	n.stopSelf = stop
 	n.selfDone = make(chan struct{})
-	in := selfInstance(n.settings, n.host, n.ip, time.Now())
-	in.Port.Number = n.port
+	in := selfInstance(n.settings, n.host, n.ip, n.port, time.Now())
 	sr := &selfRegistration{
 		reg:      n.reg,
 		instance: in,

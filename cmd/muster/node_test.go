@@ -321,3 +321,26 @@ func freeGossipPort(t *testing.T) int {
 	t.Fatal("no free port")
 	return 0
 }
+
+// eureka.client.register-with-eureka: the node registers itself as
+// host:app:port and cancels that registration when it stops.
+func TestNode_registersItself(t *testing.T) {
+	n := startTestNode(t, "self", "zone-a", nil, "eureka.client.register-with-eureka=true",
+		"spring.application.name=eureka-server", "cluster.enabled=false")
+	waitOpened(t, n)
+	id := "127.0.0.1:eureka-server:" + strconv.Itoa(n.port)
+	waitFor(t, 5*time.Second, "the self-registration", func() bool {
+		_, ok := n.reg.Instance("EUREKA-SERVER", id)
+		return ok
+	})
+	iv, _ := n.reg.Instance("EUREKA-SERVER", id)
+	if iv.Port.Number != n.port || iv.VIPAddress != "eureka-server" {
+		t.Fatalf("self-registration %+v", iv.Instance)
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n.reg.Stats().Cancels != 1 {
+		t.Fatalf("cancels after shutdown = %d, want 1 (the self-registration)", n.reg.Stats().Cancels)
+	}
+}

@@ -24,14 +24,14 @@ type selfRegistration struct {
 
 // selfInstance describes the node the way Spring's client would: id
 // host:app:port, so that two nodes on one host stay distinct.
-func selfInstance(s *Settings, host, ip string, now time.Time) *registry.Instance {
+func selfInstance(s *Settings, host, ip string, port int, now time.Time) *registry.Instance {
 	app := strings.ToLower(s.AppName)
 	id := s.InstanceID
 	if id == "" {
-		id = host + ":" + app + ":" + itoa(s.ServerPort)
+		id = host + ":" + app + ":" + itoa(port)
 	}
-	base := "http://" + host + ":" + itoa(s.ServerPort)
-	md := map[string]string{"zone": s.ClusterZone, "management.port": itoa(s.ServerPort)}
+	base := "http://" + host + ":" + itoa(port)
+	md := map[string]string{"zone": s.ClusterZone, "management.port": itoa(port)}
 	for k, v := range s.InstanceMetadata {
 		md[k] = v
 	}
@@ -42,7 +42,7 @@ func selfInstance(s *Settings, host, ip string, now time.Time) *registry.Instanc
 		IPAddr:              ip,
 		Status:              registry.StatusUp,
 		OverriddenStatus:    registry.StatusUnknown,
-		Port:                registry.Port{Number: s.ServerPort, Enabled: true},
+		Port:                registry.Port{Number: port, Enabled: true},
 		SecurePort:          registry.Port{Number: 443, Enabled: false},
 		CountryID:           1,
 		DataCenterInfo:      registry.DataCenterInfo{Class: registry.DataCenterClassDefault, Name: "MyOwn"},

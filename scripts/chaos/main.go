@@ -168,7 +168,17 @@ func up(ctx context.Context, b *bench, r *report) error {
 	if err != nil {
 		return err
 	}
-	r.step("cluster up: 3 nodes ready, %d instances on each, renewal window complete (%s)", fleet, took.Round(100*time.Millisecond))
+	for _, n := range nodes {
+		page, err := b.dashboard(ctx, n)
+		if err != nil {
+			return fmt.Errorf("%s dashboard: %w", n, err)
+		}
+		if got := strings.Count(page, ">available<"); got != 2 {
+			return fmt.Errorf("%s's dashboard lists %d available replicas, want 2", n, got)
+		}
+	}
+	r.step("cluster up: 3 nodes ready, each dashboard lists the other two as available replicas, %d instances on each, renewal window complete (%s)",
+		fleet, took.Round(100*time.Millisecond))
 	return nil
 }
 
