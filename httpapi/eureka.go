@@ -226,24 +226,43 @@ func (s *Server) cancel(c echo.Context) error {
 	return c.NoContent(http.StatusOK)
 }
 
-// updateStatus is PUT /apps/{app}/{id}/status?value=X.
-func (s *Server) updateStatus(c echo.Context) error {
-	app, id, err := appAndID(c)
-	if err != nil {
-		return err
+// statusRequest is what both status endpoints read: the instance, the
+// status in the value parameter (or, when absent, fallback; "" means the
+// parameter is required), and lastDirtyTimestamp.
+type statusRequest struct {
+	app, id string
+	status  registry.Status
+	dirty   int64
+}
+
+func readStatusRequest(c echo.Context, fallback registry.Status) (statusRequest, error) {
+	var sr statusRequest
+	var err error
+	if sr.app, sr.id, err = appAndID(c); err != nil {
+		return sr, err
 	}
 	st, ok, err := statusParam(c, "value")
+	switch {
+	case err != nil:
+		return sr, err
+	case ok:
+		sr.status = st
+	case fallback != "":
+		sr.status = fallback
+	default:
+		return sr, badRequest("missing query parameter value (UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)")
+	}
+	sr.dirty, err = lastDirtyParam(c)
+	return sr, err
+}
+
+// updateStatus is PUT /apps/{app}/{id}/status?value=X.
+func (s *Server) updateStatus(c echo.Context) error {
+	sr, err := readStatusRequest(c, "")
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return badRequest("missing query parameter value (UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)")
-	}
-	dirty, err := lastDirtyParam(c)
-	if err != nil {
-		return err
-	}
-	if _, err := s.reg.UpdateStatus(app, id, st, dirty, isReplication(c)); err != nil {
+	if _, err := s.reg.UpdateStatus(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -252,22 +271,11 @@ func (s *Server) updateStatus(c echo.Context) error {
 // deleteStatusOverride is DELETE /apps/{app}/{id}/status[?value=Y]; the
 // status becomes Y, UNKNOWN by default, as in Eureka.
 func (s *Server) deleteStatusOverride(c echo.Context) error {
-	app, id, err := appAndID(c)
+	sr, err := readStatusRequest(c, registry.StatusUnknown)
 	if err != nil {
 		return err
 	}
-	st, ok, err := statusParam(c, "value")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		st = registry.StatusUnknown
-	}
-	dirty, err := lastDirtyParam(c)
-	if err != nil {
-		return err
-	}
-	if _, err := s.reg.DeleteStatusOverride(app, id, st, dirty, isReplication(c)); err != nil {
+	if _, err := s.reg.DeleteStatusOverride(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)

@@ -369,10 +369,7 @@ func (r *Registry) renewCorrectingStatus(app, id string, hb Heartbeat, now time.
 	if resolved != in.Status {
 		in = in.Clone()
 		in.Status = resolved
-		in.ActionType = ActionModified
-		in.LastUpdatedTimestamp = now.UnixMilli()
-		l.inst = in
-		r.bumpLocked(in, now)
+		r.modifyLocked(l, in, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
 	r.renewals.Increment(now)
@@ -412,10 +409,7 @@ func (r *Registry) storeOverride(app, id string, override Status, now time.Time)
 	in := l.inst.Clone()
 	in.OverriddenStatus = override
 	in.Status = resolveStatus(in.Status, override, l.inst, true)
-	in.ActionType = ActionModified
-	in.LastUpdatedTimestamp = now.UnixMilli()
-	l.inst = in
-	r.bumpLocked(in, now)
+	r.modifyLocked(l, in, now)
 	return in
 }
 
@@ -461,6 +455,28 @@ func (r *Registry) removeLocked(app, id string, l *lease, now time.Time) *Instan
 	return in
 }
 
+// lockLease takes the write lock, finds the lease and renews it at now. When
+// there is none it releases the lock and returns ErrInstanceNotFound.
+func (r *Registry) lockLease(app, id string, now time.Time) (*lease, error) {
+	r.mu.Lock()
+	l := r.lookupLocked(app, id)
+	if l == nil {
+		r.mu.Unlock()
+		return nil, ErrInstanceNotFound
+	}
+	l.lastRenewal.Store(now.UnixNano())
+	return l, nil
+}
+
+// modifyLocked stores in, a changed copy of l's instance, as a visible
+// MODIFIED change.
+func (r *Registry) modifyLocked(l *lease, in *Instance, now time.Time) {
+	in.ActionType = ActionModified
+	in.LastUpdatedTimestamp = now.UnixMilli()
+	l.inst = in
+	r.bumpLocked(in, now)
+}
+
 // UpdateStatus sets a status override (PUT .../status?value=). The lease is
 // renewed. lastDirty (ms, 0 for none) can only raise the stored
 // lastDirtyTimestamp. Like Eureka it is replicated even when nothing changed.
@@ -473,13 +489,10 @@ func (r *Registry) updateStatus(app, id string, status Status, lastDirty int64, 
 		return nil, err
 	}
 	app = upperASCII(app)
-	r.mu.Lock()
-	l := r.lookupLocked(app, id)
-	if l == nil {
-		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+	l, err := r.lockLease(app, id, now)
+	if err != nil {
+		return nil, err
 	}
-	l.lastRenewal.Store(now.UnixNano())
 	old := l.inst
 	in := old
 	if status != old.Status || status != old.OverriddenStatus || lastDirty > old.LastDirtyTimestamp {
@@ -489,19 +502,14 @@ func (r *Registry) updateStatus(app, id string, status Status, lastDirty int64, 
 		if status == StatusUp && in.ServiceUpTimestamp == 0 {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
-		if lastDirty > in.LastDirtyTimestamp {
-			in.LastDirtyTimestamp = lastDirty
-		}
-		in.ActionType = ActionModified
-		in.LastUpdatedTimestamp = now.UnixMilli()
-		l.inst = in
-		r.bumpLocked(in, now)
-		if old.Status != status {
-			r.log.Info().Str("app", app).Str("instance_id", id).Str("from", string(old.Status)).
-				Str("to", string(status)).Bool("replicated", replicated).Msg("status override set")
-		}
+		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, lastDirty)
+		r.modifyLocked(l, in, now)
 	}
 	r.unlockAndNotify(Change{Action: ActionStatusUpdate, Key: InstanceKey{app, id}, Instance: in, Replicated: replicated, At: now})
+	if old.Status != status {
+		r.log.Info().Str("app", app).Str("instance_id", id).Str("from", string(old.Status)).
+			Str("to", string(status)).Bool("replicated", replicated).Msg("status override set")
+	}
 	return in, nil
 }
 
@@ -518,29 +526,24 @@ func (r *Registry) deleteStatusOverride(app, id string, status Status, lastDirty
 		return nil, err
 	}
 	app = upperASCII(app)
-	r.mu.Lock()
-	l := r.lookupLocked(app, id)
-	if l == nil {
-		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+	l, err := r.lockLease(app, id, now)
+	if err != nil {
+		return nil, err
 	}
-	l.lastRenewal.Store(now.UnixNano())
 	in := l.inst
-	if in.OverriddenStatus != StatusUnknown && in.OverriddenStatus != "" {
+	removed := in.OverriddenStatus != StatusUnknown && in.OverriddenStatus != ""
+	if removed {
 		in = in.Clone()
 		in.OverriddenStatus = StatusUnknown
 		in.Status = status
-		if lastDirty > in.LastDirtyTimestamp {
-			in.LastDirtyTimestamp = lastDirty
-		}
-		in.ActionType = ActionModified
-		in.LastUpdatedTimestamp = now.UnixMilli()
-		l.inst = in
-		r.bumpLocked(in, now)
+		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, lastDirty)
+		r.modifyLocked(l, in, now)
+	}
+	r.unlockAndNotify(Change{Action: ActionDeleteStatusOverride, Key: InstanceKey{app, id}, Instance: in, Replicated: replicated, At: now})
+	if removed {
 		r.log.Info().Str("app", app).Str("instance_id", id).Str("status", string(status)).
 			Bool("replicated", replicated).Msg("status override removed")
 	}
-	r.unlockAndNotify(Change{Action: ActionDeleteStatusOverride, Key: InstanceKey{app, id}, Instance: in, Replicated: replicated, At: now})
 	return in, nil
 }
 
@@ -550,19 +553,13 @@ func (r *Registry) deleteStatusOverride(app, id string, status Status, lastDirty
 func (r *Registry) UpdateMetadata(app, id string, updates map[string]string) (*Instance, error) {
 	now := r.now()
 	app = upperASCII(app)
-	r.mu.Lock()
-	l := r.lookupLocked(app, id)
-	if l == nil {
-		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+	l, err := r.lockLease(app, id, now)
+	if err != nil {
+		return nil, err
 	}
 	in := l.inst.Clone()
 	in.Metadata = in.Metadata.With(updates)
-	in.ActionType = ActionModified
-	in.LastUpdatedTimestamp = now.UnixMilli()
-	l.inst = in
-	l.lastRenewal.Store(now.UnixNano())
-	r.bumpLocked(in, now)
+	r.modifyLocked(l, in, now)
 	r.unlockAndNotify(Change{Action: ActionRegister, Key: InstanceKey{app, id}, Instance: in, At: now})
 	return in, nil
 }
