@@ -15,11 +15,14 @@ import (
 )
 
 // headerReplication marks a request sent by a peer (PeerEurekaNode's
-// HEADER_REPLICATION); Eureka compares it with "true" exactly.
-const headerReplication = "x-netflix-discovery-replication"
+// HEADER_REPLICATION, x-netflix-discovery-replication); Eureka compares it
+// with "true" exactly. Spelled in canonical form so the lookup does not
+// canonicalise (and allocate) on every heartbeat.
+const headerReplication = "X-Netflix-Discovery-Replication"
 
 func isReplication(c echo.Context) bool {
-	return c.Request().Header.Get(headerReplication) == "true"
+	v := c.Request().Header[headerReplication]
+	return len(v) > 0 && v[0] == "true"
 }
 
 // pathParam returns a path parameter, unescaped.

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+var benchTestingInit sync.Once
+
+// micro runs Go benchmarks of the hot paths in this process with
+// testing.Benchmark: the registry calls, the payload rebuild stages, and
+// the HTTP handlers without the network.
+func (e *benchEnv) micro() error {
+	benchTestingInit.Do(testing.Init)
+	benchtime := "1s"
+	if e.quick {
+		benchtime = "300ms"
+	}
+	if err := flag.Set("test.benchtime", benchtime); err != nil {
+		return err
+	}
+	const sc = "micro"
+	report := func(figure string, r testing.BenchmarkResult, target string, met *bool) {
+		v, unit := float64(r.T.Nanoseconds())/float64(max(r.N, 1)), "ns/op"
+		switch {
+		case v >= 10e6:
+			v, unit = v/1e6, "ms/op"
+		case v >= 10e3:
+			v, unit = v/1e3, "µs/op"
+		}
+		e.add(benchRow{Scenario: sc, Figure: figure, Value: v, Unit: unit, Target: target, Met: met,
+			Note: fmt.Sprintf("%d allocs/op, %d B/op, %d ops", r.AllocsPerOp(), r.AllocedBytesPerOp(), r.N)})
+	}
+
+	const n10k = 10_000
+	reg10k, err := benchRegistryOf(n10k)
+	if err != nil {
+		return err
+	}
+	apps, ids, hbs := make([]string, n10k), make([]string, n10k), make([]registry.Heartbeat, n10k)
+	for i := range n10k {
+		apps[i], ids[i], hbs[i] = benchAppName(i), benchInstanceID(i), registry.Heartbeat{LastDirtyTimestamp: benchDirty(i)}
+	}
+	renew := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			k := i % n10k
+			if _, err := reg10k.Renew(apps[k], ids[k], hbs[k]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	e.add(benchRow{Scenario: sc, Figure: "Registry.Renew (10k), allocs", Value: float64(renew.AllocsPerOp()), Unit: "allocs/op",
+		Target: "0", Met: benchBool(renew.AllocsPerOp() == 0)})
+	report("Registry.Renew (10k)", renew, "", nil)
+	reg10k.SetChangeHook(func(registry.Change) {})
+	report("Registry.Renew (10k), parallel, with a change hook", testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		var next sync.Mutex
+		w := 0
+		b.RunParallel(func(pb *testing.PB) {
+			next.Lock()
+			i := w * 997
+			w++
+			next.Unlock()
+			for pb.Next() {
+				k := i % n10k
+				i++
+				_, _ = reg10k.Renew(apps[k], ids[k], hbs[k])
+			}
+		})
+	}), "", nil)
+	reg10k.SetChangeHook(nil)
+
+	// Register: new instances into a registry that grows to 100k, then
+	// starts again empty.
+	insts := make([]*registry.Instance, benchBigN)
+	for i := range insts {
+		insts[i] = benchInstance(i)
+	}
+	report("Registry.Register (new instance, up to 100k)", testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		r, _ := registry.New(registry.DefaultConfig())
+		for i := 0; b.Loop(); i++ {
+			k := i % len(insts)
+			if k == 0 && i > 0 {
+				b.StopTimer()
+				r, _ = registry.New(registry.DefaultConfig())
+				b.StartTimer()
+			}
+			if _, err := r.Register(insts[k], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}), "", nil)
+
+	for _, n := range []int{n10k, benchBigN} {
+		label := fmt.Sprintf("%dk", n/1000)
+		// Register, then prune the delta queue as 3 minutes later: a
+		// rebuild in the steady state, not right after a mass registration.
+		var offset atomic.Int64
+		cfg := registry.DefaultConfig()
+		cfg.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		r, err := registry.New(cfg)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if _, err := r.Register(insts[i], false); err != nil {
+				return err
+			}
+		}
+		offset.Store(int64(cfg.DeltaRetention + time.Second))
+		r.PruneDeltas()
+		statuses := []registry.Status{registry.StatusDown, registry.StatusUp}
+		report("snapshot rebuild after one change ("+label+")", testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := r.UpdateStatus(apps[0], ids[0], statuses[i%2], 0, false); err != nil {
+					b.Fatal(err)
+				}
+				_ = r.Snapshot()
+			}
+		}), "", nil)
+		snap := r.Snapshot()
+		var plain []byte
+		// Three ways to hold the output: as httpapi sizes it today (its
+		// guess is below the encoder's estimate, so slices.Grow copies the
+		// whole untouched capacity into a second buffer), sized by the
+		// encoder alone, and reused from the previous encoding.
+		report("JSON encode of the full registry, httpapi's buffer ("+label+")", testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				plain = wire.AppendApplicationsJSON(make([]byte, 0, 256+n*1200), snap.Apps, "1", snap.Hashcode)
+			}
+		}), "", nil)
+		report("JSON encode, buffer sized by the encoder ("+label+")", testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				plain = wire.AppendApplicationsJSON(nil, snap.Apps, "1", snap.Hashcode)
+			}
+		}), "", nil)
+		report("JSON encode into a reused buffer ("+label+")", testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			buf := wire.AppendApplicationsJSON(nil, snap.Apps, "1", snap.Hashcode)
+			for b.Loop() {
+				buf = wire.AppendApplicationsJSON(buf[:0], snap.Apps, "1", snap.Hashcode)
+			}
+		}), "", nil)
+		report("gzip (BestSpeed) of that JSON ("+label+")", testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+			for b.Loop() {
+				var buf bytes.Buffer
+				buf.Grow(len(plain)/8 + 64)
+				w.Reset(&buf)
+				_, _ = w.Write(plain)
+				_ = w.Close()
+			}
+		}), "", nil)
+	}
+
+	// The HTTP handlers, without the network.
+	srv, err := httpapi.New(func() httpapi.Config {
+		c := httpapi.DefaultConfig()
+		c.Registry = reg10k
+		c.Logger = zerolog.Nop()
+		return c
+	}())
+	if err != nil {
+		return err
+	}
+	hbReqs := make([]*http.Request, n10k)
+	for i := range hbReqs {
+		hbReqs[i], _ = http.NewRequest(http.MethodPut, "http://127.0.0.1"+benchHeartbeatPath(i), nil)
+		benchSetHeaders(hbReqs[i].Header, benchClientHeaders)
+	}
+	w := &benchDiscard{h: http.Header{}}
+	report("heartbeat through httpapi ServeHTTP (10k)", testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			w.reset()
+			srv.ServeHTTP(w, hbReqs[i%n10k])
+			if w.code != http.StatusOK {
+				b.Fatalf("heartbeat: %d", w.code)
+			}
+		}
+	}), "", nil)
+	get, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/eureka/apps", nil)
+	benchSetHeaders(get.Header, benchFetchHeaders)
+	report("full fetch from cache through ServeHTTP (10k, gzip)", testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			w.reset()
+			srv.ServeHTTP(w, get)
+			if w.code != http.StatusOK {
+				b.Fatalf("fetch: %d", w.code)
+			}
+		}
+	}), "", nil)
+	return nil
+}
+
+// benchRegistryOf returns a registry holding fleet instances [0, n).
+func benchRegistryOf(n int) (*registry.Registry, error) {
+	r, err := registry.New(registry.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	r.OpenForTraffic()
+	for i := range n {
+		if _, err := r.Register(benchInstance(i), false); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func benchSetHeaders(h http.Header, lines string) {
+	for _, line := range strings.Split(lines, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			h.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+}
+
+// benchDiscard is a ResponseWriter that keeps only the status code.
+type benchDiscard struct {
+	h    http.Header
+	code int
+}
+
+func (w *benchDiscard) Header() http.Header { return w.h }
+func (w *benchDiscard) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *benchDiscard) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return len(b), nil
+}
+
+func (w *benchDiscard) reset() {
+	clear(w.h)
+	w.code = 0
+}

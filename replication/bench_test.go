@@ -1,0 +1,124 @@
+package replication
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+)
+
+// Micro-benchmarks of the replication hot path: a node under heartbeat load
+// sends full batches (250 items) to every peer, and every peer decodes and
+// applies them. `muster bench` shows the batch fill under load; these show
+// the cost per item on each side.
+
+const benchBatchSize = 250
+
+// benchRegistry returns a registry of n instances, 50 per app, and their
+// stored copies.
+func benchRegistry(b *testing.B, n int) (*registry.Registry, []*registry.Instance) {
+	b.Helper()
+	cfg := registry.DefaultConfig()
+	cfg.Logger = zerolog.Nop()
+	reg, err := registry.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg.OpenForTraffic()
+	stored := make([]*registry.Instance, n)
+	for i := range stored {
+		in := registrytest.NewInstance(fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i), registrytest.WithDirty(1718000000000),
+			registrytest.WithMetadata(map[string]string{"management.port": "8081", "version": "1.4.2", "zone": "eu-west-1a"}))
+		if stored[i], err = reg.Register(in, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return reg, stored
+}
+
+// benchBatches encodes batches of 250 tasks of action over the stored
+// instances, as a peer's sender puts them on the wire.
+func benchBatches(b *testing.B, action registry.Action, stored []*registry.Instance) [][]byte {
+	b.Helper()
+	var bodies [][]byte
+	for start := 0; start+benchBatchSize <= len(stored); start += benchBatchSize {
+		var batch Batch
+		for _, in := range stored[start : start+benchBatchSize] {
+			batch.Tasks = append(batch.Tasks, Task{Action: action, Key: registry.InstanceKey{App: in.App, ID: in.ID()}, Instance: in, CreatedAt: time.Now()})
+		}
+		body, err := encodeBatch(batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	}
+	return bodies
+}
+
+// BenchmarkReceiver_Handle applies inbound batches of 250 heartbeats and of
+// 250 registers to a registry of 10k instances; ns/item is the cost a peer
+// pays per replicated change.
+func BenchmarkReceiver_Handle(b *testing.B) {
+	for _, action := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister} {
+		b.Run(string(action), func(b *testing.B) {
+			reg, stored := benchRegistry(b, 10_000)
+			bodies := benchBatches(b, action, stored)
+			rc := NewReceiver(reg, zerolog.Nop())
+			b.SetBytes(int64(len(bodies[0])))
+			b.ReportAllocs()
+			start := time.Now()
+			n := 0
+			for i := 0; b.Loop(); i++ {
+				if _, err := rc.Handle(bodies[i%len(bodies)]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(n*benchBatchSize), "ns/item")
+		})
+	}
+}
+
+// BenchmarkEncodeBatch is the sender's side: 250 heartbeats or registers
+// encoded as Eureka's ReplicationList.
+func BenchmarkEncodeBatch(b *testing.B) {
+	for _, action := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister} {
+		b.Run(string(action), func(b *testing.B) {
+			_, stored := benchRegistry(b, benchBatchSize)
+			var batch Batch
+			for _, in := range stored {
+				batch.Tasks = append(batch.Tasks, Task{Action: action, Key: registry.InstanceKey{App: in.App, ID: in.ID()}, Instance: in, CreatedAt: time.Now()})
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := encodeBatch(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBatcher_addTake is a peer queue under heartbeat load: tasks for
+// 10k instances arrive, and full batches leave.
+func BenchmarkBatcher_addTake(b *testing.B) {
+	const n = 10_000
+	tasks := make([]Task, n)
+	now := time.Now()
+	for i := range tasks {
+		in := registrytest.NewInstance("APP", fmt.Sprintf("i-%d", i))
+		tasks[i] = Task{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: "APP", ID: in.ID()}, Instance: in, CreatedAt: now}
+	}
+	bt := newBatcher(10_000, 30*time.Second, 30*time.Second)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		bt.add(tasks[i%n], now)
+		if bt.len() >= benchBatchSize {
+			_ = bt.take(now, benchBatchSize)
+		}
+	}
+}
