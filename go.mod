@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/hudl/fargo v1.4.0
+	github.com/klauspost/compress v1.20.4
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/confmap v1.0.1
 	github.com/knadh/koanf/providers/file v1.2.1

@@ -1,12 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -142,17 +143,42 @@ func writePayload(c echo.Context, f payloadFormat, gz bool, body []byte) error {
 	return c.Blob(http.StatusOK, contentType(f), body)
 }
 
+// bodyBuffers are reused for request bodies: the decoders copy what they
+// keep, so a buffer can serve the next request.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readBody reads the request body into a pooled buffer; call release when
+// done with the bytes.
+func readBody(c echo.Context) (body []byte, release func(), err error) {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	release = func() {
+		if buf.Cap() <= 1<<20 { // do not keep the odd huge batch buffer
+			bodyBuffers.Put(buf)
+		}
+	}
+	if n := c.Request().ContentLength; n > 0 {
+		buf.Grow(int(n) + 1)
+	}
+	if _, err := buf.ReadFrom(c.Request().Body); err != nil {
+		release()
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			return nil, nil, errBodyTooLarge(maxBytes.Limit)
+		}
+		return nil, nil, badRequest("reading request body: %v", err)
+	}
+	return buf.Bytes(), release, nil
+}
+
 // decodeInstanceBody reads a register body as JSON or XML, by Content-Type
 // or, when that says neither, by its first character.
 func decodeInstanceBody(c echo.Context) (*registry.Instance, error) {
-	body, err := io.ReadAll(c.Request().Body)
+	body, release, err := readBody(c)
 	if err != nil {
-		var maxBytes *http.MaxBytesError
-		if errors.As(err, &maxBytes) {
-			return nil, errBodyTooLarge(maxBytes.Limit)
-		}
-		return nil, badRequest("reading request body: %v", err)
+		return nil, err
 	}
+	defer release()
 	ct := strings.ToLower(c.Request().Header.Get(echo.HeaderContentType))
 	switch {
 	case strings.Contains(ct, "json"):
@@ -317,9 +343,8 @@ func (s *Server) getApps(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	f, gz := formatOf(c), acceptsGzip(c)
-	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() []byte {
-		return encodeApplications(f, snap.Apps, "1", snap.Hashcode, snap.Instances)
-	})
+	doc := applicationsDoc{apps: snap.Apps, versionsDelta: "1", hashcode: snap.Hashcode}
+	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() []byte { return doc.encode(f, gz) })
 	return writePayload(c, f, gz, body)
 }
 
@@ -334,21 +359,9 @@ func (s *Server) getDelta(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	f, gz := formatOf(c), acceptsGzip(c)
-	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() []byte {
-		n := 0
-		for _, app := range snap.Delta {
-			n += len(app.Instances)
-		}
-		return encodeApplications(f, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, n)
-	})
+	doc := applicationsDoc{apps: snap.Delta, versionsDelta: strconv.FormatUint(snap.DeltaVersion, 10), hashcode: snap.Hashcode}
+	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() []byte { return doc.encode(f, gz) })
 	return writePayload(c, f, gz, body)
-}
-
-func encodeApplications(f payloadFormat, apps []registry.AppView, versionsDelta, hashcode string, instances int) []byte {
-	if f == formatJSON {
-		return wire.AppendApplicationsJSON(make([]byte, 0, 256+instances*1200), apps, versionsDelta, hashcode)
-	}
-	return wire.AppendApplicationsXML(make([]byte, 0, 256+instances*1500), apps, versionsDelta, hashcode)
 }
 
 func (s *Server) getApp(c echo.Context) error {
@@ -391,11 +404,7 @@ func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
 	apps := snap.VIP(name, kind == payloadSVIP)
 	f := formatOf(c)
 	build := func() []byte {
-		n := 0
-		for _, app := range apps {
-			n += len(app.Instances)
-		}
-		return encodeApplications(f, apps, "1", registry.HashcodeOf(apps), n)
+		return applicationsDoc{apps: apps, versionsDelta: "1", hashcode: registry.HashcodeOf(apps)}.plain(f)
 	}
 	if len(apps) == 0 {
 		// Not cached: otherwise random names would fill the cache.
@@ -441,14 +450,11 @@ func (s *Server) peerBatch(c echo.Context) error {
 	if s.cfg.Batch == nil {
 		return echo.NewHTTPError(http.StatusNotImplemented, "peer replication is not enabled on this node")
 	}
-	body, err := io.ReadAll(c.Request().Body)
+	body, release, err := readBody(c)
 	if err != nil {
-		var maxBytes *http.MaxBytesError
-		if errors.As(err, &maxBytes) {
-			return errBodyTooLarge(maxBytes.Limit)
-		}
-		return badRequest("reading request body: %v", err)
+		return err
 	}
+	defer release()
 	resp, err := s.cfg.Batch(body)
 	if err != nil {
 		return err

@@ -2,10 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"compress/gzip"
+	"io"
 	"sync"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // payloadKind names what a cached payload holds.
@@ -34,29 +37,38 @@ type payloadKey struct {
 	gzip   bool
 }
 
-// payloadEntry is one encoded payload. ready is closed once body is set;
-// readers that find an entry being built wait for it instead of encoding
-// the same bytes again.
+// payloadEntry holds the newest finished payload of one key and the build
+// in flight, if any.
 type payloadEntry struct {
-	generation uint64
-	ready      chan struct{}
-	body       []byte
+	gen  uint64 // generation of body
+	body []byte // nil until the first build finishes
+
+	building bool
+	buildGen uint64        // generation being built
+	done     chan struct{} // closed when that build finishes
 }
 
-// payloadCache holds encoded payloads for the current registry version:
-// each (kind, name, format, gzip) is encoded at most once per version and
-// shared by every reader (ARCHITECTURE.md decision 4). Entries of older
-// versions are replaced when next asked for and swept when the cache grows,
-// so its size stays bounded by the apps and VIPs that exist (unlike
-// Eureka's read-only cache, which keeps every key forever, bug 9).
+// payloadCache holds encoded payloads: each (kind, name, format, gzip) is
+// encoded at most once per registry version and shared by every reader
+// (ARCHITECTURE.md decision 4), and at most one build per key runs at a
+// time, so a burst of readers after a change costs one encoding, not one
+// each. A reader never gets a payload older than its snapshot, with one
+// exception: a delta reader that waited for a build already in flight takes
+// that build's result even if its own snapshot is a little newer. Under
+// churn every delta request would otherwise meet a new version and start
+// its own build; a delta that is one build behind is harmless, since the
+// next poll carries the change and its hashcode is consistent with its own
+// content. Entries of old versions are replaced when next asked for and
+// swept when the cache grows, so its size stays bounded by the apps and
+// VIPs that exist (unlike Eureka's read-only cache, which keeps every key
+// forever, bug 9).
 type payloadCache struct {
 	maxEntries int
 
-	// mu guards entries.
+	// mu guards entries and builds.
 	mu      sync.Mutex
 	entries map[payloadKey]*payloadEntry
-
-	builds uint64 // encodings done, for tests and metrics; guarded by mu
+	builds  uint64 // encodings done, for tests and metrics
 }
 
 const defaultPayloadCacheEntries = 4096
@@ -75,58 +87,72 @@ func generationOf(kind payloadKind, snap *registry.Snapshot) uint64 {
 	return snap.Version
 }
 
-// get returns the payload for key at snap, encoding it with build if no
-// reader has yet. A gzip key is built by compressing the plain payload of
-// the same key, which is cached too.
+// get returns the payload of key for snap, building it with build when no
+// finished or in-flight build serves.
 func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func() []byte) []byte {
 	gen := generationOf(key.kind, snap)
 	pc.mu.Lock()
-	if e, ok := pc.entries[key]; ok && e.generation >= gen {
-		pc.mu.Unlock()
-		if e.generation > gen {
-			// A reader holding an older snapshot came late; serve it
-			// without displacing the newer entry.
-			return encodeUncached(key, build)
+	e := pc.entries[key]
+	if e == nil {
+		if len(pc.entries) >= pc.maxEntries {
+			pc.sweepLocked(snap)
 		}
-		<-e.ready
-		return e.body
+		e = &payloadEntry{}
+		pc.entries[key] = e
 	}
-	e := &payloadEntry{generation: gen, ready: make(chan struct{})}
-	if len(pc.entries) >= pc.maxEntries {
-		pc.sweepLocked(snap)
+	for {
+		if e.body != nil && e.gen >= gen {
+			body := e.body
+			pc.mu.Unlock()
+			return body
+		}
+		if !e.building {
+			return pc.buildLocked(e, gen, build)
+		}
+		done, waitedFor := e.done, e.buildGen
+		pc.mu.Unlock()
+		<-done
+		pc.mu.Lock()
+		if key.kind == payloadDelta && e.body != nil && e.gen >= waitedFor {
+			body := e.body
+			pc.mu.Unlock()
+			return body
+		}
 	}
-	pc.entries[key] = e
-	pc.builds++
-	pc.mu.Unlock()
-
-	defer close(e.ready)
-	if key.gzip {
-		plainKey := key
-		plainKey.gzip = false
-		e.body = gzipBytes(pc.get(plainKey, snap, build))
-	} else {
-		e.body = build()
-	}
-	return e.body
 }
 
-func encodeUncached(key payloadKey, build func() []byte) []byte {
-	if key.gzip {
-		return gzipBytes(build())
-	}
+// buildLocked runs build for gen outside the lock and publishes the result.
+func (pc *payloadCache) buildLocked(e *payloadEntry, gen uint64, build func() []byte) (body []byte) {
+	e.building, e.buildGen, e.done = true, gen, make(chan struct{})
+	done := e.done
+	pc.builds++
+	pc.mu.Unlock()
+	defer func() {
+		pc.mu.Lock()
+		if body != nil && (e.body == nil || gen > e.gen) {
+			e.gen, e.body = gen, body
+		}
+		e.building = false
+		close(done)
+		pc.mu.Unlock()
+	}()
 	return build()
 }
 
 // sweepLocked drops entries of older versions, and if that is not enough,
-// everything: a cache this full is being probed with random names.
+// every idle one: a cache this full is being probed with random names.
 func (pc *payloadCache) sweepLocked(snap *registry.Snapshot) {
 	for k, e := range pc.entries {
-		if e.generation != generationOf(k.kind, snap) {
+		if !e.building && e.gen != generationOf(k.kind, snap) {
 			delete(pc.entries, k)
 		}
 	}
 	if len(pc.entries) >= pc.maxEntries {
-		clear(pc.entries)
+		for k, e := range pc.entries {
+			if !e.building {
+				delete(pc.entries, k)
+			}
+		}
 	}
 }
 
@@ -137,21 +163,64 @@ func (pc *payloadCache) buildCount() uint64 {
 	return pc.builds
 }
 
+// applicationsDoc is an applications document to encode: the full
+// registry, a delta or a VIP lookup.
+type applicationsDoc struct {
+	apps          []registry.AppView
+	versionsDelta string
+	hashcode      string
+}
+
+// plain encodes the document; the encoder sizes its buffer itself.
+func (d applicationsDoc) plain(f payloadFormat) []byte {
+	if f == formatJSON {
+		return wire.AppendApplicationsJSON(nil, d.apps, d.versionsDelta, d.hashcode)
+	}
+	return wire.AppendApplicationsXML(nil, d.apps, d.versionsDelta, d.hashcode)
+}
+
+// gzipped encodes the document straight into the compressor, so the plain
+// document never exists whole: a gzip reader costs the compressed size in
+// memory, not ~1.2 KB an instance more.
+func (d applicationsDoc) gzipped(f payloadFormat) []byte {
+	var buf bytes.Buffer
+	buf.Grow(256 + d.instances()*96)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	write := wire.WriteApplicationsJSON
+	if f == formatXML {
+		write = wire.WriteApplicationsXML
+	}
+	// Writing to a bytes.Buffer cannot fail.
+	_ = write(zw, d.apps, d.versionsDelta, d.hashcode)
+	_ = zw.Close()
+	gzipWriters.Put(zw)
+	// Cached for the life of a version: keep only what is used.
+	return bytes.Clone(buf.Bytes())
+}
+
+func (d applicationsDoc) instances() int {
+	n := 0
+	for _, app := range d.apps {
+		n += len(app.Instances)
+	}
+	return n
+}
+
+// encode returns the document in format f, compressed when gz.
+func (d applicationsDoc) encode(f payloadFormat, gz bool) []byte {
+	if gz {
+		return d.gzipped(f)
+	}
+	return d.plain(f)
+}
+
+// gzipWriters reuses compressors: each holds ~1 MB of state. BestSpeed,
+// because a payload is compressed once per version and a 100k-instance
+// registry must rebuild well within a second; higher levels cost several
+// times the CPU for ~15 % fewer bytes. klauspost/compress's gzip is wire
+// compatible with compress/gzip and about twice as fast.
 var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return w
 }}
-
-// gzipBytes compresses b. BestSpeed: the payload is compressed once per
-// version and a 100k-instance registry must rebuild well within a second;
-// the default level costs several times the CPU for ~15 % fewer bytes.
-func gzipBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(b)/8 + 64)
-	w := gzipWriters.Get().(*gzip.Writer)
-	w.Reset(&buf)
-	_, _ = w.Write(b)
-	_ = w.Close()
-	gzipWriters.Put(w)
-	return buf.Bytes()
-}

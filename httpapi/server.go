@@ -153,7 +153,6 @@ func New(cfg Config) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.recoverPanics, s.observe)
 	s.echo = e
 	s.routes()
 	return s, nil
@@ -179,34 +178,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) routes() {
+	// Middleware is attached per route, where echo applies it once, rather
+	// than with Use, which echo v4 re-applies on every request.
+	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe}
+	route := func(add func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route) func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) {
+		return func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc) {
+			add(path, h, append(append([]echo.MiddlewareFunc{}, common...), extra...)...)
+		}
+	}
 	e := s.echo
 	// Both Spring's /eureka/ and Netflix's /eureka/v2/ (and bare /v2/);
 	// Eureka treats any other version segment as V2 as well.
 	for _, base := range []string{"/eureka", "/eureka/v2", "/v2"} {
 		g := e.Group(base)
-		g.POST("/apps/:app", s.register, s.limitBody(s.cfg.MaxBodyBytes))
-		g.PUT("/apps/:app/:id", s.heartbeat)
-		g.DELETE("/apps/:app/:id", s.cancel)
-		g.PUT("/apps/:app/:id/status", s.updateStatus)
-		g.DELETE("/apps/:app/:id/status", s.deleteStatusOverride)
-		g.PUT("/apps/:app/:id/metadata", s.updateMetadata)
-		g.GET("/apps", s.getApps)
-		g.GET("/apps/delta", s.getDelta)
-		g.GET("/apps/:app", s.getApp)
-		g.GET("/apps/:app/:id", s.getAppInstance)
-		g.GET("/instances/:id", s.getInstanceByID)
-		g.GET("/vips/:vip", s.getVIP)
-		g.GET("/svips/:vip", s.getSVIP)
-		g.GET("/status", s.getStatus)
-		g.POST("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
+		post, put, get, del := route(g.POST), route(g.PUT), route(g.GET), route(g.DELETE)
+		post("/apps/:app", s.register, s.limitBody(s.cfg.MaxBodyBytes))
+		put("/apps/:app/:id", s.heartbeat)
+		del("/apps/:app/:id", s.cancel)
+		put("/apps/:app/:id/status", s.updateStatus)
+		del("/apps/:app/:id/status", s.deleteStatusOverride)
+		put("/apps/:app/:id/metadata", s.updateMetadata)
+		get("/apps", s.getApps)
+		get("/apps/delta", s.getDelta)
+		get("/apps/:app", s.getApp)
+		get("/apps/:app/:id", s.getAppInstance)
+		get("/instances/:id", s.getInstanceByID)
+		get("/vips/:vip", s.getVIP)
+		get("/svips/:vip", s.getSVIP)
+		get("/status", s.getStatus)
+		post("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
 	}
-	e.GET("/", s.dashboard)
-	e.GET("/dashboard", s.dashboard)
-	e.GET("/static/*", s.static)
-	e.GET("/admin/status", s.adminStatus)
-	e.GET("/readyz", s.readyz)
-	e.GET("/livez", s.livez)
-	e.GET("/metrics", s.serveMetrics)
+	get := route(e.GET)
+	get("/", s.dashboard)
+	get("/dashboard", s.dashboard)
+	get("/static/*", s.static)
+	get("/admin/status", s.adminStatus)
+	get("/readyz", s.readyz)
+	get("/livez", s.livez)
+	get("/metrics", s.serveMetrics)
 }
 
 // recoverPanics turns a panic in a handler into a 500 and a log line with

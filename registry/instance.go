@@ -24,10 +24,8 @@ const (
 // there (EUREKA.md bug 13); here it is ErrInvalidStatus, which the HTTP layer
 // answers with 400.
 func ParseStatus(s string) (Status, error) {
-	switch Status(s) {
-	case StatusUp, StatusDown, StatusStarting, StatusOutOfService, StatusUnknown:
-		return Status(s), nil
-	}
+	// Return the constants, never s itself: a status decoded from a request
+	// body must not keep that body alive.
 	switch Status(strings.ToUpper(s)) {
 	case StatusUp:
 		return StatusUp, nil

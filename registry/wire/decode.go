@@ -158,6 +158,7 @@ func finishInstance(in *registry.Instance) {
 			in.InstanceID = id
 		}
 	}
+	compactStrings(in)
 }
 
 // metadataBuilder collects metadata entries in body order.
