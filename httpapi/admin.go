@@ -92,11 +92,15 @@ func (s *Server) adminStatus(c echo.Context) error {
 	return c.JSONPretty(http.StatusOK, s.status(), "  ")
 }
 
-// readyz answers 200 once the node has opened for traffic, so a load
-// balancer sends nothing to a node that is still syncing.
+// readyz answers 200 once the node has opened for traffic and answers
+// registry reads, so a load balancer sends nothing to a node that is still
+// syncing or that could not reach the peers it knows.
 func (s *Server) readyz(c echo.Context) error {
-	if !s.cfg.Ready() {
+	switch {
+	case !s.cfg.Ready():
 		return c.String(http.StatusServiceUnavailable, "not ready: syncing the registry from peers\n")
+	case !s.cfg.ReadsAllowed():
+		return c.String(http.StatusServiceUnavailable, "not ready: no peer could be reached at start-up; refusing registry reads for a while\n")
 	}
 	return c.String(http.StatusOK, "ok\n")
 }

@@ -73,3 +73,6 @@ func errBodyTooLarge(limit int64) error {
 
 var errReadsRefused = echo.NewHTTPError(http.StatusForbidden,
 	"registry not open for traffic yet (syncing with peers); try another server")
+
+var errPeerSyncing = echo.NewHTTPError(http.StatusServiceUnavailable,
+	"this node is still copying the registry itself; copy from another peer")

@@ -26,10 +26,14 @@ func isReplication(c echo.Context) bool {
 	return len(v) > 0 && v[0] == "true"
 }
 
-// pathParam returns a path parameter, unescaped.
+// pathParam returns a path parameter, unescaped. Echo matches on the raw
+// path when the request has one (an escape that decoding would lose, such
+// as %2F) and on the decoded path otherwise, so only the first needs
+// unescaping; unescaping the second again would turn an id holding "%41"
+// into "A".
 func pathParam(c echo.Context, name string) (string, error) {
 	v := c.Param(name)
-	if strings.IndexByte(v, '%') < 0 {
+	if c.Request().URL.RawPath == "" || strings.IndexByte(v, '%') < 0 {
 		return v, nil
 	}
 	u, err := url.PathUnescape(v)
@@ -101,11 +105,22 @@ func statusParam(c echo.Context, name string) (registry.Status, bool, error) {
 	return st, true, nil
 }
 
-// readsAllowed gates registry reads while the node syncs. A peer's syncUp
-// fetch (marked with the replication header) is always answered with what
-// the node has, so nodes that start together do not wait on each other.
-func (s *Server) readsAllowed(c echo.Context) bool {
-	return s.cfg.ReadsAllowed() || isReplication(c)
+// readsAllowed gates registry reads while the node syncs (403, so clients
+// ask another server). A peer's syncUp fetch (marked with the replication
+// header) is answered as soon as the node has opened, even while it still
+// refuses clients after a failed syncUp; before that it gets 503, so the
+// peer copies from a node that has finished its own copy.
+func (s *Server) readsAllowed(c echo.Context) error {
+	if isReplication(c) {
+		if !s.cfg.Ready() {
+			return errPeerSyncing
+		}
+		return nil
+	}
+	if !s.cfg.ReadsAllowed() {
+		return errReadsRefused
+	}
+	return nil
 }
 
 // wantsJSON is Eureka's format choice: JSON when Accept mentions json,
@@ -338,8 +353,8 @@ func (s *Server) updateMetadata(c echo.Context) error {
 
 // getApps is GET /apps: the whole registry, encoded once per version.
 func (s *Server) getApps(c echo.Context) error {
-	if !s.readsAllowed(c) {
-		return errReadsRefused
+	if err := s.readsAllowed(c); err != nil {
+		return err
 	}
 	snap := s.reg.Snapshot()
 	f, gz := formatOf(c), acceptsGzip(c)
@@ -354,8 +369,8 @@ func (s *Server) getDelta(c echo.Context) error {
 	if s.cfg.DisableDelta {
 		return echo.NewHTTPError(http.StatusForbidden, "delta is disabled on this server (eureka.server.disable-delta)")
 	}
-	if !s.readsAllowed(c) {
-		return errReadsRefused
+	if err := s.readsAllowed(c); err != nil {
+		return err
 	}
 	snap := s.reg.Snapshot()
 	f, gz := formatOf(c), acceptsGzip(c)
@@ -365,8 +380,8 @@ func (s *Server) getDelta(c echo.Context) error {
 }
 
 func (s *Server) getApp(c echo.Context) error {
-	if !s.readsAllowed(c) {
-		return errReadsRefused
+	if err := s.readsAllowed(c); err != nil {
+		return err
 	}
 	name, err := pathParam(c, "app")
 	if err != nil {
@@ -393,8 +408,8 @@ func (s *Server) getSVIP(c echo.Context) error { return s.vipLookup(c, payloadSV
 // vipLookup is GET /vips/{vip} and /svips/{svip}: 200 with the matching
 // instances, an empty list when nothing matches.
 func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
-	if !s.readsAllowed(c) {
-		return errReadsRefused
+	if err := s.readsAllowed(c); err != nil {
+		return err
 	}
 	name, err := pathParam(c, "vip")
 	if err != nil {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -332,5 +333,48 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// Instance ids may hold '%' or '/': the path is unescaped exactly once.
+func TestPathParams_escapedIDs(t *testing.T) {
+	n := newTestNode(t)
+	for _, id := range []string{"host:app:50%", "host:%41", "a/b"} {
+		if _, err := n.reg.Register(registrytest.NewInstance("APP", id), false); err != nil {
+			t.Fatal(err)
+		}
+		path := "/eureka/apps/APP/" + url.PathEscape(id)
+		if id == "a/b" {
+			path = "/eureka/apps/APP/a%2Fb"
+		}
+		if r := n.do(t, "PUT", path, ""); r.code != 200 {
+			t.Errorf("heartbeat of %q via %s: %d %s", id, path, r.code, r.body)
+		}
+	}
+}
+
+func TestReads_peersCopyOnlyFromOpenNodes(t *testing.T) {
+	open, readsOK := false, false
+	n := newTestNode(t, func(_ *registry.Config, h *httpapi.Config) {
+		h.Ready = func() bool { return open }
+		h.ReadsAllowed = func() bool { return open && readsOK }
+	})
+	replication := []string{"x-netflix-discovery-replication", "true", "Accept", "application/json"}
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
+		t.Fatalf("a peer's sync fetch from a node still syncing: %d, want 503", r.code)
+	}
+	open = true // opened, but no peer could be reached: clients are refused a while
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
+		t.Fatalf("a peer's sync fetch from an open node: %d, want 200", r.code)
+	}
+	if r := n.do(t, "GET", "/eureka/apps", ""); r.code != 403 {
+		t.Fatalf("a client's fetch while reads are refused: %d, want 403", r.code)
+	}
+	if r := n.do(t, "GET", "/readyz", ""); r.code != 503 {
+		t.Fatalf("/readyz while reads are refused: %d, want 503", r.code)
+	}
+	readsOK = true
+	if r := n.do(t, "GET", "/readyz", ""); r.code != 200 {
+		t.Fatalf("/readyz: %d", r.code)
 	}
 }

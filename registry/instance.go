@@ -279,12 +279,12 @@ var (
 	ErrStatusUnknown = errors.New("registry: status resolves to UNKNOWN, register again")
 )
 
-// upperASCII returns s upper-cased, without allocating when s has no
-// lower-case ASCII letters (the usual case: clients send app names in upper
-// case, and this runs on every heartbeat).
+// upperASCII returns strings.ToUpper(s) (the codecs upper-case app names
+// the same way), without allocating when s is upper-case ASCII already:
+// the usual case, and this runs on every heartbeat.
 func upperASCII(s string) string {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'a' <= c && c <= 'z' {
+		if c := s[i]; 'a' <= c && c <= 'z' || c >= 0x80 {
 			return strings.ToUpper(s)
 		}
 	}

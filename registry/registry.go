@@ -80,8 +80,9 @@ type Registry struct {
 	version        uint64 // bumped by every visible change
 	deltaVersion   uint64 // bumped by every change of the delta's content
 	deltas         deltaQueue
-	expected       float64   // expected renewals per minute
-	arrivals       []arrival // new leases of the last two windows, oldest first
+	expected       float64            // expected renewals per minute
+	arrivals       map[*lease]arrival // new leases of the last two windows
+	arrivalsPruned time.Time          // when arrivals last lost its old entries
 	lastEvictionAt time.Time
 	openedAt       time.Time
 	spActive       bool // self-preservation was active at the last check (for logging transitions)
@@ -103,7 +104,7 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Registry{cfg: cfg, now: cfg.Now, rand: cfg.Rand, apps: map[string]map[string]*lease{}}
+	r := &Registry{cfg: cfg, now: cfg.Now, rand: cfg.Rand, apps: map[string]map[string]*lease{}, arrivals: map[*lease]arrival{}}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -221,10 +222,22 @@ func (r *Registry) bumpLocked(in *Instance, now time.Time) {
 // returns the instance as stored, which may be the older stored copy when
 // that one has the newer lastDirtyTimestamp.
 func (r *Registry) Register(inst *Instance, replicated bool) (*Instance, error) {
-	return r.register(inst, replicated, r.now())
+	return r.register(inst, replicated, false, r.now())
 }
 
-func (r *Registry) register(in *Instance, replicated bool, now time.Time) (*Instance, error) {
+// Adopt stores a peer's copy of an instance this node holds, when the
+// peer's is newer (a later lastDirtyTimestamp): the peer answered our
+// replicated heartbeat with 409 and its copy (PeerEurekaNode#
+// syncInstancesIfTimestampDiffers). Unlike Eureka it does nothing when the
+// instance is gone here: it was cancelled meanwhile, and adopting it would
+// bring it back on this node alone. The write counts as replicated. It
+// reports whether the copy was taken.
+func (r *Registry) Adopt(inst *Instance) (bool, error) {
+	stored, err := r.register(inst, true, true, r.now())
+	return stored != nil, err
+}
+
+func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.Time) (*Instance, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -238,6 +251,10 @@ func (r *Registry) register(in *Instance, replicated bool, now time.Time) (*Inst
 
 	r.mu.Lock()
 	l := r.lookupLocked(in.App, id)
+	if adoptOnly && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
+		r.mu.Unlock()
+		return nil, nil
+	}
 	var existing *Instance
 	if l != nil {
 		existing = l.inst
@@ -285,9 +302,10 @@ func (r *Registry) register(in *Instance, replicated bool, now time.Time) (*Inst
 		byID[id] = l
 		r.instances++
 		r.expected += rate
-		r.addArrivalLocked(arrival{at: now, renewsPerMin: rate})
+		r.addArrivalLocked(l, arrival{at: now, renewsPerMin: rate})
 	} else {
 		r.expected += rate - l.renewsPerMin
+		r.rerateArrivalLocked(l, rate)
 	}
 	l.inst = in
 	l.duration = r.leaseDuration(in)
@@ -443,6 +461,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, now time.Time) *Instan
 		delete(r.apps, app)
 	}
 	r.instances--
+	r.rerateArrivalLocked(l, 0)
 	r.expected -= l.renewsPerMin
 	if r.expected < 1e-9 {
 		r.expected = 0

@@ -465,3 +465,36 @@ func TestRegistry_concurrentUse(t *testing.T) {
 		t.Fatalf("snapshot holds %d, Len %d, Instances %d", n, r.Len(), s.Instances)
 	}
 }
+
+func TestRegistry_Adopt(t *testing.T) {
+	r, _ := mustNew(t)
+	mustRegister(t, r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(100), registrytest.WithVIP("ours")))
+	if ok, err := r.Adopt(registrytest.NewInstance("APP", "a", registrytest.WithDirty(100), registrytest.WithVIP("same-age"))); ok || err != nil {
+		t.Fatalf("adopted a copy that is not newer: %v %v", ok, err)
+	}
+	if ok, err := r.Adopt(registrytest.NewInstance("APP", "a", registrytest.WithDirty(200), registrytest.WithVIP("theirs"))); !ok || err != nil {
+		t.Fatalf("did not adopt a newer copy: %v %v", ok, err)
+	}
+	if iv, _ := r.Instance("APP", "a"); iv.VIPAddress != "theirs" {
+		t.Fatalf("vip %q after adopt", iv.VIPAddress)
+	}
+	// Cancelled here meanwhile: a peer's late 409 must not bring it back.
+	if err := r.Cancel("APP", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := r.Adopt(registrytest.NewInstance("APP", "a", registrytest.WithDirty(300))); ok || r.Len() != 0 {
+		t.Fatalf("adopt resurrected a cancelled instance")
+	}
+}
+
+func TestRegistry_Register_nonASCIIAppName(t *testing.T) {
+	r, _ := mustNew(t)
+	in := registrytest.NewInstance("café", "c1")
+	stored := mustRegister(t, r, in)
+	if _, err := r.Renew(stored.App, "c1", registry.Heartbeat{}); err != nil {
+		t.Fatalf("renew by stored name %q: %v", stored.App, err)
+	}
+	if _, err := r.Renew("café", "c1", registry.Heartbeat{}); err != nil {
+		t.Fatalf("renew by the client's spelling: %v", err)
+	}
+}

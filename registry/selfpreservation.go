@@ -63,8 +63,10 @@ func (r *Registry) selfPreservationLocked(now time.Time) SelfPreservation {
 	count, complete := r.renewals.Count(now)
 	lastStart := r.renewals.LastWindowStart(now)
 	arriving := 0.0
-	for i := len(r.arrivals) - 1; i >= 0 && !r.arrivals[i].at.Before(lastStart); i-- {
-		arriving += r.arrivals[i].renewsPerMin
+	for _, a := range r.arrivals {
+		if !a.at.Before(lastStart) {
+			arriving += a.renewsPerMin
+		}
 	}
 	arriving = min(arriving, r.expected)
 	sp := SelfPreservation{
@@ -136,20 +138,36 @@ func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount f
 	return true, recount
 }
 
-// addArrivalLocked records a new lease and forgets arrivals too old to
-// matter (older than two windows).
-func (r *Registry) addArrivalLocked(a arrival) {
-	cutoff := a.at.Add(-2 * r.cfg.RenewalRateWindow)
-	drop := 0
-	for drop < len(r.arrivals) && r.arrivals[drop].at.Before(cutoff) {
-		drop++
+// addArrivalLocked records a new lease, and once a window forgets the
+// arrivals too old to matter (older than two windows).
+func (r *Registry) addArrivalLocked(l *lease, a arrival) {
+	if a.at.Sub(r.arrivalsPruned) >= r.cfg.RenewalRateWindow {
+		cutoff := a.at.Add(-2 * r.cfg.RenewalRateWindow)
+		for k, old := range r.arrivals {
+			if old.at.Before(cutoff) {
+				delete(r.arrivals, k)
+			}
+		}
+		r.arrivalsPruned = a.at
 	}
-	if drop > 0 {
-		n := copy(r.arrivals, r.arrivals[drop:])
-		clear(r.arrivals[n:])
-		r.arrivals = r.arrivals[:n]
+	r.arrivals[l] = a
+}
+
+// rerateArrivalLocked changes the expected renewals of l's arrival, if it
+// is still counted: to 0 when the lease goes (a crash-looping instance that
+// registers and cancels must not keep lowering the bar), to its new rate
+// when it registers again with another interval.
+func (r *Registry) rerateArrivalLocked(l *lease, rate float64) {
+	a, ok := r.arrivals[l]
+	if !ok {
+		return
 	}
-	r.arrivals = append(r.arrivals, a)
+	if rate == 0 {
+		delete(r.arrivals, l)
+		return
+	}
+	a.renewsPerMin = rate
+	r.arrivals[l] = a
 }
 
 // OpenForTraffic ends start-up: the expected renewals are seeded from the
@@ -172,7 +190,7 @@ func (r *Registry) OpenForTraffic() int {
 	r.renewals.Reset(now)
 	// The first window is a warm-up in which nothing is evicted, so what
 	// arrived before it is due a full window of renewals after it.
-	r.arrivals = nil
+	clear(r.arrivals)
 	n := r.instances
 	r.mu.Unlock()
 	r.log.Info().Int("instances", n).Float64("expected_renews_per_min", expected).

@@ -241,3 +241,29 @@ func TestRegistry_SelfPreservationState_massDeathSeenBeforeLeasesExpire(t *testi
 	}
 	t.Logf("self-preservation active %s after half the fleet died", activeAfter)
 }
+
+// Instances that register and cancel again within the window (crash
+// loops, short jobs) must not keep lowering the bar.
+func TestRegistry_SelfPreservationState_churnDoesNotLowerTheBar(t *testing.T) {
+	r, clk := mustNew(t)
+	keys := registerN(t, r, 100)
+	r.OpenForTraffic()
+	heartbeatFor(t, r, clk, keys, 30*time.Second, 2*time.Minute)
+	for round := 0; round < 4; round++ {
+		clk.Advance(15 * time.Second)
+		for i := range 15 {
+			id := fmt.Sprintf("loop-%d-%d", round, i)
+			mustRegister(t, r, registrytest.NewInstance("CRASHY", id))
+			if err := r.Cancel("CRASHY", id, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(15 * time.Second)
+		renewAll(t, r, keys[:40]) // 60 % of the steady instances are cut off
+	}
+	sp := r.SelfPreservationState()
+	if !sp.Active || sp.ArrivingRenewsPerMin != 0 {
+		t.Fatalf("active %v with renews %d, threshold %d, arriving %v: churn hid a 60 %% loss of renewals",
+			sp.Active, sp.RenewsLastMin, sp.RenewsThreshold, sp.ArrivingRenewsPerMin)
+	}
+}

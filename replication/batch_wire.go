@@ -104,11 +104,11 @@ func decodeBatchResponse(body []byte) (BatchResult, error) {
 	for i, r := range resp.ResponseList {
 		res.Items[i].StatusCode = r.StatusCode
 		if len(r.ResponseEntity) > 0 && !bytes.Equal(r.ResponseEntity, []byte("null")) {
-			in, err := wire.DecodeInstanceBodyJSON(r.ResponseEntity)
-			if err != nil {
-				return BatchResult{}, fmt.Errorf("decode responseEntity of item %d: %w", i, err)
+			// An entity we cannot read costs that item its 409 handling,
+			// not the whole batch its answers.
+			if in, err := wire.DecodeInstanceBodyJSON(r.ResponseEntity); err == nil {
+				res.Items[i].Instance = in
 			}
-			res.Items[i].Instance = in
 		}
 	}
 	return res, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -16,9 +18,14 @@ import (
 // item as the matching client request would be applied with the
 // replication flag set, so none of it is forwarded again.
 type Receiver struct {
-	reg *registry.Registry
-	log zerolog.Logger
+	reg  *registry.Registry
+	log  zerolog.Logger
+	sync atomic.Pointer[Syncer]
 }
+
+// WatchSync makes the receiver tell s about every replicated cancel and
+// status change, so that a syncUp in flight can keep them (Syncer).
+func (rc *Receiver) WatchSync(s *Syncer) { rc.sync.Store(s) }
 
 // NewReceiver returns a receiver applying batches to reg.
 func NewReceiver(reg *registry.Registry, logger zerolog.Logger) *Receiver {
@@ -90,10 +97,12 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 		}
 	case registry.ActionCancel:
 		err = rc.reg.Cancel(it.AppName, it.ID, true)
+		rc.noteForSync(registry.ActionCancel, it, "", 0)
 	case registry.ActionStatusUpdate:
 		var st registry.Status
 		if st, err = registry.ParseStatus(it.Status); err == nil {
 			_, err = rc.reg.UpdateStatus(it.AppName, it.ID, st, dirty, true)
+			rc.noteForSync(registry.ActionStatusUpdate, it, st, dirty)
 		}
 	case registry.ActionDeleteStatusOverride:
 		st := registry.StatusUnknown
@@ -102,12 +111,19 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 		}
 		if err == nil {
 			_, err = rc.reg.DeleteStatusOverride(it.AppName, it.ID, st, dirty, true)
+			rc.noteForSync(registry.ActionDeleteStatusOverride, it, st, dirty)
 		}
 	default:
 		rc.log.Warn().Str("action", it.Action).Msg("unknown replication action")
 		return replicationResponse{StatusCode: http.StatusBadRequest}
 	}
 	return replicationResponse{StatusCode: itemStatus(err)}
+}
+
+func (rc *Receiver) noteForSync(action registry.Action, it replicationItem, st registry.Status, dirty int64) {
+	if s := rc.sync.Load(); s != nil {
+		s.ObserveReplicated(action, registry.InstanceKey{App: strings.ToUpper(it.AppName), ID: it.ID}, st, dirty)
+	}
 }
 
 // itemStatus maps a registry error to the status the matching client

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,10 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
+
+// ErrPeerStarting means the peer is itself still copying the registry
+// (it answered the sync fetch with 503), so its registry is not one to copy.
+var ErrPeerStarting = errors.New("replication: peer is still starting")
 
 // SyncConfig configures the start-up copy of the registry from a peer.
 type SyncConfig struct {
@@ -63,17 +68,29 @@ type SyncResult struct {
 
 // Syncer runs syncUp (ARCHITECTURE.md decision 8): a real fetch of a
 // peer's full registry, all statuses, applied as replicated registrations.
-// Peers already replicate to the node while it syncs; Observe, wired into
-// the registry's change hook, remembers the cancels that arrive meanwhile so
-// that the copy, taken earlier, does not bring those instances back.
+// Peers already replicate to the node while it syncs, and the copy was
+// taken before some of those writes: a cancel must not be undone by it, and
+// a status change that found nothing to change (the instance was not copied
+// yet) must be applied after it. Observe (the registry's change hook) and
+// ObserveReplicated (the batch receiver) collect them while a copy is in
+// flight.
 type Syncer struct {
 	cfg SyncConfig
 	log zerolog.Logger
 
 	active atomic.Bool
-	// mu guards cancelled.
+	// mu guards cancelled and replays.
 	mu        sync.Mutex
 	cancelled map[registry.InstanceKey]struct{}
+	replays   []statusReplay
+}
+
+// statusReplay is a replicated status change seen during a copy.
+type statusReplay struct {
+	action registry.Action // StatusUpdate or DeleteStatusOverride
+	key    registry.InstanceKey
+	status registry.Status
+	dirty  int64
 }
 
 // NewSyncer returns a syncer; nothing runs until Run.
@@ -105,6 +122,25 @@ func (s *Syncer) Observe(ch registry.Change) {
 	s.mu.Unlock()
 }
 
+// ObserveReplicated notes a cancel or status change a peer replicated while
+// a copy is in flight, whether or not it found the instance.
+func (s *Syncer) ObserveReplicated(action registry.Action, key registry.InstanceKey, status registry.Status, dirty int64) {
+	if !s.active.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancelled == nil {
+		return
+	}
+	switch action {
+	case registry.ActionCancel:
+		s.cancelled[key] = struct{}{}
+	case registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
+		s.replays = append(s.replays, statusReplay{action, key, status, dirty})
+	}
+}
+
 // Run copies the registry from the first candidate that answers, same zone
 // first, making up to Attempts rounds with RetryWait between them. It
 // returns when a copy is applied, when every round failed, at once when
@@ -115,6 +151,7 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 		s.log.Info().Msg("syncUp skipped (eureka.server.registry-sync-retries = 0)")
 		return res
 	}
+	startingRounds := 0
 	for attempt := 1; attempt <= s.cfg.Attempts; attempt++ {
 		res.Attempts = attempt
 		if attempt > 1 {
@@ -134,8 +171,14 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 			continue
 		}
 		res.PeersKnown = true
+		starting := 0
 		for _, p := range peers {
 			n, err := s.copyFrom(ctx, p)
+			if errors.Is(err, ErrPeerStarting) {
+				starting++
+				s.log.Info().Str("peer", p.Name).Int("attempt", attempt).Msg("syncUp: peer is still copying the registry itself")
+				continue
+			}
 			if err != nil {
 				s.log.Warn().Err(err).Str("peer", p.Name).Int("attempt", attempt).Msg("syncUp: peer did not answer")
 				continue
@@ -144,6 +187,19 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 			s.log.Info().Str("peer", p.Name).Str("zone", p.Zone).Int("instances", n).Int("attempt", attempt).
 				Msg("syncUp: registry copied")
 			return res
+		}
+		// Every peer is starting as well (the whole cluster is): none has a
+		// registry to give. Give them one more round, then start empty
+		// rather than wait for each other.
+		if starting == len(peers) {
+			startingRounds++
+			if startingRounds >= 2 {
+				res.Reached = true
+				s.log.Info().Int("peers", len(peers)).Msg("syncUp: every peer is starting too; opening with an empty registry")
+				return res
+			}
+		} else {
+			startingRounds = 0
 		}
 	}
 	if !res.PeersKnown {
@@ -156,13 +212,13 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 
 func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 	s.mu.Lock()
-	s.cancelled = map[registry.InstanceKey]struct{}{}
+	s.cancelled, s.replays = map[registry.InstanceKey]struct{}{}, nil
 	s.mu.Unlock()
 	s.active.Store(true)
 	defer func() {
 		s.active.Store(false)
 		s.mu.Lock()
-		s.cancelled = nil
+		s.cancelled, s.replays = nil, nil
 		s.mu.Unlock()
 	}()
 
@@ -186,6 +242,18 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 			continue
 		}
 		copied++
+	}
+	// Status changes that arrived before their instance did, in order.
+	// Replaying one that did apply changes nothing.
+	s.mu.Lock()
+	replays := s.replays
+	s.mu.Unlock()
+	for _, rp := range replays {
+		if rp.action == registry.ActionStatusUpdate {
+			_, _ = s.cfg.Registry.UpdateStatus(rp.key.App, rp.key.ID, rp.status, rp.dirty, true)
+		} else {
+			_, _ = s.cfg.Registry.DeleteStatusOverride(rp.key.App, rp.key.ID, rp.status, rp.dirty, true)
+		}
 	}
 	return copied, nil
 }
@@ -220,6 +288,9 @@ func fetchRegistry(ctx context.Context, client *http.Client, p Peer) ([]*registr
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return nil, fmt.Errorf("GET %s: %w", req.URL, ErrPeerStarting)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s answered %d", req.URL, resp.StatusCode)

@@ -160,3 +160,51 @@ func TestSyncer_Run_disabled(t *testing.T) {
 		t.Fatalf("registry-sync-retries 0: %+v", res)
 	}
 }
+
+func TestSyncer_Run_wholeClusterStarting(t *testing.T) {
+	f := newSyncFixture(t)
+	starting := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
+		return nil, fmt.Errorf("GET x: %w", replication.ErrPeerStarting)
+	}
+	res := f.syncer(t, peers(replication.Peer{Name: "x"}, replication.Peer{Name: "y"}), true, starting).Run(context.Background())
+	if !res.Reached || res.Attempts != 2 || res.Instances != 0 {
+		t.Fatalf("every peer starting: %+v, want reached after 2 rounds with nothing copied", res)
+	}
+}
+
+// Writes that peers replicate while the copy is in flight are not undone
+// by it: a cancel of an instance the node did not have yet, and a status
+// change that found nothing to change.
+func TestSyncer_Run_replicatedWritesDuringCopy(t *testing.T) {
+	f := newSyncFixture(t)
+	rc := replication.NewReceiver(f.reg, zerolog.New(zerolog.NewTestWriter(t)))
+	fetch := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
+		copyTaken := []*registry.Instance{
+			registrytest.NewInstance("A", "gone"),
+			registrytest.NewInstance("A", "oos"),
+			registrytest.NewInstance("A", "kept"),
+		}
+		// Meanwhile a peer replicates a cancel and an operator's status change.
+		resp, err := rc.Handle([]byte(`{"replicationList":[
+		  {"appName":"A","id":"gone","action":"Cancel"},
+		  {"appName":"A","id":"oos","status":"OUT_OF_SERVICE","lastDirtyTimestamp":1,"action":"StatusUpdate"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(resp) != `{"responseList":[{"statusCode":404},{"statusCode":404}]}` {
+			t.Fatalf("receiver answered %s", resp)
+		}
+		return copyTaken, nil
+	}
+	s := f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch)
+	rc.WatchSync(s)
+	if res := s.Run(context.Background()); res.Instances != 2 {
+		t.Fatalf("copied %d, want 2", res.Instances)
+	}
+	if _, ok := f.reg.Instance("A", "gone"); ok {
+		t.Fatal("the copy brought back an instance a peer cancelled during syncUp")
+	}
+	if iv, _ := f.reg.Instance("A", "oos"); iv.Status != registry.StatusOutOfService {
+		t.Fatalf("status change replicated during syncUp lost: %s", iv.Status)
+	}
+}

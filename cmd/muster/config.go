@@ -448,8 +448,11 @@ func parseProperties(text string) (map[string]any, error) {
 }
 
 // envLayer reads the environment. MUSTER_SERVER_PORT and friends must name
-// a setting (unknown ones are errors); Spring-style names without the
-// prefix (SERVER_PORT, EUREKA_SERVER_ENABLESELFPRESERVATION,
+// a setting (unknown ones are errors, so a typo does not go unnoticed);
+// muster.* settings may drop their prefix (MUSTER_LOG_LEVEL). The variables
+// Kubernetes' service links make for a Service named muster (MUSTER_PORT…,
+// MUSTER_SERVICE_…) are not settings and are left alone. Spring-style names
+// without the prefix (SERVER_PORT, EUREKA_SERVER_ENABLESELFPRESERVATION,
 // EUREKA_CLIENT_SERVICEURL_DEFAULTZONE, CLUSTER_JOIN) are taken when they
 // match a setting and ignored otherwise, since the environment holds much
 // that is not for Muster.
@@ -461,6 +464,7 @@ func envLayer(env []string) (lenient, strict map[string]any) {
 			continue
 		}
 		switch {
+		case name == "MUSTER_PORT", strings.HasPrefix(name, "MUSTER_PORT_"), strings.HasPrefix(name, "MUSTER_SERVICE_"):
 		case strings.HasPrefix(name, "MUSTER_"):
 			strict[envKey(strings.TrimPrefix(name, "MUSTER_"))] = value
 		case strings.HasPrefix(name, "SERVER_"), strings.HasPrefix(name, "EUREKA_"),
@@ -471,32 +475,38 @@ func envLayer(env []string) (lenient, strict map[string]any) {
 	return lenient, strict
 }
 
-// envKey turns SERVER_PORT into server.port. Underscores become dots; the
-// relaxed matching of canonical then ignores the lost dashes. Setting keys
-// whose segments carry dashes (enable-self-preservation) are found because
-// canonical also drops dots' neighbours' dashes; a map key (a zone) keeps
-// its letters but not its case.
+// envKey turns an environment name (SERVER_PORT) into a setting key
+// (server.port). Underscores and dashes do not count, as in Spring's
+// relaxed binding, so EUREKA_SERVER_ENABLE_SELF_PRESERVATION and
+// EUREKA_SERVER_ENABLESELFPRESERVATION both name
+// eureka.server.enable-self-preservation. A map key (the zone of
+// eureka.client.service-url.<zone>) is what follows the prefix, lower-cased
+// as the environment leaves it; defaultzone is Spring's defaultZone.
 func envKey(name string) string {
 	lower := strings.ToLower(name)
-	// Find the longest known setting whose canonical form, with dots
-	// removed, equals a prefix of the name with underscores removed.
 	flat := strings.ReplaceAll(lower, "_", "")
-	for _, st := range settings {
-		if st.apply != nil && strings.ReplaceAll(canonical(st.Key), ".", "") == flat {
-			return st.Key
+	for _, candidate := range []string{flat, "muster" + flat} {
+		for _, st := range settings {
+			if st.apply != nil && strings.ReplaceAll(canonical(st.Key), ".", "") == candidate {
+				return st.Key
+			}
 		}
 	}
 	for _, prefix := range []string{serviceURLPrefix, metadataPrefix} {
-		cp := strings.ReplaceAll(canonical(prefix), ".", "")
-		if strings.HasPrefix(flat, cp) && len(flat) > len(cp) {
-			// The map key is what follows the prefix's segments.
-			parts := strings.SplitN(lower, "_", strings.Count(prefix, ".")+1)
-			if len(parts) == strings.Count(prefix, ".")+1 {
-				suffix := parts[len(parts)-1]
+		want := strings.ReplaceAll(canonical(prefix), ".", "")
+		tokens := strings.Split(lower, "_")
+		acc := ""
+		for i, tok := range tokens {
+			acc += tok
+			if acc == want && i+1 < len(tokens) {
+				suffix := strings.Join(tokens[i+1:], "_")
 				if prefix == serviceURLPrefix && suffix == "defaultzone" {
 					suffix = "defaultZone"
 				}
 				return prefix + suffix
+			}
+			if !strings.HasPrefix(want, acc) {
+				break
 			}
 		}
 	}

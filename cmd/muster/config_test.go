@@ -199,3 +199,21 @@ func TestREADME_documentsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadSettings_environmentNames(t *testing.T) {
+	env := []string{
+		"MUSTER_LOG_LEVEL=debug", // muster.* without its own prefix
+		"MUSTER_MUSTER_MEASURED_RATE_WINDOW_MS=5000",
+		"MUSTER_EUREKA_CLIENT_SERVICE_URL_DEFAULTZONE=http://a:8761/eureka/",
+		"MUSTER_EUREKA_CLIENT_SERVICEURL_ZONE2=http://b:8761/eureka/",
+		// Kubernetes service links for a Service named muster.
+		"MUSTER_PORT=tcp://10.0.0.9:8761", "MUSTER_PORT_8761_TCP_ADDR=10.0.0.9", "MUSTER_SERVICE_HOST=10.0.0.9",
+	}
+	s := mustLoad(t, "", env, nil)
+	if s.LogLevel != "debug" || s.MeasuredRateWindow != 5*time.Second {
+		t.Errorf("log level %q, window %s", s.LogLevel, s.MeasuredRateWindow)
+	}
+	if len(s.ServiceURLs["defaultZone"]) != 1 || len(s.ServiceURLs["zone2"]) != 1 {
+		t.Errorf("service urls %v", s.ServiceURLs)
+	}
+}

@@ -62,12 +62,15 @@ type Node struct {
 	opened         chan struct{}
 	syncResult     replication.SyncResult
 
-	cancel     context.CancelFunc // stops background work
-	stopSelf   context.CancelFunc // stops the self-registration
-	selfDone   chan struct{}
-	wg         sync.WaitGroup
+	cancel context.CancelFunc // stops background work
+	wg     sync.WaitGroup
+
+	// shutdownMu guards stopped, stopSelf and selfDone: startUp must not
+	// start the self-registration of a node being shut down.
 	shutdownMu sync.Mutex
 	stopped    bool
+	stopSelf   context.CancelFunc // stops the self-registration
+	selfDone   chan struct{}
 }
 
 // newNode builds a node from settings. It opens nothing and starts no
@@ -124,7 +127,7 @@ func (n *Node) adopt(in *registry.Instance) {
 	if !n.settings.SyncWhenTimestampDiffers {
 		return
 	}
-	if _, err := n.reg.Register(in, true); err != nil {
+	if _, err := n.reg.Adopt(in); err != nil {
 		n.log.Warn().Err(err).Str("app", in.App).Str("instance_id", in.ID()).Msg("peer's newer instance refused")
 	}
 }
@@ -184,6 +187,22 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 
+	n.syncer = replication.NewSyncer(replication.SyncConfig{
+		Registry:      n.reg,
+		Candidates:    n.currentPeers,
+		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
+		Zone:          s.ClusterZone,
+		Attempts:      s.RegistrySyncRetries,
+		RetryWait:     s.RegistrySyncRetryWait,
+		Logger:        n.log,
+	})
+	n.receiver.WatchSync(n.syncer)
+	// The hook goes in before the first request can arrive, so that no
+	// write escapes replication.
+	n.reg.SetChangeHook(func(ch registry.Change) {
+		n.syncer.Observe(ch)
+		n.rep.Enqueue(ch)
+	})
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.goRun(func() {
@@ -202,19 +221,6 @@ func (n *Node) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	n.syncer = replication.NewSyncer(replication.SyncConfig{
-		Registry:      n.reg,
-		Candidates:    n.currentPeers,
-		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
-		Zone:          s.ClusterZone,
-		Attempts:      s.RegistrySyncRetries,
-		RetryWait:     s.RegistrySyncRetryWait,
-		Logger:        n.log,
-	})
-	n.reg.SetChangeHook(func(ch registry.Change) {
-		n.syncer.Observe(ch)
-		n.rep.Enqueue(ch)
-	})
 	n.goRun(func() {
 		if err := n.rep.Run(runCtx); err != nil {
 			n.log.Error().Err(err).Msg("replication stopped")
@@ -270,6 +276,11 @@ func (n *Node) startUp(ctx context.Context) {
 		n.readsRefusedTo.Store(until.UnixNano())
 		n.log.Warn().Time("until", until).
 			Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+	}
+	n.shutdownMu.Lock()
+	defer n.shutdownMu.Unlock()
+	if n.stopped {
+		return
 	}
 	n.reg.OpenForTraffic()
 	n.ready.Store(true)
@@ -431,18 +442,31 @@ func (n *Node) Addr() string { return n.listener.Addr().String() }
 // is cancelled and that cancel replicated, the node leaves the cluster,
 // in-flight requests finish, background work stops.
 func (n *Node) Shutdown(ctx context.Context) error {
+	// startUp takes shutdownMu too, and Shutdown waits for startUp below:
+	// hold it only to mark the node stopped.
 	n.shutdownMu.Lock()
-	defer n.shutdownMu.Unlock()
 	if n.stopped {
+		n.shutdownMu.Unlock()
 		return nil
 	}
 	n.stopped = true
+	stopSelf, selfDone := n.stopSelf, n.selfDone
+	n.shutdownMu.Unlock()
 	n.ready.Store(false)
 	var errs []error
-	if n.stopSelf != nil {
-		n.stopSelf()
-		<-n.selfDone
+	// 1. The self-registration's cancel goes out like any client's.
+	if stopSelf != nil {
+		stopSelf()
+		<-selfDone
 	}
+	// 2. No more client writes: in-flight requests finish, new ones are
+	// refused, so nothing is accepted that could not be replicated.
+	if n.httpServer != nil {
+		if err := n.httpServer.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	// 3. Peers get what is queued for them, then see this node leave.
 	n.drainReplication(ctx, 2*time.Second)
 	if n.cluster != nil {
 		timeout := 3 * time.Second
@@ -451,11 +475,6 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		}
 		if err := n.cluster.Shutdown(timeout); err != nil {
 			errs = append(errs, err)
-		}
-	}
-	if n.httpServer != nil {
-		if err := n.httpServer.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
 	}
 	if n.cancel != nil {

@@ -344,3 +344,29 @@ func TestNode_registersItself(t *testing.T) {
 		t.Fatalf("cancels after shutdown = %d, want 1 (the self-registration)", n.reg.Stats().Cancels)
 	}
 }
+
+// A node shut down while it is still syncing stops cleanly and never
+// starts its self-registration.
+func TestNode_shutdownWhileSyncing(t *testing.T) {
+	dead := "127.0.0.1:" + strconv.Itoa(freeGossipPort(t))
+	n := startTestNode(t, "early", "zone-a", []string{dead}, "eureka.client.register-with-eureka=true",
+		"eureka.server.registry-sync-retry-wait-ms=5000")
+	done := make(chan error, 1)
+	go func() { done <- n.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown hung while the node was syncing")
+	}
+	select {
+	case <-n.Opened():
+		t.Fatal("a node shut down while syncing opened for traffic")
+	default:
+	}
+	if n.reg.Len() != 0 {
+		t.Fatalf("self-registration started on a node being shut down")
+	}
+}
