@@ -389,7 +389,7 @@ func deaths(ctx context.Context, b *bench, r *report) error {
 	// then, so its lease is over lease later, and the next eviction run
 	// follows within one interval.
 	bound := lease + evict
-	const jitter = 250 * time.Millisecond
+	const jitter = 500 * time.Millisecond // eviction ticker and replication lag on a busy machine
 	for _, n := range nodes {
 		at, err := b.deletedAt(ctx, n, "zd-")
 		if err != nil {
