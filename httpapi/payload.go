@@ -46,6 +46,7 @@ type payloadEntry struct {
 	building bool
 	buildGen uint64        // generation being built
 	done     chan struct{} // closed when that build finishes
+	waiters  int           // readers waiting for it
 }
 
 // payloadCache holds encoded payloads: each (kind, name, format, gzip) is
@@ -110,9 +111,11 @@ func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func(
 			return pc.buildLocked(e, gen, build)
 		}
 		done, waitedFor := e.done, e.buildGen
+		e.waiters++
 		pc.mu.Unlock()
 		<-done
 		pc.mu.Lock()
+		e.waiters--
 		if key.kind == payloadDelta && e.body != nil && e.gen >= waitedFor {
 			body := e.body
 			pc.mu.Unlock()

@@ -69,19 +69,19 @@ func TestPayloadCache_Get_stalenessRules(t *testing.T) {
 		go func() {
 			res <- string(pc.get(key, snapAt(2, 2), func() []byte { return []byte("v2") }))
 		}()
-		// Give the second reader a chance to reach the wait before the
-		// first build ends (either order is checked below).
-		for i := 0; i < 100; i++ {
+		// Release the first build only once the second reader waits for it.
+		for {
+			pc.mu.Lock()
+			waiting := pc.entries[key].waiters
+			pc.mu.Unlock()
+			if waiting == 1 {
+				break
+			}
 			runtime.Gosched()
 		}
 		close(release)
 		got := <-res
 		want := map[payloadKind]string{payloadFull: "v2", payloadDelta: "v1"}[kind]
-		if kind == payloadDelta && got == "v2" {
-			// The second reader may have arrived after the first build
-			// finished; then building its own version is right too.
-			want = "v2"
-		}
 		if got != want {
 			t.Errorf("kind %d: reader with version 2 got %q, want %q", kind, got, want)
 		}

@@ -84,7 +84,6 @@ type Registry struct {
 	arrivals       map[*lease]arrival // new leases of the last two windows
 	arrivalsPruned time.Time          // when arrivals last lost its old entries
 	lastEvictionAt time.Time
-	openedAt       time.Time
 	spActive       bool // self-preservation was active at the last check (for logging transitions)
 
 	// snapMu makes concurrent readers build a new snapshot only once.
@@ -115,9 +114,6 @@ func New(cfg Config) (*Registry, error) {
 	r.renewals = NewMeasuredRate(cfg.RenewalRateWindow, r.now())
 	return r, nil
 }
-
-// Config returns the configuration the registry runs with.
-func (r *Registry) Config() Config { return r.cfg }
 
 // SetChangeHook sets the function that hears about every successful
 // register, renewal, cancel and status change (not evictions). It runs

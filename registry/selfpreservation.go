@@ -89,11 +89,6 @@ func (r *Registry) selfPreservationLocked(now time.Time) SelfPreservation {
 	return sp
 }
 
-// LeaseExpirationEnabled says whether expired leases may be evicted now.
-func (r *Registry) LeaseExpirationEnabled() bool {
-	return r.SelfPreservationState().LeaseExpirationEnabled
-}
-
 // UpdateRenewThreshold recounts the expected renewals from the instances
 // whose leases are live, and adopts the recount only when it is above
 // RenewalPercentThreshold × the current expectation, or when
@@ -184,7 +179,6 @@ func (r *Registry) OpenForTraffic() int {
 		}
 	}
 	r.expected = expected
-	r.openedAt = now
 	r.lastEvictionAt = time.Time{}
 	r.spActive = false
 	r.renewals.Reset(now)
@@ -197,11 +191,4 @@ func (r *Registry) OpenForTraffic() int {
 		Int64("renews_threshold", renewsThreshold(expected, r.cfg.RenewalPercentThreshold)).
 		Msg("open for traffic")
 	return n
-}
-
-// OpenedAt returns when OpenForTraffic ran, or the zero time.
-func (r *Registry) OpenedAt() time.Time {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.openedAt
 }
