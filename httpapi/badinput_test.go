@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
 
@@ -50,7 +51,7 @@ func TestBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newTestNode(t)
-			if _, err := n.reg.Register(registrytest.NewInstance("APP", "a"), false); err != nil {
+			if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP", "a"))); err != nil {
 				t.Fatal(err)
 			}
 			before := n.reg.Snapshot()

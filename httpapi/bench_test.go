@@ -32,7 +32,7 @@ func benchServer(b *testing.B, n int) (*httpapi.Server, *registry.Registry) {
 	for i := range n {
 		in := registrytest.NewInstance(fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i),
 			registrytest.WithDirty(1718000000000), registrytest.WithMetadata(map[string]string{"management.port": "8081", "version": "1.4.2", "zone": "eu-west-1a"}))
-		if _, err := reg.Register(in, false); err != nil {
+		if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -105,7 +105,7 @@ func BenchmarkServer_fullFetchAfterChange(b *testing.B) {
 			statuses := []registry.Status{registry.StatusDown, registry.StatusUp}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if _, err := reg.UpdateStatus("APP-0", "i-0", statuses[i%2], 0, false); err != nil {
+				if _, err := reg.Apply(registry.StatusOp("APP-0", "i-0", statuses[i%2])); err != nil {
 					b.Fatal(err)
 				}
 				w := &discardWriter{h: http.Header{}}

@@ -19,11 +19,11 @@ const (
 func TestDashboard_instancesAndNoBanner(t *testing.T) {
 	n := newTestNode(t)
 	for _, id := range []string{"o1", "o2"} {
-		if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", id), false); err != nil {
+		if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", id))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := n.reg.UpdateStatus("ORDERS", "o2", registry.StatusDown, 0, false); err != nil {
+	if _, err := n.reg.Apply(registry.StatusOp("ORDERS", "o2", registry.StatusDown)); err != nil {
 		t.Fatal(err)
 	}
 	r := n.do(t, "GET", "/", "")
@@ -48,7 +48,7 @@ func TestDashboard_instancesAndNoBanner(t *testing.T) {
 func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 	n := newTestNode(t)
 	for _, id := range []string{"a", "b", "c", "d"} {
-		if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", id), false); err != nil {
+		if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", id))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 	for range 4 {
 		n.clock.Advance(30 * time.Second)
 		for _, id := range []string{"a", "b", "c", "d"} {
-			if _, err := n.reg.Renew("ORDERS", id, registry.Heartbeat{}); err != nil {
+			if _, err := n.reg.Apply(registry.RenewOp("ORDERS", id)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -83,7 +83,7 @@ func TestDashboard_selfPreservationOffBanners(t *testing.T) {
 	if !strings.Contains(body, offBanner) || strings.Contains(body, emergencyBanner) {
 		t.Fatal("self-preservation disabled: want the TURNED OFF banner only")
 	}
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1"), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1"))); err != nil {
 		t.Fatal(err)
 	}
 	n.clock.Advance(2 * time.Minute)

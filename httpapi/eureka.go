@@ -26,6 +26,15 @@ func isReplication(c echo.Context) bool {
 	return len(v) > 0 && v[0] == "true"
 }
 
+// originOf is who a write comes from, as the registry sees it: a peer when
+// the request carries the replication header, a client otherwise.
+func originOf(c echo.Context) registry.Origin {
+	if isReplication(c) {
+		return registry.OriginPeer
+	}
+	return registry.OriginClient
+}
+
 // pathParam returns a path parameter, unescaped. Echo matches on the raw
 // path when the request has one (an escape that decoding would lose, such
 // as %2F) and on the decoded path otherwise, so only the first needs
@@ -227,7 +236,7 @@ func (s *Server) register(c echo.Context) error {
 	if in.App != "" && !strings.EqualFold(in.App, app) {
 		return badRequest("mismatched appName: the path says %s but the body says %s", strings.ToUpper(app), in.App)
 	}
-	if _, err := s.reg.Register(in, isReplication(c)); err != nil {
+	if _, err := s.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -240,16 +249,16 @@ func (s *Server) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	hb := registry.Heartbeat{Replicated: isReplication(c)}
-	if hb.LastDirtyTimestamp, err = lastDirtyParam(c); err != nil {
+	op := registry.RenewOp(app, id).From(originOf(c))
+	if op.LastDirtyTimestamp, err = lastDirtyParam(c); err != nil {
 		return err
 	}
 	if st, ok, err := statusParam(c, "overriddenstatus"); err != nil {
 		return err
 	} else if ok {
-		hb.OverriddenStatus = st
+		op.OverriddenStatus = st
 	}
-	in, err := s.reg.Renew(app, id, hb)
+	in, err := s.reg.Apply(op)
 	if errors.Is(err, registry.ErrStaleDirtyTimestamp) {
 		return s.writeInstance(c, http.StatusConflict, registry.InstanceView{Instance: in})
 	}
@@ -264,7 +273,7 @@ func (s *Server) cancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.reg.Cancel(app, id, isReplication(c)); err != nil {
+	if _, err := s.reg.Apply(registry.CancelOp(app, id).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -306,7 +315,7 @@ func (s *Server) updateStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.UpdateStatus(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
+	if _, err := s.reg.Apply(registry.StatusOp(sr.app, sr.id, sr.status).Dirty(sr.dirty).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -319,7 +328,7 @@ func (s *Server) deleteStatusOverride(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.DeleteStatusOverride(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
+	if _, err := s.reg.Apply(registry.DeleteOverrideOp(sr.app, sr.id, sr.status).Dirty(sr.dirty).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -345,7 +354,7 @@ func (s *Server) updateMetadata(c echo.Context) error {
 		}
 		updates[k] = vs[0]
 	}
-	if _, err := s.reg.UpdateMetadata(app, id, updates); err != nil {
+	if _, err := s.reg.Apply(registry.MetadataOp(app, id, updates).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)

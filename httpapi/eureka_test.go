@@ -71,7 +71,7 @@ func TestRegister_lenientBodies(t *testing.T) {
 
 func TestGetApps_formatsAndPaths(t *testing.T) {
 	n := newTestNode(t)
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1"), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1"))); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/eureka/apps", "/eureka/apps/", "/eureka/v2/apps", "/v2/apps/"} {
@@ -98,7 +98,7 @@ func TestGetApps_formatsAndPaths(t *testing.T) {
 
 func TestGetApps_encodedOncePerVersion(t *testing.T) {
 	n := newTestNode(t)
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1"), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1"))); err != nil {
 		t.Fatal(err)
 	}
 	encodings := func() string {
@@ -116,7 +116,7 @@ func TestGetApps_encodedOncePerVersion(t *testing.T) {
 		n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json")
 	}
 	n.clock.Advance(30 * time.Second)
-	if _, err := n.reg.Renew("ORDERS", "o1", registry.Heartbeat{}); err != nil {
+	if _, err := n.reg.Apply(registry.RenewOp("ORDERS", "o1")); err != nil {
 		t.Fatal(err)
 	}
 	again := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json")
@@ -141,7 +141,7 @@ func TestGetApps_encodedOncePerVersion(t *testing.T) {
 func TestGetDelta_reconcilesWithFullFetch(t *testing.T) {
 	n := newTestNode(t)
 	for _, id := range []string{"o1", "o2", "o3"} {
-		if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", id), false); err != nil {
+		if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", id))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestGetDelta_disabled(t *testing.T) {
 func TestReads_gatedUntilOpen(t *testing.T) {
 	open := false
 	n := newTestNode(t, func(_ *registry.Config, h *httpapi.Config) { h.Ready = func() bool { return open } })
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1", registrytest.WithVIP("orders")), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1", registrytest.WithVIP("orders")))); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/eureka/apps", "/eureka/apps/delta", "/eureka/apps/ORDERS", "/eureka/vips/orders", "/eureka/svips/orders"} {
@@ -243,7 +243,7 @@ func TestReads_gatedUntilOpen(t *testing.T) {
 
 func TestGetApp_instanceAndVIP(t *testing.T) {
 	n := newTestNode(t)
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1", registrytest.WithVIP("orders,shop")), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1", registrytest.WithVIP("orders,shop")))); err != nil {
 		t.Fatal(err)
 	}
 	checks := []struct {
@@ -270,7 +270,7 @@ func TestGetApp_instanceAndVIP(t *testing.T) {
 
 func TestHeartbeat_conflictReturnsOurCopyToPeers(t *testing.T) {
 	n := newTestNode(t)
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1", registrytest.WithDirty(2000)), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1", registrytest.WithDirty(2000)))); err != nil {
 		t.Fatal(err)
 	}
 	r := n.do(t, "PUT", "/eureka/apps/ORDERS/o1?status=UP&lastDirtyTimestamp=1000", "",
@@ -288,7 +288,7 @@ func TestHeartbeat_conflictReturnsOurCopyToPeers(t *testing.T) {
 
 func TestAdminStatus(t *testing.T) {
 	n := newTestNode(t)
-	if _, err := n.reg.Register(registrytest.NewInstance("ORDERS", "o1"), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1"))); err != nil {
 		t.Fatal(err)
 	}
 	r := n.do(t, "GET", "/admin/status", "")
@@ -340,7 +340,7 @@ func TestMetrics(t *testing.T) {
 func TestPathParams_escapedIDs(t *testing.T) {
 	n := newTestNode(t)
 	for _, id := range []string{"host:app:50%", "host:%41", "a/b"} {
-		if _, err := n.reg.Register(registrytest.NewInstance("APP", id), false); err != nil {
+		if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP", id))); err != nil {
 			t.Fatal(err)
 		}
 		path := "/eureka/apps/APP/" + url.PathEscape(id)

@@ -49,7 +49,11 @@ func newTestNode(t *testing.T, opts ...func(*registry.Config, *httpapi.Config)) 
 	reg.OpenForTraffic()
 	hcfg.Registry = reg
 	if hcfg.Batch == nil {
-		hcfg.Batch = replication.NewReceiver(reg, logger).Handle
+		rc, err := replication.NewReceiver(reg, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hcfg.Batch = rc.Handle
 	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {

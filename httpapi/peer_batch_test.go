@@ -16,16 +16,14 @@ import (
 // route and replication.Receiver, over loopback HTTP.
 func TestPeerBatch_roundTrip(t *testing.T) {
 	n := newTestNode(t)
-	var forwarded []registry.Change
-	n.reg.SetChangeHook(func(c registry.Change) {
-		if _, ok := replication.TaskFromChange(c); ok {
-			forwarded = append(forwarded, c)
-		}
-	})
-	if _, err := n.reg.Register(registrytest.NewInstance("APP", "stale", registrytest.WithDirty(5000)), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP", "stale", registrytest.WithDirty(5000)))); err != nil {
 		t.Fatal(err)
 	}
-	forwarded = nil
+	// What a replicator would read from here on: the stream and the
+	// renewal feed.
+	cur := n.reg.Subscribe()
+	defer cur.Close()
+	n.reg.RenewalsReady()
 
 	src := registrytest.NewInstance("APP", "new", registrytest.WithDirty(1000))
 	older := registrytest.NewInstance("APP", "stale", registrytest.WithDirty(4000))
@@ -64,14 +62,23 @@ func TestPeerBatch_roundTrip(t *testing.T) {
 	if !ok || iv.Status != registry.StatusDown {
 		t.Fatalf("replicated register + status update not applied: %+v %v", iv.Instance, ok)
 	}
-	if len(forwarded) != 0 {
-		t.Fatalf("replicated writes would be forwarded again: %+v", forwarded)
+	events, _ := cur.Read(nil)
+	if len(events) == 0 {
+		t.Fatal("the replicated writes left no events in the stream")
+	}
+	for _, ev := range events {
+		if task, ok := replication.TaskFromEvent(ev); ok {
+			t.Errorf("replicated write would be forwarded again: %+v", task)
+		}
+	}
+	if rn := n.reg.TakeRenewals(nil); len(rn) != 0 {
+		t.Errorf("replicated heartbeats would be forwarded again: %+v", rn)
 	}
 }
 
 func TestPeerBatch_badItemFailsAlone(t *testing.T) {
 	n := newTestNode(t)
-	if _, err := n.reg.Register(registrytest.NewInstance("APP", "a"), false); err != nil {
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP", "a"))); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"replicationList":[

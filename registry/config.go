@@ -64,6 +64,13 @@ type Config struct {
 	// heartbeat (404 "register again", 409 for peers).
 	// eureka.server.sync-when-timestamp-differs, default true.
 	SyncWhenTimestampDiffers bool
+	// OutboxSize is how many changes the change stream keeps for its
+	// consumers (rounded up to a power of two). A consumer that falls
+	// further behind is told to resync from a snapshot rather than miss
+	// changes (Cursor.Read). An event is ~80 bytes plus the instance it
+	// shares with the registry. Default 16384: a full syncUp copy of 10k
+	// instances fits, and replication reads it in microseconds.
+	OutboxSize int
 }
 
 // DefaultConfig returns Eureka's defaults.
@@ -79,6 +86,7 @@ func DefaultConfig() Config {
 		DeltaRetention:               3 * time.Minute,
 		DeltaRetentionInterval:       30 * time.Second,
 		SyncWhenTimestampDiffers:     true,
+		OutboxSize:                   16384,
 	}
 }
 
@@ -103,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if c.RenewalRateWindow < 100*time.Millisecond {
 		return fmt.Errorf("registry: RenewalRateWindow must be at least 100ms, got %s", c.RenewalRateWindow)
+	}
+	if c.OutboxSize < 1 {
+		return fmt.Errorf("registry: OutboxSize must be at least 1, got %d", c.OutboxSize)
 	}
 	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
 		return fmt.Errorf("registry: RenewalPercentThreshold must be in (0, 1], got %v", c.RenewalPercentThreshold)

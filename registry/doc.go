@@ -49,17 +49,64 @@
 // # Reads
 //
 // Every change a reader can see (register, cancel, eviction, status or
-// metadata change) bumps the version; heartbeats do not. Snapshot returns
+// metadata change) bumps the version; heartbeats do not. A status write or
+// a register that leaves the stored instance as it was still bumps it, since
+// peers must hear of it (Eureka replicates those too). Snapshot returns
 // one immutable Snapshot per version — the full registry, the delta and
 // their common apps hashcode — shared by every reader, so payloads can be
 // encoded once per version. An instance stays visible in every read until
 // it is cancelled or evicted, expired or not (Eureka hides expired leases
 // from instance GETs only, bug 12).
 //
-// # Changes
+// # Writes: one operation type
 //
-// SetChangeHook receives every successful register, heartbeat, cancel and
-// status change in the order applied, after the lock is released; this is
-// how replication learns what to send. Changes marked Replicated came from
-// a peer and are not sent on.
+// Every write is an Op given to Apply: register, renew, cancel, status,
+// override removal and metadata, each with its Origin (client, peer, sync,
+// anti-entropy; evictions come from the node itself). A client request, a
+// replicated item, a syncUp copy and a 409 repair take the same path and
+// the same rules; the origin decides only what Eureka's "isReplication"
+// decides (the status rules, and whether the change is sent on).
+//
+// # The change stream
+//
+// Every visible change gets the next version (its Seq: gap-free, one more
+// than the previous change's) and is appended, under the write lock and so
+// in apply order, to an outbox: a ring of the last Config.OutboxSize
+// (16384) events. Consumers (replication; later the payload cache,
+// watchers, metrics) each hold a Cursor from Subscribe and read at their
+// own pace, outside every registry lock; the registry never waits for
+// them, it only pokes each cursor's channel without blocking after it
+// releases its lock. Ordering: a cursor sees every change once, in Seq
+// order, from the moment it subscribed. Back-pressure: none on writers; a
+// consumer that falls more than OutboxSize events behind gets resync from
+// Cursor.Read instead of the overwritten events (never a silent gap), and
+// rebuilds its state from a Snapshot (replication re-sends every
+// instance).
+//
+// A flow looks like: httpapi applies RegisterOp from OriginClient →
+// the registry stores it, version n, event n → the replicator's cursor
+// reads event n → each peer's sender batches it → the peer applies it from
+// OriginPeer, and it goes no further: only OriginClient changes are sent
+// to peers.
+//
+// # Renewals
+//
+// Heartbeats change no version and are not events. A client's renewal
+// sets a flag on its lease and, the first time since the last take, pushes
+// the lease onto a lock-free stack; the replication feed takes the stack
+// (TakeRenewals) and sends one heartbeat per renewed lease with its newest
+// state. Nothing is lost, repeated renewals of one instance coalesce, and
+// the backlog can never exceed the number of instances. A peer's
+// heartbeats are not fed. The heartbeat path takes one of 16 read stripes
+// of the registry lock (writers take all), stores the renewal time
+// atomically and counts into sharded counters, so heartbeats share no lock
+// and no hot cache line.
+//
+// # Start-up
+//
+// BeginSync/EndSync bracket a syncUp copy (Origin OriginSync): cancels
+// meanwhile leave tombstones the copy respects, and peers' status writes
+// are applied again after it, all under the write lock. OpenForTraffic
+// ends start-up; RefuseReadsFor and ReadsAllowed are the refuse-reads
+// policy after a syncUp that reached no peer, on the registry's clock.
 package registry

@@ -32,11 +32,14 @@ func evictionLimit(size int, percent float64) int {
 // EvictExpired removes expired leases, unless self-preservation holds
 // expiry back, and returns the keys it evicted. At most evictionLimit leases
 // go per run, picked at random so that a large eviction spreads across apps.
-// Evictions are not passed to the change hook: every node evicts on its own.
+// Evictions go to the change stream like any visible change, as OpEvict
+// from OriginNode; replication does not send them: every node evicts on its
+// own.
 func (r *Registry) EvictExpired() []InstanceKey { return r.evictExpired(r.now()) }
 
 func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	r.mu.Lock()
+	v0 := r.version
 	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
 	r.lastEvictionAt = now
 	sp := r.selfPreservationLocked(now)
@@ -81,11 +84,11 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	n := min(len(expired), limit)
 	keys := make([]InstanceKey, 0, n)
 	for _, c := range expired[:n] {
-		r.removeLocked(c.key.App, c.key.ID, c.l, now)
+		r.removeLocked(c.key.App, c.key.ID, c.l, OpEvict, OriginNode, now)
 		keys = append(keys, c.key)
 	}
 	r.evictions.Add(uint64(n))
-	r.mu.Unlock()
+	r.unlock(v0)
 
 	if transition {
 		r.logSelfPreservation(sp)

@@ -36,7 +36,7 @@ func selfPreservationOff(c *registry.Config) { c.SelfPreservation = false }
 
 func mustRegister(tb testing.TB, r *registry.Registry, in *registry.Instance) *registry.Instance {
 	tb.Helper()
-	stored, err := r.Register(in, false)
+	stored, err := r.Apply(registry.RegisterOp(in))
 	if err != nil {
 		tb.Fatalf("Register(%s/%s): %v", in.App, in.ID(), err)
 	}
@@ -59,7 +59,7 @@ func registerN(tb testing.TB, r *registry.Registry, n int, opts ...registrytest.
 func renewAll(tb testing.TB, r *registry.Registry, keys []registry.InstanceKey) {
 	tb.Helper()
 	for _, k := range keys {
-		if _, err := r.Renew(k.App, k.ID, registry.Heartbeat{}); err != nil {
+		if _, err := r.Apply(registry.RenewOp(k.App, k.ID)); err != nil {
 			tb.Fatalf("Renew(%s): %v", k, err)
 		}
 	}

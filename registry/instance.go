@@ -277,6 +277,9 @@ var (
 	// ErrStatusUnknown: the override rules resolve the instance's status to
 	// UNKNOWN, so the client must register again (Eureka answers 404).
 	ErrStatusUnknown = errors.New("registry: status resolves to UNKNOWN, register again")
+	// ErrInvalidOp: an operation of a kind Apply does not take (an
+	// eviction, or no kind at all).
+	ErrInvalidOp = errors.New("registry: invalid operation")
 )
 
 // upperASCII returns strings.ToUpper(s) (the codecs upper-case app names

@@ -2,11 +2,15 @@ package registry
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // rateSlices is how many slices a MeasuredRate window is cut into.
 const rateSlices = 12
+
+// rateRing is the number of slices kept: the window plus the current one.
+const rateRing = rateSlices + 1
 
 // MeasuredRate counts events over a window that slides in steps of a
 // twelfth of the window (5 s for Eureka's 60 s), without a timer thread:
@@ -19,27 +23,58 @@ const rateSlices = 12
 // self-preservation protects nothing in that gap. Sliding in twelfths, a
 // drop to half shows within a third of a window plus one slice. It is
 // safe for concurrent use; build it with NewMeasuredRate.
+//
+// Increment runs on every heartbeat, so it takes no lock: it adds to one of
+// counterShards cells of the current slice. Only the first Increment of a
+// new slice takes mu, to clear the slices it passes before publishing the
+// new current slice; Count, Reset and LastWindowStart take mu too.
 type MeasuredRate struct {
 	window, slice time.Duration
 
-	// mu guards every field below.
+	// cur is the number of the current slice; it only grows (until Reset).
+	// It is written under mu after the slices it passes are cleared.
+	cur   atomic.Int64
+	start atomic.Int64 // start of slice number 0, Unix ns; written under mu
+
+	// mu serialises rolling and resetting.
 	mu     sync.Mutex
-	start  time.Time             // start of slice number 0
-	cur    int64                 // number of the current slice
-	counts [rateSlices + 1]int64 // ring: slice n is counts[n % len]
+	counts [rateRing]shardedCounter // ring: slice n is counts[n % rateRing]
 }
 
 // NewMeasuredRate returns a rate whose first window starts at now.
 func NewMeasuredRate(window time.Duration, now time.Time) *MeasuredRate {
-	return &MeasuredRate{window: window, slice: window / rateSlices, start: now}
+	m := &MeasuredRate{window: window, slice: window / rateSlices}
+	m.start.Store(now.UnixNano())
+	return m
 }
 
-// Increment counts one event at now.
+// sliceOf is the number of the slice holding now; -1 before the start.
+func (m *MeasuredRate) sliceOf(now time.Time) int64 {
+	elapsed := now.UnixNano() - m.start.Load()
+	if elapsed < 0 {
+		return -1
+	}
+	return elapsed / int64(m.slice)
+}
+
+// Increment counts one event at now. It takes no lock except on the first
+// event of a new slice.
 func (m *MeasuredRate) Increment(now time.Time) {
-	m.mu.Lock()
-	m.rollLocked(now)
-	m.counts[m.cur%int64(len(m.counts))]++
-	m.mu.Unlock()
+	n := m.sliceOf(now)
+	cur := m.cur.Load()
+	if n > cur {
+		m.mu.Lock()
+		m.rollLocked(n)
+		m.mu.Unlock()
+		cur = m.cur.Load()
+	}
+	// An event timed a little before the current slice (another goroutine
+	// read the clock later and rolled first) still belongs to its own slice
+	// while that is in the ring; anything older counts in the current one.
+	if n <= cur-rateSlices || n < 0 {
+		n = cur
+	}
+	m.counts[n%rateRing].add(1)
 }
 
 // Count returns the number of events in the last full window (the
@@ -49,12 +84,13 @@ func (m *MeasuredRate) Increment(now time.Time) {
 func (m *MeasuredRate) Count(now time.Time) (count int64, complete bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rollLocked(now)
-	if m.cur < rateSlices {
+	m.rollLocked(m.sliceOf(now))
+	cur := m.cur.Load()
+	if cur < rateSlices {
 		return 0, false
 	}
-	for n := m.cur - rateSlices; n < m.cur; n++ {
-		count += m.counts[n%int64(len(m.counts))]
+	for n := cur - rateSlices; n < cur; n++ {
+		count += m.counts[n%rateRing].load()
 	}
 	return count, true
 }
@@ -63,34 +99,36 @@ func (m *MeasuredRate) Count(now time.Time) (count int64, complete bool) {
 func (m *MeasuredRate) LastWindowStart(now time.Time) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rollLocked(now)
-	return m.start.Add(time.Duration(m.cur-rateSlices) * m.slice)
+	m.rollLocked(m.sliceOf(now))
+	return time.Unix(0, m.start.Load()).Add(time.Duration(m.cur.Load()-rateSlices) * m.slice)
 }
 
 // Reset starts a fresh first window at now, forgetting all counts.
 func (m *MeasuredRate) Reset(now time.Time) {
 	m.mu.Lock()
-	m.start, m.cur, m.counts = now, 0, [rateSlices + 1]int64{}
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	m.start.Store(now.UnixNano())
+	m.cur.Store(0)
+	for i := range m.counts {
+		m.counts[i].reset()
+	}
 }
 
 // Window is the length of the window counted.
 func (m *MeasuredRate) Window() time.Duration { return m.window }
 
-// rollLocked advances the current slice to the one holding now, clearing
-// the slices it passes (at most a ring's worth: beyond that all are clear).
-func (m *MeasuredRate) rollLocked(now time.Time) {
-	elapsed := now.Sub(m.start)
-	if elapsed < 0 {
+// rollLocked advances the current slice to n, clearing the slices it
+// passes (at most a ring's worth: beyond that all are clear) before it
+// publishes n, so an Increment that sees the new slice never adds to a cell
+// that is about to be cleared.
+func (m *MeasuredRate) rollLocked(n int64) {
+	cur := m.cur.Load()
+	if n <= cur {
 		return
 	}
-	n := int64(elapsed / m.slice)
-	if n <= m.cur {
-		return
-	}
-	from := max(m.cur+1, n-int64(len(m.counts))+1)
+	from := max(cur+1, n-rateRing+1)
 	for i := from; i <= n; i++ {
-		m.counts[i%int64(len(m.counts))] = 0
+		m.counts[i%rateRing].reset()
 	}
-	m.cur = n
+	m.cur.Store(n)
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -15,12 +16,17 @@ type lease struct {
 	// under Registry.mu.
 	inst *Instance
 	// lastRenewal is the last renewal in Unix nanoseconds. Heartbeats store
-	// it atomically under the read lock, so renewals never wait for each
+	// it atomically under a read stripe, so renewals never wait for each
 	// other.
 	lastRenewal atomic.Int64
 	// duration and renewsPerMin are derived from inst when it is stored.
 	duration     time.Duration
 	renewsPerMin float64
+
+	// renewPending and nextRenewed link the lease into the renewal feed
+	// (renewals.go): set by a client heartbeat, cleared by TakeRenewals.
+	renewPending atomic.Bool
+	nextRenewed  *lease
 }
 
 func (l *lease) expired(now time.Time, grace time.Duration) bool {
@@ -43,26 +49,16 @@ type arrival struct {
 	renewsPerMin float64
 }
 
-// Heartbeat carries the optional parts of a renewal request.
-type Heartbeat struct {
-	// LastDirtyTimestamp is the caller's lastDirtyTimestamp in ms; 0 means
-	// the caller sent none and no timestamp check is made.
-	LastDirtyTimestamp int64
-	// OverriddenStatus is the status override a peer replicates along with a
-	// heartbeat; "" or UNKNOWN means none.
-	OverriddenStatus Status
-	// Replicated is true when the heartbeat comes from a peer.
-	Replicated bool
-}
-
 // Stats are running totals since start, for metrics.
 type Stats struct {
 	Registrations, Renewals, Cancels, Evictions uint64
 }
 
 // Registry is the whole registry of one node: apps, instances, leases,
-// self-preservation, eviction and the delta queue. It is safe for
-// concurrent use. Reads of the whole registry go through Snapshot.
+// self-preservation, eviction, the delta queue and the change stream. It is
+// safe for concurrent use. Writes go through Apply; reads of the whole
+// registry through Snapshot; consumers of changes through Subscribe and
+// the renewal feed.
 type Registry struct {
 	cfg  Config
 	now  func() time.Time
@@ -71,30 +67,39 @@ type Registry struct {
 
 	renewals *MeasuredRate
 
-	registrations, renewalCount, cancels, evictions atomic.Uint64
+	registrations, cancels, evictions atomic.Uint64
+	renewalCount                      shardedCounter
 
-	// mu guards everything below it, up to snapMu.
-	mu             sync.RWMutex
+	// opened and readsRefusedUntil are the start-up state (startup.go).
+	opened            atomic.Bool
+	readsRefusedUntil atomic.Int64 // Unix ns
+
+	// out is the change stream; its own mutex is taken inside mu.
+	out *outbox
+
+	// The renewal feed (renewals.go): lock-free, outside mu.
+	renewFeed atomic.Bool
+	renewHead atomic.Pointer[lease]
+	renewWake chan struct{}
+
+	// mu guards everything below it, up to snapMu. Heartbeats take one read
+	// stripe; writers take all of it.
+	mu             stripedRWMutex
 	apps           map[string]map[string]*lease // app → instance id → lease
 	instances      int
-	version        uint64 // bumped by every visible change
+	version        uint64 // Seq of the newest event: bumped by every visible change
 	deltaVersion   uint64 // bumped by every change of the delta's content
 	deltas         deltaQueue
 	expected       float64            // expected renewals per minute
 	arrivals       map[*lease]arrival // new leases of the last two windows
 	arrivalsPruned time.Time          // when arrivals last lost its old entries
 	lastEvictionAt time.Time
-	spActive       bool // self-preservation was active at the last check (for logging transitions)
+	spActive       bool       // self-preservation was active at the last check (for logging transitions)
+	sync           *syncState // non-nil while a syncUp copy is being applied (sync.go)
 
 	// snapMu makes concurrent readers build a new snapshot only once.
 	snapMu sync.Mutex
 	snap   atomic.Pointer[Snapshot]
-
-	// hookMu is taken before mu is released and held while the hook runs,
-	// so the hook sees changes in the order they were applied without being
-	// called under mu.
-	hookMu sync.Mutex
-	hook   atomic.Pointer[func(Change)]
 }
 
 // New returns an empty registry. It starts no goroutines; call Run for the
@@ -103,7 +108,11 @@ func New(cfg Config) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Registry{cfg: cfg, now: cfg.Now, rand: cfg.Rand, apps: map[string]map[string]*lease{}, arrivals: map[*lease]arrival{}}
+	r := &Registry{
+		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
+		apps: map[string]map[string]*lease{}, arrivals: map[*lease]arrival{},
+		out: newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
+	}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -115,43 +124,28 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// SetChangeHook sets the function that hears about every successful
-// register, renewal, cancel and status change (not evictions). It runs
-// after the registry's lock is released, one call at a time, in the order
-// the changes were applied; it must not block and must not call back into
-// the registry's write methods. Set it before traffic starts.
-func (r *Registry) SetChangeHook(hook func(Change)) {
-	if hook == nil {
-		r.hook.Store(nil)
-		return
-	}
-	r.hook.Store(&hook)
-}
-
-// unlockAndNotify releases mu (held for writing) and passes ch to the hook.
-func (r *Registry) unlockAndNotify(ch Change) {
-	hook := r.hook.Load()
-	if hook == nil {
-		r.mu.Unlock()
-		return
-	}
-	r.hookMu.Lock()
+// unlock releases mu (held for writing) and wakes the stream's consumers
+// if the write produced events. No consumer code runs here: a wake-up is a
+// non-blocking send.
+func (r *Registry) unlock(before uint64) {
+	changed := r.version != before
 	r.mu.Unlock()
-	(*hook)(ch)
-	r.hookMu.Unlock()
+	if changed {
+		r.out.notify()
+	}
 }
 
 // Stats returns running totals.
 func (r *Registry) Stats() Stats {
 	return Stats{
 		Registrations: r.registrations.Load(),
-		Renewals:      r.renewalCount.Load(),
+		Renewals:      uint64(r.renewalCount.load()),
 		Cancels:       r.cancels.Load(),
 		Evictions:     r.evictions.Load(),
 	}
 }
 
-// Version returns the current content version.
+// Version returns the current content version: the Seq of the newest event.
 func (r *Registry) Version() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -205,35 +199,69 @@ func resolveStatus(incoming, override Status, existing *Instance, replicated boo
 	return incoming
 }
 
-// bumpLocked records a visible change: a new content version and a delta
-// entry for in (whose ActionType says what happened).
-func (r *Registry) bumpLocked(in *Instance, now time.Time) {
-	r.version++
+// Apply applies one operation: every write to the registry goes through
+// here, whatever its origin. It returns the stored instance after the
+// operation (for a cancel, the removed copy) and:
+//   - ErrInstanceNotFound when the operation needs an instance that is not
+//     registered;
+//   - ErrInvalidInstance or ErrInvalidStatus for bad input, which changes
+//     nothing;
+//   - for a renewal, ErrStatusUnknown when the status rules resolve to
+//     UNKNOWN (the lease is not renewed and the client must register
+//     again), ErrNewerDirtyTimestamp when the caller's lastDirtyTimestamp is
+//     newer than the stored one (renewed, but the caller must register
+//     again), and ErrStaleDirtyTimestamp when a peer's is older (renewed,
+//     and the stored instance should win: the peer gets it with a 409).
+//
+// A visible change gets the next version and goes to the change stream
+// (Subscribe) before the lock is released; a client's renewal changes no
+// version and goes to the renewal feed instead. A renewal allocates
+// nothing and takes no lock that all renewals share.
+func (r *Registry) Apply(op Op) (*Instance, error) {
+	return r.apply(op, r.now())
+}
+
+func (r *Registry) apply(op Op, now time.Time) (*Instance, error) {
+	switch op.Kind {
+	case OpRenew:
+		return r.renew(op, now)
+	case OpRegister:
+		return r.register(op, now)
+	case OpCancel:
+		return r.cancel(op, now)
+	case OpStatus:
+		return r.updateStatus(op, now)
+	case OpDeleteOverride:
+		return r.deleteStatusOverride(op, now)
+	case OpMetadata:
+		return r.updateMetadata(op, now)
+	}
+	return nil, fmt.Errorf("%w: operation %s cannot be applied", ErrInvalidOp, op.Kind)
+}
+
+// changeLocked records a visible change: the next version, a delta entry
+// for in (whose ActionType says what happened) and an event in the stream.
+func (r *Registry) changeLocked(kind OpKind, origin Origin, in *Instance, now time.Time) {
 	r.deltaVersion++
 	r.deltas.push(deltaRecord{at: now, key: InstanceKey{in.App, in.ID()}, inst: in, lastRenewal: now.UnixMilli()})
+	r.eventLocked(kind, origin, in, now)
 }
 
-// Register stores inst, taking ownership of it (the caller must not modify
-// it afterwards). replicated says it came from a peer or from syncUp. It
-// returns the instance as stored, which may be the older stored copy when
-// that one has the newer lastDirtyTimestamp.
-func (r *Registry) Register(inst *Instance, replicated bool) (*Instance, error) {
-	return r.register(inst, replicated, false, r.now())
+// eventLocked gives a change the next version and appends it to the stream,
+// without a delta entry: for writes that peers must hear about but that
+// leave the stored instance as it was (a status write that changes nothing,
+// a register that keeps the newer stored copy). Eureka replicates those
+// too.
+func (r *Registry) eventLocked(kind OpKind, origin Origin, in *Instance, now time.Time) {
+	r.version++
+	r.out.appendLocked(Event{Seq: r.version, Kind: kind, Origin: origin, Key: InstanceKey{in.App, in.ID()}, Instance: in, At: now})
 }
 
-// Adopt stores a peer's copy of an instance this node holds, when the
-// peer's is newer (a later lastDirtyTimestamp): the peer answered our
-// replicated heartbeat with 409 and its copy (PeerEurekaNode#
-// syncInstancesIfTimestampDiffers). Unlike Eureka it does nothing when the
-// instance is gone here: it was cancelled meanwhile, and adopting it would
-// bring it back on this node alone. The write counts as replicated. It
-// reports whether the copy was taken.
-func (r *Registry) Adopt(inst *Instance) (bool, error) {
-	stored, err := r.register(inst, true, true, r.now())
-	return stored != nil, err
-}
-
-func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.Time) (*Instance, error) {
+func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
+	in := op.Instance
+	if in == nil {
+		return nil, fmt.Errorf("%w: register without an instance", ErrInvalidInstance)
+	}
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -244,10 +272,17 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 		in.LastDirtyTimestamp = nowMs
 	}
 	id := in.ID()
+	key := InstanceKey{in.App, id}
+	replicated := op.Origin.fromPeer()
 
 	r.mu.Lock()
+	v0 := r.version
+	if r.sync != nil && r.sync.skipLocked(op, key) {
+		r.mu.Unlock()
+		return nil, nil
+	}
 	l := r.lookupLocked(in.App, id)
-	if adoptOnly && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
+	if op.OnlyIfNewer && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
 		r.mu.Unlock()
 		return nil, nil
 	}
@@ -259,7 +294,8 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 		if existing.LastDirtyTimestamp > in.LastDirtyTimestamp {
 			l.lastRenewal.Store(now.UnixNano())
 			r.registrations.Add(1)
-			r.unlockAndNotify(Change{Action: ActionRegister, Key: InstanceKey{in.App, id}, Instance: existing, Replicated: replicated, At: now})
+			r.eventLocked(OpRegister, op.Origin, existing, now)
+			r.unlock(v0)
 			return existing, nil
 		}
 	}
@@ -307,75 +343,59 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 	l.duration = r.leaseDuration(in)
 	l.renewsPerMin = rate
 	l.lastRenewal.Store(now.UnixNano())
-	r.bumpLocked(in, now)
+	r.changeLocked(OpRegister, op.Origin, in, now)
 	r.registrations.Add(1)
-	if existing == nil {
-		r.log.Debug().Str("app", in.App).Str("instance_id", id).Bool("replicated", replicated).Msg("registered")
+	if r.sync != nil {
+		r.sync.copiedLocked(op, key)
 	}
-	r.unlockAndNotify(Change{Action: ActionRegister, Key: InstanceKey{in.App, id}, Instance: in, Replicated: replicated, At: now})
+	r.unlock(v0)
+	if existing == nil {
+		r.log.Debug().Str("app", in.App).Str("instance_id", id).Stringer("origin", op.Origin).Msg("registered")
+	}
 	return in, nil
 }
 
-// Renew records a heartbeat. It returns the stored instance and:
-//   - ErrInstanceNotFound when no such instance is registered;
-//   - ErrStatusUnknown when the status rules resolve to UNKNOWN (after an
-//     override was deleted): the lease is not renewed and the client must
-//     register again;
-//   - ErrNewerDirtyTimestamp when hb carries a newer lastDirtyTimestamp
-//     than the stored one: the lease was renewed, but the caller must
-//     register again with its newer data;
-//   - ErrStaleDirtyTimestamp when a peer's heartbeat carries an older one:
-//     the lease was renewed, and the stored instance should win.
-//
-// A renewal does not change the registry version. It allocates nothing.
-func (r *Registry) Renew(app, id string, hb Heartbeat) (*Instance, error) {
-	return r.renew(app, id, hb, r.now())
-}
-
-func (r *Registry) renew(app, id string, hb Heartbeat, now time.Time) (*Instance, error) {
-	app = upperASCII(app)
-	r.mu.RLock()
-	l := r.lookupLocked(app, id)
+func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
+	app := upperASCII(op.App)
+	replicated := op.Origin.fromPeer()
+	stripe := r.mu.rlockStripe()
+	l := r.lookupLocked(app, op.ID)
 	if l == nil {
-		r.mu.RUnlock()
+		r.mu.runlockStripe(stripe)
 		return nil, ErrInstanceNotFound
 	}
 	in := l.inst
-	resolved := resolveStatus(in.Status, in.OverriddenStatus, in, hb.Replicated)
+	resolved := resolveStatus(in.Status, in.OverriddenStatus, in, replicated)
 	if resolved == StatusUnknown {
-		r.mu.RUnlock()
+		r.mu.runlockStripe(stripe)
 		return nil, ErrStatusUnknown
 	}
 	if resolved != in.Status {
 		// Rare: an override and the stored status disagree. Eureka corrects
 		// the status silently; here it is a visible change like any other.
-		r.mu.RUnlock()
-		return r.renewCorrectingStatus(app, id, hb, now)
+		r.mu.runlockStripe(stripe)
+		return r.renewCorrectingStatus(op, app, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
 	r.renewals.Increment(now)
-	r.renewalCount.Add(1)
-	if hook := r.hook.Load(); hook != nil {
-		ch := Change{Action: ActionHeartbeat, Key: InstanceKey{app, id}, Instance: in, Replicated: hb.Replicated, At: now}
-		r.hookMu.Lock()
-		r.mu.RUnlock()
-		(*hook)(ch)
-		r.hookMu.Unlock()
-	} else {
-		r.mu.RUnlock()
+	r.renewalCount.add(1)
+	if op.Origin == OriginClient {
+		r.feedRenewal(l)
 	}
-	return r.checkDirtyTimestamp(app, id, in, hb, now)
+	r.mu.runlockStripe(stripe)
+	return r.checkDirtyTimestamp(op, app, in, now)
 }
 
-func (r *Registry) renewCorrectingStatus(app, id string, hb Heartbeat, now time.Time) (*Instance, error) {
+func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Instance, error) {
 	r.mu.Lock()
-	l := r.lookupLocked(app, id)
+	v0 := r.version
+	l := r.lookupLocked(app, op.ID)
 	if l == nil {
 		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
 	}
 	in := l.inst
-	resolved := resolveStatus(in.Status, in.OverriddenStatus, in, hb.Replicated)
+	resolved := resolveStatus(in.Status, in.OverriddenStatus, in, op.Origin.fromPeer())
 	if resolved == StatusUnknown {
 		r.mu.Unlock()
 		return nil, ErrStatusUnknown
@@ -383,28 +403,29 @@ func (r *Registry) renewCorrectingStatus(app, id string, hb Heartbeat, now time.
 	if resolved != in.Status {
 		in = in.Clone()
 		in.Status = resolved
-		r.modifyLocked(l, in, now)
+		r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
 	r.renewals.Increment(now)
-	r.renewalCount.Add(1)
-	r.unlockAndNotify(Change{Action: ActionHeartbeat, Key: InstanceKey{app, id}, Instance: in, Replicated: hb.Replicated, At: now})
-	return r.checkDirtyTimestamp(app, id, in, hb, now)
+	r.renewalCount.add(1)
+	r.unlock(v0)
+	return r.checkDirtyTimestamp(op, app, in, now)
 }
 
 // checkDirtyTimestamp applies EUREKA.md §5.3 after a successful renewal.
-func (r *Registry) checkDirtyTimestamp(app, id string, in *Instance, hb Heartbeat, now time.Time) (*Instance, error) {
-	if hb.LastDirtyTimestamp == 0 || !r.cfg.SyncWhenTimestampDiffers {
+func (r *Registry) checkDirtyTimestamp(op Op, app string, in *Instance, now time.Time) (*Instance, error) {
+	if op.LastDirtyTimestamp == 0 || !r.cfg.SyncWhenTimestampDiffers {
 		return in, nil
 	}
+	replicated := op.Origin.fromPeer()
 	switch {
-	case hb.LastDirtyTimestamp > in.LastDirtyTimestamp:
-		if hb.Replicated && hb.OverriddenStatus != "" && hb.OverriddenStatus != StatusUnknown &&
-			hb.OverriddenStatus != in.OverriddenStatus {
-			in = r.storeOverride(app, id, hb.OverriddenStatus, now)
+	case op.LastDirtyTimestamp > in.LastDirtyTimestamp:
+		if replicated && op.OverriddenStatus != "" && op.OverriddenStatus != StatusUnknown &&
+			op.OverriddenStatus != in.OverriddenStatus {
+			in = r.storeOverride(app, op.ID, op.OverriddenStatus, op.Origin, now)
 		}
 		return in, ErrNewerDirtyTimestamp
-	case hb.LastDirtyTimestamp < in.LastDirtyTimestamp && hb.Replicated:
+	case op.LastDirtyTimestamp < in.LastDirtyTimestamp && replicated:
 		return in, ErrStaleDirtyTimestamp
 	}
 	return in, nil
@@ -413,9 +434,10 @@ func (r *Registry) checkDirtyTimestamp(app, id string, in *Instance, hb Heartbea
 // storeOverride records a status override a peer reported with a heartbeat
 // (Eureka's storeOverriddenStatusIfRequired) and applies it at once. Not
 // replicated: it came from a peer.
-func (r *Registry) storeOverride(app, id string, override Status, now time.Time) *Instance {
+func (r *Registry) storeOverride(app, id string, override Status, origin Origin, now time.Time) *Instance {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	v0 := r.version
+	defer r.unlock(v0)
 	l := r.lookupLocked(app, id)
 	if l == nil {
 		return nil
@@ -423,34 +445,32 @@ func (r *Registry) storeOverride(app, id string, override Status, now time.Time)
 	in := l.inst.Clone()
 	in.OverriddenStatus = override
 	in.Status = resolveStatus(in.Status, override, l.inst, true)
-	r.modifyLocked(l, in, now)
+	r.modifyLocked(l, in, OpStatus, origin, now)
 	return in
 }
 
-// Cancel removes an instance (an explicit deregistration). It returns
-// ErrInstanceNotFound when there is none.
-func (r *Registry) Cancel(app, id string, replicated bool) error {
-	return r.cancel(app, id, replicated, r.now())
-}
-
-func (r *Registry) cancel(app, id string, replicated bool, now time.Time) error {
-	app = upperASCII(app)
+func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
+	app := upperASCII(op.App)
 	r.mu.Lock()
-	l := r.lookupLocked(app, id)
+	v0 := r.version
+	if r.sync != nil {
+		r.sync.cancelledLocked(InstanceKey{app, op.ID})
+	}
+	l := r.lookupLocked(app, op.ID)
 	if l == nil {
 		r.mu.Unlock()
-		return ErrInstanceNotFound
+		return nil, ErrInstanceNotFound
 	}
-	removed := r.removeLocked(app, id, l, now)
+	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now)
 	r.cancels.Add(1)
-	r.log.Debug().Str("app", app).Str("instance_id", id).Bool("replicated", replicated).Msg("cancelled")
-	r.unlockAndNotify(Change{Action: ActionCancel, Key: InstanceKey{app, id}, Instance: removed, Replicated: replicated, At: now})
-	return nil
+	r.unlock(v0)
+	r.log.Debug().Str("app", app).Str("instance_id", op.ID).Stringer("origin", op.Origin).Msg("cancelled")
+	return removed, nil
 }
 
 // removeLocked deletes a lease (cancel or eviction) and returns the DELETED
-// copy of its instance that went into the delta.
-func (r *Registry) removeLocked(app, id string, l *lease, now time.Time) *Instance {
+// copy of its instance that went into the delta and the stream.
+func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Origin, now time.Time) *Instance {
 	byID := r.apps[app]
 	delete(byID, id)
 	if len(byID) == 0 {
@@ -466,15 +486,20 @@ func (r *Registry) removeLocked(app, id string, l *lease, now time.Time) *Instan
 	in.ActionType = ActionDeleted
 	in.LastUpdatedTimestamp = now.UnixMilli()
 	in.EvictionTimestamp = now.UnixMilli()
-	r.bumpLocked(in, now)
+	r.changeLocked(kind, origin, in, now)
 	return in
 }
 
-// lockLease takes the write lock, finds the lease and renews it at now. When
-// there is none it releases the lock and returns ErrInstanceNotFound.
-func (r *Registry) lockLease(app, id string, now time.Time) (*lease, error) {
+// lockLease takes the write lock, finds the lease of op and renews it at
+// now. When there is none it releases the lock and returns
+// ErrInstanceNotFound. While a syncUp copy is applied, a peer's status
+// write is noted first, to be applied again after the copy.
+func (r *Registry) lockLease(op Op, app string, now time.Time) (*lease, error) {
 	r.mu.Lock()
-	l := r.lookupLocked(app, id)
+	if r.sync != nil {
+		r.sync.noteLocked(op, InstanceKey{app, op.ID})
+	}
+	l := r.lookupLocked(app, op.ID)
 	if l == nil {
 		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
@@ -485,97 +510,97 @@ func (r *Registry) lockLease(app, id string, now time.Time) (*lease, error) {
 
 // modifyLocked stores in, a changed copy of l's instance, as a visible
 // MODIFIED change.
-func (r *Registry) modifyLocked(l *lease, in *Instance, now time.Time) {
+func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
 	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = now.UnixMilli()
 	l.inst = in
-	r.bumpLocked(in, now)
+	r.changeLocked(kind, origin, in, now)
 }
 
-// UpdateStatus sets a status override (PUT .../status?value=). The lease is
-// renewed. lastDirty (ms, 0 for none) can only raise the stored
-// lastDirtyTimestamp. Like Eureka it is replicated even when nothing changed.
-func (r *Registry) UpdateStatus(app, id string, status Status, lastDirty int64, replicated bool) (*Instance, error) {
-	return r.updateStatus(app, id, status, lastDirty, replicated, r.now())
-}
-
-func (r *Registry) updateStatus(app, id string, status Status, lastDirty int64, replicated bool, now time.Time) (*Instance, error) {
+// updateStatus sets a status override (PUT .../status?value=). The lease is
+// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Like
+// Eureka it is replicated even when nothing changed.
+func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
+	status := op.Status
 	if err := status.check(); err != nil {
 		return nil, err
 	}
-	app = upperASCII(app)
-	l, err := r.lockLease(app, id, now)
+	app := upperASCII(op.App)
+	l, err := r.lockLease(op, app, now)
 	if err != nil {
 		return nil, err
 	}
+	v0 := r.version
 	old := l.inst
 	in := old
-	if status != old.Status || status != old.OverriddenStatus || lastDirty > old.LastDirtyTimestamp {
+	if status != old.Status || status != old.OverriddenStatus || op.LastDirtyTimestamp > old.LastDirtyTimestamp {
 		in = old.Clone()
 		in.Status = status
 		in.OverriddenStatus = status
 		if status == StatusUp && in.ServiceUpTimestamp == 0 {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
-		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, lastDirty)
-		r.modifyLocked(l, in, now)
+		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
+		r.modifyLocked(l, in, OpStatus, op.Origin, now)
+	} else {
+		r.eventLocked(OpStatus, op.Origin, in, now)
 	}
-	r.unlockAndNotify(Change{Action: ActionStatusUpdate, Key: InstanceKey{app, id}, Instance: in, Replicated: replicated, At: now})
+	r.unlock(v0)
 	if old.Status != status {
-		r.log.Info().Str("app", app).Str("instance_id", id).Str("from", string(old.Status)).
-			Str("to", string(status)).Bool("replicated", replicated).Msg("status override set")
+		r.log.Info().Str("app", app).Str("instance_id", op.ID).Str("from", string(old.Status)).
+			Str("to", string(status)).Stringer("origin", op.Origin).Msg("status override set")
 	}
 	return in, nil
 }
 
-// DeleteStatusOverride removes a status override (DELETE .../status) and
-// sets the status to status (Eureka's default is UNKNOWN, which makes the
+// deleteStatusOverride removes a status override (DELETE .../status) and
+// sets the status to op.Status (Eureka's default is UNKNOWN, which makes the
 // client's next heartbeat answer 404 so that it registers again with its
 // real status). The lease is renewed.
-func (r *Registry) DeleteStatusOverride(app, id string, status Status, lastDirty int64, replicated bool) (*Instance, error) {
-	return r.deleteStatusOverride(app, id, status, lastDirty, replicated, r.now())
-}
-
-func (r *Registry) deleteStatusOverride(app, id string, status Status, lastDirty int64, replicated bool, now time.Time) (*Instance, error) {
+func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error) {
+	status := op.Status
 	if err := status.check(); err != nil {
 		return nil, err
 	}
-	app = upperASCII(app)
-	l, err := r.lockLease(app, id, now)
+	app := upperASCII(op.App)
+	l, err := r.lockLease(op, app, now)
 	if err != nil {
 		return nil, err
 	}
+	v0 := r.version
 	in := l.inst
 	removed := in.OverriddenStatus != StatusUnknown && in.OverriddenStatus != ""
 	if removed {
 		in = in.Clone()
 		in.OverriddenStatus = StatusUnknown
 		in.Status = status
-		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, lastDirty)
-		r.modifyLocked(l, in, now)
+		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
+		r.modifyLocked(l, in, OpDeleteOverride, op.Origin, now)
+	} else {
+		r.eventLocked(OpDeleteOverride, op.Origin, in, now)
 	}
-	r.unlockAndNotify(Change{Action: ActionDeleteStatusOverride, Key: InstanceKey{app, id}, Instance: in, Replicated: replicated, At: now})
+	r.unlock(v0)
 	if removed {
-		r.log.Info().Str("app", app).Str("instance_id", id).Str("status", string(status)).
-			Bool("replicated", replicated).Msg("status override removed")
+		r.log.Info().Str("app", app).Str("instance_id", op.ID).Str("status", string(status)).
+			Stringer("origin", op.Origin).Msg("status override removed")
 	}
 	return in, nil
 }
 
-// UpdateMetadata adds or replaces metadata entries (PUT .../metadata). Like
+// updateMetadata adds or replaces metadata entries (PUT .../metadata). Like
 // Eureka's InstanceResource#updateMetadata it is a re-registration of the
 // changed instance, so peers receive it as a Register.
-func (r *Registry) UpdateMetadata(app, id string, updates map[string]string) (*Instance, error) {
-	now := r.now()
-	app = upperASCII(app)
-	l, err := r.lockLease(app, id, now)
+func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
+	app := upperASCII(op.App)
+	l, err := r.lockLease(op, app, now)
 	if err != nil {
 		return nil, err
 	}
+	v0 := r.version
 	in := l.inst.Clone()
-	in.Metadata = in.Metadata.With(updates)
-	r.modifyLocked(l, in, now)
-	r.unlockAndNotify(Change{Action: ActionRegister, Key: InstanceKey{app, id}, Instance: in, At: now})
+	in.Metadata = in.Metadata.With(op.Metadata)
+	r.modifyLocked(l, in, OpMetadata, op.Origin, now)
+	r.unlock(v0)
 	return in, nil
 }
 

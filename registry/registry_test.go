@@ -28,7 +28,7 @@ func TestRegistry_Register_validation(t *testing.T) {
 		r, _ := mustNew(t)
 		in := registrytest.NewInstance("APP", "a")
 		tt.mutate(in)
-		if _, err := r.Register(in, false); !errors.Is(err, registry.ErrInvalidInstance) {
+		if _, err := r.Apply(registry.RegisterOp(in)); !errors.Is(err, registry.ErrInvalidInstance) {
 			t.Errorf("%s: Register err = %v, want ErrInvalidInstance", tt.name, err)
 		}
 		if r.Len() != 0 || r.Version() != 0 {
@@ -56,7 +56,7 @@ func TestRegistry_Register_idFallsBackToHostAndAmazonID(t *testing.T) {
 
 func TestRegistry_Renew_unknownInstance(t *testing.T) {
 	r, _ := mustNew(t)
-	if _, err := r.Renew("APP", "nope", registry.Heartbeat{}); !errors.Is(err, registry.ErrInstanceNotFound) {
+	if _, err := r.Apply(registry.RenewOp("APP", "nope")); !errors.Is(err, registry.ErrInstanceNotFound) {
 		t.Fatalf("Renew err = %v, want ErrInstanceNotFound", err)
 	}
 }
@@ -64,7 +64,7 @@ func TestRegistry_Renew_unknownInstance(t *testing.T) {
 func TestRegistry_Renew_appNameAnyCase(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("orders", "a"))
-	if _, err := r.Renew("Orders", "a", registry.Heartbeat{}); err != nil {
+	if _, err := r.Apply(registry.RenewOp("Orders", "a")); err != nil {
 		t.Fatalf("Renew with mixed-case app: %v", err)
 	}
 	if _, ok := r.Snapshot().App("ORDERS"); !ok {
@@ -75,17 +75,25 @@ func TestRegistry_Renew_appNameAnyCase(t *testing.T) {
 func TestRegistry_Renew_allocatesNothing(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("APP", "a"))
-	hb := registry.Heartbeat{}
-	if n := testing.AllocsPerRun(1000, func() { _, _ = r.Renew("APP", "a", hb) }); n != 0 {
-		t.Errorf("Renew without hook: %v allocs/op, want 0", n)
+	op := registry.RenewOp("APP", "a")
+	if n := testing.AllocsPerRun(1000, func() { _, _ = r.Apply(op) }); n != 0 {
+		t.Errorf("Renew without a renewal consumer: %v allocs/op, want 0", n)
 	}
-	var seen int
-	r.SetChangeHook(func(registry.Change) { seen++ })
-	if n := testing.AllocsPerRun(1000, func() { _, _ = r.Renew("APP", "a", hb) }); n != 0 {
-		t.Errorf("Renew with hook: %v allocs/op, want 0", n)
+	ready := r.RenewalsReady()
+	var buf []registry.Renewal
+	if n := testing.AllocsPerRun(1000, func() {
+		_, _ = r.Apply(op)
+		buf = r.TakeRenewals(buf)
+	}); n != 0 {
+		t.Errorf("Renew with the renewal feed on: %v allocs/op, want 0", n)
 	}
-	if seen == 0 {
-		t.Error("hook not called for heartbeats")
+	if _, err := r.Apply(op); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ready:
+	default:
+		t.Error("renewal feed not woken by a heartbeat")
 	}
 }
 
@@ -107,7 +115,11 @@ func TestRegistry_Renew_lastDirtyTimestamp(t *testing.T) {
 	for _, tt := range tests {
 		r, _ := mustNew(t)
 		mustRegister(t, r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(stored)))
-		got, err := r.Renew("APP", "a", registry.Heartbeat{LastDirtyTimestamp: tt.dirty, Replicated: tt.replicated})
+		op := registry.RenewOp("APP", "a").Dirty(tt.dirty)
+		if tt.replicated {
+			op = op.From(registry.OriginPeer)
+		}
+		got, err := r.Apply(op)
 		if !errors.Is(err, tt.wantErr) && !(err == nil && tt.wantErr == nil) {
 			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.wantErr)
 		}
@@ -123,7 +135,9 @@ func TestRegistry_Renew_lastDirtyTimestamp(t *testing.T) {
 func TestRegistry_Renew_peerOverrideIsStored(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(100)))
-	_, err := r.Renew("APP", "a", registry.Heartbeat{LastDirtyTimestamp: 200, OverriddenStatus: registry.StatusOutOfService, Replicated: true})
+	op := registry.RenewOp("APP", "a").Dirty(200).From(registry.OriginPeer)
+	op.OverriddenStatus = registry.StatusOutOfService
+	_, err := r.Apply(op)
 	if !errors.Is(err, registry.ErrNewerDirtyTimestamp) {
 		t.Fatalf("err = %v", err)
 	}
@@ -159,7 +173,7 @@ func TestRegistry_Register_keepsRegistrationTimestamp(t *testing.T) {
 func TestRegistry_UpdateStatus_overrideOutlivesReRegisterButNotCancel(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("APP", "a"))
-	if _, err := r.UpdateStatus("APP", "a", registry.StatusOutOfService, 0, false); err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "a", registry.StatusOutOfService)); err != nil {
 		t.Fatal(err)
 	}
 	// The client re-registers claiming UP: the override holds.
@@ -172,7 +186,7 @@ func TestRegistry_UpdateStatus_overrideOutlivesReRegisterButNotCancel(t *testing
 	if got.Status != registry.StatusDown {
 		t.Fatalf("client DOWN: status %s, want DOWN", got.Status)
 	}
-	if err := r.Cancel("APP", "a", false); err != nil {
+	if _, err := r.Apply(registry.CancelOp("APP", "a")); err != nil {
 		t.Fatal(err)
 	}
 	got = mustRegister(t, r, registrytest.NewInstance("APP", "a"))
@@ -184,32 +198,32 @@ func TestRegistry_UpdateStatus_overrideOutlivesReRegisterButNotCancel(t *testing
 func TestRegistry_DeleteStatusOverride_forcesReRegister(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("APP", "a"))
-	if _, err := r.UpdateStatus("APP", "a", registry.StatusOutOfService, 0, false); err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "a", registry.StatusOutOfService)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.DeleteStatusOverride("APP", "a", registry.StatusUnknown, 0, false); err != nil {
+	if _, err := r.Apply(registry.DeleteOverrideOp("APP", "a", registry.StatusUnknown)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Renew("APP", "a", registry.Heartbeat{}); !errors.Is(err, registry.ErrStatusUnknown) {
+	if _, err := r.Apply(registry.RenewOp("APP", "a")); !errors.Is(err, registry.ErrStatusUnknown) {
 		t.Fatalf("heartbeat after override removal: err = %v, want ErrStatusUnknown (404)", err)
 	}
 	got := mustRegister(t, r, registrytest.NewInstance("APP", "a"))
 	if got.Status != registry.StatusUp {
 		t.Fatalf("after re-register: status %s, want UP", got.Status)
 	}
-	if _, err := r.Renew("APP", "a", registry.Heartbeat{}); err != nil {
+	if _, err := r.Apply(registry.RenewOp("APP", "a")); err != nil {
 		t.Fatalf("heartbeat after re-register: %v", err)
 	}
 }
 
 func TestRegistry_UpdateStatus_errors(t *testing.T) {
 	r, _ := mustNew(t)
-	if _, err := r.UpdateStatus("APP", "a", registry.StatusUp, 0, false); !errors.Is(err, registry.ErrInstanceNotFound) {
+	if _, err := r.Apply(registry.StatusOp("APP", "a", registry.StatusUp)); !errors.Is(err, registry.ErrInstanceNotFound) {
 		t.Errorf("unknown instance: %v", err)
 	}
 	mustRegister(t, r, registrytest.NewInstance("APP", "a"))
 	v := r.Version()
-	if _, err := r.UpdateStatus("APP", "a", "BOGUS", 0, false); !errors.Is(err, registry.ErrInvalidStatus) {
+	if _, err := r.Apply(registry.StatusOp("APP", "a", "BOGUS")); !errors.Is(err, registry.ErrInvalidStatus) {
 		t.Errorf("bad status: %v", err)
 	}
 	if r.Version() != v {
@@ -220,9 +234,9 @@ func TestRegistry_UpdateStatus_errors(t *testing.T) {
 func TestRegistry_UpdateMetadata(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("APP", "a", registrytest.WithMetadata(map[string]string{"zone": "z1"})))
-	var changes []registry.Change
-	r.SetChangeHook(func(c registry.Change) { changes = append(changes, c) })
-	got, err := r.UpdateMetadata("app", "a", map[string]string{"version": "2", "zone": "z2"})
+	cur := r.Subscribe()
+	defer cur.Close()
+	got, err := r.Apply(registry.MetadataOp("app", "a", map[string]string{"version": "2", "zone": "z2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,10 +246,14 @@ func TestRegistry_UpdateMetadata(t *testing.T) {
 	if v, _ := got.Metadata.Get("zone"); v != "z2" {
 		t.Errorf("zone = %q", v)
 	}
-	if len(changes) != 1 || changes[0].Action != registry.ActionRegister {
-		t.Errorf("changes = %+v, want one Register for peers", changes)
+	evs, _ := cur.Read(nil)
+	if len(evs) != 1 || evs[0].Kind != registry.OpMetadata {
+		t.Fatalf("events = %+v, want one metadata change", evs)
 	}
-	if _, err := r.UpdateMetadata("APP", "zzz", nil); !errors.Is(err, registry.ErrInstanceNotFound) {
+	if a, ok := evs[0].Kind.Action(); !ok || a != registry.ActionRegister {
+		t.Errorf("metadata goes to peers as %q, want Register", a)
+	}
+	if _, err := r.Apply(registry.MetadataOp("APP", "zzz", nil)); !errors.Is(err, registry.ErrInstanceNotFound) {
 		t.Errorf("unknown instance: %v", err)
 	}
 }
@@ -249,7 +267,7 @@ func TestRegistry_Snapshot_heartbeatsKeepVersionAndPointer(t *testing.T) {
 	if s2 := r.Snapshot(); s2 != s1 {
 		t.Fatalf("heartbeats produced a new snapshot (version %d → %d)", s1.Version, s2.Version)
 	}
-	if _, err := r.UpdateStatus("APP", "i-0", registry.StatusDown, 0, false); err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "i-0", registry.StatusDown)); err != nil {
 		t.Fatal(err)
 	}
 	s3 := r.Snapshot()
@@ -341,20 +359,20 @@ func TestRegistry_Snapshot_deltaReconcilesWithFullFetch(t *testing.T) {
 	}
 	// …then the registry changes in every way a delta must carry.
 	mustRegister(t, r, registrytest.NewInstance("NEW", "n1"))
-	if _, err := r.UpdateStatus("APP", "i-1", registry.StatusOutOfService, 0, false); err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Cancel("APP", "i-2", false); err != nil {
+	if _, err := r.Apply(registry.CancelOp("APP", "i-2")); err != nil {
 		t.Fatal(err)
 	}
 	mustRegister(t, r, registrytest.NewInstance("NEW", "gone"))
-	if err := r.Cancel("NEW", "gone", false); err != nil {
+	if _, err := r.Apply(registry.CancelOp("NEW", "gone")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.UpdateStatus("APP", "i-3", registry.StatusDown, 0, false); err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "i-3", registry.StatusDown)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.UpdateStatus("APP", "i-3", registry.StatusUp, 0, false); err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "i-3", registry.StatusUp)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -399,45 +417,10 @@ func TestRegistry_PruneDeltas_afterRetention(t *testing.T) {
 	}
 }
 
-func TestRegistry_SetChangeHook_orderAndReplication(t *testing.T) {
-	r, clk := mustNew(t, selfPreservationOff)
-	var got []string
-	r.SetChangeHook(func(c registry.Change) {
-		got = append(got, fmt.Sprintf("%s %s %v", c.Action, c.Key, c.Replicated))
-	})
-	mustRegister(t, r, registrytest.NewInstance("APP", "a"))
-	if _, err := r.Register(registrytest.NewInstance("APP", "b"), true); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Renew("APP", "a", registry.Heartbeat{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.UpdateStatus("APP", "a", registry.StatusDown, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.DeleteStatusOverride("APP", "a", registry.StatusUp, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Cancel("APP", "a", false); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(5 * time.Minute)
-	if n := len(r.EvictExpired()); n != 1 {
-		t.Fatalf("evicted %d, want 1", n)
-	}
-	want := []string{
-		"Register APP/a false", "Register APP/b true", "Heartbeat APP/a false",
-		"StatusUpdate APP/a false", "DeleteStatusOverride APP/a false", "Cancel APP/a false",
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("hook saw\n%v\nwant (evictions are not replicated)\n%v", got, want)
-	}
-}
-
 func TestRegistry_concurrentUse(t *testing.T) {
 	r, _ := mustNew(t)
-	var hooked sync.Map
-	r.SetChangeHook(func(c registry.Change) { hooked.Store(c.Key, c.Action) })
+	cur := r.Subscribe()
+	defer cur.Close()
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
@@ -445,10 +428,10 @@ func TestRegistry_concurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				id := fmt.Sprintf("w%d-%d", w, i%20)
-				_, _ = r.Register(registrytest.NewInstance("APP", id), false)
-				_, _ = r.Renew("APP", id, registry.Heartbeat{})
+				_, _ = r.Apply(registry.RegisterOp(registrytest.NewInstance("APP", id)))
+				_, _ = r.Apply(registry.RenewOp("APP", id))
 				if i%7 == 0 {
-					_ = r.Cancel("APP", id, false)
+					_, _ = r.Apply(registry.CancelOp("APP", id))
 				}
 				_ = r.Snapshot()
 				_ = r.SelfPreservationState()
@@ -464,25 +447,45 @@ func TestRegistry_concurrentUse(t *testing.T) {
 	if n != r.Len() || n != s.Instances {
 		t.Fatalf("snapshot holds %d, Len %d, Instances %d", n, r.Len(), s.Instances)
 	}
+	// The stream saw every change once, in version order, without a gap.
+	var next uint64 = 1
+	for {
+		evs, resync := cur.Read(make([]registry.Event, 0, 64))
+		if resync {
+			t.Fatal("resync with a default-sized outbox")
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			if ev.Seq != next {
+				t.Fatalf("event seq %d, want %d", ev.Seq, next)
+			}
+			next++
+		}
+	}
+	if next-1 != s.Version {
+		t.Fatalf("stream ends at %d, version %d", next-1, s.Version)
+	}
 }
 
 func TestRegistry_Adopt(t *testing.T) {
 	r, _ := mustNew(t)
 	mustRegister(t, r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(100), registrytest.WithVIP("ours")))
-	if ok, err := r.Adopt(registrytest.NewInstance("APP", "a", registrytest.WithDirty(100), registrytest.WithVIP("same-age"))); ok || err != nil {
+	if ok, err := adopt(r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(100), registrytest.WithVIP("same-age"))); ok || err != nil {
 		t.Fatalf("adopted a copy that is not newer: %v %v", ok, err)
 	}
-	if ok, err := r.Adopt(registrytest.NewInstance("APP", "a", registrytest.WithDirty(200), registrytest.WithVIP("theirs"))); !ok || err != nil {
+	if ok, err := adopt(r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(200), registrytest.WithVIP("theirs"))); !ok || err != nil {
 		t.Fatalf("did not adopt a newer copy: %v %v", ok, err)
 	}
 	if iv, _ := r.Instance("APP", "a"); iv.VIPAddress != "theirs" {
 		t.Fatalf("vip %q after adopt", iv.VIPAddress)
 	}
 	// Cancelled here meanwhile: a peer's late 409 must not bring it back.
-	if err := r.Cancel("APP", "a", false); err != nil {
+	if _, err := r.Apply(registry.CancelOp("APP", "a")); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := r.Adopt(registrytest.NewInstance("APP", "a", registrytest.WithDirty(300))); ok || r.Len() != 0 {
+	if ok, _ := adopt(r, registrytest.NewInstance("APP", "a", registrytest.WithDirty(300))); ok || r.Len() != 0 {
 		t.Fatalf("adopt resurrected a cancelled instance")
 	}
 }
@@ -491,10 +494,18 @@ func TestRegistry_Register_nonASCIIAppName(t *testing.T) {
 	r, _ := mustNew(t)
 	in := registrytest.NewInstance("café", "c1")
 	stored := mustRegister(t, r, in)
-	if _, err := r.Renew(stored.App, "c1", registry.Heartbeat{}); err != nil {
+	if _, err := r.Apply(registry.RenewOp(stored.App, "c1")); err != nil {
 		t.Fatalf("renew by stored name %q: %v", stored.App, err)
 	}
-	if _, err := r.Renew("café", "c1", registry.Heartbeat{}); err != nil {
+	if _, err := r.Apply(registry.RenewOp("café", "c1")); err != nil {
 		t.Fatalf("renew by the client's spelling: %v", err)
 	}
+}
+
+// adopt applies a peer's 409 copy and reports whether it was taken.
+func adopt(r *registry.Registry, in *registry.Instance) (bool, error) {
+	op := registry.RegisterOp(in).From(registry.OriginPeer)
+	op.OnlyIfNewer = true
+	stored, err := r.Apply(op)
+	return stored != nil, err
 }

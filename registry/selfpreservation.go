@@ -187,6 +187,7 @@ func (r *Registry) OpenForTraffic() int {
 	clear(r.arrivals)
 	n := r.instances
 	r.mu.Unlock()
+	r.opened.Store(true)
 	r.log.Info().Int("instances", n).Float64("expected_renews_per_min", expected).
 		Int64("renews_threshold", renewsThreshold(expected, r.cfg.RenewalPercentThreshold)).
 		Msg("open for traffic")

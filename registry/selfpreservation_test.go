@@ -55,7 +55,7 @@ func TestRegistry_SelfPreservationState_expectedFollowsRegisterAndCancel(t *test
 		t.Fatalf("after re-register: expected = %v, want 22", got)
 	}
 	for _, k := range keys[:5] {
-		if err := r.Cancel(k.App, k.ID, false); err != nil {
+		if _, err := r.Apply(registry.CancelOp(k.App, k.ID)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,7 +254,7 @@ func TestRegistry_SelfPreservationState_churnDoesNotLowerTheBar(t *testing.T) {
 		for i := range 15 {
 			id := fmt.Sprintf("loop-%d-%d", round, i)
 			mustRegister(t, r, registrytest.NewInstance("CRASHY", id))
-			if err := r.Cancel("CRASHY", id, false); err != nil {
+			if _, err := r.Apply(registry.CancelOp("CRASHY", id)); err != nil {
 				t.Fatal(err)
 			}
 		}

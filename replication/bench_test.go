@@ -33,7 +33,7 @@ func benchRegistry(b *testing.B, n int) (*registry.Registry, []*registry.Instanc
 	for i := range stored {
 		in := registrytest.NewInstance(fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i), registrytest.WithDirty(1718000000000),
 			registrytest.WithMetadata(map[string]string{"management.port": "8081", "version": "1.4.2", "zone": "eu-west-1a"}))
-		if stored[i], err = reg.Register(in, false); err != nil {
+		if stored[i], err = reg.Apply(registry.RegisterOp(in)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +67,10 @@ func BenchmarkReceiver_Handle(b *testing.B) {
 		b.Run(string(action), func(b *testing.B) {
 			reg, stored := benchRegistry(b, 10_000)
 			bodies := benchBatches(b, action, stored)
-			rc := NewReceiver(reg, zerolog.Nop())
+			rc, err := NewReceiver(reg, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.SetBytes(int64(len(bodies[0])))
 			b.ReportAllocs()
 			start := time.Now()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/muster-registry/muster/registry"
 	"github.com/rs/zerolog"
 )
 
@@ -67,18 +66,18 @@ type Config struct {
 	Now func() time.Time
 	// Transport sends batches. Required.
 	Transport Transport
-	// LocalInstance looks up the local copy of an instance. When a peer
-	// answers a heartbeat with 404 (it lost the instance), the sender queues
-	// a Register of the local copy; if it is gone locally, nothing happens.
-	// It is called from the peers' goroutines and must be safe for
-	// concurrent use. nil: such 404s are only counted as item failures.
-	LocalInstance func(registry.InstanceKey) (*registry.Instance, bool)
-	// Adopt takes the newer copy of an instance a peer returns with a 409 to
-	// a heartbeat. cmd wires it to a replicated local register, which is
-	// never re-replicated. It is called from the peers' goroutines, must be
-	// safe for concurrent use and must not block for long. nil: such 409s
-	// are only counted as item failures.
-	Adopt func(*registry.Instance)
+	// Store is the local registry: replication reads its change stream and
+	// renewal feed, looks up the local copy of an instance when a peer
+	// answers a heartbeat with 404 (it lost the instance: a Register of the
+	// local copy is queued, unless it is gone here too), and applies the
+	// newer copy a peer returns with a 409 (as a register from OriginPeer
+	// that only replaces an older stored copy, so it is not sent back).
+	// Required.
+	Store Store
+	// AdoptNewer applies a peer's newer copy answered with a 409; when
+	// false such answers are only counted as item failures.
+	// eureka.server.sync-when-timestamp-differs, default true.
+	AdoptNewer bool
 	// Logger receives peer sender starts and stops (Info), drops and
 	// failures (Warn, rate-limited) and one line per batch (Debug). The zero
 	// value logs nothing.
@@ -100,6 +99,7 @@ func DefaultConfig() Config {
 		SendTimeout:                 5 * time.Second,        // Netflix peer-node-read-timeout-ms
 		InboxSize:                   4096,                   // hand-off buffer per peer
 		LogInterval:                 10 * time.Second,       // one Warn line of a kind per peer per interval
+		AdoptNewer:                  true,                   // sync-when-timestamp-differs
 	}
 }
 
@@ -142,6 +142,9 @@ func (c Config) Validate() error {
 	}
 	if c.Transport == nil {
 		return errors.New("replication: Transport is required")
+	}
+	if c.Store == nil {
+		return errors.New("replication: Store is required")
 	}
 	return nil
 }

@@ -11,13 +11,20 @@
 //
 // The lifecycle of a change:
 //
-//  1. The registry applies a write and, after releasing its lock, calls the
-//     change hook, Replicator.Enqueue. A change that came from a peer
-//     (Change.Replicated) stops here: it is never forwarded again.
-//  2. Enqueue turns the change into a Task (action, instance key, the
-//     immutable instance, creation time) and offers it to every peer's
-//     inbox without blocking. A full inbox drops the task for that peer
-//     (Drops.InboxFull).
+//  1. The registry applies a write (registry.Op) and appends it to its
+//     change stream under its lock; a client's heartbeat instead marks its
+//     lease in the renewal feed. Neither calls into replication.
+//  2. The replicator's feed goroutine, woken by the registry without
+//     blocking, takes the renewals, then reads the stream from its cursor
+//     to the head, outside every registry lock. A change that did not come
+//     from a client (a peer's write, a syncUp copy, an eviction) stops
+//     here: it is never forwarded. The rest become Tasks (action, instance
+//     key, the immutable instance, creation time), changes first, then one
+//     heartbeat per renewed lease, each offered to every peer's inbox
+//     without blocking. A full inbox drops the task for that peer
+//     (Drops.InboxFull). If the feed fell so far behind that the stream
+//     overwrote what it had not read, it re-sends every instance as a
+//     Register (Counters.Resyncs).
 //  3. The peer's goroutine moves the task into its batcher. A pending task
 //     for the same instance and action is replaced, and the new one goes to
 //     the back, so register/cancel/register keeps its order (Counters.Replaced).
@@ -40,9 +47,9 @@
 //     superseded by a newer task, or have expired, are left out.
 //  7. Each item of a 2xx answer is checked, in order: a heartbeat's 404 means
 //     the peer lost the instance, so a Register of the local copy
-//     (Config.LocalInstance) is queued, unless it is gone here too; a
-//     heartbeat's 409 brings the peer's newer instance, which is handed to
-//     Config.Adopt (a replicated local register, so it does not come back
+//     (Config.Store) is queued, unless it is gone here too; a heartbeat's
+//     409 brings the peer's newer instance, which is applied from
+//     OriginPeer and only over an older copy (so it does not come back
 //     through step 1); a cancel's 404 is fine; other failures are counted
 //     (Counters.ItemFailures) and logged. An answer with a different number
 //     of items than the batch is logged and its items are ignored, as
@@ -50,7 +57,16 @@
 //  8. The sender goes back to step 4.
 //
 // SetPeers adds and removes senders as membership changes; a peer that
-// stays keeps its queue. Peers and Totals report queue depths, lag and
+// stays keeps its queue. A sender added while running starts with a
+// catch-up: a heartbeat for every live instance, so a peer that appeared
+// after some changes were handed out hears of them through the 404/409
+// dialogue (Counters.CatchUps).
+//
+// syncUp (Syncer) fetches a peer's registry through the same Transport and
+// applies it from OriginSync between Store.BeginSync and EndSync; the
+// registry keeps cancels and status writes replicated meanwhile. The
+// Receiver applies inbound batches as operations from OriginPeer through
+// a one-method Applier. Peers and Totals report queue depths, lag and
 // counters for /admin/status and metrics. The Transport interface is the seam
 // for the HTTP transport and its JSON batch types; package replicationtest
 // has an in-memory one for tests.

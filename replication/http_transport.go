@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // HeaderReplication marks requests between peers; Eureka compares it with
@@ -20,8 +23,13 @@ const HeaderReplication = "x-netflix-discovery-replication"
 // ReplicationList.
 type HTTPTransport struct {
 	client *http.Client
-	// maxResponseBytes bounds what a peer may answer.
+	// maxResponseBytes bounds what a peer may answer to a batch.
 	maxResponseBytes int64
+	// fetchClient fetches whole registries for syncUp: the same connections,
+	// but no request timeout of its own, as the batch timeout is far too
+	// short for a large registry; the caller's context bounds it
+	// (SyncConfig.FetchTimeout).
+	fetchClient *http.Client
 }
 
 // NewHTTPTransport returns a transport with the given connect and whole
@@ -35,6 +43,7 @@ func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTranspo
 	}
 	return &HTTPTransport{
 		client:           &http.Client{Transport: tr, Timeout: requestTimeout},
+		fetchClient:      &http.Client{Transport: tr},
 		maxResponseBytes: 64 << 20,
 	}
 }
@@ -77,4 +86,42 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 // joinURL appends path to a Eureka base URL, with exactly one slash.
 func joinURL(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
+}
+
+// FetchRegistry implements Transport: GET {peer}apps as JSON, marked as
+// replication so a peer that is itself still syncing answers 503 (it has no
+// registry to give) instead of a client's 403.
+func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(HeaderReplication, "true")
+	resp, err := t.fetchClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return nil, fmt.Errorf("GET %s: %w", req.URL, ErrPeerStarting)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s answered %d", req.URL, resp.StatusCode)
+	}
+	apps, err := wire.DecodeApplicationsJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("registry of %s: %w", p.Name, err)
+	}
+	var out []*registry.Instance
+	for _, app := range apps.Apps {
+		for _, iv := range app.Instances {
+			out = append(out, iv.Instance)
+		}
+	}
+	return out, nil
 }

@@ -57,6 +57,9 @@ type peer struct {
 	// cancel stops a started sender; nil until the Replicator starts it.
 	// The Replicator reads and writes it under its mu.
 	cancel context.CancelFunc
+	// catchUp makes the sender queue a heartbeat for every live instance
+	// when it starts (queueCatchUp). Set by the Replicator before start.
+	catchUp bool
 
 	// --- owned by the peer's goroutine ---
 	b        *batcher
@@ -123,6 +126,9 @@ func (p *peer) offer(t Task) {
 // after the batch in flight, if any, has been answered or aborted.
 func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
 	p.log.Info().Str(logURL, p.info.Load().URL).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
+	if p.catchUp {
+		p.queueCatchUp(p.now())
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -154,6 +160,40 @@ func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
 			p.onResult(r, p.now())
 		case <-timer.C:
 		}
+	}
+}
+
+// queueCatchUp queues a heartbeat for every instance of the local registry
+// whose lease is live. A peer that joined after some changes were made
+// here, or whose sender started only after membership reported it (the
+// changes in between reached no queue), learns of them through Eureka's own
+// repair dialogue: it answers 404 for an instance it lacks (a Register of
+// the local copy follows), 409 with a newer copy, 200 for one it has. A
+// heartbeat is cheaper than a Register for the peer that is up to date: no
+// new version, no delta entry, no re-encoded payload. Dead leases are left
+// out, so the peer does not keep them alive.
+func (p *peer) queueCatchUp(now time.Time) {
+	if p.cfg.Store == nil {
+		return
+	}
+	snap := p.cfg.Store.Snapshot()
+	n := 0
+	for _, app := range snap.Apps {
+		for _, iv := range app.Instances {
+			lease := 90 * time.Second // Eureka's default leaseInfo.durationInSecs
+			if iv.LeaseDurationSecs > 0 {
+				lease = time.Duration(iv.LeaseDurationSecs) * time.Second
+			}
+			if now.Sub(time.UnixMilli(iv.LastRenewalTimestamp)) > lease {
+				continue
+			}
+			p.b.add(Task{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: app.Name, ID: iv.ID()}, Instance: iv.Instance, CreatedAt: now}, now)
+			n++
+		}
+	}
+	p.c.CatchUps += uint64(n)
+	if n > 0 {
+		p.log.Info().Int(logCount, n).Msg("peer sender catching up: a heartbeat for every live instance")
 	}
 }
 
@@ -291,10 +331,10 @@ func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
 			continue
 		}
 		switch {
-		case t.Action == registry.ActionHeartbeat && code == 404 && p.cfg.LocalInstance != nil:
+		case t.Action == registry.ActionHeartbeat && code == 404:
 			p.reregister(t, now)
-		case t.Action == registry.ActionHeartbeat && code == 409 && it.Instance != nil && p.cfg.Adopt != nil:
-			p.cfg.Adopt(it.Instance)
+		case t.Action == registry.ActionHeartbeat && code == 409 && it.Instance != nil && p.cfg.AdoptNewer:
+			p.adopt(it.Instance)
 			p.c.Adopted++
 		case t.Action == registry.ActionCancel && code == 404:
 			p.log.Debug().Str(logApp, t.Key.App).Str(logInstanceID, t.Key.ID).
@@ -315,7 +355,8 @@ func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
 // Register of the local instance, queued like any other task. If the
 // instance is gone locally, a cancel is on its way and nothing is needed.
 func (p *peer) reregister(t *Task, now time.Time) {
-	inst, ok := p.cfg.LocalInstance(t.Key)
+	iv, ok := p.cfg.Store.Instance(t.Key.App, t.Key.ID)
+	inst := iv.Instance
 	if !ok || inst == nil {
 		p.log.Debug().Str(logApp, t.Key.App).Str(logInstanceID, t.Key.ID).
 			Msg("peer lost an instance that is gone here too")
@@ -323,6 +364,18 @@ func (p *peer) reregister(t *Task, now time.Time) {
 	}
 	p.b.add(Task{Action: registry.ActionRegister, Key: t.Key, Instance: inst, CreatedAt: now}, now)
 	p.c.Reregistered++
+}
+
+// adopt applies a peer's newer copy of an instance, answered with a 409 to
+// our heartbeat (PeerEurekaNode#syncInstancesIfTimestampDiffers). It comes
+// from a peer, so it is not sent back, and it only replaces an older stored
+// copy: one cancelled here meanwhile stays cancelled.
+func (p *peer) adopt(in *registry.Instance) {
+	op := registry.RegisterOp(in).From(registry.OriginPeer)
+	op.OnlyIfNewer = true
+	if _, err := p.cfg.Store.Apply(op); err != nil {
+		p.log.Warn().Err(err).Str(logApp, in.App).Str(logInstanceID, in.ID()).Msg("peer's newer instance refused")
+	}
 }
 
 // warnDropsIfAny logs a Warn line (at most one per LogInterval) when tasks

@@ -31,6 +31,40 @@ func (f *fakeTransport) Send(_ context.Context, p Peer, b Batch) (BatchResult, e
 	return allOK(b), nil
 }
 
+func (f *fakeTransport) FetchRegistry(context.Context, Peer) ([]*registry.Instance, error) {
+	return nil, errors.New("fakeTransport: no registry to fetch")
+}
+
+// fakeStore is a real registry whose instance lookups and applied
+// operations the peer tests choose and record: the 404 and 409 repairs
+// read and write through it.
+type fakeStore struct {
+	*registry.Registry
+	local   map[registry.InstanceKey]*registry.Instance
+	adopted []*registry.Instance
+}
+
+func newFakeStore(t *testing.T) *fakeStore {
+	reg, err := registry.New(registry.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeStore{Registry: reg, local: map[registry.InstanceKey]*registry.Instance{}}
+}
+
+func (s *fakeStore) Instance(app, id string) (registry.InstanceView, bool) {
+	in, ok := s.local[registry.InstanceKey{App: app, ID: id}]
+	return registry.InstanceView{Instance: in}, ok
+}
+
+func (s *fakeStore) Apply(op registry.Op) (*registry.Instance, error) {
+	if op.Kind == registry.OpRegister && op.OnlyIfNewer && op.Origin == registry.OriginPeer {
+		s.adopted = append(s.adopted, op.Instance)
+		return op.Instance, nil
+	}
+	return s.Registry.Apply(op)
+}
+
 func (f *fakeTransport) sizes() []int {
 	out := make([]int, len(f.sent))
 	for i, b := range f.sent {
@@ -53,11 +87,10 @@ func answer(b Batch, codes ...int) BatchResult {
 // harness drives one peer's step/onResult with a moved clock and a fake
 // transport, as the sender's goroutine would, but synchronously.
 type harness struct {
-	p       *peer
-	clk     *registrytest.Clock
-	ft      *fakeTransport
-	local   map[registry.InstanceKey]*registry.Instance
-	adopted []*registry.Instance
+	p     *peer
+	clk   *registrytest.Clock
+	ft    *fakeTransport
+	store *fakeStore
 }
 
 func testLogger(t *testing.T) zerolog.Logger {
@@ -68,6 +101,7 @@ func testConfig(t *testing.T, clk *registrytest.Clock, tr Transport, opts ...fun
 	cfg := DefaultConfig()
 	cfg.Now = clk.Now
 	cfg.Transport = tr
+	cfg.Store = newFakeStore(t)
 	cfg.Logger = testLogger(t)
 	for _, o := range opts {
 		o(&cfg)
@@ -77,17 +111,9 @@ func testConfig(t *testing.T, clk *registrytest.Clock, tr Transport, opts ...fun
 
 func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 	t.Helper()
-	h := &harness{clk: registrytest.NewClock(), ft: &fakeTransport{}, local: map[registry.InstanceKey]*registry.Instance{}}
+	h := &harness{clk: registrytest.NewClock(), ft: &fakeTransport{}}
 	cfg := testConfig(t, h.clk, h.ft, opts...)
-	if cfg.LocalInstance == nil {
-		cfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
-			in, ok := h.local[k]
-			return in, ok
-		}
-	}
-	if cfg.Adopt == nil {
-		cfg.Adopt = func(in *registry.Instance) { h.adopted = append(h.adopted, in) }
-	}
+	h.store, _ = cfg.Store.(*fakeStore)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +342,7 @@ func TestPeer_OnResult_permanentErrorDrops(t *testing.T) {
 func TestPeer_OnResult_heartbeat404Reregisters(t *testing.T) {
 	h := newHarness(t)
 	local := registrytest.NewInstance("ORDERS", "a", registrytest.WithDirty(42))
-	h.local[registry.InstanceKey{App: "ORDERS", ID: "a"}] = local
+	h.store.local[registry.InstanceKey{App: "ORDERS", ID: "a"}] = local
 	// ORDERS/b is gone locally: its cancel is on its way, nothing to do.
 	h.ft.respond = func(_ Peer, b Batch) (BatchResult, error) { return answer(b, 404), nil }
 	h.enqueue(hbFor("a"), hbFor("b"))
@@ -345,8 +371,8 @@ func TestPeer_OnResult_heartbeat409Adopts(t *testing.T) {
 	}
 	h.enqueue(hbFor("a"), hbFor("b"))
 	h.deliver(h.mustStep(t))
-	if len(h.adopted) != 1 || h.adopted[0] != theirs {
-		t.Errorf("adopted %v, want the peer's instance", h.adopted)
+	if len(h.store.adopted) != 1 || h.store.adopted[0] != theirs {
+		t.Errorf("adopted %v, want the peer's instance", h.store.adopted)
 	}
 	if s := h.stats(); s.Adopted != 1 || s.ItemFailures != 0 || s.QueueDepth != 0 {
 		t.Errorf("Adopted, ItemFailures, QueueDepth = %d, %d, %d, want 1, 0, 0", s.Adopted, s.ItemFailures, s.QueueDepth)
@@ -377,7 +403,7 @@ func TestPeer_OnResult_otherItemFailures(t *testing.T) {
 
 func TestPeer_OnResult_itemCountMismatchSkipsItems(t *testing.T) {
 	h := newHarness(t)
-	h.local[registry.InstanceKey{App: "ORDERS", ID: "a"}] = registrytest.NewInstance("ORDERS", "a")
+	h.store.local[registry.InstanceKey{App: "ORDERS", ID: "a"}] = registrytest.NewInstance("ORDERS", "a")
 	h.ft.respond = func(Peer, Batch) (BatchResult, error) {
 		return BatchResult{Items: []ItemResult{{StatusCode: 404}}}, nil
 	}
@@ -440,39 +466,23 @@ func newTestReplicator(t *testing.T, opts ...func(*Config)) (*Replicator, *regis
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return New(cfg), clk
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, clk
 }
 
-func change(a registry.Action, id string, replicated bool) registry.Change {
+func change(a registry.Action, id string) Task {
 	in := registrytest.NewInstance("ORDERS", id)
-	return registry.Change{Action: a, Key: registry.InstanceKey{App: "ORDERS", ID: id}, Instance: in, Replicated: replicated, At: t0}
-}
-
-func TestReplicator_Enqueue_replicatedChangesAreNeverQueued(t *testing.T) {
-	r, _ := newTestReplicator(t)
-	r.SetPeers([]Peer{{Name: "b", URL: "http://b/eureka/"}, {Name: "c", URL: "http://c/eureka/"}})
-	for _, a := range []registry.Action{registry.ActionRegister, registry.ActionHeartbeat, registry.ActionCancel,
-		registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride} {
-		r.Enqueue(change(a, "a", true))
-	}
-	for _, s := range r.Peers() {
-		if s.QueueDepth != 0 {
-			t.Errorf("peer %s: QueueDepth = %d after replicated changes, want 0", s.Name, s.QueueDepth)
-		}
-	}
-	r.Enqueue(change(registry.ActionRegister, "a", false))
-	for _, s := range r.Peers() {
-		if s.QueueDepth != 1 {
-			t.Errorf("peer %s: QueueDepth = %d after a local change, want 1", s.Name, s.QueueDepth)
-		}
-	}
+	return Task{Action: a, Key: registry.InstanceKey{App: "ORDERS", ID: id}, Instance: in, CreatedAt: t0}
 }
 
 func TestReplicator_Enqueue_doesNotAllocate(t *testing.T) {
 	r, _ := newTestReplicator(t, func(c *Config) { c.InboxSize = 8 })
 	r.SetPeers([]Peer{{Name: "b"}, {Name: "c"}, {Name: "d"}})
-	hb := change(registry.ActionHeartbeat, "a", false)
-	if allocs := testing.AllocsPerRun(100, func() { r.Enqueue(hb) }); allocs != 0 {
+	hb := change(registry.ActionHeartbeat, "a")
+	if allocs := testing.AllocsPerRun(100, func() { r.enqueue(hb) }); allocs != 0 {
 		t.Errorf("Enqueue allocates %v times per call, want 0", allocs)
 	}
 	// 101 calls into inboxes of 8: the rest are counted drops.
@@ -486,7 +496,7 @@ func TestReplicator_SetPeers_keepsQueueOfStayingPeers(t *testing.T) {
 	r.SetPeers([]Peer{{Name: "b", URL: "http://10.0.0.2:8761/eureka/"}, {Name: "c", URL: "http://10.0.0.3:8761/eureka/"}})
 	pb := r.peers["b"]
 	for _, id := range []string{"a1", "a2", "a3", "a4"} { // a4 overflows the inboxes
-		r.Enqueue(change(registry.ActionRegister, id, false))
+		r.enqueue(change(registry.ActionRegister, id))
 	}
 	// b's sender has moved one task into its queue; two wait in the inbox.
 	pb.b.add(<-pb.inbox, clk.Now())

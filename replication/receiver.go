@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -18,18 +16,23 @@ import (
 // item as the matching client request would be applied with the
 // replication flag set, so none of it is forwarded again.
 type Receiver struct {
-	reg  *registry.Registry
-	log  zerolog.Logger
-	sync atomic.Pointer[Syncer]
+	reg Applier
+	log zerolog.Logger
 }
 
-// WatchSync makes the receiver tell s about every replicated cancel and
-// status change, so that a syncUp in flight can keep them (Syncer).
-func (rc *Receiver) WatchSync(s *Syncer) { rc.sync.Store(s) }
+// Applier is what the receiver needs of the registry: one write path.
+// *registry.Registry implements it; Apply must be safe for concurrent use.
+type Applier interface {
+	Apply(registry.Op) (*registry.Instance, error)
+}
 
-// NewReceiver returns a receiver applying batches to reg.
-func NewReceiver(reg *registry.Registry, logger zerolog.Logger) *Receiver {
-	return &Receiver{reg: reg, log: logger.With().Str("component", "replication").Logger()}
+// NewReceiver returns a receiver applying batches to reg, every item as an
+// operation from OriginPeer.
+func NewReceiver(reg Applier, logger zerolog.Logger) (*Receiver, error) {
+	if reg == nil {
+		return nil, errors.New("replication: NewReceiver needs a registry")
+	}
+	return &Receiver{reg: reg, log: logger.With().Str("component", "replication").Logger()}, nil
 }
 
 // Handle decodes a ReplicationList, applies every item in order and returns
@@ -75,20 +78,25 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 	}
 	var err error
 	var in *registry.Instance
+	apply := func(op registry.Op) {
+		in, err = rc.reg.Apply(op.Dirty(dirty).From(registry.OriginPeer))
+	}
 	switch registry.Action(it.Action) {
 	case registry.ActionRegister:
 		if len(it.InstanceInfo) == 0 {
 			return replicationResponse{StatusCode: http.StatusBadRequest}
 		}
-		if in, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
-			_, err = rc.reg.Register(in, true)
+		var body *registry.Instance
+		if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
+			// The instance carries its own lastDirtyTimestamp.
+			_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 		}
 	case registry.ActionHeartbeat:
-		hb := registry.Heartbeat{LastDirtyTimestamp: dirty, Replicated: true}
+		op := registry.RenewOp(it.AppName, it.ID)
 		if it.OverriddenStatus != "" {
-			hb.OverriddenStatus = registry.LenientStatus(it.OverriddenStatus)
+			op.OverriddenStatus = registry.LenientStatus(it.OverriddenStatus)
 		}
-		in, err = rc.reg.Renew(it.AppName, it.ID, hb)
+		apply(op)
 		if errors.Is(err, registry.ErrStaleDirtyTimestamp) && in != nil {
 			return replicationResponse{
 				StatusCode:     http.StatusConflict,
@@ -96,13 +104,11 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			}
 		}
 	case registry.ActionCancel:
-		err = rc.reg.Cancel(it.AppName, it.ID, true)
-		rc.noteForSync(registry.ActionCancel, it, "", 0)
+		apply(registry.CancelOp(it.AppName, it.ID))
 	case registry.ActionStatusUpdate:
 		var st registry.Status
 		if st, err = registry.ParseStatus(it.Status); err == nil {
-			_, err = rc.reg.UpdateStatus(it.AppName, it.ID, st, dirty, true)
-			rc.noteForSync(registry.ActionStatusUpdate, it, st, dirty)
+			apply(registry.StatusOp(it.AppName, it.ID, st))
 		}
 	case registry.ActionDeleteStatusOverride:
 		st := registry.StatusUnknown
@@ -110,20 +116,13 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			st, err = registry.ParseStatus(it.Status)
 		}
 		if err == nil {
-			_, err = rc.reg.DeleteStatusOverride(it.AppName, it.ID, st, dirty, true)
-			rc.noteForSync(registry.ActionDeleteStatusOverride, it, st, dirty)
+			apply(registry.DeleteOverrideOp(it.AppName, it.ID, st))
 		}
 	default:
 		rc.log.Warn().Str("action", it.Action).Msg("unknown replication action")
 		return replicationResponse{StatusCode: http.StatusBadRequest}
 	}
 	return replicationResponse{StatusCode: itemStatus(err)}
-}
-
-func (rc *Receiver) noteForSync(action registry.Action, it replicationItem, st registry.Status, dirty int64) {
-	if s := rc.sync.Load(); s != nil {
-		s.ObserveReplicated(action, registry.InstanceKey{App: strings.ToUpper(it.AppName), ID: it.ID}, st, dirty)
-	}
 }
 
 // itemStatus maps a registry error to the status the matching client

@@ -23,7 +23,14 @@ type Replicator struct {
 	now func() time.Time
 	log zerolog.Logger
 
-	// view is the list of senders Enqueue fans out to. It is replaced (never
+	// cur is the replicator's position in the registry's change stream,
+	// taken in New so that nothing applied before Run is missed. Only the
+	// feed goroutine reads it.
+	cur *registry.Cursor
+	// resyncs counts the times the feed fell behind the stream.
+	resyncs atomic.Uint64
+
+	// view is the list of senders enqueue fans out to. It is replaced (never
 	// modified) under mu, so Enqueue reads it without a lock.
 	view atomic.Pointer[[]*peer]
 
@@ -49,9 +56,13 @@ const (
 	stateClosed
 )
 
-// New returns a Replicator with no peers. It starts no goroutines: Run
-// does. cfg should pass Validate; Run reports it if it does not.
-func New(cfg Config) *Replicator {
+// New returns a Replicator with no peers, positioned at the head of
+// cfg.Source's change stream: every change applied from now on is sent to
+// the peers Run finds. It starts no goroutines: Run does.
+func New(cfg Config) (*Replicator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	r := &Replicator{
 		cfg:      cfg,
 		now:      cfg.Now,
@@ -63,18 +74,16 @@ func New(cfg Config) *Replicator {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	return r
+	r.cur = cfg.Store.Subscribe()
+	return r, nil
 }
 
 // Run starts a sender for each peer (and for peers added later by
-// SetPeers) and blocks until ctx ends or Shutdown is called; then it stops
-// the senders, waits for them and returns nil. It returns at once with the
-// config's error if Validate fails, and ErrClosed if Run was called before
-// or the Replicator was shut down.
+// SetPeers) and the feed that reads the registry's changes, and blocks
+// until ctx ends or Shutdown is called; then it stops them, waits for them
+// and returns nil. It returns ErrClosed if Run was called before or the
+// Replicator was shut down.
 func (r *Replicator) Run(ctx context.Context) error {
-	if err := r.cfg.Validate(); err != nil {
-		return err
-	}
 	r.mu.Lock()
 	if r.state != stateNew {
 		r.mu.Unlock()
@@ -85,6 +94,11 @@ func (r *Replicator) Run(ctx context.Context) error {
 	for _, p := range r.peers {
 		r.startLocked(p)
 	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.feed(r.ctx)
+	}()
 	r.mu.Unlock()
 
 	<-r.ctx.Done()
@@ -95,6 +109,7 @@ func (r *Replicator) Run(ctx context.Context) error {
 	r.mu.Unlock()
 	r.wg.Wait()
 	r.cancel()
+	r.cur.Close()
 	close(r.done)
 	return nil
 }
@@ -115,15 +130,70 @@ func (r *Replicator) Shutdown() {
 	<-r.done
 }
 
-// Enqueue is the registry's change hook: it queues c for every peer. It
-// never blocks and does not allocate (it runs for every heartbeat). A
-// Replicated change (a peer's write) is never forwarded again. A peer
-// whose inbox is full loses the task, counted as Drops.InboxFull.
-func (r *Replicator) Enqueue(c registry.Change) {
-	t, ok := TaskFromChange(c)
-	if !ok {
-		return
+// feed moves the registry's changes to the senders until ctx ends: this
+// is the only reader of the replicator's cursor and of the renewal feed,
+// and it runs outside every registry lock. On each wake-up it takes the
+// renewals first and then reads the stream to its head, and hands the
+// changes to the senders before the heartbeats: a renewal taken here
+// belongs to a lease whose register is already in the stream, so a peer
+// never gets a heartbeat before the register it depends on.
+func (r *Replicator) feed(ctx context.Context) {
+	src := r.cfg.Store
+	renewed := src.RenewalsReady()
+	events := make([]registry.Event, 0, 256)
+	var renewals []registry.Renewal
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.cur.Ready():
+		case <-renewed:
+		}
+		renewals = src.TakeRenewals(renewals)
+		for {
+			var resync bool
+			events, resync = r.cur.Read(events)
+			if resync {
+				r.resync()
+				continue
+			}
+			if len(events) == 0 {
+				break
+			}
+			for _, ev := range events {
+				if t, ok := TaskFromEvent(ev); ok {
+					r.enqueue(t)
+				}
+			}
+		}
+		for _, rn := range renewals {
+			r.enqueue(taskFromRenewal(rn))
+		}
 	}
+}
+
+// resync runs when the feed fell so far behind the registry's stream that
+// changes it had not read were overwritten (registry.Config.OutboxSize).
+// It does not guess what was lost: every instance the registry holds now
+// is queued as a Register for every peer, which restores every write but
+// a cancel; a peer that still holds a cancelled instance evicts it when its
+// lease runs out, since no heartbeat comes for it.
+func (r *Replicator) resync() {
+	r.resyncs.Add(1)
+	snap := r.cfg.Store.Snapshot()
+	now := r.now()
+	r.log.Warn().Uint64("version", snap.Version).Int("instances", snap.Instances).
+		Msg("replication fell behind the registry's change stream; re-sending every instance")
+	for _, app := range snap.Apps {
+		for _, iv := range app.Instances {
+			r.enqueue(Task{Action: registry.ActionRegister, Key: registry.InstanceKey{App: app.Name, ID: iv.ID()}, Instance: iv.Instance, CreatedAt: now})
+		}
+	}
+}
+
+// enqueue offers t to every peer without blocking and without allocating.
+// A peer whose inbox is full loses the task, counted as Drops.InboxFull.
+func (r *Replicator) enqueue(t Task) {
 	ps := r.view.Load()
 	if ps == nil {
 		return
@@ -135,6 +205,11 @@ func (r *Replicator) Enqueue(c registry.Change) {
 		p.offer(t)
 	}
 }
+
+// Backlog is how many of the registry's changes the feed has not read yet.
+// Together with each peer's QueueDepth and InFlight it tells whether
+// everything applied so far has been sent.
+func (r *Replicator) Backlog() uint64 { return r.cur.Lag() }
 
 // SetPeers replaces the peer list. Peers are matched by Name: a new name
 // gets a sender (started at once if Run is running), a missing name has
@@ -181,6 +256,10 @@ func (r *Replicator) SetPeers(peers []Peer) {
 		p := newPeer(&r.cfg, r.now, r.log, np)
 		r.peers[name] = p
 		if r.state == stateRunning {
+			// The feed has already handed earlier changes to the senders
+			// that existed then: this one catches up from the registry.
+			// Peers set before Run need not: the feed starts with them.
+			p.catchUp = true
 			r.startLocked(p)
 		}
 	}
@@ -252,6 +331,7 @@ func (r *Replicator) Totals() Counters {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.retired
+	t.Resyncs = r.resyncs.Load()
 	for _, p := range r.peers {
 		t.add(p.snapshot().Counters)
 	}

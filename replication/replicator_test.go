@@ -49,13 +49,34 @@ func ids(b replication.Batch) string {
 	return strings.Join(parts, " ")
 }
 
-func localChange(a registry.Action, id string) registry.Change {
-	return registry.Change{
-		Action:   a,
-		Key:      registry.InstanceKey{App: "ORDERS", ID: id},
-		Instance: registrytest.NewInstance("ORDERS", id),
-		At:       time.Now(),
+// newReplicator returns a replicator reading a fresh registry (on the
+// real clock: the senders run for real here).
+func newReplicator(t *testing.T, tr replication.Transport) (*replication.Replicator, *registry.Registry) {
+	t.Helper()
+	reg, err := registry.New(registry.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg := replication.DefaultConfig()
+	cfg.Transport = tr
+	cfg.Store = reg
+	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t))
+	r, err := replication.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, reg
+}
+
+func mustApply(tb testing.TB, reg *registry.Registry, op registry.Op) {
+	tb.Helper()
+	if _, err := reg.Apply(op); err != nil {
+		tb.Fatalf("Apply(%s %s/%s): %v", op.Kind, op.App, op.ID, err)
+	}
+}
+
+func register(id string) registry.Op {
+	return registry.RegisterOp(registrytest.NewInstance("ORDERS", id))
 }
 
 // replicationGoroutines lists the stacks of goroutines running code of
@@ -89,12 +110,7 @@ func TestReplicator_Run(t *testing.T) {
 		return replicationtest.OK(b), nil
 	}
 
-	cfg := replication.DefaultConfig()
-	cfg.Transport = tr
-	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t))
-	cfg.LocalInstance = func(registry.InstanceKey) (*registry.Instance, bool) { return nil, false }
-	cfg.Adopt = func(*registry.Instance) {}
-	r := replication.New(cfg)
+	r, reg := newReplicator(t, tr)
 	r.SetPeers([]replication.Peer{{Name: "b", URL: "http://b/eureka/"}, {Name: "c", URL: "http://c/eureka/"}})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,8 +118,9 @@ func TestReplicator_Run(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- r.Run(ctx) }()
 
-	// 1. A lone change reaches both peers, one batch each.
-	r.Enqueue(localChange(registry.ActionRegister, "x"))
+	// 1. A lone change reaches both peers, one batch each: the register
+	// goes registry → stream → replicator → sender.
+	mustApply(t, reg, register("x"))
 	got := map[string]string{}
 	for range 2 {
 		s := mustRecv(t, tr)
@@ -115,15 +132,27 @@ func TestReplicator_Run(t *testing.T) {
 	if got["b"] != "Register:x" || got["c"] != "Register:x" {
 		t.Fatalf("first batches = %v, want Register:x to b and c", got)
 	}
-	r.Enqueue(registry.Change{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: "ORDERS", ID: "x"}, Replicated: true})
+	for i := range 10 {
+		mustApply(t, reg, register(fmt.Sprint("z", i)))
+	}
+	mustApply(t, reg, register("y"))
+	for seen := map[string]bool{}; !seen["b"] || !seen["c"]; {
+		if s := mustRecv(t, tr); strings.HasSuffix(ids(s.Batch), "Register:y") {
+			seen[s.Peer.Name] = true
+		}
+	}
+	// A peer's write is never sent on.
+	mustApply(t, reg, registry.RenewOp("ORDERS", "x").From(registry.OriginPeer))
+	mustApply(t, reg, registry.StatusOp("ORDERS", "x", registry.StatusDown).From(registry.OriginPeer))
 
 	// 2. While b's batch is in flight, changes queue up for b and go out,
-	// in order, once it is answered.
+	// in order, once it is answered. Client heartbeats come through the
+	// renewal feed, in the order the instances first renewed.
 	hold <- true
-	r.Enqueue(localChange(registry.ActionHeartbeat, "x"))
+	mustApply(t, reg, registry.RenewOp("ORDERS", "x"))
 	<-inFlight
 	for i := range 10 {
-		r.Enqueue(localChange(registry.ActionHeartbeat, fmt.Sprint("z", i)))
+		mustApply(t, reg, registry.RenewOp("ORDERS", fmt.Sprint("z", i)))
 	}
 	close(release)
 	var toB []string
@@ -141,7 +170,7 @@ func TestReplicator_Run(t *testing.T) {
 	// 3. A cut-off peer is retried until it is reachable again.
 	tr.Disconnect("c")
 	r.SetPeers([]replication.Peer{{Name: "b", URL: "http://b/eureka/"}, {Name: "c", URL: "http://c2/eureka/"}})
-	r.Enqueue(localChange(registry.ActionCancel, "y"))
+	mustApply(t, reg, registry.CancelOp("ORDERS", "y"))
 	mustRecvFrom(t, tr, "c", func(s replicationtest.Sent) bool {
 		return errors.Is(s.Err, replicationtest.ErrUnreachable) && strings.Contains(ids(s.Batch), "Cancel:y")
 	})
@@ -173,7 +202,7 @@ func TestReplicator_Run(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after Shutdown")
 	}
-	r.Enqueue(localChange(registry.ActionRegister, "late")) // a no-op now, and no panic
+	mustApply(t, reg, register("late")) // nobody reads it now, and nothing blocks
 	deadline := time.Now().Add(5 * time.Second)
 	for gs := replicationGoroutines(); len(gs) > 0; gs = replicationGoroutines() {
 		if time.Now().After(deadline) {
@@ -186,17 +215,14 @@ func TestReplicator_Run(t *testing.T) {
 	}
 }
 
-func TestReplicator_Run_invalidConfig(t *testing.T) {
-	r := replication.New(replication.DefaultConfig()) // no Transport
-	if err := r.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "Transport") {
-		t.Errorf("Run() = %v, want the config error", err)
+func TestReplicator_New_invalidConfig(t *testing.T) {
+	if _, err := replication.New(replication.DefaultConfig()); err == nil || !strings.Contains(err.Error(), "Transport") {
+		t.Errorf("New() = %v, want the config error", err)
 	}
 }
 
 func TestReplicator_Shutdown_beforeRun(t *testing.T) {
-	cfg := replication.DefaultConfig()
-	cfg.Transport = replicationtest.NewTransport()
-	r := replication.New(cfg)
+	r, _ := newReplicator(t, replicationtest.NewTransport())
 	r.SetPeers([]replication.Peer{{Name: "b"}})
 	r.Shutdown()
 	r.Shutdown()
@@ -206,15 +232,13 @@ func TestReplicator_Shutdown_beforeRun(t *testing.T) {
 }
 
 func TestReplicator_Run_endsWithContext(t *testing.T) {
-	cfg := replication.DefaultConfig()
 	tr := replicationtest.NewTransport()
-	cfg.Transport = tr
-	r := replication.New(cfg)
+	r, reg := newReplicator(t, tr)
 	r.SetPeers([]replication.Peer{{Name: "b"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() { runErr <- r.Run(ctx) }()
-	r.Enqueue(localChange(registry.ActionRegister, "x"))
+	mustApply(t, reg, register("x"))
 	mustRecv(t, tr)
 	cancel()
 	if err := <-runErr; err != nil {

@@ -48,6 +48,13 @@ type Counters struct {
 	ItemFailures uint64
 	// Drops counts tasks given up, by reason.
 	Drops Drops
+	// Resyncs counts the times replication fell behind the registry's
+	// change stream and re-sent every instance (Replicator only; 0 per peer).
+	Resyncs uint64
+	// CatchUps counts heartbeats a new sender queued for every live
+	// instance when it started, so that a peer that joined late hears of
+	// what it missed (a 404 answer makes it a Register).
+	CatchUps uint64
 }
 
 func (c *Counters) add(o Counters) {
@@ -59,6 +66,8 @@ func (c *Counters) add(o Counters) {
 	c.Adopted += o.Adopted
 	c.ItemFailures += o.ItemFailures
 	c.Drops.add(o.Drops)
+	c.Resyncs += o.Resyncs
+	c.CatchUps += o.CatchUps
 }
 
 // PeerStats is what one peer sender reports, for /admin/status and metrics.

@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/wire"
 )
 
 // ErrPeerStarting means the peer is itself still copying the registry
@@ -23,7 +18,11 @@ var ErrPeerStarting = errors.New("replication: peer is still starting")
 
 // SyncConfig configures the start-up copy of the registry from a peer.
 type SyncConfig struct {
-	Registry *registry.Registry
+	// Store is the local registry the copy is applied to. Required.
+	Store Store
+	// Transport fetches a peer's registry (Transport.FetchRegistry).
+	// Required.
+	Transport Transport
 	// Candidates returns the peers that may be copied from, self excluded.
 	// It is called at every attempt, so peers found meanwhile count.
 	Candidates func() []Peer
@@ -43,8 +42,6 @@ type SyncConfig struct {
 	RetryWait time.Duration
 	// FetchTimeout bounds one fetch of a peer's registry. Default 30 s.
 	FetchTimeout time.Duration
-	// Fetch copies a peer's registry; nil means GET {peer}apps over HTTP.
-	Fetch func(ctx context.Context, p Peer) ([]*registry.Instance, error)
 	// After is the timer between rounds; nil means time.After. Tests pass
 	// one that fires at once and records the wait.
 	After  func(time.Duration) <-chan time.Time
@@ -67,78 +64,37 @@ type SyncResult struct {
 }
 
 // Syncer runs syncUp (ARCHITECTURE.md decision 8): a real fetch of a
-// peer's full registry, all statuses, applied as replicated registrations.
-// Peers already replicate to the node while it syncs, and the copy was
-// taken before some of those writes: a cancel must not be undone by it, and
-// a status change that found nothing to change (the instance was not copied
-// yet) must be applied after it. Observe (the registry's change hook) and
-// ObserveReplicated (the batch receiver) collect them while a copy is in
-// flight.
+// peer's full registry, all statuses, through the Transport, applied as
+// registers from OriginSync. Peers already replicate to the node while it
+// copies, and the copy was taken before some of those writes; the registry
+// itself keeps them from being undone (Store.BeginSync): a cancel leaves a
+// tombstone the copy respects, and a peer's status write is applied again
+// after the copy. The check and the write are one step under the
+// registry's lock, so a cancel racing the copy cannot bring an instance
+// back.
 type Syncer struct {
 	cfg SyncConfig
 	log zerolog.Logger
-
-	active atomic.Bool
-	// mu guards cancelled and replays.
-	mu        sync.Mutex
-	cancelled map[registry.InstanceKey]struct{}
-	replays   []statusReplay
-}
-
-// statusReplay is a replicated status change seen during a copy.
-type statusReplay struct {
-	action registry.Action // StatusUpdate or DeleteStatusOverride
-	key    registry.InstanceKey
-	status registry.Status
-	dirty  int64
 }
 
 // NewSyncer returns a syncer; nothing runs until Run.
-func NewSyncer(cfg SyncConfig) *Syncer {
-	if cfg.FetchTimeout <= 0 {
+func NewSyncer(cfg SyncConfig) (*Syncer, error) {
+	if cfg.Store == nil || cfg.Transport == nil {
+		return nil, errors.New("replication: SyncConfig needs a Store and a Transport")
+	}
+	if cfg.Candidates == nil {
+		return nil, errors.New("replication: SyncConfig needs Candidates")
+	}
+	if cfg.RetryWait < 0 || cfg.FetchTimeout < 0 {
+		return nil, fmt.Errorf("replication: sync waits must not be negative, got RetryWait %s, FetchTimeout %s", cfg.RetryWait, cfg.FetchTimeout)
+	}
+	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = 30 * time.Second
 	}
 	if cfg.After == nil {
 		cfg.After = time.After
 	}
-	s := &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}
-	if s.cfg.Fetch == nil {
-		client := &http.Client{Timeout: cfg.FetchTimeout}
-		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) { return fetchRegistry(ctx, client, p) }
-	}
-	return s
-}
-
-// Observe notes a cancel that arrives while syncing. It is cheap otherwise,
-// as the change hook runs for every heartbeat.
-func (s *Syncer) Observe(ch registry.Change) {
-	if !s.active.Load() || ch.Action != registry.ActionCancel {
-		return
-	}
-	s.mu.Lock()
-	if s.cancelled != nil {
-		s.cancelled[ch.Key] = struct{}{}
-	}
-	s.mu.Unlock()
-}
-
-// ObserveReplicated notes a cancel or status change a peer replicated while
-// a copy is in flight, whether or not it found the instance.
-func (s *Syncer) ObserveReplicated(action registry.Action, key registry.InstanceKey, status registry.Status, dirty int64) {
-	if !s.active.Load() {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancelled == nil {
-		return
-	}
-	switch action {
-	case registry.ActionCancel:
-		s.cancelled[key] = struct{}{}
-	case registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
-		s.replays = append(s.replays, statusReplay{action, key, status, dirty})
-	}
+	return &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}, nil
 }
 
 // Run copies the registry from the first candidate that answers, same zone
@@ -211,48 +167,25 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 }
 
 func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
-	s.mu.Lock()
-	s.cancelled, s.replays = map[registry.InstanceKey]struct{}{}, nil
-	s.mu.Unlock()
-	s.active.Store(true)
-	defer func() {
-		s.active.Store(false)
-		s.mu.Lock()
-		s.cancelled, s.replays = nil, nil
-		s.mu.Unlock()
-	}()
+	st := s.cfg.Store
+	st.BeginSync()
+	defer st.EndSync()
 
 	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
 	defer cancel()
-	instances, err := s.cfg.Fetch(fetchCtx, p)
+	instances, err := s.cfg.Transport.FetchRegistry(fetchCtx, p)
 	if err != nil {
 		return 0, err
 	}
 	copied := 0
 	for _, in := range instances {
-		key := registry.InstanceKey{App: in.App, ID: in.ID()}
-		s.mu.Lock()
-		_, gone := s.cancelled[key]
-		s.mu.Unlock()
-		if gone {
+		stored, err := st.Apply(registry.RegisterOp(in).From(registry.OriginSync))
+		if err != nil {
+			s.log.Warn().Err(err).Str("app", in.App).Str("instance_id", in.ID()).Msg("syncUp: instance refused")
 			continue
 		}
-		if _, err := s.cfg.Registry.Register(in, true); err != nil {
-			s.log.Warn().Err(err).Str("app", key.App).Str("instance_id", key.ID).Msg("syncUp: instance refused")
-			continue
-		}
-		copied++
-	}
-	// Status changes that arrived before their instance did, in order.
-	// Replaying one that did apply changes nothing.
-	s.mu.Lock()
-	replays := s.replays
-	s.mu.Unlock()
-	for _, rp := range replays {
-		if rp.action == registry.ActionStatusUpdate {
-			_, _ = s.cfg.Registry.UpdateStatus(rp.key.App, rp.key.ID, rp.status, rp.dirty, true)
-		} else {
-			_, _ = s.cfg.Registry.DeleteStatusOverride(rp.key.App, rp.key.ID, rp.status, rp.dirty, true)
+		if stored != nil { // nil: cancelled while the copy was in flight
+			copied++
 		}
 	}
 	return copied, nil
@@ -269,41 +202,4 @@ func orderByZone(peers []Peer, zone string) []Peer {
 		return out[i].Name < out[j].Name
 	})
 	return out
-}
-
-// fetchRegistry is GET {peer}apps as JSON, marked as replication so a peer
-// that is itself still syncing answers with what it has instead of 403.
-func fetchRegistry(ctx context.Context, client *http.Client, p Peer) ([]*registry.Instance, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set(HeaderReplication, "true")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
-	}
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		return nil, fmt.Errorf("GET %s: %w", req.URL, ErrPeerStarting)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s answered %d", req.URL, resp.StatusCode)
-	}
-	apps, err := wire.DecodeApplicationsJSON(body)
-	if err != nil {
-		return nil, fmt.Errorf("registry of %s: %w", p.Name, err)
-	}
-	var out []*registry.Instance
-	for _, app := range apps.Apps {
-		for _, iv := range app.Instances {
-			out = append(out, iv.Instance)
-		}
-	}
-	return out, nil
 }

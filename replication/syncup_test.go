@@ -12,6 +12,7 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 )
 
 type syncFixture struct {
@@ -33,17 +34,19 @@ func newSyncFixture(t *testing.T) *syncFixture {
 
 func (f *syncFixture) syncer(t *testing.T, candidates func() []replication.Peer, expected bool,
 	fetch func(context.Context, replication.Peer) ([]*registry.Instance, error)) *replication.Syncer {
-	return replication.NewSyncer(replication.SyncConfig{
-		Registry:      f.reg,
+	tr := replicationtest.NewTransport()
+	tr.Fetch = func(ctx context.Context, p replication.Peer) ([]*registry.Instance, error) {
+		f.fetched = append(f.fetched, p.Name)
+		return fetch(ctx, p)
+	}
+	s, err := replication.NewSyncer(replication.SyncConfig{
+		Store:         f.reg,
+		Transport:     tr,
 		Candidates:    candidates,
 		PeersExpected: expected,
 		Zone:          "a",
 		Attempts:      3,
 		RetryWait:     2 * time.Second,
-		Fetch: func(ctx context.Context, p replication.Peer) ([]*registry.Instance, error) {
-			f.fetched = append(f.fetched, p.Name)
-			return fetch(ctx, p)
-		},
 		After: func(d time.Duration) <-chan time.Time {
 			f.waits = append(f.waits, d)
 			ch := make(chan time.Time, 1)
@@ -52,6 +55,10 @@ func (f *syncFixture) syncer(t *testing.T, candidates func() []replication.Peer,
 		},
 		Logger: zerolog.New(zerolog.NewTestWriter(t)),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func peers(ps ...replication.Peer) func() []replication.Peer {
@@ -127,23 +134,17 @@ func TestSyncer_Run_emptyPeerStillCounts(t *testing.T) {
 // undone by the copy, which was taken before it.
 func TestSyncer_Run_cancelDuringCopyIsKept(t *testing.T) {
 	f := newSyncFixture(t)
-	var s *replication.Syncer
-	f.reg.SetChangeHook(func(c registry.Change) {
-		if s != nil {
-			s.Observe(c)
-		}
-	})
-	if _, err := f.reg.Register(registrytest.NewInstance("A", "gone"), true); err != nil {
+	if _, err := f.reg.Apply(registry.RegisterOp(registrytest.NewInstance("A", "gone")).From(registry.OriginPeer)); err != nil {
 		t.Fatal(err)
 	}
 	fetch := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
 		copyTaken := []*registry.Instance{registrytest.NewInstance("A", "gone"), registrytest.NewInstance("A", "kept")}
-		if err := f.reg.Cancel("A", "gone", true); err != nil { // arrives from a peer meanwhile
+		if _, err := f.reg.Apply(registry.CancelOp("A", "gone").From(registry.OriginPeer)); err != nil { // arrives from a peer meanwhile
 			t.Fatal(err)
 		}
 		return copyTaken, nil
 	}
-	s = f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch)
+	s := f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch)
 	res := s.Run(context.Background())
 	if res.Instances != 1 {
 		t.Fatalf("copied %d, want 1", res.Instances)
@@ -155,7 +156,10 @@ func TestSyncer_Run_cancelDuringCopyIsKept(t *testing.T) {
 
 func TestSyncer_Run_disabled(t *testing.T) {
 	f := newSyncFixture(t)
-	s := replication.NewSyncer(replication.SyncConfig{Registry: f.reg, Attempts: 0, Candidates: peers(replication.Peer{Name: "x"})})
+	s, err := replication.NewSyncer(replication.SyncConfig{Store: f.reg, Transport: replicationtest.NewTransport(), Attempts: 0, Candidates: peers(replication.Peer{Name: "x"})})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res := s.Run(context.Background()); res.Attempts != 0 || res.PeersKnown {
 		t.Fatalf("registry-sync-retries 0: %+v", res)
 	}
@@ -177,7 +181,10 @@ func TestSyncer_Run_wholeClusterStarting(t *testing.T) {
 // change that found nothing to change.
 func TestSyncer_Run_replicatedWritesDuringCopy(t *testing.T) {
 	f := newSyncFixture(t)
-	rc := replication.NewReceiver(f.reg, zerolog.New(zerolog.NewTestWriter(t)))
+	rc, err := replication.NewReceiver(f.reg, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	fetch := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
 		copyTaken := []*registry.Instance{
 			registrytest.NewInstance("A", "gone"),
@@ -197,7 +204,6 @@ func TestSyncer_Run_replicatedWritesDuringCopy(t *testing.T) {
 		return copyTaken, nil
 	}
 	s := f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch)
-	rc.WatchSync(s)
 	if res := s.Run(context.Background()); res.Instances != 2 {
 		t.Fatalf("copied %d, want 2", res.Instances)
 	}
@@ -206,5 +212,35 @@ func TestSyncer_Run_replicatedWritesDuringCopy(t *testing.T) {
 	}
 	if iv, _ := f.reg.Instance("A", "oos"); iv.Status != registry.StatusOutOfService {
 		t.Fatalf("status change replicated during syncUp lost: %s", iv.Status)
+	}
+}
+
+// A client's cancel that lands between the fetch and the copy's apply is
+// kept too: the check and the write are one step in the registry.
+func TestSyncer_Run_clientCancelDuringCopyIsKept(t *testing.T) {
+	f := newSyncFixture(t)
+	fetch := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
+		// The client registered here first (say, after a failover), then
+		// cancelled, all while the peer's older copy was on its way.
+		if _, err := f.reg.Apply(registry.RegisterOp(registrytest.NewInstance("A", "gone"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.reg.Apply(registry.CancelOp("A", "gone")); err != nil {
+			t.Fatal(err)
+		}
+		return []*registry.Instance{registrytest.NewInstance("A", "gone")}, nil
+	}
+	if res := f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch).Run(context.Background()); res.Instances != 0 {
+		t.Fatalf("copied %d, want 0", res.Instances)
+	}
+	if _, ok := f.reg.Instance("A", "gone"); ok {
+		t.Fatal("the copy brought back an instance its client cancelled during syncUp")
+	}
+	// After the copy, a new registration is a registration again.
+	if _, err := f.reg.Apply(registry.RegisterOp(registrytest.NewInstance("A", "gone")).From(registry.OriginPeer)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.reg.Instance("A", "gone"); !ok {
+		t.Fatal("a tombstone outlived the copy")
 	}
 }

@@ -24,31 +24,25 @@ type Task struct {
 	CreatedAt time.Time
 }
 
-// TaskFromChange turns a registry change into a Task. It returns false for
-// changes that must not go to peers: Replicated changes (a peer's write is
-// never forwarded again, EUREKA.md §7.2) and actions that are not
-// replicated. It does not allocate.
-func TaskFromChange(c registry.Change) (Task, bool) {
-	if c.Replicated || !replicatedAction(c.Action) {
+// TaskFromEvent turns a change from the registry's stream into a Task. It
+// returns false for changes that must not go to peers: those that did not
+// come from a client (a peer's write is never forwarded again, EUREKA.md
+// §7.2; a syncUp copy or a repair neither) and kinds that are not
+// replicated (evictions). It does not allocate.
+func TaskFromEvent(ev registry.Event) (Task, bool) {
+	if ev.Origin != registry.OriginClient {
 		return Task{}, false
 	}
-	key := c.Key
-	if key == (registry.InstanceKey{}) && c.Instance != nil {
-		key = registry.InstanceKey{App: c.Instance.App, ID: c.Instance.ID()}
-	}
-	if key.ID == "" {
+	action, ok := ev.Kind.Action()
+	if !ok || ev.Key.ID == "" {
 		return Task{}, false
 	}
-	return Task{Action: c.Action, Key: key, Instance: c.Instance, CreatedAt: c.At}, true
+	return Task{Action: action, Key: ev.Key, Instance: ev.Instance, CreatedAt: ev.At}, true
 }
 
-func replicatedAction(a registry.Action) bool {
-	switch a {
-	case registry.ActionRegister, registry.ActionHeartbeat, registry.ActionCancel,
-		registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
-		return true
-	}
-	return false
+// taskFromRenewal is the heartbeat a client's renewal sends to peers.
+func taskFromRenewal(rn registry.Renewal) Task {
+	return Task{Action: registry.ActionHeartbeat, Key: rn.Key, Instance: rn.Instance, CreatedAt: rn.At}
 }
 
 // taskID names a queue slot: at most one task per instance and action is

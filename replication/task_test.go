@@ -7,33 +7,41 @@ import (
 	"github.com/muster-registry/muster/registry/registrytest"
 )
 
-func TestTaskFromChange(t *testing.T) {
+func TestTaskFromEvent(t *testing.T) {
 	in := registrytest.NewInstance("ORDERS", "a")
 	key := registry.InstanceKey{App: "ORDERS", ID: "a"}
+	ev := func(k registry.OpKind, o registry.Origin) registry.Event {
+		return registry.Event{Seq: 7, Kind: k, Origin: o, Key: key, Instance: in, At: t0}
+	}
 	tests := []struct {
 		name   string
-		change registry.Change
+		event  registry.Event
 		want   Task
 		wantOK bool
 	}{
-		{"register", registry.Change{Action: registry.ActionRegister, Key: key, Instance: in, At: t0},
+		{"register", ev(registry.OpRegister, registry.OriginClient),
 			Task{Action: registry.ActionRegister, Key: key, Instance: in, CreatedAt: t0}, true},
-		{"heartbeat", registry.Change{Action: registry.ActionHeartbeat, Key: key, Instance: in, At: t0},
+		{"metadata goes as a register", ev(registry.OpMetadata, registry.OriginClient),
+			Task{Action: registry.ActionRegister, Key: key, Instance: in, CreatedAt: t0}, true},
+		{"status corrected by a heartbeat", ev(registry.OpRenew, registry.OriginClient),
 			Task{Action: registry.ActionHeartbeat, Key: key, Instance: in, CreatedAt: t0}, true},
-		{"cancel without instance", registry.Change{Action: registry.ActionCancel, Key: key, At: t0},
-			Task{Action: registry.ActionCancel, Key: key, CreatedAt: t0}, true},
-		{"key from the instance", registry.Change{Action: registry.ActionStatusUpdate, Instance: in, At: t0},
+		{"cancel", ev(registry.OpCancel, registry.OriginClient),
+			Task{Action: registry.ActionCancel, Key: key, Instance: in, CreatedAt: t0}, true},
+		{"status", ev(registry.OpStatus, registry.OriginClient),
 			Task{Action: registry.ActionStatusUpdate, Key: key, Instance: in, CreatedAt: t0}, true},
-		{"replicated: never forwarded", registry.Change{Action: registry.ActionRegister, Key: key, Instance: in, Replicated: true}, Task{}, false},
-		{"replicated heartbeat", registry.Change{Action: registry.ActionHeartbeat, Key: key, Instance: in, Replicated: true}, Task{}, false},
-		{"unknown action", registry.Change{Action: "Evict", Key: key}, Task{}, false},
-		{"no key, no instance", registry.Change{Action: registry.ActionCancel}, Task{}, false},
+		{"delete override", ev(registry.OpDeleteOverride, registry.OriginClient),
+			Task{Action: registry.ActionDeleteStatusOverride, Key: key, Instance: in, CreatedAt: t0}, true},
+		{"from a peer: never forwarded", ev(registry.OpRegister, registry.OriginPeer), Task{}, false},
+		{"from syncUp", ev(registry.OpRegister, registry.OriginSync), Task{}, false},
+		{"from anti-entropy", ev(registry.OpCancel, registry.OriginAntiEntropy), Task{}, false},
+		{"eviction: every node evicts on its own", ev(registry.OpEvict, registry.OriginNode), Task{}, false},
+		{"no key", registry.Event{Kind: registry.OpCancel}, Task{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := TaskFromChange(tt.change)
+			got, ok := TaskFromEvent(tt.event)
 			if ok != tt.wantOK || got != tt.want {
-				t.Errorf("TaskFromChange() = %+v, %v, want %+v, %v", got, ok, tt.want, tt.wantOK)
+				t.Errorf("TaskFromEvent() = %+v, %v, want %+v, %v", got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}

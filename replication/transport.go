@@ -41,7 +41,8 @@ type ItemResult struct {
 	Instance *registry.Instance
 }
 
-// Transport sends batches to peers. The HTTP implementation speaks Eureka's
+// Transport is the seam between replication and the network: it sends
+// batches to peers and fetches their registries. The HTTP implementation speaks Eureka's
 // wire (POST {URL}peerreplication/batch/, JSON, replication header);
 // replicationtest has an in-memory one.
 type Transport interface {
@@ -52,6 +53,11 @@ type Transport interface {
 	// ends. A non-2xx HTTP reply is returned as a *StatusError; any other
 	// error counts as a network error, and the batch is retried.
 	Send(ctx context.Context, p Peer, b Batch) (BatchResult, error)
+	// FetchRegistry copies p's whole registry, all statuses, for syncUp. It
+	// returns an error wrapping ErrPeerStarting when the peer is itself
+	// still copying (it has no registry to give). Safe for concurrent use;
+	// it must return soon after ctx ends.
+	FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error)
 }
 
 // StatusError is a non-2xx HTTP reply to a whole batch.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/muster-registry/muster/registry"
 )
 
 func TestClassify(t *testing.T) {
@@ -93,8 +95,9 @@ func TestLogLimiter_Allow(t *testing.T) {
 func TestConfig_Validate(t *testing.T) {
 	ok := DefaultConfig()
 	ok.Transport = nopTransport{}
+	ok.Store = newFakeStore(t)
 	if err := ok.Validate(); err != nil {
-		t.Fatalf("DefaultConfig() with a Transport: Validate() = %v", err)
+		t.Fatalf("DefaultConfig() with a Transport and a Store: Validate() = %v", err)
 	}
 	tests := []struct {
 		name   string
@@ -102,6 +105,7 @@ func TestConfig_Validate(t *testing.T) {
 		want   string
 	}{
 		{"no transport", func(c *Config) { c.Transport = nil }, "replication: Transport is required"},
+		{"no store", func(c *Config) { c.Store = nil }, "replication: Store is required"},
 		{"batch size", func(c *Config) { c.MaxBatchSize = 0 }, "replication: MaxBatchSize must be at least 1, got 0"},
 		{"queue below batch", func(c *Config) { c.MaxQueueSize = 100 }, "replication: MaxQueueSize (100) must be at least MaxBatchSize (250)"},
 		{"inbox", func(c *Config) { c.InboxSize = 0 }, "replication: InboxSize must be at least 1, got 0"},
@@ -128,4 +132,8 @@ type nopTransport struct{}
 
 func (nopTransport) Send(context.Context, Peer, Batch) (BatchResult, error) {
 	return BatchResult{}, nil
+}
+
+func (nopTransport) FetchRegistry(context.Context, Peer) ([]*registry.Instance, error) {
+	return nil, nil
 }

@@ -198,7 +198,7 @@ func benchStartNode(ctx context.Context, name string, clustered bool, join strin
 func benchNodeControl(ctl *http.ServeMux, n *Node) {
 	ctl.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{
-			"opened":    n.ready.Load(),
+			"opened":    n.ready(),
 			"peers":     len(n.rep.Peers()),
 			"instances": n.reg.Len(),
 			"version":   n.reg.Version(),

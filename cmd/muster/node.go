@@ -43,12 +43,13 @@ type Node struct {
 	opts     nodeOptions
 	log      zerolog.Logger
 
-	reg      *registry.Registry
-	metrics  *prometheus.Registry
-	rep      *replication.Replicator
-	receiver *replication.Receiver
-	syncer   *replication.Syncer
-	cluster  *cluster.Cluster // nil when cluster.enabled is false
+	reg       *registry.Registry
+	metrics   *prometheus.Registry
+	rep       *replication.Replicator
+	transport replication.Transport
+	receiver  *replication.Receiver
+	syncer    *replication.Syncer
+	cluster   *cluster.Cluster // nil when cluster.enabled is false
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -57,10 +58,9 @@ type Node struct {
 	host, ip   string
 	port       int
 
-	ready          atomic.Bool
-	readsRefusedTo atomic.Int64 // Unix ns until which registry reads get 403 after a failed syncUp
-	opened         chan struct{}
-	syncResult     replication.SyncResult
+	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
+	opened     chan struct{}
+	syncResult replication.SyncResult
 
 	cancel context.CancelFunc // stops background work
 	wg     sync.WaitGroup
@@ -104,32 +104,21 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
 	repCfg.Transport = replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
-	repCfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
-		iv, ok := reg.Instance(k.App, k.ID)
-		return iv.Instance, ok
-	}
-	repCfg.Adopt = n.adopt
-	if err := repCfg.Validate(); err != nil {
+	repCfg.Store = reg
+	repCfg.AdoptNewer = s.SyncWhenTimestampDiffers
+	// The replicator subscribes to the registry's change stream here, before
+	// any request can arrive, so that no write escapes replication.
+	if n.rep, err = replication.New(repCfg); err != nil {
 		return nil, err
 	}
-	n.rep = replication.New(repCfg)
-	n.receiver = replication.NewReceiver(reg, logger)
+	if n.receiver, err = replication.NewReceiver(reg, logger); err != nil {
+		return nil, err
+	}
+	n.transport = repCfg.Transport
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return n, nil
-}
-
-// adopt takes a peer's newer copy of an instance, which it sent with a 409
-// to our heartbeat (PeerEurekaNode#syncInstancesIfTimestampDiffers). It is
-// a replicated registration: it is not sent back.
-func (n *Node) adopt(in *registry.Instance) {
-	if !n.settings.SyncWhenTimestampDiffers {
-		return
-	}
-	if _, err := n.reg.Adopt(in); err != nil {
-		n.log.Warn().Err(err).Str("app", in.App).Str("instance_id", in.ID()).Msg("peer's newer instance refused")
-	}
 }
 
 // Start listens, joins the cluster and starts the background work; syncUp
@@ -165,7 +154,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Metrics = n.metrics
 	hcfg.Gatherer = n.metrics
 	hcfg.Node = httpapi.NodeInfo{Name: n.name, Zone: s.ClusterZone, URL: n.url, Environment: s.Environment, Datacenter: s.Datacenter, Version: version}
-	hcfg.Ready = n.ready.Load
+	hcfg.Ready = n.ready
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
 	hcfg.Batch = n.receiver.Handle
@@ -187,22 +176,20 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 
-	n.syncer = replication.NewSyncer(replication.SyncConfig{
-		Registry:      n.reg,
+	// The syncer needs the node's own URL, to tell static peers from self.
+	if n.syncer, err = replication.NewSyncer(replication.SyncConfig{
+		Store:         n.reg,
+		Transport:     n.transport,
 		Candidates:    n.currentPeers,
 		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
 		RetryWait:     s.RegistrySyncRetryWait,
 		Logger:        n.log,
-	})
-	n.receiver.WatchSync(n.syncer)
-	// The hook goes in before the first request can arrive, so that no
-	// write escapes replication.
-	n.reg.SetChangeHook(func(ch registry.Change) {
-		n.syncer.Observe(ch)
-		n.rep.Enqueue(ch)
-	})
+	}); err != nil {
+		ln.Close()
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.goRun(func() {
@@ -272,8 +259,7 @@ func (n *Node) startUp(ctx context.Context) {
 	}
 	n.syncResult = res
 	if res.PeersKnown && !res.Reached && n.settings.RegistrySyncRetries > 0 {
-		until := time.Now().Add(n.settings.WaitWhenSyncEmpty)
-		n.readsRefusedTo.Store(until.UnixNano())
+		until := n.reg.RefuseReadsFor(n.settings.WaitWhenSyncEmpty)
 		n.log.Warn().Time("until", until).
 			Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
 	}
@@ -283,7 +269,6 @@ func (n *Node) startUp(ctx context.Context) {
 		return
 	}
 	n.reg.OpenForTraffic()
-	n.ready.Store(true)
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
 	if n.settings.RegisterWithEureka {
@@ -294,9 +279,13 @@ func (n *Node) startUp(ctx context.Context) {
 // Opened is closed once the node has synced and opened for traffic.
 func (n *Node) Opened() <-chan struct{} { return n.opened }
 
-func (n *Node) readsAllowed() bool {
-	return n.ready.Load() && time.Now().UnixNano() >= n.readsRefusedTo.Load()
-}
+// ready is /readyz: open for traffic (the registry's start-up state) and
+// not shutting down.
+func (n *Node) ready() bool { return !n.stopping.Load() && n.reg.Opened() }
+
+// readsAllowed gates registry reads: open, no refusal after a failed
+// syncUp running (by the registry's clock), not shutting down.
+func (n *Node) readsAllowed() bool { return !n.stopping.Load() && n.reg.ReadsAllowed() }
 
 func (n *Node) startSelfRegistration() {
 	ctx, stop := context.WithCancel(context.Background())
@@ -452,7 +441,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.stopped = true
 	stopSelf, selfDone := n.stopSelf, n.selfDone
 	n.shutdownMu.Unlock()
-	n.ready.Store(false)
+	n.stopping.Store(true)
 	var errs []error
 	// 1. The self-registration's cancel goes out like any client's.
 	if stopSelf != nil {
@@ -486,13 +475,14 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// drainReplication waits, up to limit, until every peer has been sent what
+// drainReplication waits, up to limit, until the replicator has read the
+// registry's change stream to its head and every peer has been sent what
 // is queued for it, so changes made just before a shutdown (like the
 // self-registration's cancel) are not lost.
 func (n *Node) drainReplication(ctx context.Context, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		pending := 0
+		pending := int(n.rep.Backlog())
 		for _, p := range n.rep.Peers() {
 			pending += p.QueueDepth + p.InFlight
 		}

@@ -66,12 +66,12 @@ func (sr *selfRegistration) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			key := registry.InstanceKey{App: sr.instance.App, ID: sr.instance.ID()}
-			if err := sr.reg.Cancel(key.App, key.ID, false); err != nil && !errors.Is(err, registry.ErrInstanceNotFound) {
+			if _, err := sr.reg.Apply(registry.CancelOp(key.App, key.ID)); err != nil && !errors.Is(err, registry.ErrInstanceNotFound) {
 				sr.log.Warn().Err(err).Msg("cancel self-registration")
 			}
 			return
 		case <-t.C:
-			_, err := sr.reg.Renew(sr.instance.App, sr.instance.ID(), registry.Heartbeat{LastDirtyTimestamp: sr.instance.LastDirtyTimestamp})
+			_, err := sr.reg.Apply(registry.RenewOp(sr.instance.App, sr.instance.ID()).Dirty(sr.instance.LastDirtyTimestamp))
 			switch {
 			case err == nil, errors.Is(err, registry.ErrStaleDirtyTimestamp):
 			case errors.Is(err, registry.ErrInstanceNotFound), errors.Is(err, registry.ErrStatusUnknown), errors.Is(err, registry.ErrNewerDirtyTimestamp):
@@ -84,7 +84,7 @@ func (sr *selfRegistration) run(ctx context.Context) {
 }
 
 func (sr *selfRegistration) register() {
-	if _, err := sr.reg.Register(sr.instance.Clone(), false); err != nil {
+	if _, err := sr.reg.Apply(registry.RegisterOp(sr.instance.Clone())); err != nil {
 		sr.log.Error().Err(err).Msg("self-registration refused")
 		return
 	}

@@ -124,6 +124,8 @@ func TestHealth(t *testing.T) {
 	}
 	defer n.Shutdown(context.Background())
 	var out bytes.Buffer
+	// Opening follows Start in the background (syncUp first).
+	waitOpened(t, n)
 	if err := healthCmd([]string{"--url", "http://" + n.Addr() + "/readyz"}, &out); err != nil {
 		t.Fatalf("health of a ready node: %v", err)
 	}

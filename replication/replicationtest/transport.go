@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -34,6 +35,9 @@ type Transport struct {
 	// without locks held, concurrently for different peers. Set it before
 	// the first Send.
 	Respond func(replication.Peer, replication.Batch) (replication.BatchResult, error)
+	// Fetch answers FetchRegistry for a reachable peer; nil answers with an
+	// error. Set it before the first call.
+	Fetch func(context.Context, replication.Peer) ([]*registry.Instance, error)
 
 	sent chan Sent
 
@@ -75,6 +79,20 @@ func (t *Transport) Send(ctx context.Context, p replication.Peer, b replication.
 	default: // nobody reads Sent(); Batches() still has it
 	}
 	return res, err
+}
+
+// FetchRegistry implements replication.Transport: ErrUnreachable for a
+// cut-off peer, otherwise whatever Fetch says.
+func (t *Transport) FetchRegistry(ctx context.Context, p replication.Peer) ([]*registry.Instance, error) {
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case !t.reachable(p.Name):
+		return nil, ErrUnreachable
+	case t.Fetch == nil:
+		return nil, errors.New("replicationtest: no registry to fetch")
+	}
+	return t.Fetch(ctx, p)
 }
 
 // Sent returns a channel that receives every Send call as it returns, so

@@ -98,7 +98,7 @@ func TestFleet_renew_reRegisterAfter404(t *testing.T) {
 	f.registerAll(t.Context())
 	in := f.insts[3].inst
 	dirty := in.LastDirtyTimestamp
-	if err := node.reg.Cancel(in.App, in.InstanceID, false); err != nil {
+	if _, err := node.reg.Apply(registry.CancelOp(in.App, in.InstanceID)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -148,10 +148,10 @@ func TestFleet_fetch_delta(t *testing.T) {
 	}
 
 	// Changes on the server reach the view through deltas.
-	if _, err := node.reg.Register(registrytest.NewInstance("OTHER", "other-1"), false); err != nil {
+	if _, err := node.reg.Apply(registry.RegisterOp(registrytest.NewInstance("OTHER", "other-1"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := node.reg.UpdateStatus("APP-00", "t-app-00-0", registry.StatusOutOfService, 0, false); err != nil {
+	if _, err := node.reg.Apply(registry.StatusOp("APP-00", "t-app-00-0", registry.StatusOutOfService)); err != nil {
 		t.Fatal(err)
 	}
 	mustFetch(t, f)
@@ -161,7 +161,7 @@ func TestFleet_fetch_delta(t *testing.T) {
 	if st := f.view.instances[registry.InstanceKey{App: "APP-00", ID: "t-app-00-0"}]; st != registry.StatusOutOfService {
 		t.Errorf("APP-00/t-app-00-0 is %s in the view, want OUT_OF_SERVICE", st)
 	}
-	if err := node.reg.Cancel("APP-01", "t-app-01-2", false); err != nil {
+	if _, err := node.reg.Apply(registry.CancelOp("APP-01", "t-app-01-2")); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.fetch(ctx); err != nil {
@@ -287,7 +287,7 @@ func TestFleet_fetch_403failsOver(t *testing.T) {
 	node := newMusterNode(t)
 	f := mustNewFleet(t, testConfig(t, []Server{{"a", statusServer(t, http.StatusForbidden)}, {"b", node.url}},
 		func(c *Config) { c.Instances = 0 }))
-	if _, err := node.reg.Register(registrytest.NewInstance("ORDERS", "o-1"), false); err != nil {
+	if _, err := node.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o-1"))); err != nil {
 		t.Fatal(err)
 	}
 	mustFetch(t, f)
@@ -330,7 +330,7 @@ func TestFleet_cancelAll(t *testing.T) {
 	node := newMusterNode(t)
 	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}))
 	f.registerAll(t.Context())
-	if err := node.reg.Cancel("APP-00", "t-app-00-0", false); err != nil {
+	if _, err := node.reg.Apply(registry.CancelOp("APP-00", "t-app-00-0")); err != nil {
 		t.Fatal(err)
 	}
 	f.cancelAll(t.Context())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
 
@@ -56,7 +57,7 @@ func TestFleet_Run(t *testing.T) {
 		return s.RenewalsOK >= 100 && s.DeltaFetches >= 1 && s.LastViewInstances == 50 &&
 			s.ViewHashcode == node.reg.Snapshot().Hashcode
 	})
-	if _, err := node.reg.Register(registrytest.NewInstance("OTHER", "other-1"), false); err != nil {
+	if _, err := node.reg.Apply(registry.RegisterOp(registrytest.NewInstance("OTHER", "other-1"))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the new instance in the view", func() bool {
