@@ -91,86 +91,62 @@ func DecodeApplicationsJSON(data []byte) (*Applications, error) {
 // with its leaseInfo.lastRenewalTimestamp. The field set and the leniency
 // follow Eureka's InstanceInfoDeserializer; see doc.go.
 func (r *jsonReader) instance() (*registry.Instance, int64, error) {
-	in := newInstance()
-	var lastRenewal int64
-	var md metadataBuilder
-	err := r.object(func(key string) error {
-		switch key {
-		case "instanceId":
-			return r.setString(&in.InstanceID)
-		case "hostName":
-			return r.setString(&in.HostName)
-		case "app":
-			return r.setString(&in.App)
-		case "ipAddr":
-			return r.setString(&in.IPAddr)
-		case "sid":
-			return r.setString(&in.Sid)
-		case "status", "overriddenStatus", "overriddenstatus":
-			// overriddenstatus is the spelling before Netflix/eureka#1051
-			// and the one XML and fargo still use.
+	d := newInstanceDoc()
+	if err := r.fields(instanceFields, &d); err != nil {
+		return nil, 0, err
+	}
+	in, lastRenewal := d.finish()
+	return in, lastRenewal, nil
+}
+
+// fields reads an object of tab's fields into d; null is an object without
+// fields. Strings, numbers and booleans are taken leniently (stringValue,
+// intValue, boolText) and a null value leaves the field as it is.
+func (r *jsonReader) fields(tab *fieldTable, d *instanceDoc) error {
+	switch k := r.kind(); k {
+	case kindNull:
+		return r.literal("null")
+	case kindObject:
+	case kindInvalid:
+		return r.unexpected()
+	default:
+		return fieldError("want an object, got %s", k)
+	}
+	return r.object(func(key string) error {
+		f, ok := tab.lookup(key)
+		if !ok {
+			return r.skip()
+		}
+		switch f.kind {
+		case fieldText, fieldStatus, fieldActionType:
 			s, ok, err := r.stringValue()
 			if ok {
-				if key == "status" {
-					in.Status = parseStatus(s)
-				} else {
-					in.OverriddenStatus = parseStatus(s)
-				}
+				f.setText(d, s)
 			}
 			return err
-		case "port":
-			return r.port(&in.Port, false)
-		case "securePort":
-			return r.port(&in.SecurePort, true)
-		case "countryId":
-			return r.setInt32(&in.CountryID)
-		case "dataCenterInfo":
-			return r.dataCenter(&in.DataCenterInfo)
-		case "leaseInfo":
-			return r.leaseInfo(in, &lastRenewal)
-		case "metadata":
-			return r.metadata(&md)
-		case "appGroupName":
-			return r.setString(&in.AppGroupName)
-		case "homePageUrl":
-			return r.setString(&in.HomePageURL)
-		case "statusPageUrl":
-			return r.setString(&in.StatusPageURL)
-		case "healthCheckUrl":
-			return r.setString(&in.HealthCheckURL)
-		case "secureHealthCheckUrl":
-			return r.setString(&in.SecureHealthCheckURL)
-		case "vipAddress":
-			return r.setString(&in.VIPAddress)
-		case "secureVipAddress":
-			return r.setString(&in.SecureVIPAddress)
-		case "asgName":
-			return r.setString(&in.ASGName)
-		case "isCoordinatingDiscoveryServer":
+		case fieldBool:
 			s, ok, err := r.boolText()
 			if ok {
-				in.IsCoordinatingDiscoveryServer = parseBool(s)
+				f.setText(d, s)
 			}
 			return err
-		case "lastUpdatedTimestamp":
-			return r.setInt64(&in.LastUpdatedTimestamp)
-		case "lastDirtyTimestamp":
-			return r.setInt64(&in.LastDirtyTimestamp)
-		case "actionType":
-			s, ok, err := r.stringValue()
+		case fieldInt32, fieldInt64, fieldLastRenewal:
+			n, ok, err := r.intValue(f.bits())
 			if ok {
-				in.ActionType = parseActionType(s)
+				f.setInt(d, n)
 			}
 			return err
+		case fieldPort, fieldSecurePort:
+			return r.port(f.port(d))
+		case fieldDataCenter:
+			return r.dataCenter(f.dataCenter(d))
+		case fieldMetadata:
+			return r.metadata(&d.md)
+		case fieldLeaseInfo:
+			return r.fields(leaseFields, d)
 		}
 		return r.skip()
 	}, true)
-	if err != nil {
-		return nil, 0, err
-	}
-	in.Metadata = md.finish()
-	finishInstance(in)
-	return in, lastRenewal, nil
 }
 
 // port reads {"$":8080,"@enabled":"true"} (number or numeric string, flag
@@ -240,38 +216,6 @@ func (r *jsonReader) dataCenter(dc *registry.DataCenterInfo) error {
 		dc.Metadata = md.finish()
 	}
 	return nil
-}
-
-// leaseInfo reads the client's lease figures and the timestamps a server
-// wrote; renewalTimestamp is the legacy name of lastRenewalTimestamp
-// (LeaseInfo's constructor).
-func (r *jsonReader) leaseInfo(in *registry.Instance, lastRenewal *int64) error {
-	switch k := r.kind(); k {
-	case kindNull:
-		return r.literal("null")
-	case kindObject:
-	case kindInvalid:
-		return r.unexpected()
-	default:
-		return fieldError("want an object, got %s", k)
-	}
-	return r.object(func(key string) error {
-		switch key {
-		case "renewalIntervalInSecs":
-			return r.setInt32(&in.RenewalIntervalSecs)
-		case "durationInSecs":
-			return r.setInt32(&in.LeaseDurationSecs)
-		case "registrationTimestamp":
-			return r.setInt64(&in.RegistrationTimestamp)
-		case "lastRenewalTimestamp", "renewalTimestamp":
-			return r.setInt64(lastRenewal)
-		case "evictionTimestamp":
-			return r.setInt64(&in.EvictionTimestamp)
-		case "serviceUpTimestamp":
-			return r.setInt64(&in.ServiceUpTimestamp)
-		}
-		return r.skip()
-	}, true)
 }
 
 // metadata reads a string map. The "@class" marker of an empty map is

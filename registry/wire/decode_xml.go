@@ -60,78 +60,48 @@ func DecodeApplicationsXML(data []byte) (*Applications, error) {
 // InstanceInfoConverter#unmarshal) and returns it with its
 // leaseInfo.lastRenewalTimestamp.
 func (x *xmlReader) instance() (*registry.Instance, int64, error) {
-	in := newInstance()
-	var lastRenewal int64
-	var md metadataBuilder
-	err := x.children(func(se xml.StartElement) error {
-		switch se.Name.Local {
-		case "instanceId":
-			return x.setText(&in.InstanceID)
-		case "hostName":
-			return x.setText(&in.HostName)
-		case "app":
-			return x.setText(&in.App)
-		case "ipAddr":
-			return x.setText(&in.IPAddr)
-		case "sid":
-			return x.setText(&in.Sid)
-		case "status":
+	d := newInstanceDoc()
+	if err := x.fields(instanceFields, &d); err != nil {
+		return nil, 0, err
+	}
+	in, lastRenewal := d.finish()
+	return in, lastRenewal, nil
+}
+
+// fields reads the current element's children as tab's fields into d.
+// Every field is text (an element inside one is an error); an empty number
+// leaves the field as it is.
+func (x *xmlReader) fields(tab *fieldTable, d *instanceDoc) error {
+	return x.children(func(se xml.StartElement) error {
+		f, ok := tab.lookup(se.Name.Local)
+		if !ok {
+			return x.skip()
+		}
+		switch f.kind {
+		case fieldText, fieldStatus, fieldActionType, fieldBool:
 			s, err := x.text()
-			in.Status = parseStatus(s)
+			if err == nil {
+				f.setText(d, s)
+			}
 			return err
-		case "overriddenstatus", "overriddenStatus":
-			s, err := x.text()
-			in.OverriddenStatus = parseStatus(s)
+		case fieldInt32, fieldInt64, fieldLastRenewal:
+			n, ok, err := x.intText(f.bits())
+			if ok {
+				f.setInt(d, n)
+			}
 			return err
-		case "port":
-			return x.port(se, &in.Port, false)
-		case "securePort":
-			return x.port(se, &in.SecurePort, true)
-		case "countryId":
-			return x.setInt32(&in.CountryID)
-		case "dataCenterInfo":
-			return x.dataCenter(se, &in.DataCenterInfo)
-		case "leaseInfo":
-			return x.leaseInfo(in, &lastRenewal)
-		case "metadata":
-			return x.metadata(&md)
-		case "appGroupName":
-			return x.setText(&in.AppGroupName)
-		case "homePageUrl":
-			return x.setText(&in.HomePageURL)
-		case "statusPageUrl":
-			return x.setText(&in.StatusPageURL)
-		case "healthCheckUrl":
-			return x.setText(&in.HealthCheckURL)
-		case "secureHealthCheckUrl":
-			return x.setText(&in.SecureHealthCheckURL)
-		case "vipAddress":
-			return x.setText(&in.VIPAddress)
-		case "secureVipAddress":
-			return x.setText(&in.SecureVIPAddress)
-		case "asgName":
-			return x.setText(&in.ASGName)
-		case "isCoordinatingDiscoveryServer":
-			s, err := x.text()
-			in.IsCoordinatingDiscoveryServer = parseBool(s)
-			return err
-		case "lastUpdatedTimestamp":
-			return x.setInt64(&in.LastUpdatedTimestamp)
-		case "lastDirtyTimestamp":
-			return x.setInt64(&in.LastDirtyTimestamp)
-		case "actionType":
-			s, err := x.text()
-			in.ActionType = parseActionType(s)
-			return err
+		case fieldPort, fieldSecurePort:
+			p, secure := f.port(d)
+			return x.port(se, p, secure)
+		case fieldDataCenter:
+			return x.dataCenter(se, f.dataCenter(d))
+		case fieldMetadata:
+			return x.metadata(&d.md)
+		case fieldLeaseInfo:
+			return x.fields(leaseFields, d)
 		}
 		return x.skip()
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	in.Metadata = md.finish()
-	finishInstance(in)
-	return in, lastRenewal, nil
 }
 
 // port reads <port enabled="true">8080</port>. Without the attribute the
@@ -180,26 +150,6 @@ func (x *xmlReader) dataCenter(se xml.StartElement, dc *registry.DataCenterInfo)
 		dc.Metadata = md.finish()
 	}
 	return nil
-}
-
-func (x *xmlReader) leaseInfo(in *registry.Instance, lastRenewal *int64) error {
-	return x.children(func(se xml.StartElement) error {
-		switch se.Name.Local {
-		case "renewalIntervalInSecs":
-			return x.setInt32(&in.RenewalIntervalSecs)
-		case "durationInSecs":
-			return x.setInt32(&in.LeaseDurationSecs)
-		case "registrationTimestamp":
-			return x.setInt64(&in.RegistrationTimestamp)
-		case "lastRenewalTimestamp", "renewalTimestamp":
-			return x.setInt64(lastRenewal)
-		case "evictionTimestamp":
-			return x.setInt64(&in.EvictionTimestamp)
-		case "serviceUpTimestamp":
-			return x.setInt64(&in.ServiceUpTimestamp)
-		}
-		return x.skip()
-	})
 }
 
 // metadata reads one element per entry; the element name, decoded with

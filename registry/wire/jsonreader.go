@@ -571,14 +571,6 @@ func (r *jsonReader) setString(dst *string) error {
 	return err
 }
 
-func (r *jsonReader) setInt64(dst *int64) error {
-	n, ok, err := r.intValue(64)
-	if ok {
-		*dst = n
-	}
-	return err
-}
-
 func (r *jsonReader) setInt32(dst *int) error {
 	n, ok, err := r.intValue(32)
 	if ok {

@@ -177,11 +177,3 @@ func (x *xmlReader) setInt32(dst *int) error {
 	}
 	return err
 }
-
-func (x *xmlReader) setInt64(dst *int64) error {
-	n, ok, err := x.intText(64)
-	if ok {
-		*dst = n
-	}
-	return err
-}
