@@ -61,6 +61,9 @@ var allowed = map[string]rule{
 	"internal/proccontrol": {
 		why: "process CPU/memory/profile control for benchmarked processes; stdlib only",
 	},
+	"internal/gzjoin": {
+		why: "one gzip member from separately compressed pieces; compress only",
+	},
 	"internal/depcheck": {
 		why: "this test",
 	},
