@@ -57,8 +57,9 @@ func (f *flexInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// encodeBatch writes a batch as Eureka's ReplicationList.
-func encodeBatch(b Batch) ([]byte, error) {
+// EncodeBatch writes a batch as Eureka's ReplicationList: the body
+// HTTPTransport posts (and the in-memory network of replicationtest).
+func EncodeBatch(b Batch) ([]byte, error) {
 	list := replicationList{ReplicationList: make([]replicationItem, 0, len(b.Tasks))}
 	for _, t := range b.Tasks {
 		list.ReplicationList = append(list.ReplicationList, itemOf(t))
@@ -94,8 +95,9 @@ func itemOf(t Task) replicationItem {
 	return it
 }
 
-// decodeBatchResponse reads a ReplicationListResponse.
-func decodeBatchResponse(body []byte) (BatchResult, error) {
+// DecodeBatchResponse reads a ReplicationListResponse, the answer to a
+// batch.
+func DecodeBatchResponse(body []byte) (BatchResult, error) {
 	var resp replicationListResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return BatchResult{}, fmt.Errorf("decode batch response: %w", err)

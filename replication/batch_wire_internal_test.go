@@ -3,7 +3,7 @@ package replication
 import "testing"
 
 func TestDecodeBatchResponse_badEntityFailsAlone(t *testing.T) {
-	res, err := decodeBatchResponse([]byte(`{"responseList":[{"statusCode":404},{"statusCode":409,"responseEntity":{"port":{"$":"abc"}}},{"statusCode":200}]}`))
+	res, err := DecodeBatchResponse([]byte(`{"responseList":[{"statusCode":404},{"statusCode":409,"responseEntity":{"port":{"$":"abc"}}},{"statusCode":200}]}`))
 	if err != nil {
 		t.Fatalf("one unreadable entity failed the batch: %v", err)
 	}

@@ -50,7 +50,7 @@ func benchBatches(b *testing.B, action registry.Action, stored []*registry.Insta
 		for _, in := range stored[start : start+benchBatchSize] {
 			batch.Tasks = append(batch.Tasks, Task{Action: action, Key: registry.InstanceKey{App: in.App, ID: in.ID()}, Instance: in, CreatedAt: time.Now()})
 		}
-		body, err := encodeBatch(batch)
+		body, err := EncodeBatch(batch)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func BenchmarkEncodeBatch(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := encodeBatch(batch); err != nil {
+				if _, err := EncodeBatch(batch); err != nil {
 					b.Fatal(err)
 				}
 			}

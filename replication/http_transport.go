@@ -50,7 +50,7 @@ func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTranspo
 
 // Send implements Transport.
 func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult, error) {
-	body, err := encodeBatch(b)
+	body, err := EncodeBatch(b)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("encode batch for %s: %w", p.Name, err)
 	}
@@ -74,7 +74,7 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return BatchResult{}, &StatusError{Code: resp.StatusCode}
 	}
-	res, err := decodeBatchResponse(respBody)
+	res, err := DecodeBatchResponse(respBody)
 	if err != nil {
 		// The peer answered but not in a way we understand; retrying the
 		// same batch would get the same answer.

@@ -211,6 +211,18 @@ func (p *peer) drain(t Task, now time.Time) {
 	}
 }
 
+// drainAll moves everything waiting in the inbox into the batcher.
+func (p *peer) drainAll(now time.Time) {
+	for {
+		select {
+		case t := <-p.inbox:
+			p.b.add(t, now)
+		default:
+			return
+		}
+	}
+}
+
 // send performs one flight. It runs in its own goroutine in production and
 // directly in tests.
 func (p *peer) send(ctx context.Context, f *flight) sendResult {

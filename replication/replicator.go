@@ -27,6 +27,8 @@ type Replicator struct {
 	// taken in New so that nothing applied before Run is missed. Only the
 	// feed goroutine reads it.
 	cur *registry.Cursor
+	// renewed is the renewal feed's wake-up channel; the feed is on from New.
+	renewed <-chan struct{}
 	// resyncs counts the times the feed fell behind the stream.
 	resyncs atomic.Uint64
 
@@ -42,6 +44,7 @@ type Replicator struct {
 	peers    map[string]*peer   // by Peer.Name
 	stopping map[*peer]struct{} // removed senders still finishing their batch
 	retired  Counters           // final counts of removed senders
+	manual   bool               // driven by Flush instead of Run
 
 	// wg counts sender goroutines and their Send goroutines.
 	wg   sync.WaitGroup
@@ -75,6 +78,7 @@ func New(cfg Config) (*Replicator, error) {
 		r.now = time.Now
 	}
 	r.cur = cfg.Store.Subscribe()
+	r.renewed = cfg.Store.RenewalsReady()
 	return r, nil
 }
 
@@ -138,36 +142,100 @@ func (r *Replicator) Shutdown() {
 // belongs to a lease whose register is already in the stream, so a peer
 // never gets a heartbeat before the register it depends on.
 func (r *Replicator) feed(ctx context.Context) {
-	src := r.cfg.Store
-	renewed := src.RenewalsReady()
-	events := make([]registry.Event, 0, 256)
-	var renewals []registry.Renewal
+	var fb feedBuffers
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.cur.Ready():
-		case <-renewed:
+		case <-r.renewed:
 		}
-		renewals = src.TakeRenewals(renewals)
-		for {
-			var resync bool
-			events, resync = r.cur.Read(events)
-			if resync {
-				r.resync()
-				continue
-			}
-			if len(events) == 0 {
-				break
-			}
-			for _, ev := range events {
-				if t, ok := TaskFromEvent(ev); ok {
-					r.enqueue(t)
-				}
+		r.pull(&fb)
+	}
+}
+
+// feedBuffers are reused by pull across wake-ups.
+type feedBuffers struct {
+	events   []registry.Event
+	renewals []registry.Renewal
+}
+
+// pull takes the renewals, reads the stream to its head and offers the
+// tasks to the senders: one round of the feed.
+func (r *Replicator) pull(fb *feedBuffers) {
+	if fb.events == nil {
+		fb.events = make([]registry.Event, 0, 256)
+	}
+	fb.renewals = r.cfg.Store.TakeRenewals(fb.renewals)
+	for {
+		var resync bool
+		fb.events, resync = r.cur.Read(fb.events)
+		if resync {
+			r.resync()
+			continue
+		}
+		if len(fb.events) == 0 {
+			break
+		}
+		for _, ev := range fb.events {
+			if t, ok := TaskFromEvent(ev); ok {
+				r.enqueue(t)
 			}
 		}
-		for _, rn := range renewals {
-			r.enqueue(taskFromRenewal(rn))
+	}
+	for _, rn := range fb.renewals {
+		r.enqueue(taskFromRenewal(rn))
+	}
+}
+
+// Flush drives a replicator that is not Run, synchronously, for tests on
+// a manual clock (the deterministic cluster in replicationtest): it moves
+// what the registry applied into the senders, then lets every sender, in
+// name order, take and send batches through the Transport and handle the
+// answers, until none may send at now (a sender backing off waits for the
+// clock to move: call Flush again after). It starts no goroutine and
+// returns the number of batches sent. Calling it on a running replicator
+// is an error.
+func (r *Replicator) Flush(ctx context.Context) (int, error) {
+	r.mu.Lock()
+	if r.state != stateNew {
+		r.mu.Unlock()
+		return 0, ErrClosed
+	}
+	r.manual = true
+	ps := make([]*peer, 0, len(r.peers))
+	for _, p := range r.peers {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(ps, func(a, b *peer) int { return strings.Compare(a.info.Load().Name, b.info.Load().Name) })
+	if r.view.Load() == nil {
+		r.mu.Lock()
+		r.publishViewLocked()
+		r.mu.Unlock()
+	}
+
+	var fb feedBuffers
+	sent := 0
+	for {
+		r.pull(&fb)
+		progressed := false
+		for _, p := range ps {
+			now := r.now()
+			if p.catchUp {
+				p.catchUp = false
+				p.queueCatchUp(now)
+			}
+			p.drainAll(now)
+			if f, _ := p.step(now); f != nil {
+				p.onResult(p.send(ctx, f), r.now())
+				sent++
+				progressed = true
+			}
+			p.publish()
+		}
+		if !progressed {
+			return sent, nil
 		}
 	}
 }
@@ -255,11 +323,13 @@ func (r *Replicator) SetPeers(peers []Peer) {
 		}
 		p := newPeer(&r.cfg, r.now, r.log, np)
 		r.peers[name] = p
-		if r.state == stateRunning {
+		if r.state == stateRunning || r.manual {
 			// The feed has already handed earlier changes to the senders
 			// that existed then: this one catches up from the registry.
 			// Peers set before Run need not: the feed starts with them.
 			p.catchUp = true
+		}
+		if r.state == stateRunning {
 			r.startLocked(p)
 		}
 	}
