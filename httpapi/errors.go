@@ -12,8 +12,9 @@ import (
 	"github.com/muster-registry/muster/replication"
 )
 
-// statusFor maps an error from the registry or the codecs to an HTTP
-// status: the one place that chooses status codes.
+// statusFor maps an error to an HTTP status: echo's and the body limit's
+// own, the codecs' (400), and the registry's from its table
+// (registry.StatusCode, which replication's receiver uses too).
 func statusFor(err error) int {
 	var he *echo.HTTPError
 	var maxBytes *http.MaxBytesError
@@ -22,18 +23,12 @@ func statusFor(err error) int {
 		return he.Code
 	case errors.As(err, &maxBytes):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, registry.ErrInstanceNotFound),
-		errors.Is(err, registry.ErrStatusUnknown),
-		errors.Is(err, registry.ErrNewerDirtyTimestamp):
-		// Eureka's "not found, register again".
-		return http.StatusNotFound
-	case errors.Is(err, registry.ErrStaleDirtyTimestamp):
-		return http.StatusConflict
-	case errors.Is(err, registry.ErrInvalidInstance),
-		errors.Is(err, registry.ErrInvalidStatus),
-		errors.Is(err, wire.ErrMalformed),
+	case errors.Is(err, wire.ErrMalformed),
 		errors.Is(err, replication.ErrMalformedBatch):
 		return http.StatusBadRequest
+	}
+	if code, ok := registry.StatusCode(err); ok {
+		return code
 	}
 	return http.StatusInternalServerError
 }

@@ -13,16 +13,11 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
+	"github.com/muster-registry/muster/replication"
 )
 
-// headerReplication marks a request sent by a peer (PeerEurekaNode's
-// HEADER_REPLICATION, x-netflix-discovery-replication); Eureka compares it
-// with "true" exactly. Spelled in canonical form so the lookup does not
-// canonicalise (and allocate) on every heartbeat.
-const headerReplication = "X-Netflix-Discovery-Replication"
-
 func isReplication(c echo.Context) bool {
-	v := c.Request().Header[headerReplication]
+	v := c.Request().Header[replication.HeaderReplication]
 	return len(v) > 0 && v[0] == "true"
 }
 

@@ -49,9 +49,26 @@ type ReplicationStats interface {
 // read (400); per-item failures are in the response.
 type BatchHandler func(body []byte) (response []byte, err error)
 
+// Registry is what the HTTP API needs of the registry: one write path
+// (every request is an operation from a client or, with the replication
+// header, a peer) and its reads. *registry.Registry implements it; every
+// method must be safe for concurrent use.
+type Registry interface {
+	Apply(registry.Op) (*registry.Instance, error)
+	Instance(app, id string) (registry.InstanceView, bool)
+	InstanceByID(id string) (registry.InstanceView, bool)
+	Snapshot() *registry.Snapshot
+	SelfPreservationState() registry.SelfPreservation
+	Stats() registry.Stats
+	Len() int
+	Version() uint64
+}
+
+var _ Registry = (*registry.Registry)(nil)
+
 // Config wires the HTTP API to the rest of the node.
 type Config struct {
-	Registry *registry.Registry
+	Registry Registry
 	Node     NodeInfo
 	Logger   zerolog.Logger
 	// Metrics is where the API registers its Prometheus collectors; nil
@@ -112,7 +129,7 @@ func (c Config) Validate() error {
 // health and metrics.
 type Server struct {
 	cfg      Config
-	reg      *registry.Registry
+	reg      Registry
 	log      zerolog.Logger
 	echo     *echo.Echo
 	payloads *payloadCache

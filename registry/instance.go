@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -262,25 +261,6 @@ type InstanceKey struct {
 }
 
 func (k InstanceKey) String() string { return k.App + "/" + k.ID }
-
-// Errors callers branch on; httpapi maps them to status codes.
-var (
-	ErrInstanceNotFound = errors.New("registry: instance not found")
-	ErrInvalidStatus    = errors.New("registry: invalid status")
-	ErrInvalidInstance  = errors.New("registry: invalid instance")
-	// ErrNewerDirtyTimestamp: the caller holds newer instance data than the
-	// registry and must register again (Eureka answers 404).
-	ErrNewerDirtyTimestamp = errors.New("registry: caller's lastDirtyTimestamp is newer, register again")
-	// ErrStaleDirtyTimestamp: a peer replicated a heartbeat with older data;
-	// the registry's copy (returned with it) should win (Eureka answers 409).
-	ErrStaleDirtyTimestamp = errors.New("registry: caller's lastDirtyTimestamp is older than the registry's")
-	// ErrStatusUnknown: the override rules resolve the instance's status to
-	// UNKNOWN, so the client must register again (Eureka answers 404).
-	ErrStatusUnknown = errors.New("registry: status resolves to UNKNOWN, register again")
-	// ErrInvalidOp: an operation of a kind Apply does not take (an
-	// eviction, or no kind at all).
-	ErrInvalidOp = errors.New("registry: invalid operation")
-)
 
 // upperASCII returns strings.ToUpper(s) (the codecs upper-case app names
 // the same way), without allocating when s is upper-case ASCII already:

@@ -14,9 +14,12 @@ import (
 	"github.com/muster-registry/muster/registry/wire"
 )
 
-// HeaderReplication marks requests between peers; Eureka compares it with
-// "true" exactly (PeerEurekaNode.HEADER_REPLICATION).
-const HeaderReplication = "x-netflix-discovery-replication"
+// HeaderReplication marks requests between peers (PeerEurekaNode's
+// HEADER_REPLICATION, x-netflix-discovery-replication); Eureka compares its
+// value with "true" exactly. Header names are case-insensitive; it is
+// spelled in Go's canonical form so that a direct http.Header lookup (the
+// receiving side does one on every heartbeat) needs no canonicalisation.
+const HeaderReplication = "X-Netflix-Discovery-Replication"
 
 // HTTPTransport sends batches over Eureka's wire: POST
 // {peer URL}peerreplication/batch with the replication header and a JSON

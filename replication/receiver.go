@@ -125,19 +125,13 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 	return replicationResponse{StatusCode: itemStatus(err)}
 }
 
-// itemStatus maps a registry error to the status the matching client
-// request would get.
+// itemStatus maps an item's error to the status the matching client
+// request would get: the registry's table, and 400 for a body the codec
+// cannot read.
 func itemStatus(err error) int {
-	switch {
-	case err == nil:
-		return http.StatusOK
-	case errors.Is(err, registry.ErrInstanceNotFound), errors.Is(err, registry.ErrStatusUnknown),
-		errors.Is(err, registry.ErrNewerDirtyTimestamp):
-		return http.StatusNotFound
-	case errors.Is(err, registry.ErrStaleDirtyTimestamp):
-		return http.StatusConflict
-	case errors.Is(err, registry.ErrInvalidInstance), errors.Is(err, registry.ErrInvalidStatus), errors.Is(err, wire.ErrMalformed):
+	if errors.Is(err, wire.ErrMalformed) {
 		return http.StatusBadRequest
 	}
-	return http.StatusInternalServerError
+	code, _ := registry.StatusCode(err)
+	return code
 }
