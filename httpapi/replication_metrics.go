@@ -11,6 +11,7 @@ type replicationCollector struct {
 
 	items, batches, retries, replaced, reregistered, adopted, itemFailures *prometheus.Desc
 	drops, peers, queueDepth, lag, maxLag, lastBatch                       *prometheus.Desc
+	resyncs, catchUps                                                      *prometheus.Desc
 }
 
 func newReplicationCollector(stats ReplicationStats) *replicationCollector {
@@ -32,12 +33,14 @@ func newReplicationCollector(stats ReplicationStats) *replicationCollector {
 		lag:          d("lag_seconds", "Age of the oldest task of the last batch sent to a peer.", "peer"),
 		maxLag:       d("max_lag_seconds", "Largest lag seen for a peer.", "peer"),
 		lastBatch:    d("last_batch_seconds", "Duration of the last batch request to a peer.", "peer"),
+		resyncs:      d("resyncs_total", "Times replication fell behind the registry's change stream and re-sent every instance."),
+		catchUps:     d("catch_ups_total", "Heartbeats a sender for a newly added peer queued for every live instance."),
 	}
 }
 
 func (rc *replicationCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{rc.items, rc.batches, rc.retries, rc.replaced, rc.reregistered, rc.adopted,
-		rc.itemFailures, rc.drops, rc.peers, rc.queueDepth, rc.lag, rc.maxLag, rc.lastBatch} {
+		rc.itemFailures, rc.drops, rc.peers, rc.queueDepth, rc.lag, rc.maxLag, rc.lastBatch, rc.resyncs, rc.catchUps} {
 		ch <- d
 	}
 }
@@ -54,6 +57,8 @@ func (rc *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(rc.reregistered, t.Reregistered)
 	counter(rc.adopted, t.Adopted)
 	counter(rc.itemFailures, t.ItemFailures)
+	counter(rc.resyncs, t.Resyncs)
+	counter(rc.catchUps, t.CatchUps)
 	counter(rc.drops, t.Drops.Overflow, "overflow")
 	counter(rc.drops, t.Drops.Expired, "expired")
 	counter(rc.drops, t.Drops.Permanent, "permanent")

@@ -78,8 +78,12 @@ type Registry struct {
 	out *outbox
 
 	// The renewal feed (renewals.go): lock-free, outside mu.
-	renewFeed atomic.Bool
-	renewHead atomic.Pointer[lease]
+	renewFeed  atomic.Bool
+	renewWoken atomic.Bool // renewWake was poked since the last take
+	renewHeads [lockStripes]struct {
+		p atomic.Pointer[lease]
+		_ [64 - 8]byte
+	}
 	renewWake chan struct{}
 
 	// mu guards everything below it, up to snapMu. Heartbeats take one read
@@ -380,7 +384,7 @@ func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
 	r.renewals.Increment(now)
 	r.renewalCount.add(1)
 	if op.Origin == OriginClient {
-		r.feedRenewal(l)
+		r.feedRenewal(l, stripe)
 	}
 	r.mu.runlockStripe(stripe)
 	return r.checkDirtyTimestamp(op, app, in, now)

@@ -10,13 +10,15 @@ import (
 // heartbeats.
 //
 // A heartbeat marks its lease pending (an atomic flag on the lease) and, if
-// the flag was clear, pushes the lease onto a lock-free stack (renewHead,
-// linked through lease.nextRenewed). So a lease is on the stack at most
-// once: however many times an instance renews between two takes, it is
-// replicated as one heartbeat carrying the newest state, and the stack never
-// holds more entries than there are instances. Nothing is lost and nothing
-// needs a bound. The first push onto an empty stack pokes renewWake; later
-// pushes cost one compare-and-swap on the lease and one on the head.
+// the flag was clear, pushes the lease onto a lock-free stack (one of
+// lockStripes, the one of the read stripe it holds, linked through
+// lease.nextRenewed). So a lease is on a stack at most once: however many
+// times an instance renews between two takes, it is replicated as one
+// heartbeat carrying the newest state, and the stacks never hold more
+// entries than there are instances. Nothing is lost and nothing needs a
+// bound. The first push after a take pokes renewWake (renewWoken makes that
+// one send per take); later pushes cost one compare-and-swap on the lease
+// and one on a stack head that 1/lockStripes of the heartbeats share.
 //
 // Heartbeats from peers are not fed: a peer's write is never replicated
 // again. The feed is off until a consumer calls RenewalsReady, so a node
@@ -24,21 +26,22 @@ import (
 
 // feedRenewalLocked records a client renewal of l. Called with a read
 // stripe of mu held, so l is current.
-func (r *Registry) feedRenewal(l *lease) {
+func (r *Registry) feedRenewal(l *lease, stripe int) {
 	if !r.renewFeed.Load() || l.renewPending.Load() || !l.renewPending.CompareAndSwap(false, true) {
 		return
 	}
+	head := &r.renewHeads[stripe].p
 	for {
-		old := r.renewHead.Load()
+		old := head.Load()
 		l.nextRenewed = old
-		if r.renewHead.CompareAndSwap(old, l) {
-			if old == nil {
-				select {
-				case r.renewWake <- struct{}{}:
-				default:
-				}
-			}
-			return
+		if head.CompareAndSwap(old, l) {
+			break
+		}
+	}
+	if !r.renewWoken.Load() && r.renewWoken.CompareAndSwap(false, true) {
+		select {
+		case r.renewWake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -53,31 +56,44 @@ func (r *Registry) RenewalsReady() <-chan struct{} {
 }
 
 // TakeRenewals appends to buf[:0] every lease renewed by a client since
-// the last take, once each and in the order of their first renewal since
-// then, with its current instance and last renewal, and clears the feed. Leases cancelled or evicted meanwhile are left out.
+// the last take, once each, oldest last renewal first, with its current
+// instance and last renewal, and clears the feed. Leases cancelled or evicted meanwhile are left out.
 // It takes a read stripe of the registry lock only to check that.
 func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 	buf = buf[:0]
-	l := r.renewHead.Swap(nil)
-	if l == nil {
+	// Clear the wake-up flag first: a push from now on wakes the consumer
+	// again, so nothing pushed after the swaps below waits unseen.
+	r.renewWoken.Store(false)
+	var lists [lockStripes]*lease
+	any := false
+	for s := range r.renewHeads {
+		lists[s] = r.renewHeads[s].p.Swap(nil)
+		any = any || lists[s] != nil
+	}
+	if !any {
 		return buf
 	}
 	i := r.mu.rlockStripe()
-	for l != nil {
-		// Read the link before clearing the flag: once it is clear, a
-		// heartbeat may push l again and overwrite it.
-		next := l.nextRenewed
-		l.nextRenewed = nil
-		l.renewPending.Store(false)
-		in := l.inst
-		if r.lookupLocked(in.App, in.ID()) == l {
-			buf = append(buf, Renewal{Key: InstanceKey{in.App, in.ID()}, Instance: in, At: time.Unix(0, l.lastRenewal.Load())})
+	for _, l := range lists {
+		start := len(buf)
+		for l != nil {
+			// Read the link before clearing the flag: once it is clear, a
+			// heartbeat may push l again and overwrite it.
+			next := l.nextRenewed
+			l.nextRenewed = nil
+			l.renewPending.Store(false)
+			in := l.inst
+			if r.lookupLocked(in.App, in.ID()) == l {
+				buf = append(buf, Renewal{Key: InstanceKey{in.App, in.ID()}, Instance: in, At: time.Unix(0, l.lastRenewal.Load())})
+			}
+			l = next
 		}
-		l = next
+		// Each stack is newest first.
+		slices.Reverse(buf[start:])
 	}
 	r.mu.runlockStripe(i)
-	// The stack is newest first; hand them out in the order they were
-	// first renewed since the last take.
-	slices.Reverse(buf)
+	// Hand them out oldest renewal first (stable: equal times keep their
+	// push order).
+	slices.SortStableFunc(buf, func(a, b Renewal) int { return a.At.Compare(b.At) })
 	return buf
 }
