@@ -102,8 +102,14 @@ func (r *Registration) Instance() Instance {
 // UP when it is ready) and registers it again with a newer
 // lastDirtyTimestamp, as the Java client does. If no server takes the new
 // registration now, the next heartbeat carries the newer timestamp, the
-// server answers 404, and the registration is sent again then. An
-// override set with SetStatusOverride still wins on the server.
+// server answers 404, and the registration is sent again then.
+//
+// The server applies Eureka's status rules (EUREKA.md §5.2): DOWN,
+// STARTING and UNKNOWN are taken as sent, but a registration cannot turn
+// an UP instance OUT_OF_SERVICE or the reverse (the server keeps the
+// status it holds), and an override set with SetStatusOverride wins over
+// any status the instance registers. Take an instance out of service with
+// SetStatusOverride.
 func (r *Registration) SetStatus(ctx context.Context, st Status) error {
 	if !st.valid() {
 		return fmt.Errorf("client: invalid status %q", st)
