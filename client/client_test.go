@@ -3,6 +3,8 @@ package client_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -244,5 +246,59 @@ func TestClient_Fetch_delta(t *testing.T) {
 		if in.ID <= apps["ORDERS"][i].ID {
 			t.Fatalf("instances not sorted by id: %v", apps["ORDERS"])
 		}
+	}
+}
+
+// TestClient_Register_retriesUntilAServerAccepts: Register waits with
+// backoff while no server takes the registration, and gives up at once on
+// a 400.
+func TestClient_Register_retriesUntilAServerAccepts(t *testing.T) {
+	checkGoroutines(t)
+	n := startNode(t)
+	f := &flaky{h: n.http.Config.Handler}
+	f.down.Store(true)
+	ts := httptest.NewServer(f)
+	t.Cleanup(ts.Close)
+	c, clk := newClient(t, servers(ts.URL+"/eureka/"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Register(ctxT(t), testInstance("orders", 0))
+		done <- err
+	}()
+	clk.BlockUntil(t, 1)
+	clk.Advance(time.Second)
+	clk.BlockUntil(t, 1) // second failure: 2 s
+	f.down.Store(false)
+	clk.Advance(2 * time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if f.hits.Load() != 3 || n.reg.Len() != 1 {
+		t.Fatalf("%d attempts, %d registered; want 3 and 1", f.hits.Load(), n.reg.Len())
+	}
+
+	// Client.Close cancels what is still registered; later calls fail.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n.reg.Len() != 0 {
+		t.Fatal("Client.Close left the instance registered")
+	}
+	if _, err := c.Register(ctxT(t), testInstance("orders", 1)); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("Register after Close: %v, want ErrClosed", err)
+	}
+	if _, err := c.Watch(ctxT(t), "orders"); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("Watch after Close: %v, want ErrClosed", err)
+	}
+
+	// A server that refuses the instance: no retry.
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "missing dataCenterInfo", http.StatusBadRequest)
+	}))
+	t.Cleanup(bad.Close)
+	c2, _ := newClient(t, servers(bad.URL+"/eureka/"))
+	var se *client.StatusError
+	if _, err := c2.Register(ctxT(t), testInstance("orders", 0)); !errors.As(err, &se) || se.Code != 400 {
+		t.Fatalf("Register refused with 400: %v", err)
 	}
 }
