@@ -302,3 +302,43 @@ func TestClient_Register_retriesUntilAServerAccepts(t *testing.T) {
 		t.Fatalf("Register refused with 400: %v", err)
 	}
 }
+
+// TestClient_oneShotRequests drives RegisterOnce, Heartbeat and Cancel
+// directly, as a caller with its own schedule does.
+func TestClient_oneShotRequests(t *testing.T) {
+	checkGoroutines(t)
+	n := startNode(t)
+	c, clk := newClient(t, servers(n.url))
+	ctx := ctxT(t)
+	in := testInstance("orders", 0)
+	in.ID = "orders-0"
+	dirty := clk.Now()
+	if err := c.RegisterOnce(ctx, in, dirty); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", dirty); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", time.Time{}); err != nil {
+		t.Fatalf("heartbeat without lastDirtyTimestamp: %v", err)
+	}
+	// Newer data than the server holds: register again.
+	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", dirty.Add(time.Second)); !errors.Is(err, client.ErrNotRegistered) {
+		t.Fatalf("heartbeat with a newer lastDirtyTimestamp: %v, want ErrNotRegistered", err)
+	}
+	if err := c.Heartbeat(ctx, "ORDERS", "ghost", dirty); !errors.Is(err, client.ErrNotRegistered) {
+		t.Fatalf("heartbeat of an unknown instance: %v, want ErrNotRegistered", err)
+	}
+	if n.reg.Stats().Renewals < 2 {
+		t.Fatalf("renewals = %d", n.reg.Stats().Renewals)
+	}
+	if err := c.Cancel(ctx, "ORDERS", "orders-0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx, "ORDERS", "orders-0"); err != nil {
+		t.Fatalf("second cancel (404): %v", err)
+	}
+	if n.reg.Len() != 0 {
+		t.Fatal("still registered")
+	}
+}

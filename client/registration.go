@@ -78,7 +78,7 @@ func (c *Client) Register(ctx context.Context, in Instance) (*Registration, erro
 	c.regMu.Lock()
 	if c.closed {
 		c.regMu.Unlock()
-		_ = c.sendCancel(context.Background(), in.App, in.ID)
+		_ = c.Cancel(context.Background(), in.App, in.ID)
 		return nil, ErrClosed
 	}
 	c.regs[r] = struct{}{}
@@ -202,9 +202,26 @@ func (r *Registration) Close() error {
 		r.mu.Lock()
 		app, id := r.inst.App, r.inst.ID
 		r.mu.Unlock()
-		r.closeErr = r.c.sendCancel(context.Background(), app, id)
+		r.closeErr = r.c.Cancel(context.Background(), app, id)
 	})
 	return r.closeErr
+}
+
+// RegisterOnce sends one registration of in (POST apps/{APP}), with
+// lastDirty as its lastDirtyTimestamp, and nothing else: no heartbeats
+// follow (see Heartbeat). It is for callers that schedule heartbeats
+// themselves, such as a simulator of many instances; a service uses
+// Register. in gets the defaults Register gives it; App, HostName and
+// IPAddr are required.
+func (c *Client) RegisterOnce(ctx context.Context, in Instance, lastDirty time.Time) error {
+	if in.App == "" || in.HostName == "" || in.IPAddr == "" {
+		return errors.New("client: RegisterOnce needs App, HostName and IPAddr")
+	}
+	if in.Status != "" && !in.Status.valid() {
+		return fmt.Errorf("client: invalid status %q", in.Status)
+	}
+	in = in.withDefaults()
+	return c.sendRegister(ctx, in.App, in.wireInstance(lastDirty.UnixMilli()))
 }
 
 func (c *Client) sendRegister(ctx context.Context, app string, wi *registry.Instance) error {
@@ -250,9 +267,10 @@ func (c *Client) Heartbeat(ctx context.Context, app, id string, lastDirty time.T
 	return nil
 }
 
-// sendCancel cancels an instance (DELETE apps/{app}/{id}) within
-// RequestTimeout per server; 404 counts as done.
-func (c *Client) sendCancel(ctx context.Context, app, id string) error {
+// Cancel cancels an instance registered by other means (DELETE
+// apps/{app}/{id}); a Registration cancels itself on Close. A server that
+// does not know the instance counts as done.
+func (c *Client) Cancel(ctx context.Context, app, id string) error {
 	rep, err := c.call(ctx, request{op: opCancel, method: http.MethodDelete, path: instancePath(app, id)})
 	if err != nil {
 		return fmt.Errorf("client: cancel %s/%s: %w", app, id, err)
