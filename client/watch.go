@@ -112,7 +112,10 @@ func (w *watch) run(ctx context.Context) {
 				pause = w.failed(errors.New("undecodable answer"))
 				break
 			}
-			w.failures = 0
+			if w.failures > 0 {
+				c.log.Info().Str("app", w.app).Int("failures", w.failures).Msg("watch recovered")
+				w.failures = 0
+			}
 			w.deliver(list)
 			pause = w.next(rep, held, sent, c.clock.Now().Sub(start))
 		default:
@@ -149,7 +152,11 @@ func (w *watch) next(rep reply, held bool, sent uint64, took time.Duration) time
 func (w *watch) failed(err error) time.Duration {
 	w.failures++
 	w.indexServer = -1
-	w.c.log.Debug().Err(err).Str("app", w.app).Msg("watch request failed")
+	if w.failures == 1 {
+		w.c.log.Warn().Err(err).Str("app", w.app).Msg("watch request failed, retrying with backoff")
+	} else {
+		w.c.log.Debug().Err(err).Str("app", w.app).Int("failures", w.failures).Msg("watch request failed")
+	}
 	return backoff(w.c.cfg.RetryBackoff, w.c.cfg.MaxRetryBackoff, w.failures)
 }
 
