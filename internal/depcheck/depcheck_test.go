@@ -67,6 +67,12 @@ var allowed = map[string]rule{
 	"internal/depcheck": {
 		why: "this test",
 	},
+	// The Go client library: any Go service may import it.
+	"client": {
+		imports:     []string{"registry", "registry/wire"},
+		testImports: []string{"httpapi", "registry/registrytest"},
+		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
+	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
 		imports:     []string{"cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol"},
