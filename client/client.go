@@ -122,10 +122,11 @@ func (c *Client) Stats() Stats {
 	}
 }
 
-// CurrentServer returns the base URL (without credentials) of the server
-// requests go to now.
-func (c *Client) CurrentServer() string {
-	return c.servers.list[c.servers.cur.Load()].base
+// CurrentServer returns the server requests go to now: its zone and its
+// base URL, without credentials.
+func (c *Client) CurrentServer() Server {
+	s := c.servers.list[c.servers.cur.Load()]
+	return Server{Zone: s.zone, URL: s.base}
 }
 
 func (c *Client) isClosed() bool {

@@ -316,17 +316,17 @@ func TestClient_oneShotRequests(t *testing.T) {
 	if err := c.RegisterOnce(ctx, in, dirty); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", dirty); err != nil {
+	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", client.StatusUp, dirty); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", time.Time{}); err != nil {
+	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", "", time.Time{}); err != nil {
 		t.Fatalf("heartbeat without lastDirtyTimestamp: %v", err)
 	}
 	// Newer data than the server holds: register again.
-	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", dirty.Add(time.Second)); !errors.Is(err, client.ErrNotRegistered) {
+	if err := c.Heartbeat(ctx, "ORDERS", "orders-0", client.StatusUp, dirty.Add(time.Second)); !errors.Is(err, client.ErrNotRegistered) {
 		t.Fatalf("heartbeat with a newer lastDirtyTimestamp: %v, want ErrNotRegistered", err)
 	}
-	if err := c.Heartbeat(ctx, "ORDERS", "ghost", dirty); !errors.Is(err, client.ErrNotRegistered) {
+	if err := c.Heartbeat(ctx, "ORDERS", "ghost", client.StatusUp, dirty); !errors.Is(err, client.ErrNotRegistered) {
 		t.Fatalf("heartbeat of an unknown instance: %v, want ErrNotRegistered", err)
 	}
 	if n.reg.Stats().Renewals < 2 {
@@ -335,8 +335,8 @@ func TestClient_oneShotRequests(t *testing.T) {
 	if err := c.Cancel(ctx, "ORDERS", "orders-0"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Cancel(ctx, "ORDERS", "orders-0"); err != nil {
-		t.Fatalf("second cancel (404): %v", err)
+	if err := c.Cancel(ctx, "ORDERS", "orders-0"); !errors.Is(err, client.ErrNotRegistered) {
+		t.Fatalf("second cancel: %v, want ErrNotRegistered", err)
 	}
 	if n.reg.Len() != 0 {
 		t.Fatal("still registered")

@@ -132,7 +132,7 @@ func ExampleParseServers() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(list), "servers; first asked:", c.CurrentServer())
+	fmt.Println(len(list), "servers; first asked:", c.CurrentServer().URL)
 	// Output:
 	// 2 servers; first asked: http://eureka-b:8761/eureka/
 }

@@ -36,7 +36,7 @@ func TestClient_failover_killedServer(t *testing.T) {
 	if s := c.Stats(); s.Failovers != 1 {
 		t.Fatalf("failovers = %d, want 1", s.Failovers)
 	}
-	if c.CurrentServer() != b.url {
+	if c.CurrentServer().URL != b.url {
 		t.Fatalf("current server %s, want %s", c.CurrentServer(), b.url)
 	}
 	// It stays on the working server.
@@ -117,8 +117,8 @@ func TestClient_failover_zones(t *testing.T) {
 	if s := c.Stats(); s.Failovers != 1 || s.ZoneReturns != 1 {
 		t.Fatalf("stats %+v, want 1 failover and 1 zone return", s)
 	}
-	if c.CurrentServer() != nearURL+"/" {
-		t.Fatalf("current server %s, want %s/", c.CurrentServer(), nearURL)
+	if cur := c.CurrentServer(); cur.URL != nearURL+"/" || cur.Zone != "zone-a" {
+		t.Fatalf("current server %+v, want zone-a %s/", cur, nearURL)
 	}
 }
 
@@ -155,7 +155,7 @@ func TestClient_basicAuth(t *testing.T) {
 	if unauthorized.Load() != 0 {
 		t.Fatalf("%d requests without the right credentials", unauthorized.Load())
 	}
-	if strings.Contains(c.CurrentServer(), "s3cret") {
+	if strings.Contains(c.CurrentServer().URL, "s3cret") {
 		t.Fatalf("CurrentServer shows the password: %s", c.CurrentServer())
 	}
 

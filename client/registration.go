@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,9 +163,9 @@ func (r *Registration) run(ctx context.Context) {
 // reports whether the instance is registered afterwards.
 func (r *Registration) heartbeat(ctx context.Context) bool {
 	r.mu.Lock()
-	app, id, lastDirty := r.inst.App, r.inst.ID, r.lastDirty
+	app, id, status, lastDirty := r.inst.App, r.inst.ID, r.inst.Status, r.lastDirty
 	r.mu.Unlock()
-	err := r.c.Heartbeat(ctx, app, id, time.UnixMilli(lastDirty))
+	err := r.c.Heartbeat(ctx, app, id, status, time.UnixMilli(lastDirty))
 	switch {
 	case err == nil:
 		return true
@@ -202,7 +203,9 @@ func (r *Registration) Close() error {
 		r.mu.Lock()
 		app, id := r.inst.App, r.inst.ID
 		r.mu.Unlock()
-		r.closeErr = r.c.Cancel(context.Background(), app, id)
+		if err := r.c.Cancel(context.Background(), app, id); err != nil && !errors.Is(err, ErrNotRegistered) {
+			r.closeErr = err
+		}
 	})
 	return r.closeErr
 }
@@ -241,15 +244,25 @@ func instancePath(app, id string) string {
 	return "apps/" + url.PathEscape(app) + "/" + url.PathEscape(id)
 }
 
-// Heartbeat sends one heartbeat (PUT apps/{app}/{id}) for an instance
-// registered by other means; a Registration sends its own. lastDirty is
-// the instance's lastDirtyTimestamp as last registered (zero: none sent);
-// a server holding older data answers 404. It returns ErrNotRegistered
-// when the server answers 404: register the instance again.
-func (c *Client) Heartbeat(ctx context.Context, app, id string, lastDirty time.Time) error {
-	path := instancePath(app, id)
+// Heartbeat sends one heartbeat for an instance registered by other
+// means (a Registration sends its own), as the Java client shapes it: PUT
+// apps/{app}/{id}?status={status}&lastDirtyTimestamp={ms}. status is the
+// instance's own status (servers ignore it; empty leaves it out);
+// lastDirty is its lastDirtyTimestamp as last registered (zero leaves it
+// out), and a server that holds older data answers 404. It returns
+// ErrNotRegistered when the server answers 404: register the instance
+// again.
+func (c *Client) Heartbeat(ctx context.Context, app, id string, status Status, lastDirty time.Time) error {
+	var query []string // in the Java client's order
+	if status != "" {
+		query = append(query, "status="+url.QueryEscape(string(status)))
+	}
 	if !lastDirty.IsZero() {
-		path += "?lastDirtyTimestamp=" + strconv.FormatInt(lastDirty.UnixMilli(), 10)
+		query = append(query, "lastDirtyTimestamp="+strconv.FormatInt(lastDirty.UnixMilli(), 10))
+	}
+	path := instancePath(app, id)
+	if len(query) > 0 {
+		path += "?" + strings.Join(query, "&")
 	}
 	rep, err := c.call(ctx, request{op: opRenew, method: http.MethodPut, path: path})
 	if err == nil && rep.code == http.StatusNotFound {
@@ -268,14 +281,17 @@ func (c *Client) Heartbeat(ctx context.Context, app, id string, lastDirty time.T
 }
 
 // Cancel cancels an instance registered by other means (DELETE
-// apps/{app}/{id}); a Registration cancels itself on Close. A server that
-// does not know the instance counts as done.
+// apps/{app}/{id}); a Registration cancels itself on Close. It returns
+// ErrNotRegistered when the server does not know the instance (already
+// cancelled, or evicted).
 func (c *Client) Cancel(ctx context.Context, app, id string) error {
 	rep, err := c.call(ctx, request{op: opCancel, method: http.MethodDelete, path: instancePath(app, id)})
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("client: cancel %s/%s: %w", app, id, err)
-	}
-	if rep.code/100 != 2 && rep.code != http.StatusNotFound {
+	case rep.code == http.StatusNotFound:
+		return fmt.Errorf("%w: %s/%s at %s", ErrNotRegistered, app, id, c.servers.list[rep.server].base)
+	case rep.code/100 != 2:
 		return &StatusError{Op: opCancel.String(), Server: c.servers.list[rep.server].base, Code: rep.code}
 	}
 	c.stats.cancels.Add(1)
