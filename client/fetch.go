@@ -23,7 +23,8 @@ type view struct {
 
 // Fetch brings the client's copy of the registry up to date and returns
 // it, as the Java client's DiscoveryClient#fetchRegistry does: the first
-// call fetches the whole registry (GET apps/), later calls fetch the delta
+// call, and any call while the copy is empty, fetches the whole registry
+// (GET apps/); later calls fetch the delta
 // (GET apps/delta: the changes of the last few minutes) and apply it
 // (ADDED and MODIFIED add or replace an instance, DELETED removes it). The
 // delta carries apps__hashcode, the server's count of instances per
@@ -42,7 +43,9 @@ func (c *Client) Fetch(ctx context.Context) (Apps, error) {
 }
 
 func (c *Client) fetchLocked(ctx context.Context) error {
-	if !c.view.fetched {
+	// An empty copy is filled by a full fetch, as DiscoveryClient#fetchRegistry
+	// does: a delta could only confirm it.
+	if !c.view.fetched || len(c.view.apps) == 0 {
 		return c.fullFetchLocked(ctx)
 	}
 	rep, err := c.call(ctx, request{op: opFetchDelta, method: http.MethodGet, path: "apps/delta"})
