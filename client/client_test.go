@@ -342,3 +342,18 @@ func TestClient_oneShotRequests(t *testing.T) {
 		t.Fatal("still registered")
 	}
 }
+
+// TestClient_Fetch_emptyCopyIsRefilledInFull: while the copy is empty the
+// client fetches everything, as DiscoveryClient does, not deltas.
+func TestClient_Fetch_emptyCopyIsRefilledInFull(t *testing.T) {
+	n := startNode(t)
+	c, _ := newClient(t, servers(n.url))
+	for range 2 {
+		if apps, err := c.Fetch(ctxT(t)); err != nil || len(apps) != 0 {
+			t.Fatalf("fetch of an empty registry: %v, %v", apps, err)
+		}
+	}
+	if s := c.Stats(); s.FullFetches != 2 || s.DeltaFetches != 0 {
+		t.Fatalf("stats %+v, want 2 full fetches", s)
+	}
+}
