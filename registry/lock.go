@@ -67,7 +67,11 @@ type shardedCounter struct {
 	}
 }
 
-func (c *shardedCounter) add(d int64) { c.cells[rand.Uint32()%counterShards].n.Add(d) }
+func (c *shardedCounter) add(d int64) { c.addAt(int(rand.Uint32()), d) }
+
+// addAt adds to the cell picked by hint (any int; a caller that already
+// drew a random stripe passes it and saves a draw).
+func (c *shardedCounter) addAt(hint int, d int64) { c.cells[uint(hint)%counterShards].n.Add(d) }
 
 func (c *shardedCounter) load() int64 {
 	var s int64

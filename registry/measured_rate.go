@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,11 @@ func (m *MeasuredRate) sliceOf(now time.Time) int64 {
 
 // Increment counts one event at now. It takes no lock except on the first
 // event of a new slice.
-func (m *MeasuredRate) Increment(now time.Time) {
+func (m *MeasuredRate) Increment(now time.Time) { m.increment(now, int(rand.Uint32())) }
+
+// increment counts one event at now in the cell picked by hint (see
+// shardedCounter.addAt).
+func (m *MeasuredRate) increment(now time.Time, hint int) {
 	n := m.sliceOf(now)
 	cur := m.cur.Load()
 	if n > cur {
@@ -74,7 +79,7 @@ func (m *MeasuredRate) Increment(now time.Time) {
 	if n <= cur-rateSlices || n < 0 {
 		n = cur
 	}
-	m.counts[n%rateRing].add(1)
+	m.counts[n%rateRing].addAt(hint, 1)
 }
 
 // Count returns the number of events in the last full window (the

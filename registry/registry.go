@@ -381,8 +381,8 @@ func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
 		return r.renewCorrectingStatus(op, app, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
-	r.renewals.Increment(now)
-	r.renewalCount.add(1)
+	r.renewals.increment(now, stripe)
+	r.renewalCount.addAt(stripe, 1)
 	if op.Origin == OriginClient {
 		r.feedRenewal(l, stripe)
 	}
