@@ -80,8 +80,8 @@
 // order, from the moment it subscribed. Back-pressure: none on writers; a
 // consumer that falls more than OutboxSize events behind gets resync from
 // Cursor.Read instead of the overwritten events (never a silent gap), and
-// rebuilds its state from a Snapshot (replication re-sends every
-// instance).
+// rebuilds its state from a Snapshot (replication sends every peer a
+// heartbeat for every live instance, and the peers ask for what they lack).
 //
 // A flow looks like: httpapi applies RegisterOp from OriginClient →
 // the registry stores it, version n, event n → the replicator's cursor

@@ -23,8 +23,9 @@
 //     heartbeat per renewed lease, each offered to every peer's inbox
 //     without blocking. A full inbox drops the task for that peer
 //     (Drops.InboxFull). If the feed fell so far behind that the stream
-//     overwrote what it had not read, it re-sends every instance as a
-//     Register (Counters.Resyncs).
+//     overwrote what it had not read, every sender catches up with a
+//     heartbeat for every live instance (Counters.Resyncs), as a new sender
+//     does (below).
 //  3. The peer's goroutine moves the task into its batcher. A pending task
 //     for the same instance and action is replaced, and the new one goes to
 //     the back, so register/cancel/register keeps its order (Counters.Replaced).

@@ -60,6 +60,10 @@ type peer struct {
 	// catchUp makes the sender queue a heartbeat for every live instance
 	// when it starts (queueCatchUp). Set by the Replicator before start.
 	catchUp bool
+	// resync asks a running sender for the same catch-up (the feed fell
+	// behind the registry's stream); kick wakes the sender to see it.
+	resync atomic.Bool
+	kick   chan struct{}
 
 	// --- owned by the peer's goroutine ---
 	b        *batcher
@@ -98,6 +102,7 @@ type sendResult struct {
 
 func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *peer {
 	p := &peer{
+		kick:    make(chan struct{}, 1),
 		cfg:     cfg,
 		now:     now,
 		log:     log.With().Str(logPeer, info.Name).Logger(),
@@ -126,14 +131,12 @@ func (p *peer) offer(t Task) {
 // after the batch in flight, if any, has been answered or aborted.
 func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
 	p.log.Info().Str(logURL, p.info.Load().URL).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
-	if p.catchUp {
-		p.queueCatchUp(p.now())
-	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		now := p.now()
+		p.catchUpIfAsked(now)
 		if f, wait := p.step(now); f != nil {
 			wg.Add(1)
 			go func() {
@@ -159,7 +162,26 @@ func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
 		case r := <-p.results:
 			p.onResult(r, p.now())
 		case <-timer.C:
+		case <-p.kick:
 		}
+	}
+}
+
+// askCatchUp asks the sender for a catch-up; safe from any goroutine.
+func (p *peer) askCatchUp() {
+	p.resync.Store(true)
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// catchUpIfAsked runs queueCatchUp once for a new sender and once per
+// askCatchUp. Owner only.
+func (p *peer) catchUpIfAsked(now time.Time) {
+	if p.catchUp || p.resync.Swap(false) {
+		p.catchUp = false
+		p.queueCatchUp(now)
 	}
 }
 

@@ -222,10 +222,7 @@ func (r *Replicator) Flush(ctx context.Context) (int, error) {
 		progressed := false
 		for _, p := range ps {
 			now := r.now()
-			if p.catchUp {
-				p.catchUp = false
-				p.queueCatchUp(now)
-			}
+			p.catchUpIfAsked(now)
 			p.drainAll(now)
 			if f, _ := p.step(now); f != nil {
 				p.onResult(p.send(ctx, f), r.now())
@@ -242,21 +239,26 @@ func (r *Replicator) Flush(ctx context.Context) (int, error) {
 
 // resync runs when the feed fell so far behind the registry's stream that
 // changes it had not read were overwritten (registry.Config.OutboxSize).
-// It does not guess what was lost: every instance the registry holds now
-// is queued as a Register for every peer, which restores every write but
-// a cancel; a peer that still holds a cancelled instance evicts it when its
-// lease runs out, since no heartbeat comes for it.
+// It does not guess what was lost: every sender catches up as a new one
+// does, with a heartbeat for every live instance, and the peers ask, with
+// 404 and 409, for what they lack. That restores every register and newer
+// copy; a cancel that was lost leaves the instance on the peer until its
+// lease runs out there, since no heartbeat comes for it. Heartbeats, not
+// registers, because a peer that holds the instance stores nothing and
+// makes no change of its own: two nodes that resync cannot set each other
+// off.
 func (r *Replicator) resync() {
 	r.resyncs.Add(1)
-	snap := r.cfg.Store.Snapshot()
-	now := r.now()
-	r.log.Warn().Uint64("version", snap.Version).Int("instances", snap.Instances).
-		Msg("replication fell behind the registry's change stream; re-sending every instance")
-	for _, app := range snap.Apps {
-		for _, iv := range app.Instances {
-			r.enqueue(Task{Action: registry.ActionRegister, Key: registry.InstanceKey{App: app.Name, ID: iv.ID()}, Instance: iv.Instance, CreatedAt: now})
+	ps := r.view.Load()
+	n := 0
+	if ps != nil {
+		n = len(*ps)
+		for _, p := range *ps {
+			p.askCatchUp()
 		}
 	}
+	r.log.Warn().Int("peers", n).
+		Msg("replication fell behind the registry's change stream; every peer gets a heartbeat for every live instance")
 }
 
 // enqueue offers t to every peer without blocking and without allocating.

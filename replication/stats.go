@@ -49,7 +49,8 @@ type Counters struct {
 	// Drops counts tasks given up, by reason.
 	Drops Drops
 	// Resyncs counts the times replication fell behind the registry's
-	// change stream and re-sent every instance (Replicator only; 0 per peer).
+	// change stream and every sender caught up with a heartbeat for every
+	// live instance (Replicator only; 0 per peer).
 	Resyncs uint64
 	// CatchUps counts heartbeats a new sender queued for every live
 	// instance when it started, so that a peer that joined late hears of

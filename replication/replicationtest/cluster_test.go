@@ -351,3 +351,26 @@ func TestCluster_seedReplays(t *testing.T) {
 }
 
 var _ replication.Transport = replicationtest.NewNetwork(registrytest.NewClock(), 0).From("x")
+
+// A replicator that falls further behind the registry's change stream than
+// the stream keeps is told so, and re-sends every instance: the peers end
+// up with everything, never with a silent gap.
+func TestCluster_replicatorBehindTheStreamResyncs(t *testing.T) {
+	c := replicationtest.NewCluster(t, replicationtest.ClusterConfig{
+		Seed:     1,
+		Logger:   zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+		Registry: func(c *registry.Config) { c.OutboxSize = 8 },
+	}, "a", "b")
+	for i := range 20 { // more changes than the stream keeps, with nobody reading
+		c.MustApply("a", register("APP", fmt.Sprint("i-", i)))
+	}
+	c.MustApply("a", registry.CancelOp("APP", "i-3"))
+	c.Settle(time.Second)
+	c.EnsureSame(t)
+	if st := c.Node("a").Rep.Totals(); st.Resyncs != 1 {
+		t.Fatalf("Resyncs = %d, want 1", st.Resyncs)
+	}
+	if n := c.Node("b").Reg.Len(); n != 19 {
+		t.Fatalf("b holds %d, want 19", n)
+	}
+}
