@@ -61,6 +61,8 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 	var seed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		i := int(seed.Add(7919))
 		for pb.Next() {
