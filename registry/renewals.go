@@ -56,8 +56,10 @@ func (r *Registry) RenewalsReady() <-chan struct{} {
 }
 
 // TakeRenewals appends to buf[:0] every lease renewed by a client since
-// the last take, once each, oldest last renewal first, with its current
-// instance and last renewal, and clears the feed. Leases cancelled or evicted meanwhile are left out.
+// the last take, once each, with its current instance and last renewal,
+// and clears the feed. Renewals come in no particular order (pushed on one
+// stack are in push order): each is independent of the others, and a
+// lease's register always precedes it in the change stream. Leases cancelled or evicted meanwhile are left out.
 // It takes a read stripe of the registry lock only to check that.
 func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 	buf = buf[:0]
@@ -92,8 +94,5 @@ func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 		slices.Reverse(buf[start:])
 	}
 	r.mu.runlockStripe(i)
-	// Hand them out oldest renewal first (stable: equal times keep their
-	// push order).
-	slices.SortStableFunc(buf, func(a, b Renewal) int { return a.At.Compare(b.At) })
 	return buf
 }

@@ -158,6 +158,9 @@ func (r *Replicator) feed(ctx context.Context) {
 type feedBuffers struct {
 	events   []registry.Event
 	renewals []registry.Renewal
+	// ordered sorts each take of renewals by time and key: the registry
+	// hands them out in no fixed order, and Flush must replay a seed.
+	ordered bool
 }
 
 // pull takes the renewals, reads the stream to its head and offers the
@@ -167,6 +170,14 @@ func (r *Replicator) pull(fb *feedBuffers) {
 		fb.events = make([]registry.Event, 0, 256)
 	}
 	fb.renewals = r.cfg.Store.TakeRenewals(fb.renewals)
+	if fb.ordered {
+		slices.SortFunc(fb.renewals, func(a, b registry.Renewal) int {
+			if c := a.At.Compare(b.At); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Key.String(), b.Key.String())
+		})
+	}
 	for {
 		var resync bool
 		fb.events, resync = r.cur.Read(fb.events)
@@ -215,7 +226,7 @@ func (r *Replicator) Flush(ctx context.Context) (int, error) {
 		r.mu.Unlock()
 	}
 
-	var fb feedBuffers
+	fb := feedBuffers{ordered: true}
 	sent := 0
 	for {
 		r.pull(&fb)
