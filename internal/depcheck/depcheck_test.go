@@ -55,7 +55,7 @@ var allowed = map[string]rule{
 	},
 	"httpapi": {
 		imports:     []string{"registry", "registry/wire", "replication"},
-		testImports: []string{"registry/registrytest"},
+		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
 	"internal/proccontrol": {
