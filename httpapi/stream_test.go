@@ -68,4 +68,3 @@ func ids(b replication.Batch) string {
 	}
 	return strings.Join(parts, " ")
 }
-
