@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
@@ -36,8 +37,9 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("i-%d", i)
 	}
-	// As in a node, a consumer (replication) takes the renewal feed
-	// whenever it is woken, and reads the change stream.
+	// As in a node, a consumer reads the change stream and takes the
+	// renewal feed when woken, at most every 5 ms, as replication's feed
+	// does (replication.renewalTakeInterval).
 	ready := r.RenewalsReady()
 	cur := r.Subscribe()
 	defer cur.Close()
@@ -46,12 +48,19 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 	go func() {
 		defer close(done)
 		var buf []registry.Renewal
+		wake := ready
+		pause := time.NewTimer(time.Hour)
+		defer pause.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			case <-ready:
+			case <-wake:
 				buf = r.TakeRenewals(buf)
+				wake = nil
+				pause.Reset(5 * time.Millisecond)
+			case <-pause.C:
+				wake = ready
 			case <-cur.Ready():
 				cur.Read(nil)
 			}

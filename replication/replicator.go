@@ -141,18 +141,40 @@ func (r *Replicator) Shutdown() {
 // changes to the senders before the heartbeats: a renewal taken here
 // belongs to a lease whose register is already in the stream, so a peer
 // never gets a heartbeat before the register it depends on.
+//
+// Changes are handed out as soon as they are applied. Renewals are taken
+// at most every renewalTakeInterval: a heartbeat may reach peers a few
+// milliseconds later (they allow a whole renewal interval), and under a
+// flood of heartbeats each take then collects many, instead of pulling
+// every renewed lease's cache line to this goroutine's core one at a time
+// while the heartbeats write them on the others.
 func (r *Replicator) feed(ctx context.Context) {
 	var fb feedBuffers
+	renewed := r.renewed
+	pause := time.NewTimer(time.Hour)
+	pause.Stop()
+	defer pause.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.cur.Ready():
-		case <-r.renewed:
+			r.pull(&fb, false)
+			continue
+		case <-renewed:
+		case <-pause.C:
+			renewed = r.renewed
+			continue
 		}
-		r.pull(&fb)
+		r.pull(&fb, true)
+		renewed = nil
+		pause.Reset(renewalTakeInterval)
 	}
 }
+
+// renewalTakeInterval is the least time between two takes of the renewal
+// feed (see feed).
+const renewalTakeInterval = 5 * time.Millisecond
 
 // feedBuffers are reused by pull across wake-ups.
 type feedBuffers struct {
@@ -163,13 +185,18 @@ type feedBuffers struct {
 	ordered bool
 }
 
-// pull takes the renewals, reads the stream to its head and offers the
-// tasks to the senders: one round of the feed.
-func (r *Replicator) pull(fb *feedBuffers) {
+// pull takes the renewals (when takeRenewals), reads the stream to its
+// head and offers the tasks to the senders: one round of the feed. The
+// renewals are taken before the stream is read, so the register of every
+// renewed lease is among the changes offered first.
+func (r *Replicator) pull(fb *feedBuffers, takeRenewals bool) {
 	if fb.events == nil {
 		fb.events = make([]registry.Event, 0, 256)
 	}
-	fb.renewals = r.cfg.Store.TakeRenewals(fb.renewals)
+	fb.renewals = fb.renewals[:0]
+	if takeRenewals {
+		fb.renewals = r.cfg.Store.TakeRenewals(fb.renewals)
+	}
 	if fb.ordered {
 		slices.SortFunc(fb.renewals, func(a, b registry.Renewal) int {
 			if c := a.At.Compare(b.At); c != 0 {
@@ -229,7 +256,7 @@ func (r *Replicator) Flush(ctx context.Context) (int, error) {
 	fb := feedBuffers{ordered: true}
 	sent := 0
 	for {
-		r.pull(&fb)
+		r.pull(&fb, true)
 		progressed := false
 		for _, p := range ps {
 			now := r.now()
