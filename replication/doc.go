@@ -15,8 +15,10 @@
 //     change stream under its lock; a client's heartbeat instead marks its
 //     lease in the renewal feed. Neither calls into replication.
 //  2. The replicator's feed goroutine, woken by the registry without
-//     blocking, takes the renewals, then reads the stream from its cursor
-//     to the head, outside every registry lock. A change that did not come
+//     blocking, reads the stream from its cursor to the head, outside
+//     every registry lock; at most every 5 ms it first takes the renewals
+//     (so a heartbeat may lag a change by that much, and a flood of them is
+//     collected in bulk). A change that did not come
 //     from a client (a peer's write, a syncUp copy, an eviction) stops
 //     here: it is never forwarded. The rest become Tasks (action, instance
 //     key, the immutable instance, creation time), changes first, then one
