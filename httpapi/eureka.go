@@ -360,7 +360,11 @@ func (s *Server) getApps(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
+	if err := s.holdRegistry(c); err != nil {
+		return err
+	}
 	snap := s.reg.Snapshot()
+	setIndex(c, snap.Version)
 	f, gz := formatOf(c), acceptsGzip(c)
 	doc := applicationsDoc{apps: snap.Apps, versionsDelta: "1", hashcode: snap.Hashcode}
 	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() []byte { return doc.encode(f, gz) })
@@ -376,7 +380,11 @@ func (s *Server) getDelta(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
+	if err := s.holdRegistry(c); err != nil {
+		return err
+	}
 	snap := s.reg.Snapshot()
+	setIndex(c, snap.Version)
 	f, gz := formatOf(c), acceptsGzip(c)
 	doc := applicationsDoc{apps: snap.Delta, versionsDelta: strconv.FormatUint(snap.DeltaVersion, 10), hashcode: snap.Hashcode}
 	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() []byte { return doc.encode(f, gz) })
@@ -391,6 +399,13 @@ func (s *Server) getApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.holdApp(c, name); err != nil {
+		return err
+	}
+	// The app's version is read before the snapshot: the snapshot shows at
+	// least that version, so a client never holds an index newer than what
+	// it was shown (a change in between only earns it one more answer).
+	setIndex(c, s.watch.appVersion(name))
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
 	if !ok {
@@ -419,7 +434,11 @@ func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
 	if err != nil {
 		return err
 	}
+	if err := s.holdRegistry(c); err != nil {
+		return err
+	}
 	snap := s.reg.Snapshot()
+	setIndex(c, snap.Version)
 	apps := snap.VIP(name, kind == payloadSVIP)
 	f := formatOf(c)
 	build := func() []byte {

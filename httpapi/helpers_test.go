@@ -61,6 +61,8 @@ func newTestNode(t *testing.T, opts ...func(*registry.Config, *httpapi.Config)) 
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
+	// Runs before ts.Close, which would otherwise wait for held requests.
+	t.Cleanup(srv.StopWatches)
 	return &testNode{srv: srv, reg: reg, clock: clk, http: ts}
 }
 

@@ -82,6 +82,7 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_encodings_total", Help: "Registry payloads encoded (at most one per kind and format per registry version)."},
 			func() float64 { return float64(s.payloads.buildCount()) }),
 	}
+	cs = append(cs, s.watch.collectors()...)
 	if s.cfg.Replication != nil {
 		cs = append(cs, newReplicationCollector(s.cfg.Replication))
 	}
@@ -138,6 +139,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
+		}
+		if c.Get(heldKey) != nil {
+			// A held blocking fetch or a watch stream takes as long as it
+			// waits: kept apart from the latency of plain reads.
+			route += " (held)"
 		}
 		elapsed := time.Since(start)
 		s.metrics.observer(route, c.Request().Method, code).Observe(elapsed.Seconds())

@@ -62,6 +62,9 @@ type Registry interface {
 	Stats() registry.Stats
 	Len() int
 	Version() uint64
+	// The change stream, for blocking fetches and watch streams.
+	Subscribe() *registry.Cursor
+	SubscribeAfter(seq uint64) (*registry.Cursor, bool)
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -102,6 +105,17 @@ type Config struct {
 	MaxBatchBodyBytes int64
 	// Now is the clock for the dashboard; nil means time.Now.
 	Now func() time.Time
+
+	// Watches (watch_fetch.go, watch_stream.go). WatchMaxWait caps the wait
+	// of a blocking fetch (longer ones are clamped); muster.watch.max-wait-ms,
+	// default 60 s. WatchMaxWatchers caps blocking fetches held and watch
+	// streams open at once: beyond it a blocking fetch is answered at once,
+	// as without wait, and a stream gets 503; muster.watch.max-watchers,
+	// default 50,000; 0 means no limit. WatchTimer is the clock a held
+	// request's wait runs on; nil means real timers.
+	WatchMaxWait     time.Duration
+	WatchMaxWatchers int
+	WatchTimer       func(d time.Duration) (<-chan time.Time, func())
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -109,6 +123,8 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 16 << 20,
+		WatchMaxWait:      60 * time.Second,
+		WatchMaxWatchers:  50_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
 	}
 }
@@ -120,6 +136,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 || c.MaxBatchBodyBytes <= 0 {
 		return fmt.Errorf("httpapi: body limits must be positive, got %d and %d", c.MaxBodyBytes, c.MaxBatchBodyBytes)
+	}
+	if c.WatchMaxWait <= 0 {
+		return fmt.Errorf("httpapi: WatchMaxWait must be positive, got %v", c.WatchMaxWait)
+	}
+	if c.WatchMaxWatchers < 0 {
+		return fmt.Errorf("httpapi: WatchMaxWatchers must not be negative, got %d", c.WatchMaxWatchers)
 	}
 	return nil
 }
@@ -136,10 +158,13 @@ type Server struct {
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
+
+	watch      *watchHub
+	watchTimer func(d time.Duration) (<-chan time.Time, func())
 }
 
-// New builds the server and its routes. It starts nothing; serve
-// Handler() with an http.Server.
+// New builds the server and its routes. It starts one goroutine, the watch
+// hub's feed, which StopWatches ends; serve Handler() with an http.Server.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -160,6 +185,11 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
+	s.watchTimer = cfg.WatchTimer
+	if s.watchTimer == nil {
+		s.watchTimer = realTimer
+	}
+	s.watch = newWatchHub(cfg.Registry, s.log)
 	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
 	if err != nil {
 		return nil, err
@@ -226,6 +256,7 @@ func (s *Server) routes() {
 		post("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
 	}
 	get := route(e.GET)
+	get("/eureka/watch", s.watchStream)
 	get("/", s.dashboard)
 	get("/dashboard", s.dashboard)
 	get("/static/*", s.static)

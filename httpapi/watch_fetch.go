@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// HeaderIndex carries the version of what a registry read describes
+// (client/doc.go, "Watching"): the registry's version for a full or delta
+// fetch and a VIP lookup, the app's for an app.
+const HeaderIndex = "X-Muster-Index"
+
+const (
+	paramIndex = "index"
+	paramWait  = "wait"
+)
+
+// heldKey marks a request that was held, so its latency is not mixed with
+// plain reads in muster_http_request_duration_seconds.
+const heldKey = "muster.held"
+
+// watchParams reads index and wait. ok is false when the request is not a
+// blocking fetch (either is missing, or wait is 0); a malformed value is a
+// 400 either way.
+func (s *Server) watchParams(c echo.Context) (index uint64, wait time.Duration, ok bool, err error) {
+	q := c.Request().URL.Query()
+	rawIndex, hasIndex := q[paramIndex]
+	rawWait, hasWait := q[paramWait]
+	if !hasIndex && !hasWait {
+		return 0, 0, false, nil
+	}
+	if hasIndex {
+		index, err = strconv.ParseUint(rawIndex[0], 10, 64)
+		if err != nil {
+			return 0, 0, false, badRequest("index must be a version number (from the %s header), got %q", HeaderIndex, truncate(rawIndex[0]))
+		}
+	}
+	if hasWait {
+		wait, err = time.ParseDuration(rawWait[0])
+		if err != nil || wait < 0 {
+			return 0, 0, false, badRequest("wait must be a non-negative duration such as 30s, got %q", truncate(rawWait[0]))
+		}
+		wait = min(wait, s.cfg.WatchMaxWait)
+	}
+	return index, wait, hasIndex && wait > 0, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
+
+// holdApp holds a blocking fetch of app while the app's version is index;
+// it returns at once for a plain request.
+func (s *Server) holdApp(c echo.Context, app string) error {
+	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
+		ch := s.watch.waitApp(app, index)
+		if ch == nil {
+			return nil, nil
+		}
+		return ch, func() { s.watch.releaseApp(app) }
+	})
+}
+
+// holdRegistry holds a blocking fetch of a registry-wide view (all apps,
+// the delta, a VIP) while the registry's version is index.
+func (s *Server) holdRegistry(c echo.Context) error {
+	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
+		if s.reg.Version() != index {
+			return nil, nil
+		}
+		return s.watch.waitAny(index), func() {}
+	})
+}
+
+// hold parses the request's index and wait and, for a blocking fetch,
+// waits until wait returns no channel (the view is no longer at index),
+// the wait passes, the client goes or the server shuts down. The caller
+// then answers as to a plain request.
+func (s *Server) hold(c echo.Context, wait func(index uint64) (<-chan struct{}, func())) error {
+	index, d, ok, err := s.watchParams(c)
+	if err != nil || !ok {
+		return err
+	}
+	h := s.watch
+	if n := h.held.Add(1); s.cfg.WatchMaxWatchers > 0 && n > int64(s.cfg.WatchMaxWatchers) {
+		// Over the limit: answered as if wait were absent. A client that
+		// gets its own index back early asks again after a backoff.
+		h.held.Add(-1)
+		h.overLimit.Add(1)
+		return nil
+	}
+	defer h.held.Add(-1)
+	changed, release := wait(index)
+	if changed == nil {
+		return nil
+	}
+	c.Set(heldKey, true)
+	// A little jitter spreads the answers of watchers that started
+	// together; it stays under the wait/16 a client allows on top of wait.
+	expired, stop := s.watchTimer(d + rand.N(d/32+1))
+	defer stop()
+	ctx := c.Request().Context()
+	for {
+		select {
+		case <-changed:
+			release()
+			if changed, release = wait(index); changed == nil {
+				h.wakeups.Add(1)
+				return nil
+			}
+			// Woken by a change that the client has seen already (the
+			// hub was behind when it answered): wait on.
+		case <-expired:
+			release()
+			h.timeouts.Add(1)
+			return nil
+		case <-h.stopped():
+			release()
+			return nil
+		case <-ctx.Done():
+			release()
+			return nil
+		}
+	}
+}
+
+// setIndex sets X-Muster-Index.
+func setIndex(c echo.Context, v uint64) {
+	c.Response().Header().Set(HeaderIndex, strconv.FormatUint(v, 10))
+}
+
+// StopWatches answers every held blocking fetch and ends every watch
+// stream, so that a graceful shutdown does not wait for them. Later
+// blocking fetches are answered at once and streams refused. HTTPServer
+// registers it to run when Shutdown begins.
+func (s *Server) StopWatches() { s.watch.close() }
+
+var errWatchStopped = echo.NewHTTPError(http.StatusServiceUnavailable, "this node is shutting down; watch another server")
