@@ -679,10 +679,15 @@ func (r *jsonReader) instance() (*registry.Instance, int64, error) {
 	in := newInstance()
 	var lastRenewal int64
 	var md metadataBuilder
+	idGiven := false // "instanceId" present and not null, even if ""
 	err := r.object(func(key string) error {
 		switch key {
 		case "instanceId":
-			return r.setString(&in.InstanceID)
+			s, ok, err := r.stringValue()
+			if ok {
+				in.InstanceID, idGiven = s, true
+			}
+			return err
 		case "hostName":
 			return r.setString(&in.HostName)
 		case "app":
@@ -754,7 +759,7 @@ func (r *jsonReader) instance() (*registry.Instance, int64, error) {
 		return nil, 0, err
 	}
 	in.Metadata = md.finish()
-	finishInstance(in)
+	finishInstance(in, idGiven)
 	return in, lastRenewal, nil
 }
 

@@ -244,9 +244,11 @@ func (x *xmlReader) instance() (*registry.Instance, int64, error) {
 	in := newInstance()
 	var lastRenewal int64
 	var md metadataBuilder
+	idGiven := false // <instanceId> present, even as <instanceId/>
 	err := x.children(func(se xml.StartElement) error {
 		switch se.Name.Local {
 		case "instanceId":
+			idGiven = true
 			return x.setText(&in.InstanceID)
 		case "hostName":
 			return x.setText(&in.HostName)
@@ -311,7 +313,7 @@ func (x *xmlReader) instance() (*registry.Instance, int64, error) {
 		return nil, 0, err
 	}
 	in.Metadata = md.finish()
-	finishInstance(in)
+	finishInstance(in, idGiven)
 	return in, lastRenewal, nil
 }
 
