@@ -38,7 +38,7 @@ func pathParam(c echo.Context, name string) (string, error) {
 	}
 	u, err := url.PathUnescape(v)
 	if err != nil {
-		return "", badRequest("bad escape in %s %q", name, v)
+		return "", badRequest("bad escape in %s %s", name, registry.QuotePrefix(v))
 	}
 	return u, nil
 }
@@ -87,7 +87,7 @@ func lastDirtyParam(c echo.Context) (int64, error) {
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || ms < 0 {
-		return 0, badRequest("lastDirtyTimestamp %q is not a number of milliseconds", v)
+		return 0, badRequest("lastDirtyTimestamp %s is not a number of milliseconds", registry.QuotePrefix(v))
 	}
 	return ms, nil
 }
@@ -225,7 +225,8 @@ func (s *Server) register(c echo.Context) error {
 		return err
 	}
 	if in.App != "" && !strings.EqualFold(in.App, app) {
-		return badRequest("mismatched appName: the path says %s but the body says %s", strings.ToUpper(app), in.App)
+		return badRequest("mismatched appName: the path says %s but the body says %s",
+			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
 	if _, err := s.reg.Register(in, isReplication(c)); err != nil {
 		return err
@@ -390,7 +391,7 @@ func (s *Server) getApp(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "no application "+strings.ToUpper(name))
+		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
 	f := formatOf(c)
 	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f}, snap, func() []byte {
@@ -436,7 +437,7 @@ func (s *Server) getAppInstance(c echo.Context) error {
 	}
 	iv, ok := s.reg.Instance(app, id)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "no instance "+id+" in "+strings.ToUpper(app))
+		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id)+" in "+registry.QuotePrefix(strings.ToUpper(app)))
 	}
 	return s.writeInstance(c, http.StatusOK, iv)
 }
@@ -448,7 +449,7 @@ func (s *Server) getInstanceByID(c echo.Context) error {
 	}
 	iv, ok := s.reg.InstanceByID(id)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "no instance "+id)
+		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id))
 	}
 	return s.writeInstance(c, http.StatusOK, iv)
 }
