@@ -35,6 +35,7 @@ type SelfPreservationDoc struct {
 	RenewsThreshold        int64   `json:"renewsThreshold"`
 	RenewsLastMin          int64   `json:"renewsLastMin"`
 	ArrivingRenewsPerMin   float64 `json:"arrivingRenewsPerMin"`
+	UnprovenRenewsPerMin   float64 `json:"unprovenRenewsPerMin"`
 }
 
 // RegistryDoc is the registry part of AdminStatus.
@@ -73,6 +74,7 @@ func (s *Server) status() AdminStatus {
 			RenewsThreshold:        sp.RenewsThreshold,
 			RenewsLastMin:          sp.RenewsLastMin,
 			ArrivingRenewsPerMin:   sp.ArrivingRenewsPerMin,
+			UnprovenRenewsPerMin:   sp.UnprovenRenewsPerMin,
 		},
 		Registry: RegistryDoc{
 			Apps:          len(snap.Apps),

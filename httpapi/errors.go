@@ -53,6 +53,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	code := statusFor(err)
+	if code == http.StatusRequestEntityTooLarge {
+		s.limitCounts.bodyBytes.Add(1)
+	}
 	msg := err.Error()
 	var he *echo.HTTPError
 	if errors.As(err, &he) {

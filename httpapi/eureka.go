@@ -172,14 +172,20 @@ func readBody(c echo.Context) (body []byte, release func(), err error) {
 			bodyBuffers.Put(buf)
 		}
 	}
+	// Nothing is reserved from a declared Content-Length beyond a first
+	// chunk: the buffer grows with the bytes that arrive, so a client that
+	// declares 16 MB and sends one byte holds one byte.
 	if n := c.Request().ContentLength; n > 0 {
-		buf.Grow(int(n) + 1)
+		buf.Grow(int(min(n, 64<<10)) + 1)
 	}
 	if _, err := buf.ReadFrom(c.Request().Body); err != nil {
 		release()
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
 			return nil, nil, errBodyTooLarge(maxBytes.Limit)
+		}
+		if errors.Is(err, errBodyReadTimeout) {
+			return nil, nil, errBodyReadTimeout
 		}
 		return nil, nil, badRequest("reading request body: %v", err)
 	}

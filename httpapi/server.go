@@ -85,6 +85,17 @@ type Config struct {
 	MaxBatchBodyBytes int64
 	// Now is the clock for the dashboard; nil means time.Now.
 	Now func() time.Time
+
+	// Connection limits (limits.go). BodyReadTimeout: a request body must
+	// arrive whole this long after its headers (408 beyond);
+	// muster.body-read-timeout-ms, default 30 s. WriteChunkTimeout: each
+	// 64 KiB of a response must be taken by the reader within it;
+	// muster.write-chunk-timeout-ms, default 30 s. MaxConnections: open
+	// connections at most, further ones wait; muster.max-connections,
+	// default 100,000. Zero turns a limit off.
+	BodyReadTimeout   time.Duration
+	WriteChunkTimeout time.Duration
+	MaxConnections    int
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -92,6 +103,9 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 16 << 20,
+		BodyReadTimeout:   30 * time.Second,
+		WriteChunkTimeout: 30 * time.Second,
+		MaxConnections:    100_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
 	}
 }
@@ -119,6 +133,8 @@ type Server struct {
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
+
+	limitCounts limitCounts // HTTP limits met, for metrics
 }
 
 // New builds the server and its routes. It starts nothing; serve
@@ -165,6 +181,7 @@ func (s *Server) Handler() http.Handler { return s }
 // slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
 // often as /eureka/apps.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w = s.guardConn(w, r)
 	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
 		r.URL.Path = strings.TrimRight(p, "/")
 		if r.URL.Path == "" {

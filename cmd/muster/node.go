@@ -91,6 +91,11 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	rcfg.DeltaRetentionInterval = s.DeltaRetentionInterval
 	rcfg.SyncWhenTimestampDiffers = s.SyncWhenTimestampDiffers
 	rcfg.RenewalRateWindow = s.MeasuredRateWindow
+	rcfg.Limits = registry.Limits{
+		MaxInstances: s.MaxInstances, MaxInstancesPerApp: s.MaxInstancesPerApp,
+		MaxMetadataEntries: s.MaxMetadataEntries, MaxMetadataBytes: s.MaxMetadataBytes,
+		MaxNameLength: s.MaxNameLength, MaxClockSkew: s.MaxClockSkew,
+	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
 		return nil, err
@@ -103,6 +108,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.TaskMaxAge = s.MaxTimeReplication
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
+	repCfg.MaxBatchBytes = int(s.MaxBatchBodyBytes / 4 * 3) // below the peers' muster.max-batch-body-bytes
 	repCfg.Transport = replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
 	repCfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
 		iv, ok := reg.Instance(k.App, k.ID)
@@ -173,12 +179,14 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
+	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	n.httpServer = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpServer = api.HTTPServer()
+	ln = api.LimitListener(ln)
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
@@ -193,6 +201,7 @@ func (n *Node) Start(ctx context.Context) error {
 		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
+		MaxBodyBytes:  s.MaxSyncBodyBytes,
 		RetryWait:     s.RegistrySyncRetryWait,
 		Logger:        n.log,
 	})
