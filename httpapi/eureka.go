@@ -173,10 +173,10 @@ func readBody(c echo.Context) (body []byte, release func(), err error) {
 		}
 	}
 	// Nothing is reserved from a declared Content-Length beyond a first
-	// chunk: the buffer grows with the bytes that arrive, so a client that
-	// declares 16 MB and sends one byte holds one byte.
+	// 4 KiB: the buffer grows with the bytes that arrive, so a client that
+	// declares 16 MB and sends one byte holds next to nothing.
 	if n := c.Request().ContentLength; n > 0 {
-		buf.Grow(int(min(n, 64<<10)) + 1)
+		buf.Grow(int(min(n, 4<<10)) + 1)
 	}
 	if _, err := buf.ReadFrom(c.Request().Body); err != nil {
 		release()
