@@ -89,7 +89,7 @@ type Config struct {
 	// Connection limits (limits.go). BodyReadTimeout: a request body must
 	// arrive whole this long after its headers (408 beyond);
 	// muster.body-read-timeout-ms, default 30 s. WriteChunkTimeout: each
-	// 64 KiB of a response must be taken by the reader within it;
+	// 128 KiB of a response must be taken by the reader within it;
 	// muster.write-chunk-timeout-ms, default 30 s. MaxConnections: open
 	// connections at most, further ones wait; muster.max-connections,
 	// default 100,000. Zero turns a limit off.
@@ -181,7 +181,10 @@ func (s *Server) Handler() http.Handler { return s }
 // slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
 // often as /eureka/apps.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w = s.guardConn(w, r)
+	if pw := s.guardConn(w, r); pw != nil {
+		defer releaseWriter(pw)
+		w = pw
+	}
 	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
 		r.URL.Path = strings.TrimRight(p, "/")
 		if r.URL.Path == "" {

@@ -147,7 +147,7 @@ var settings = []setting{
 	strKey("cluster.secret-key", "", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
 	// Limits: what one client, connection or peer can make a node hold.
 	msKey("muster.body-read-timeout-ms", 30000, "Time a request body has to arrive, after its headers; slower bodies get 408 and their connection is closed.", func(s *Settings) *time.Duration { return &s.BodyReadTimeout }),
-	msKey("muster.write-chunk-timeout-ms", 30000, "Time a client has to take each 64 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped.", func(s *Settings) *time.Duration { return &s.WriteChunkTimeout }),
+	msKey("muster.write-chunk-timeout-ms", 30000, "Time a client has to take each 128 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped.", func(s *Settings) *time.Duration { return &s.WriteChunkTimeout }),
 	intKey("muster.max-connections", 100000, 1, 10_000_000, "Open HTTP connections at most; further ones wait until one closes (open ones keep working).", func(s *Settings) *int { return &s.MaxConnections }),
 	intKey("muster.max-instances", 1_000_000, 1, 1_000_000_000, "Instances the node holds at most; a new instance beyond it gets 503.", func(s *Settings) *int { return &s.MaxInstances }),
 	intKey("muster.max-instances-per-app", 100_000, 1, 1_000_000_000, "Instances of one app at most; a new instance beyond it gets 403.", func(s *Settings) *int { return &s.MaxInstancesPerApp }),

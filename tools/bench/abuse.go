@@ -106,7 +106,7 @@ func (e *benchEnv) abuseRefusedFlood(c *benchChild, limit int) error {
 	var quiet, loud benchSide
 	var floodRes loadgen.Result
 	floodRes.Status = map[int]uint64{}
-	run := func(withFlood bool, d time.Duration) error {
+	run := func(withFlood bool, d time.Duration, record bool) error {
 		hb := heartbeats
 		hb.Duration = d
 		var wg sync.WaitGroup
@@ -128,24 +128,26 @@ func (e *benchEnv) abuseRefusedFlood(c *benchChild, limit int) error {
 		if ferr != nil {
 			return ferr
 		}
-		if withFlood {
+		switch {
+		case !record:
+		case withFlood:
 			loud.add(res, cpu)
 			floodRes.Requests += fr.Requests
 			floodRes.Elapsed += fr.Elapsed
 			for k, v := range fr.Status {
 				floodRes.Status[k] += v
 			}
-		} else {
+		default:
 			quiet.add(res, cpu)
 		}
 		return nil
 	}
-	if err := run(true, e.warmup); err != nil {
+	if err := run(true, e.warmup, false); err != nil {
 		return err
 	}
 	for r := 0; r < e.rounds; r++ {
 		for _, withFlood := range []bool{r%2 == 0, r%2 == 1} {
-			if err := run(withFlood, e.dur); err != nil {
+			if err := run(withFlood, e.dur, true); err != nil {
 				return err
 			}
 		}
