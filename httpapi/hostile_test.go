@@ -310,6 +310,10 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 	if n.reg.Len() != 3000 {
 		t.Fatalf("refused writes changed the registry: Len %d", n.reg.Len())
 	}
+	// /apps grew to 23 MB before; now it is what 3000 small instances make.
+	if size := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").body); size > 3000*1500 {
+		t.Fatalf("/apps is %d bytes for 3000 instances", size)
+	}
 	for limit, want := range map[string]float64{"max-instances-per-app": 500, "max-instances": 502, "max-metadata-entries": 1, "max-metadata-bytes": 1, "max-name-length": 1} {
 		if got := metricLine(t, n, `muster_limit_rejections_total{limit="`+limit+`"}`); got != want {
 			t.Errorf("rejections{%s} = %v, want %v", limit, got, want)
@@ -339,6 +343,9 @@ func TestHostile_futureDirtyTimestampCannotPinRecord(t *testing.T) {
 	}
 	if r := n.do(t, "GET", "/eureka/apps/ORDERS/o-1", "", "Accept", "application/json"); !strings.Contains(r.body, "10.0.0.99") {
 		t.Fatalf("clients are served %.300s, want the new address 10.0.0.99", r.body)
+	}
+	if r := n.do(t, "PUT", "/eureka/apps/ORDERS/o-1?lastDirtyTimestamp="+strconv.FormatInt(n.clock.Now().UnixMilli(), 10), ""); r.code != 200 {
+		t.Fatalf("the owner's heartbeat: %d", r.code)
 	}
 	// A registration carrying a far-future timestamp is refused the same way.
 	future := strings.Replace(springBody, `"lastDirtyTimestamp":1717999999000`, `"lastDirtyTimestamp":9223372036854775807`, 1)
