@@ -443,7 +443,7 @@ func TestHostile_maxConnectionsWaitsAndKeepsOpenOnesWorking(t *testing.T) {
 // dropped at the deadline instead of holding the connection and the
 // payload forever.
 func TestHostile_writeDeadlineFollowsProgress(t *testing.T) {
-	const chunkTimeout = time.Second
+	const chunkTimeout = 2 * time.Second
 	n := newTestNode(t, func(_ *registry.Config, h *httpapi.Config) { h.WriteChunkTimeout = chunkTimeout })
 	addr := serveReal(t, n)
 	pad := strings.Repeat("p", 60_000)
@@ -482,9 +482,10 @@ func TestHostile_writeDeadlineFollowsProgress(t *testing.T) {
 		}
 	}
 	full := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").body)
-	// Slow but honest: 4 MB per 700 ms, well over a chunk per deadline.
+	// Slow but honest: 4 MB per 600 ms, well over a chunk per deadline;
+	// the whole takes longer than one deadline.
 	start := time.Now()
-	got, err := fetch(700*time.Millisecond, 4<<20)
+	got, err := fetch(600*time.Millisecond, 4<<20)
 	if err != nil || got != full {
 		t.Fatalf("slow reader got %d of %d bytes in %s: %v", got, full, time.Since(start), err)
 	}
