@@ -148,11 +148,11 @@ type Failure string
 // Reasons for refusing a request.
 const (
 	FailureNone          Failure = ""
-	FailureMissing       Failure = "missing_credentials"  // no Authorization header
-	FailureMalformed     Failure = "malformed_header"     // an Authorization header that is not Basic base64(user:pass)
-	FailureUnknownUser   Failure = "unknown_user"         // no such user
-	FailureBadPassword   Failure = "bad_password"         // the user exists, the password is wrong
-	FailureForbidden     Failure = "forbidden"            // authenticated, but the role does not allow it
+	FailureMissing       Failure = "missing_credentials" // no Authorization header
+	FailureMalformed     Failure = "malformed_header"    // an Authorization header that is not Basic base64(user:pass)
+	FailureUnknownUser   Failure = "unknown_user"        // no such user
+	FailureBadPassword   Failure = "bad_password"        // the user exists, the password is wrong
+	FailureForbidden     Failure = "forbidden"           // authenticated, but the role does not allow it
 	FailurePeerRequired  Failure = "peer_signature_required"
 	FailurePeerMalformed Failure = "peer_malformed" // signature headers missing or unreadable
 	FailurePeerBad       Failure = "peer_bad_signature"
