@@ -3,10 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"

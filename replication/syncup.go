@@ -106,7 +106,9 @@ func NewSyncer(cfg SyncConfig) *Syncer {
 	s := &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}
 	if s.cfg.Fetch == nil {
 		client := &http.Client{Timeout: cfg.FetchTimeout, CheckRedirect: noRedirects}
-		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) { return fetchRegistry(ctx, client, p, cfg.Sign) }
+		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) {
+			return fetchRegistry(ctx, client, p, cfg.Sign)
+		}
 	}
 	return s
 }
