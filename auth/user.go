@@ -175,6 +175,9 @@ type Authenticator struct {
 	mu       sync.RWMutex
 	verified map[string][sha256.Size]byte
 
+	// decoyHash is compared against for unknown user names when some user
+	// has a bcrypt password; nil otherwise.
+	decoyHash []byte
 	// bcryptSlots bounds concurrent bcrypt checks.
 	bcryptSlots chan struct{}
 	// bcryptChecks counts real bcrypt comparisons (tests check the cache).
@@ -200,6 +203,9 @@ func NewAuthenticator(users ...*User) (*Authenticator, error) {
 			return nil, fmt.Errorf("auth: user %s is defined twice", u.Name)
 		}
 		a.users[u.Name] = u
+		if a.decoyHash == nil && u.bcryptHash != nil {
+			a.decoyHash = u.bcryptHash
+		}
 	}
 	if len(a.users) == 0 {
 		return nil, errors.New("auth: no users")
@@ -207,17 +213,16 @@ func NewAuthenticator(users ...*User) (*Authenticator, error) {
 	return a, nil
 }
 
-// User returns the configured user of that name.
-func (a *Authenticator) User(name string) (*User, bool) {
-	u, ok := a.users[name]
-	return u, ok
-}
-
 // Authenticate checks a user name and password. It returns the user, or a
 // failure (FailureUnknownUser or FailureBadPassword).
 func (a *Authenticator) Authenticate(name, password string) (*User, Failure) {
 	u, ok := a.users[name]
 	if !ok {
+		if a.decoyHash != nil {
+			// An unknown name costs what a wrong password costs, so timing
+			// does not tell which user names exist.
+			a.bcryptCompare(a.decoyHash, password)
+		}
 		return nil, FailureUnknownUser
 	}
 	if u.bcryptHash == nil {
@@ -234,13 +239,7 @@ func (a *Authenticator) Authenticate(name, password string) (*User, Failure) {
 	if ok && subtle.ConstantTimeCompare(mac[:], cached[:]) == 1 {
 		return u, FailureNone
 	}
-	a.bcryptSlots <- struct{}{}
-	err := bcrypt.CompareHashAndPassword(u.bcryptHash, []byte(password))
-	<-a.bcryptSlots
-	a.bcryptMu.Lock()
-	a.bcryptChecks++
-	a.bcryptMu.Unlock()
-	if err != nil {
+	if a.bcryptCompare(u.bcryptHash, password) != nil {
 		return nil, FailureBadPassword
 	}
 	a.mu.Lock()
@@ -254,6 +253,16 @@ func (a *Authenticator) BcryptChecks() int {
 	a.bcryptMu.Lock()
 	defer a.bcryptMu.Unlock()
 	return a.bcryptChecks
+}
+
+func (a *Authenticator) bcryptCompare(hash []byte, password string) error {
+	a.bcryptSlots <- struct{}{}
+	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
+	<-a.bcryptSlots
+	a.bcryptMu.Lock()
+	a.bcryptChecks++
+	a.bcryptMu.Unlock()
+	return err
 }
 
 func (a *Authenticator) mac(password string) [sha256.Size]byte {

@@ -99,6 +99,13 @@ func TestAuthenticator_Authenticate_bcryptCached(t *testing.T) {
 	if got := a.BcryptChecks(); got != afterFirst+3 {
 		t.Errorf("bcrypt checks = %d, want %d: wrong passwords must never be served from the cache", got, afterFirst+3)
 	}
+	// An unknown name costs a bcrypt check too (no timing difference).
+	if _, f := a.Authenticate("nobody", "right"); f != auth.FailureUnknownUser {
+		t.Fatalf("unknown user: %q", f)
+	}
+	if got := a.BcryptChecks(); got != afterFirst+4 {
+		t.Errorf("bcrypt checks after an unknown user = %d, want %d", got, afterFirst+4)
+	}
 	// The cached entry still recognises the right one after the failures.
 	if _, f := a.Authenticate("svc", "right"); f != auth.FailureNone {
 		t.Errorf("right password after wrong ones: %s", f)

@@ -267,6 +267,12 @@ func (g *guard) logPeer(c echo.Context, f auth.Failure, claimedNode string) {
 	if len(claimedNode) > 64 {
 		claimedNode = claimedNode[:64]
 	}
+	claimedNode = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, claimedNode)
 	g.log.Warn().Str("source", src).Str("reason", string(f)).Str("claimed_node", claimedNode).
 		Str("path", c.Request().URL.Path).Int("suppressed_since_last", suppressed).
 		Msg("refused peer request")
