@@ -1,10 +1,17 @@
 // Command muster runs a Muster node, a Eureka-compatible service registry,
-// and the tools around it.
+// and the operator commands around it.
 //
 //	muster serve [--config FILE.yml] [--set key=value]…   run a node
 //	muster health [--url URL]                             probe a node's /readyz (for container healthchecks)
+//	muster status|members [--url URL]                     a node's state and its peers, for people
+//	muster k8s-zone --out FILE                            the Kubernetes init container's zone lookup
 //	muster config                                         list every setting with its default
 //	muster version
+//
+// The tools are their own commands and are not linked into this one:
+// go run ./tools/bench (performance figures), go run ./tools/clients
+// (simulated Eureka clients). `muster bench-target`, not listed in the
+// usage, is the node tools/bench measures (benchtarget.go).
 package main
 
 import (
@@ -33,10 +40,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(args[1:], stderr)
 	case "health":
 		err = healthCmd(args[1:], stdout)
-	case "clients":
-		err = clientsCmd(args[1:], stdout, stderr)
-	case "bench":
-		err = benchCmd(args[1:], stdout, stderr)
+	case "status":
+		err = statusCmd(args[1:], stdout)
+	case "members":
+		err = membersCmd(args[1:], stdout)
+	case "k8s-zone":
+		err = k8sZoneCmd(args[1:], stdout, stderr)
+	case "bench-target":
+		err = benchTargetCmd(args[1:], stdout, stderr)
 	case "config":
 		printSettings(stdout, len(args) > 1 && args[1] == "--markdown")
 	case "version":
@@ -61,10 +72,15 @@ func usage(w io.Writer) {
 Usage:
   muster serve [--config FILE.yml] [--set key=value]...   run a node (defaults: API and dashboard on :8761)
   muster health [--url http://127.0.0.1:8761/readyz]      exit 0 when the node is ready (container healthchecks)
+  muster status [--url http://user:pass@127.0.0.1:8761]   the node's state, from its /admin/status
+  muster members [--url http://user:pass@127.0.0.1:8761]  the node's peers and their replication
+  muster k8s-zone --out FILE                              write cluster.zone from the Kubernetes node's zone label (init container)
   muster config [--markdown]                              list every setting and its default
-  muster bench [--quick] [--only heartbeat,fetch,...] [--out FILE]   performance figures next to this machine's ceiling
-  muster clients [--servers zone=url,...] [flags]         run simulated Eureka clients (muster clients -h)
   muster version
+
+Tools (not part of this binary):
+  go run ./tools/bench [--quick] [--only heartbeat,fetch,...]   performance figures next to this machine's ceiling
+  go run ./tools/clients [--servers zone=url,...] [flags]       simulated Eureka clients (-h for flags)
 `)
 }
 

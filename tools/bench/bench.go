@@ -1,0 +1,470 @@
+// Command bench measures Muster: performance figures of a real node, each
+// measured in the same run next to the best this machine can do (a bare
+// echo server driven by the same load generator, alternating with the node
+// under test). Speed is reported, never asserted.
+//
+//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--out FILE] [--muster PATH]
+//
+// The node under test is the muster binary itself, run as `muster
+// bench-target` in a child process (built from ./cmd/muster unless --muster
+// names one); the ceiling is this binary run as `bench ceiling`. Neither
+// shares a process with the load generator.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/tools/loadgen"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var err error
+	if len(args) > 0 && args[0] == "ceiling" {
+		err = ceilingCmd(args[1:], stdout, stderr)
+	} else {
+		err = benchCmd(args, stdout, stderr)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// benchScenarios are the scenarios of the bench, in report order.
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "memory", "micro"}
+
+// benchCmd runs the scenarios and prints and saves the report.
+func benchCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "smaller sizes and shorter runs (the whole run takes under 2 minutes)")
+	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(benchScenarios, ","))
+	out := fs.String("out", "bench-results.json", "where to write the results as JSON (empty: nowhere)")
+	conc := fs.Int("concurrency", 64, "connections of the load generator")
+	client := fs.String("client", "raw", "load generator client: raw (minimal HTTP/1.1, least CPU) or std (net/http)")
+	rounds := fs.Int("rounds", 0, "measurement rounds per comparison, alternating server and ceiling (0: 3, quick 2)")
+	dur := fs.Duration("duration", 0, "length of one measurement round (0: 5s, quick 1.5s)")
+	warmup := fs.Duration("warmup", 0, "warm-up before each comparison, per server (0: 2s, quick 0.5s)")
+	profileDir := fs.String("profile", "", "directory to save CPU profiles of the server under heartbeat and fetch load")
+	verbose := fs.Bool("v", false, "show the servers' logs")
+	fetchSizes := fs.String("fetch-sizes", "10000,100000", "registry sizes of the full-fetch scenario")
+	musterBin := fs.String("muster", "", "muster binary to measure (empty: go build ./cmd/muster into a temporary folder)")
+	var sets stringList
+	fs.Var(&sets, "set", "key=value for the muster servers under test (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	lc, err := loadgen.ParseClient(*client)
+	if err != nil {
+		return err
+	}
+	selected := map[string]bool{}
+	if *only == "" {
+		for _, s := range benchScenarios {
+			selected[s] = true
+		}
+	} else {
+		for _, s := range strings.Split(*only, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains(benchScenarios, s) {
+				return fmt.Errorf("bench: unknown scenario %q (have %s)", s, strings.Join(benchScenarios, ", "))
+			}
+			selected[s] = true
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "muster-bench-")
+	if err != nil {
+		return err
+	}
+	e := &benchEnv{
+		ctx: ctx, quick: *quick, conc: *conc, client: lc, sets: sets, verbose: *verbose,
+		tmpDir: tmp, profileDir: *profileDir, log: stderr,
+		rounds: 3, dur: 5 * time.Second, warmup: 2 * time.Second,
+	}
+	if e.quick {
+		e.rounds, e.dur, e.warmup = 2, 1500*time.Millisecond, 500*time.Millisecond
+	}
+	if *rounds > 0 {
+		e.rounds = *rounds
+	}
+	if *dur > 0 {
+		e.dur = *dur
+	}
+	if *warmup > 0 {
+		e.warmup = *warmup
+	}
+	for _, f := range strings.Split(*fetchSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bench: bad --fetch-sizes %q", *fetchSizes)
+		}
+		e.fetchSizes = append(e.fetchSizes, n)
+	}
+	if e.profileDir != "" {
+		if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	defer e.stopAll()
+	if e.muster, err = benchMusterBinary(*musterBin, tmp); err != nil {
+		return err
+	}
+	e.version = benchMusterVersion(e.muster)
+
+	started := time.Now()
+	e.logf("bench of %s (%s): %s, %d cores, %s; client %s, concurrency %d, %d rounds of %s (warm-up %s); logs in %s",
+		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
+	// memory runs before fetch: both use the 100k server, and memory must
+	// see it before any payload is cached.
+	order := []string{"registration", "heartbeat", "memory", "fetch", "delta", "propagation", "micro"}
+	var failures []string
+	for _, s := range order {
+		if !selected[s] || ctx.Err() != nil {
+			continue
+		}
+		t0 := time.Now()
+		e.logf("== %s", s)
+		if err := benchRunScenario(e, s); err != nil {
+			e.logf("   %s failed: %v", s, err)
+			failures = append(failures, s+": "+err.Error())
+			e.add(benchRow{Scenario: s, Figure: "FAILED", Note: err.Error()})
+		}
+		e.logf("   %s took %s", s, time.Since(t0).Round(100*time.Millisecond))
+		// fetch reuses the 100k node that memory leaves behind.
+		e.stopBig(s == "memory" && selected["fetch"])
+	}
+	e.stopAll()
+
+	rep := benchReport{
+		Machine:  benchMachine(e.version),
+		Settings: benchSettings{Quick: e.quick, Client: lc.String(), Concurrency: e.conc, Rounds: e.rounds, RoundSeconds: e.dur.Seconds(), WarmupSeconds: e.warmup.Seconds(), Sets: sets},
+		Started:  started.UTC().Format(time.RFC3339),
+		Seconds:  math.Round(time.Since(started).Seconds()*10) / 10,
+		Results:  e.sortedRows(),
+	}
+	benchPrintTable(stdout, rep)
+	if *out != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nresults written to %s\n", *out)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("bench: %d scenario(s) failed: %s", len(failures), strings.Join(failures, "; "))
+	}
+	_ = os.RemoveAll(tmp)
+	return nil
+}
+
+// benchMusterBinary returns path when given, or builds the muster command
+// of this module into dir. A binary, not `go run`: the node must be a
+// process of its own whose CPU and memory the bench reads.
+func benchMusterBinary(path, dir string) (string, error) {
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("--muster: %w", err)
+		}
+		return abs, nil
+	}
+	out := filepath.Join(dir, "muster")
+	build := exec.Command("go", "build", "-o", out, "github.com/muster-registry/muster/cmd/muster")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the muster binary (or pass --muster PATH): %v\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// benchMusterVersion asks the binary for its version.
+func benchMusterVersion(bin string) string {
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "muster"))
+}
+
+func benchRunScenario(e *benchEnv, s string) error {
+	switch s {
+	case "heartbeat":
+		return e.heartbeat()
+	case "fetch":
+		return e.fetch()
+	case "delta":
+		return e.delta()
+	case "registration":
+		return e.registration()
+	case "propagation":
+		return e.propagation()
+	case "memory":
+		return e.memory()
+	case "micro":
+		return e.micro()
+	}
+	return fmt.Errorf("no scenario %q", s)
+}
+
+// benchEnv is one bench run: its knobs, its child processes and its rows.
+type benchEnv struct {
+	ctx        context.Context
+	quick      bool
+	rounds     int
+	dur        time.Duration
+	warmup     time.Duration
+	conc       int
+	client     loadgen.Client
+	muster     string // the binary under test
+	version    string // what it says `muster version` is
+	sets       []string
+	verbose    bool
+	tmpDir     string
+	profileDir string
+	log        io.Writer
+	fetchSizes []int
+
+	children []*benchChild
+	big      *benchChild     // the 100k-instance node, shared by memory and fetch
+	bigEmpty proccontrol.Mem // its memory before it had instances
+	rows     []benchRow
+}
+
+func (e *benchEnv) logf(format string, args ...any) {
+	fmt.Fprintf(e.log, format+"\n", args...)
+}
+
+func (e *benchEnv) stopAll() {
+	for _, c := range e.children {
+		c.stop()
+	}
+	e.children = nil
+	e.big = nil
+}
+
+// stopBig stops every child but the shared 100k node when keepBig is set.
+func (e *benchEnv) stopBig(keepBig bool) {
+	var kept []*benchChild
+	for _, c := range e.children {
+		if keepBig && c == e.big {
+			kept = append(kept, c)
+			continue
+		}
+		c.stop()
+	}
+	e.children = kept
+	if !keepBig {
+		e.big = nil
+	}
+}
+
+// benchRow is one line of the report. Ratio is value ÷ ceiling: for rates
+// higher is better, for latencies and costs lower is.
+type benchRow struct {
+	Scenario string   `json:"scenario"`
+	Figure   string   `json:"figure"`
+	Value    float64  `json:"value"`
+	Unit     string   `json:"unit,omitempty"`
+	Ceiling  *float64 `json:"ceiling,omitempty"`
+	Ratio    *float64 `json:"ratio,omitempty"`
+	Target   string   `json:"target,omitempty"`
+	Met      *bool    `json:"met,omitempty"`
+	Note     string   `json:"note,omitempty"`
+}
+
+func (e *benchEnv) add(r benchRow) {
+	e.rows = append(e.rows, r)
+	line := fmt.Sprintf("   %-44s %s %s", r.Figure, benchFormat(r.Value), r.Unit)
+	if r.Ceiling != nil {
+		line += fmt.Sprintf("  (ceiling %s, ratio %.2f)", benchFormat(*r.Ceiling), *r.Ratio)
+	}
+	if r.Met != nil {
+		line += fmt.Sprintf("  target %s: %s", r.Target, benchYesNo(*r.Met))
+	}
+	e.logf("%s", line)
+}
+
+// addCompared adds a row with a ceiling; the ratio is value ÷ ceiling.
+func (e *benchEnv) addCompared(scenario, figure string, value, ceiling float64, unit string, target string, met *bool, note string) {
+	ratio := 0.0
+	if ceiling != 0 {
+		ratio = value / ceiling
+	}
+	e.add(benchRow{Scenario: scenario, Figure: figure, Value: value, Unit: unit, Ceiling: &ceiling, Ratio: &ratio, Target: target, Met: met, Note: note})
+}
+
+func (e *benchEnv) sortedRows() []benchRow {
+	rank := map[string]int{}
+	for i, s := range benchScenarios {
+		rank[s] = i
+	}
+	rows := slices.Clone(e.rows)
+	slices.SortStableFunc(rows, func(a, b benchRow) int { return rank[a.Scenario] - rank[b.Scenario] })
+	return rows
+}
+
+func benchBool(b bool) *bool { return &b }
+
+func benchYesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+// benchFormat prints a figure with three or so significant digits.
+func benchFormat(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case v == math.Trunc(v) && a < 1e15:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+type benchReport struct {
+	Machine  benchMachineInfo `json:"machine"`
+	Settings benchSettings    `json:"settings"`
+	Started  string           `json:"started"`
+	Seconds  float64          `json:"seconds"`
+	Results  []benchRow       `json:"results"`
+}
+
+type benchSettings struct {
+	Quick         bool     `json:"quick"`
+	Client        string   `json:"client"`
+	Concurrency   int      `json:"concurrency"`
+	Rounds        int      `json:"rounds"`
+	RoundSeconds  float64  `json:"roundSeconds"`
+	WarmupSeconds float64  `json:"warmupSeconds"`
+	Sets          []string `json:"sets,omitempty"`
+}
+
+type benchMachineInfo struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	MemoryMiB uint64 `json:"memoryMiB"`
+	Kernel    string `json:"kernel"`
+	GoVersion string `json:"goVersion"`
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	Muster    string `json:"muster"`
+	Date      string `json:"date"`
+}
+
+func benchMachine(version string) benchMachineInfo {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return benchMachineInfo{
+		CPU: benchCPUModel(), Cores: runtime.NumCPU(), MemoryMiB: benchMemTotal() >> 20,
+		Kernel: strings.TrimSpace(string(kernel)), GoVersion: runtime.Version(),
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Muster: version,
+		Date: time.Now().UTC().Format(time.RFC3339),
+	}
+}
+
+func benchCPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+func benchMemTotal() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb uint64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func benchPrintTable(w io.Writer, rep benchReport) {
+	m := rep.Machine
+	fmt.Fprintf(w, "\nbench of muster %s (%s) on %s, %d cores, %d MiB, Linux %s, %s, %s; %.0f s",
+		m.Muster, map[bool]string{true: "quick", false: "normal"}[rep.Settings.Quick], m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
+	fmt.Fprintf(w, "\nload: %s client, %d connections, %d rounds × %.1f s alternating with the ceiling\n\n",
+		rep.Settings.Client, rep.Settings.Concurrency, rep.Settings.Rounds, rep.Settings.RoundSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tfigure\tvalue\tceiling\tratio\ttarget\tmet?\tnote")
+	for _, r := range rep.Results {
+		ceil, ratio, met := "", "", ""
+		if r.Ceiling != nil {
+			ceil = benchFormat(*r.Ceiling)
+		}
+		if r.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *r.Ratio)
+		}
+		if r.Met != nil {
+			met = benchYesNo(*r.Met)
+		}
+		val := strings.TrimSpace(benchFormat(r.Value) + " " + r.Unit)
+		if r.Figure == "FAILED" {
+			val = ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Figure, val, ceil, ratio, r.Target, met, r.Note)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nratio = value ÷ ceiling (for rates higher is better; for latencies and CPU lower is)")
+}

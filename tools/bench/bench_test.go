@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// These test the bench command's plumbing; no benchmark runs here.
+
+func TestBenchFleet_decodesAsSpringInstances(t *testing.T) {
+	for _, i := range []int{0, 1, 2, 49, 50, 9_999, 99_999} {
+		in := benchInstance(i)
+		if err := in.Validate(); err != nil {
+			t.Fatalf("instance %d: %v", i, err)
+		}
+		if in.ID() != benchInstanceID(i) || in.App != benchAppName(i) || in.LastDirtyTimestamp != benchDirty(i) {
+			t.Errorf("instance %d: id %q app %q dirty %d, want %q %q %d", i, in.ID(), in.App, in.LastDirtyTimestamp,
+				benchInstanceID(i), benchAppName(i), benchDirty(i))
+		}
+		if n := len(in.Metadata); n < 3 || n > 5 {
+			t.Errorf("instance %d has %d metadata entries, want 3 to 5", i, n)
+		}
+		if in.RenewalIntervalSecs != 30 || in.LeaseDurationSecs != 90 {
+			t.Errorf("instance %d: lease %d/%d s, want 30/90", i, in.RenewalIntervalSecs, in.LeaseDurationSecs)
+		}
+	}
+}
+
+func TestBenchAddr_uniqueAcrossTheFleet(t *testing.T) {
+	seen := make(map[[3]int]int, 200_000)
+	for i := range 200_000 {
+		a, b, c := benchAddr(i)
+		k := [3]int{a, b, c}
+		if j, dup := seen[k]; dup {
+			t.Fatalf("instances %d and %d share 10.%d.%d.%d", j, i, a, b, c)
+		}
+		seen[k] = i
+	}
+}
+
+func TestBenchCmd_rejectsUnknownScenario(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--only", "heartbeat,nope"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), `unknown scenario "nope"`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestBenchPrintTable_showsCeilingRatioAndTarget(t *testing.T) {
+	ceiling, ratio, met := 1000.0, 0.5, false
+	rep := benchReport{Results: []benchRow{
+		{Scenario: "heartbeat", Figure: "renewals/s", Value: 500, Unit: "req/s", Ceiling: &ceiling, Ratio: &ratio, Target: "≥ 0.7× ceiling", Met: &met},
+		{Scenario: "micro", Figure: "Registry.Renew", Value: 123.456, Unit: "ns/op"},
+	}}
+	var out bytes.Buffer
+	benchPrintTable(&out, rep)
+	for _, want := range []string{"scenario", "renewals/s", "500 req/s", "1000", "0.50", "≥ 0.7× ceiling", "NO", "123 ns/op"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
