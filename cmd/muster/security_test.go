@@ -253,6 +253,19 @@ func TestSecuredCluster_twoNodes(t *testing.T) {
 			t.Errorf("node %s refused %v peer batches between nodes with the same secret", n.name, v)
 		}
 	}
+	// muster status authenticates with the credentials in its --url; the
+	// admin role is needed for /admin/status.
+	var out bytes.Buffer
+	if err := statusCmd([]string{"--json", "--url", "http://admin:" + testAdminPW + "@" + n1.Addr()}, &out); err != nil {
+		t.Fatalf("muster status as admin: %v", err)
+	}
+	if !strings.Contains(out.String(), `"auth": true`) || !strings.Contains(out.String(), `"peerAuth": true`) {
+		t.Errorf("/admin/status security of a secured node:\n%s", out.String())
+	}
+	err := statusCmd([]string{"--url", "http://writer:" + testWriterPW + "@" + n1.Addr()}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), testWriterPW) {
+		t.Errorf("muster status as a write user: %v, want a 403 without the password", err)
+	}
 	for _, secret := range []string{testAdminPW, testWriterPW, testSecret} {
 		if strings.Contains(logs.String(), secret) {
 			t.Fatalf("the log holds a secret (%s…)", secret[:4])
