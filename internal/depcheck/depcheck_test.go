@@ -100,7 +100,7 @@ var allowed = map[string]rule{
 		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
 	},
 	"deploy": {
-		testImports: []string{"httpapi", "registry", "replication"},
+		testImports: []string{"auth", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"scripts/chaos": {
