@@ -8,7 +8,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -580,22 +578,7 @@ type fixedReplication struct{ c replication.Counters }
 func (f fixedReplication) Peers() []replication.PeerStats { return nil }
 func (f fixedReplication) Totals() replication.Counters   { return f.c }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer (auth_test.go) collects the sender's log lines.
 
 // Why: syncUp read a peer's registry with no size cap. Now it reads at most
 // MaxBodyBytes and fails the attempt beyond.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
@@ -96,6 +97,13 @@ type Config struct {
 	BodyReadTimeout   time.Duration
 	WriteChunkTimeout time.Duration
 	MaxConnections    int
+	// Auth checks HTTP Basic credentials; nil leaves client routes open.
+	Auth *auth.Authenticator
+	// PeerVerifier checks peer signatures (cluster.peer-secret); nil means
+	// none are required. See auth.go for who may do what.
+	PeerVerifier *auth.PeerVerifier
+	// Security is reported on /admin/status and the dashboard.
+	Security Security
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -107,6 +115,7 @@ func DefaultConfig() Config {
 		WriteChunkTimeout: 30 * time.Second,
 		MaxConnections:    100_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
+		Security:          Security{ClientAuth: "none"},
 	}
 }
 
@@ -135,6 +144,7 @@ type Server struct {
 	now      func() time.Time
 
 	limitCounts limitCounts // HTTP limits met, for metrics
+	guard       *guard
 }
 
 // New builds the server and its routes. It starts nothing; serve
@@ -159,6 +169,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
+	s.guard = newGuard(cfg, s.log, s.now)
 	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
 	if err != nil {
 		return nil, err
@@ -200,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routes() {
 	// Middleware is attached per route, where echo applies it once, rather
 	// than with Use, which echo v4 re-applies on every request.
-	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe}
+	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe, s.authenticate}
 	route := func(add func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route) func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) {
 		return func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc) {
 			add(path, h, append(append([]echo.MiddlewareFunc{}, common...), extra...)...)
