@@ -85,6 +85,7 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 	if s.cfg.Replication != nil {
 		cs = append(cs, newReplicationCollector(s.cfg.Replication))
 	}
+	cs = append(cs, newPeerCollector(s.cfg.Peers))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
