@@ -49,6 +49,7 @@ type Node struct {
 	receiver *replication.Receiver
 	syncer   *replication.Syncer
 	cluster  *cluster.Cluster // nil when cluster.enabled is false
+	security *nodeSecurity
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -96,6 +97,9 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 	n.reg = reg
+	if n.security, err = newNodeSecurity(s); err != nil {
+		return nil, err
+	}
 
 	repCfg := replication.DefaultConfig()
 	repCfg.Logger = logger
@@ -103,7 +107,9 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.TaskMaxAge = s.MaxTimeReplication
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
-	repCfg.Transport = replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	transport.SetSigner(n.security.sign())
+	repCfg.Transport = transport
 	repCfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
 		iv, ok := reg.Instance(k.App, k.ID)
 		return iv.Instance, ok
@@ -173,6 +179,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
+	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
@@ -194,6 +201,7 @@ func (n *Node) Start(ctx context.Context) error {
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
 		RetryWait:     s.RegistrySyncRetryWait,
+		Sign:          n.security.sign(),
 		Logger:        n.log,
 	})
 	n.receiver.WatchSync(n.syncer)
@@ -212,6 +220,7 @@ func (n *Node) Start(ctx context.Context) error {
 	})
 	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.ClusterZone).
 		Str("version", version).Msg("serving the Eureka API")
+	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
 
 	if n.cluster != nil {
 		if err := n.cluster.Start(runCtx); err != nil {
@@ -366,7 +375,9 @@ func (n *Node) staticPeers() []replication.Peer {
 			if n.isSelfURL(u) {
 				continue
 			}
-			peers = append(peers, replication.Peer{Name: u, URL: u, Zone: zone})
+			// The URL may carry a Java peer's credentials; the name (logs,
+			// metrics, status pages) must not.
+			peers = append(peers, replication.Peer{Name: replication.RedactURL(u), URL: u, Zone: zone})
 		}
 	}
 	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
@@ -426,7 +437,7 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 	}
 	for _, p := range n.staticPeers() {
 		if !seen[normalizeURL(p.URL)] {
-			add(p.Name, p.Zone, p.URL, "static")
+			add(p.Name, p.Zone, replication.RedactURL(p.URL), "static")
 		}
 	}
 	return out
