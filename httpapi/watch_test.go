@@ -447,3 +447,23 @@ func TestWatchStream_eventsResumeAndResync(t *testing.T) {
 		t.Fatalf("bad index: %d", r.code)
 	}
 }
+
+// The watch stream is a read: readers may open it, nobody without
+// credentials, and it carries the registry's content only to them.
+func TestWatchStream_authAsReads(t *testing.T) {
+	n := newSecuredNode(t, "", true)
+	t.Cleanup(n.srv.StopWatches)
+	if r := n.do(t, "GET", "/eureka/watch", ""); r.code != 401 {
+		t.Fatalf("no credentials: %d", r.code)
+	}
+	if r := n.do(t, "GET", "/eureka/watch", "", basic("reader", "wrong")...); r.code != 401 {
+		t.Fatalf("wrong password: %d", r.code)
+	}
+	s := n.openStream(t, "/eureka/watch", basic("reader", readerPW)...)
+	if ev := s.next(t); ev.name != "open" {
+		t.Fatalf("reader's stream: %+v", ev)
+	}
+	if r := n.do(t, "GET", "/eureka/apps?index=0&wait=1s", "", basic("reader", "wrong")...); r.code != 401 {
+		t.Fatalf("blocking fetch without valid credentials: %d", r.code)
+	}
+}
