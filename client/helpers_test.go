@@ -20,6 +20,7 @@ import (
 // behind the HTTP API, served over loopback.
 type node struct {
 	reg   *registry.Registry
+	srv   *httpapi.Server
 	clock *registrytest.Clock
 	http  *httptest.Server
 	url   string // Eureka base URL
@@ -48,7 +49,10 @@ func startNode(tb testing.TB) *node {
 	}
 	ts := httptest.NewServer(srv)
 	tb.Cleanup(ts.Close)
-	return &node{reg: reg, clock: clk, http: ts, url: ts.URL + "/eureka/"}
+	// Runs first: held watch requests answer, and the node's watch hub
+	// stops, before the listener closes.
+	tb.Cleanup(srv.StopWatches)
+	return &node{reg: reg, srv: srv, clock: clk, http: ts, url: ts.URL + "/eureka/"}
 }
 
 // newClient builds a client of servers on a manual clock, closed when the

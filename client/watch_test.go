@@ -2,6 +2,9 @@ package client_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,12 +200,14 @@ func TestWatch_serverAnswersAtOnce(t *testing.T) {
 	}
 }
 
-// TestWatch_muster watches an app on a real Muster node, which does not
-// hold requests yet: the watch polls, and an unknown app is an empty list.
+// TestWatch_muster watches an app on a real Muster node, which holds the
+// watch's requests (blocking fetches): a registration is delivered while
+// the client's clock stands still, so no poll can have fetched it. An
+// unknown app is an empty list.
 func TestWatch_muster(t *testing.T) {
 	checkGoroutines(t)
 	n := startNode(t)
-	c, clk := newClient(t, servers(n.url))
+	c, _ := newClient(t, servers(n.url))
 	ctx, cancel := context.WithCancel(ctxT(t))
 	ch, err := c.Watch(ctx, "orders")
 	if err != nil {
@@ -211,15 +216,24 @@ func TestWatch_muster(t *testing.T) {
 	if got := next(t, ch); len(got) != 0 {
 		t.Fatalf("first list %v, want empty", got)
 	}
+	waitFor(t, "the node to hold the watch's request", func() bool { return heldRequests(t, n) == 1 })
 	r, err := c.Register(ctx, testInstance("orders", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.BlockUntil(t, 2) // the watch's poll and the heartbeat
-	clk.Advance(30 * time.Second)
 	got := next(t, ch)
 	if len(got) != 1 || got[0].ID != r.Instance().ID || got[0].Metadata["zone"] != "zone-a" || got[0].Zone != "zone-a" {
 		t.Fatalf("list %+v", got)
+	}
+	if st := c.Stats(); st.WatchPolls != 1 || st.WatchHeld < 1 {
+		t.Fatalf("stats %+v, want one plain request and then held ones", st)
+	}
+	// A status change of that instance is delivered the same way.
+	if err := c.SetStatusOverride(ctx, "orders", r.Instance().ID, client.StatusOutOfService); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, ch); len(got) != 1 || got[0].Status != client.StatusOutOfService {
+		t.Fatalf("after the override: %+v", got)
 	}
 	cancel()
 	for range ch {
@@ -227,4 +241,23 @@ func TestWatch_muster(t *testing.T) {
 	if _, err := c.Watch(context.Background(), " "); err == nil {
 		t.Fatal("Watch of an empty app name accepted")
 	}
+}
+
+// heldRequests reads the node's muster_watch_held_requests.
+func heldRequests(t *testing.T, n *node) int {
+	t.Helper()
+	resp, err := http.Get(n.http.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "muster_watch_held_requests "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Fatal("no muster_watch_held_requests in /metrics")
+	return 0
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -466,4 +468,30 @@ func TestWatchStream_authAsReads(t *testing.T) {
 	if r := n.do(t, "GET", "/eureka/apps?index=0&wait=1s", "", basic("reader", "wrong")...); r.code != 401 {
 		t.Fatalf("blocking fetch without valid credentials: %d", r.code)
 	}
+}
+
+// A graceful shutdown of the http.Server that HTTPServer builds answers
+// held requests and ends streams at once, instead of waiting out their
+// wait (or its own deadline).
+func TestWatch_httpServerShutdownReleasesWatchers(t *testing.T) {
+	n, _ := newWatchNode(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := n.srv.HTTPServer()
+	go func() { _ = hs.Serve(ln) }()
+	other := &testNode{srv: n.srv, reg: n.reg, clock: n.clock, http: &httptest.Server{URL: "http://" + ln.Addr().String()}}
+	held := other.async("/eureka/apps/ORDERS?index=0&wait=60s")
+	stream := other.openStream(t, "/eureka/watch")
+	eventually(t, "the request is held", func() bool { return n.srv.WatchersHeld() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if r := receive(t, held); r.code != 404 || r.header.Get(httpapi.HeaderIndex) != "0" {
+		t.Fatalf("held request after shutdown: %d %v", r.code, r.header)
+	}
+	stream.waitEnd(t)
 }
