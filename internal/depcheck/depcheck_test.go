@@ -96,8 +96,8 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen"},
-		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
+		imports: []string{"client", "httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen"},
+		why:     "runs the muster binary as a child; micro benchmarks call the packages in process; watchers are the client package's",
 	},
 	"deploy": {
 		testImports: []string{"auth", "httpapi", "registry", "replication"},
