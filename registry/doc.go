@@ -88,7 +88,8 @@
 // # The change stream
 //
 // Every visible change gets the next version (its Seq: gap-free, one more
-// than the previous change's) and is appended, under the write lock and so
+// than the previous change's; the node's own sequence, which means nothing
+// on another node) and is appended, under the write lock and so
 // in apply order, to an outbox: a ring of the last Config.OutboxSize
 // (16384) events. Consumers (replication; later the payload cache,
 // watchers, metrics) each hold a Cursor from Subscribe and read at their
@@ -111,8 +112,8 @@
 //
 // Heartbeats change no version and are not events. A client's renewal
 // sets a flag on its lease and, the first time since the last take, pushes
-// the lease onto a lock-free stack; the replication feed takes the stack
-// (TakeRenewals) and sends one heartbeat per renewed lease with its newest
+// the lease onto one of 16 lock-free stacks; the replication feed takes
+// them (TakeRenewals, at most every 20 ms) and sends one heartbeat per renewed lease with its newest
 // state. Nothing is lost, repeated renewals of one instance coalesce, and
 // the backlog can never exceed the number of instances. A peer's
 // heartbeats are not fed. The heartbeat path takes one of 16 read stripes

@@ -51,7 +51,7 @@ type Counters struct {
 	// Register of the local instance was queued.
 	Reregistered uint64
 	// Adopted counts heartbeats the peer answered with 409 and its newer
-	// instance, which was handed to Config.Adopt.
+	// instance, which was applied over the older local copy.
 	Adopted uint64
 	// ItemFailures counts other non-2xx items in answered batches (a cancel's
 	// 404 is not one: the instance is gone there, as wanted).

@@ -16,11 +16,12 @@ import (
 // (it answered the sync fetch with 503), so its registry is not one to copy.
 var ErrPeerStarting = errors.New("replication: peer is still starting")
 
-// DefaultMaxSyncBodyBytes is SyncConfig.MaxBodyBytes' default.
+// DefaultMaxSyncBodyBytes is the default of HTTPTransport.SetSyncLimit.
 const DefaultMaxSyncBodyBytes = 2 << 30
 
 // ErrSyncTooLarge means a peer's registry was larger than
-// SyncConfig.MaxBodyBytes; the attempt fails and the next peer is tried.
+// the transport's sync limit (SetSyncLimit); the attempt fails and the
+// next peer is tried.
 var ErrSyncTooLarge = errors.New("replication: peer's registry larger than the sync limit")
 
 // SyncConfig configures the start-up copy of the registry from a peer.
