@@ -104,8 +104,8 @@ var allowed = map[string]rule{
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"scripts/chaos": {
-		imports: []string{"httpapi", "registry", "registry/wire", "tools/simclient"},
-		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON",
+		imports: []string{"client", "httpapi", "registry", "registry/wire", "tools/simclient"},
+		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON; watches with the client package",
 	},
 }
 

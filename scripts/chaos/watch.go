@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	watchclient "github.com/muster-registry/muster/client"
+)
+
+// watchChaos runs a watcher (the client package's Watch, blocking fetches,
+// on all three nodes with failover) of app WATCHED while a writer changes
+// that app every 300 ms through whichever node answers, and the nodes are
+// restarted one by one, one is killed and restarted, and one is cut off the
+// network. After each disruption, and while a node is away, the watcher
+// must come to show exactly the instances the writer left: no stuck
+// watcher, no missed final state.
+func watchChaos(ctx context.Context, b *bench, r *report) error {
+	cfg := watchclient.DefaultConfig()
+	cfg.Servers = nil
+	for _, n := range nodes {
+		cfg.Servers = append(cfg.Servers, watchclient.Server{URL: "http://127.0.0.1:" + publishedPorts[n] + "/eureka/"})
+	}
+	// Short enough that a request held by a node that vanished from the
+	// network is given up, and the client fails over, within seconds.
+	cfg.WatchWait = 3 * time.Second
+	cfg.RequestTimeout = 2 * time.Second
+	cfg.RetryBackoff = 200 * time.Millisecond
+	cfg.MaxRetryBackoff = 2 * time.Second
+	cfg.Logger = zerolog.Nop()
+	c, err := watchclient.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	updates, err := c.Watch(wctx, "WATCHED")
+	if err != nil {
+		return err
+	}
+	w := &chaosWatcher{}
+	go w.read(updates)
+	wr := &chaosWriter{}
+	go wr.run(wctx)
+
+	// converge waits until the watcher shows what the writer left, with the
+	// writer paused so that the target holds still.
+	converge := func(what string) {
+		wr.pause()
+		defer wr.resume()
+		want := wr.state()
+		took, err := waitUntil(ctx, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
+			got := w.latest()
+			return slices.Equal(got, want), fmt.Sprintf("watcher shows %v, the writer left %v", got, want)
+		})
+		r.figure("%s: the watcher showed the last state %s after the writer paused (%d lists delivered so far, %d writes)", what, took.Round(10*time.Millisecond), w.count(), wr.writes())
+		r.check(err == nil, "%s: the watcher shows exactly the instances written (%v)", what, errString(err))
+	}
+
+	time.Sleep(2 * time.Second)
+	converge("before any damage")
+
+	// Rolling restart, gracefully: held requests are answered at shutdown.
+	for _, n := range nodes {
+		wr.pause()
+		time.Sleep(time.Second) // replication of the last writes
+		if err := b.stop(ctx, n); err != nil {
+			return err
+		}
+		wr.resume()
+		r.step("%s stopped (SIGTERM) while the writer goes on", n)
+		time.Sleep(3 * time.Second)
+		converge(n + " down")
+		if err := b.start(ctx, n); err != nil {
+			return err
+		}
+		if _, err := waitUntil(ctx, time.Minute, 100*time.Millisecond, func() (bool, string) { return b.ready(ctx, n), n + " /readyz not 200" }); err != nil {
+			return err
+		}
+		time.Sleep(2 * time.Second)
+		converge(n + " back")
+	}
+
+	// Crash of the first node, where the watcher returns after failovers.
+	wr.pause()
+	time.Sleep(time.Second)
+	if err := b.kill(ctx, "node-a"); err != nil {
+		return err
+	}
+	wr.resume()
+	r.step("node-a killed (SIGKILL)")
+	time.Sleep(3 * time.Second)
+	converge("node-a crashed")
+	if err := b.start(ctx, "node-a"); err != nil {
+		return err
+	}
+	if _, err := waitUntil(ctx, time.Minute, 100*time.Millisecond, func() (bool, string) { return b.ready(ctx, "node-a"), "node-a /readyz not 200" }); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	converge("node-a restarted")
+
+	// Partition: node-a (the watcher's first server) off the network.
+	reconnect, err := b.disconnect(ctx, "node-a")
+	if err != nil {
+		return err
+	}
+	r.step("node-a cut off the network")
+	time.Sleep(5 * time.Second)
+	converge("node-a partitioned")
+	if err := reconnect(); err != nil {
+		return err
+	}
+	r.step("node-a reconnected")
+	time.Sleep(5 * time.Second)
+	converge("partition healed")
+	st := c.Stats()
+	r.figure("watcher: %d held requests, %d plain ones, %d failovers", st.WatchHeld, st.WatchPolls, st.Failovers)
+	r.check(st.WatchHeld > st.WatchPolls, "the watcher used blocking fetches (%d held, %d plain)", st.WatchHeld, st.WatchPolls)
+	return nil
+}
+
+// chaosWatcher keeps the watch's latest list of instance ids.
+type chaosWatcher struct {
+	mu    sync.Mutex
+	ids   []string
+	lists int
+}
+
+func (w *chaosWatcher) read(updates <-chan []watchclient.Instance) {
+	for list := range updates {
+		ids := make([]string, 0, len(list))
+		for _, in := range list {
+			ids = append(ids, in.ID)
+		}
+		slices.Sort(ids)
+		w.mu.Lock()
+		w.ids, w.lists = ids, w.lists+1
+		w.mu.Unlock()
+	}
+}
+
+func (w *chaosWatcher) latest() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ids
+}
+
+func (w *chaosWatcher) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lists
+}
+
+// chaosWriter registers watched-k and cancels watched-(k-3) in turn, through
+// the first node that accepts, and keeps the set it left.
+type chaosWriter struct {
+	gate sync.Mutex // held while paused
+	mu   sync.Mutex
+	live map[string]bool
+	k, n int
+}
+
+func (wr *chaosWriter) pause()  { wr.gate.Lock() }
+func (wr *chaosWriter) resume() { wr.gate.Unlock() }
+
+func (wr *chaosWriter) state() []string {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	var out []string
+	for id := range wr.live {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (wr *chaosWriter) writes() int {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	return wr.n
+}
+
+func (wr *chaosWriter) run(ctx context.Context) {
+	wr.live = map[string]bool{}
+	for ctx.Err() == nil {
+		wr.gate.Lock()
+		wr.step()
+		wr.gate.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// step makes the next change; a change no node accepted is not recorded and
+// is tried again next time.
+func (wr *chaosWriter) step() {
+	wr.mu.Lock()
+	k := wr.k
+	wr.mu.Unlock()
+	id := fmt.Sprintf("watched-%d", k/2)
+	register := k%2 == 0
+	if !register {
+		id = fmt.Sprintf("watched-%d", k/2-2)
+		if k/2-2 < 0 {
+			wr.mu.Lock()
+			wr.k++
+			wr.mu.Unlock()
+			return
+		}
+	}
+	gone := 0
+	for _, n := range nodes {
+		base := "http://127.0.0.1:" + publishedPorts[n] + "/eureka/apps/WATCHED"
+		var code int
+		if register {
+			code = post(base, watchedInstance(id))
+		} else {
+			code = do("DELETE", base+"/"+id)
+		}
+		if code == 404 {
+			gone++
+		}
+		if code == 204 || code == 200 || gone == len(nodes) {
+			wr.mu.Lock()
+			if register {
+				wr.live[id] = true
+			} else {
+				delete(wr.live, id)
+			}
+			wr.k++
+			wr.n++
+			wr.mu.Unlock()
+			return
+		}
+	}
+}
+
+func watchedInstance(id string) string {
+	return fmt.Sprintf(`{"instance":{"instanceId":%q,"hostName":%q,"app":"WATCHED","ipAddr":"10.9.8.1",
+"status":"UP","port":{"$":80,"@enabled":"true"},
+"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},
+"leaseInfo":{"renewalIntervalInSecs":3600,"durationInSecs":3600}}}`, id, id)
+}
