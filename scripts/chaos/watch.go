@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,18 +50,44 @@ func watchChaos(ctx context.Context, b *bench, r *report) error {
 	wr := &chaosWriter{}
 	go wr.run(wctx)
 
-	// converge waits until the watcher shows what the writer left, with the
-	// writer paused so that the target holds still.
+	// converge waits until the watcher shows what its current server holds
+	// (the watch is correct) and what the writer left (the cluster lost no
+	// change), with the writer paused so that the target holds still.
 	converge := func(what string) {
 		wr.pause()
 		defer wr.resume()
 		want := wr.state()
+		var server string
 		took, err := waitUntil(ctx, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
 			got := w.latest()
-			return slices.Equal(got, want), fmt.Sprintf("watcher shows %v, the writer left %v", got, want)
+			server = nodeOfURL(c.CurrentServer().URL)
+			held, err := watchedOn(ctx, b, server)
+			if err != nil {
+				return false, fmt.Sprintf("%s: %v", server, err)
+			}
+			if !slices.Equal(got, held) {
+				return false, fmt.Sprintf("watcher shows %v, its server %s holds %v", got, server, held)
+			}
+			return true, ""
 		})
-		r.figure("%s: the watcher showed the last state %s after the writer paused (%d lists delivered so far, %d writes)", what, took.Round(10*time.Millisecond), w.count(), wr.writes())
-		r.check(err == nil, "%s: the watcher shows exactly the instances written (%v)", what, errString(err))
+		r.figure("%s: the watcher showed its server's (%s) state %s after the writer paused (%d lists delivered so far, %d writes)", what, server, took.Round(10*time.Millisecond), w.count(), wr.writes())
+		r.check(err == nil, "%s: the watcher shows exactly what its server %s holds (%v)", what, server, errString(err))
+		// The cluster's side: what each node holds against what the writer
+		// left. A difference here is replication's, not the watch's.
+		_, cerr := waitUntil(ctx, 10*time.Second, 100*time.Millisecond, func() (bool, string) {
+			var diff []string
+			for _, n := range nodes {
+				held, err := watchedOn(ctx, b, n)
+				if err != nil {
+					continue // a node that is down or cut off
+				}
+				if !slices.Equal(held, want) {
+					diff = append(diff, fmt.Sprintf("%s holds %v", n, held))
+				}
+			}
+			return len(diff) == 0, fmt.Sprintf("the writer left %v; %s", want, strings.Join(diff, ", "))
+		})
+		r.check(cerr == nil, "%s: every reachable node holds exactly the instances written (%v)", what, errString(cerr))
 	}
 
 	time.Sleep(2 * time.Second)
@@ -248,4 +276,33 @@ func watchedInstance(id string) string {
 "status":"UP","port":{"$":80,"@enabled":"true"},
 "dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},
 "leaseInfo":{"renewalIntervalInSecs":3600,"durationInSecs":3600}}}`, id, id)
+}
+
+// watchedOn returns the WATCHED instance ids node holds, sorted; none when
+// it answers 404.
+func watchedOn(ctx context.Context, b *bench, node string) ([]string, error) {
+	body, err := b.get(ctx, node, "http://127.0.0.1:8761/eureka/apps/WATCHED")
+	if err != nil {
+		if strings.Contains(err.Error(), "HTTP 404") {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ids []string
+	for _, m := range instanceIDs.FindAllSubmatch(body, -1) {
+		ids = append(ids, string(m[1]))
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+var instanceIDs = regexp.MustCompile(`<instanceId>([^<]+)</instanceId>`)
+
+func nodeOfURL(u string) string {
+	for n, port := range publishedPorts {
+		if strings.Contains(u, ":"+port+"/") {
+			return n
+		}
+	}
+	return u
 }
