@@ -20,6 +20,7 @@ const HeaderReplication = "x-netflix-discovery-replication"
 // ReplicationList.
 type HTTPTransport struct {
 	client *http.Client
+	tr     *http.Transport // client's; UseTLS sets how https peers are dialled
 	// maxResponseBytes bounds what a peer may answer.
 	maxResponseBytes int64
 }
@@ -35,6 +36,7 @@ func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTranspo
 	}
 	return &HTTPTransport{
 		client:           &http.Client{Transport: tr, Timeout: requestTimeout},
+		tr:               tr,
 		maxResponseBytes: 64 << 20,
 	}
 }

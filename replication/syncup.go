@@ -43,6 +43,9 @@ type SyncConfig struct {
 	RetryWait time.Duration
 	// FetchTimeout bounds one fetch of a peer's registry. Default 30 s.
 	FetchTimeout time.Duration
+	// DialTLS, when set, dials https peers for the HTTP fetch (the node's
+	// TLS identity and trust bundle); nil uses Go's defaults.
+	DialTLS DialTLSFunc
 	// Fetch copies a peer's registry; nil means GET {peer}apps over HTTP.
 	Fetch func(ctx context.Context, p Peer) ([]*registry.Instance, error)
 	// After is the timer between rounds; nil means time.After. Tests pass
@@ -104,6 +107,9 @@ func NewSyncer(cfg SyncConfig) *Syncer {
 	s := &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}
 	if s.cfg.Fetch == nil {
 		client := &http.Client{Timeout: cfg.FetchTimeout}
+		if cfg.DialTLS != nil {
+			client.Transport = &http.Transport{DialTLSContext: cfg.DialTLS, MaxIdleConnsPerHost: 1, IdleConnTimeout: 30 * time.Second}
+		}
 		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) { return fetchRegistry(ctx, client, p) }
 	}
 	return s

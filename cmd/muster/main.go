@@ -4,6 +4,7 @@
 //	muster serve [--config FILE.yml] [--set key=value]…   run a node
 //	muster health [--url URL]                             probe a node's /readyz (for container healthchecks)
 //	muster config                                         list every setting with its default
+//	muster tls ca | cert                                  make a CA and node certificates
 //	muster version
 package main
 
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = clientsCmd(args[1:], stdout, stderr)
 	case "bench":
 		err = benchCmd(args[1:], stdout, stderr)
+	case "tls":
+		err = tlsCmd(args[1:], stdout, stderr)
 	case "config":
 		printSettings(stdout, len(args) > 1 && args[1] == "--markdown")
 	case "version":
@@ -64,6 +67,7 @@ Usage:
   muster config [--markdown]                              list every setting and its default
   muster bench [--quick] [--only heartbeat,fetch,...] [--out FILE]   performance figures next to this machine's ceiling
   muster clients [--servers zone=url,...] [flags]         run simulated Eureka clients (muster clients -h)
+  muster tls ca | cert [flags]                            make a CA and node certificates (muster tls -h)
   muster version
 `)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,7 @@ import (
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -34,6 +36,8 @@ type nodeOptions struct {
 	// memberlist replaces the memberlist base config (tests use
 	// memberlist.DefaultLocalConfig for fast failure detection).
 	memberlist *memberlist.Config
+	// tlsReload is how often the TLS files are looked at (0: 10 s).
+	tlsReload time.Duration
 }
 
 // Node is one running Muster node: registry, HTTP API, membership and
@@ -49,6 +53,7 @@ type Node struct {
 	receiver *replication.Receiver
 	syncer   *replication.Syncer
 	cluster  *cluster.Cluster // nil when cluster.enabled is false
+	tls      *tlsconfig.Store // nil when TLS is off
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -103,7 +108,14 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.TaskMaxAge = s.MaxTimeReplication
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
-	repCfg.Transport = replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	if n.tls, err = loadTLS(s, logger, n.opts.tlsReload); err != nil {
+		return nil, err
+	}
+	peerTransport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	if n.tls != nil {
+		peerTransport.UseTLS(n.tls.DialTLSContext(peerDialer(s.PeerConnectTimeout)))
+	}
+	repCfg.Transport = peerTransport
 	repCfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
 		iv, ok := reg.Instance(k.App, k.ID)
 		return iv.Instance, ok
@@ -149,7 +161,10 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	n.url = "http://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
+	if n.tls != nil {
+		ln = tls.NewListener(ln, n.tls.ServerConfig())
+	}
+	n.url = s.scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
@@ -194,6 +209,7 @@ func (n *Node) Start(ctx context.Context) error {
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
 		RetryWait:     s.RegistrySyncRetryWait,
+		DialTLS:       n.peerDialTLS(),
 		Logger:        n.log,
 	})
 	n.receiver.WatchSync(n.syncer)
@@ -227,6 +243,9 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	})
 	n.goRun(func() { n.watchPeers(runCtx) })
+	if n.tls != nil {
+		n.goRun(func() { n.tls.Run(runCtx) })
+	}
 	n.goRun(func() { n.startUp(runCtx) })
 	return nil
 }
@@ -254,13 +273,7 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 	if n.opts.memberlist != nil {
 		cfg.Memberlist = n.opts.memberlist
 	}
-	if s.ClusterSecretKey != "" {
-		key, err := cluster.ParseSecretKey(s.ClusterSecretKey)
-		if err != nil {
-			return nil, fmt.Errorf("setting cluster.secret-key: %w", err)
-		}
-		cfg.SecretKey = key
-	}
+	cfg.SecretKey, cfg.SecretKeys = s.secretKeys()
 	return cluster.New(cfg)
 }
 
