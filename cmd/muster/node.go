@@ -193,7 +193,7 @@ func (n *Node) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	n.httpServer = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpServer = &http.Server{Handler: api, ErrorLog: httpErrorLog(n.log), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
