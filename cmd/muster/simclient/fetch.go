@@ -100,7 +100,7 @@ func (f *Fleet) fetch(ctx context.Context) error {
 	}
 	doc, err := decodeApplications(rep)
 	if err != nil {
-		return f.fetchFailed(ctx, fmt.Errorf("delta from %s: %w", rep.server.URL, err))
+		return f.fetchFailed(ctx, fmt.Errorf("delta from %s: %w", rep.server.Redacted(), err))
 	}
 	f.view.applyDelta(doc.Apps)
 	f.stats.deltaFetches.Add(1)
@@ -120,18 +120,18 @@ func (f *Fleet) fullFetch(ctx context.Context) error {
 		return f.fetchFailed(ctx, err)
 	}
 	if rep.code != http.StatusOK {
-		return f.fetchFailed(ctx, fmt.Errorf("full fetch from %s: status %d", rep.server.URL, rep.code))
+		return f.fetchFailed(ctx, fmt.Errorf("full fetch from %s: status %d", rep.server.Redacted(), rep.code))
 	}
 	doc, err := decodeApplications(rep)
 	if err != nil {
-		return f.fetchFailed(ctx, fmt.Errorf("full fetch from %s: %w", rep.server.URL, err))
+		return f.fetchFailed(ctx, fmt.Errorf("full fetch from %s: %w", rep.server.Redacted(), err))
 	}
 	f.view.replace(doc.Apps)
 	f.view.fetched = true
 	f.stats.fullFetches.Add(1)
 	if len(f.view.instances) == 0 && f.view.seenNonEmpty {
 		f.stats.emptyRegistrySeen.Add(1)
-		f.log.Warn().Str("server", rep.server.URL).Msg("full fetch returned an empty registry after a non-empty one")
+		f.log.Warn().Str("server", rep.server.Redacted()).Msg("full fetch returned an empty registry after a non-empty one")
 	}
 	f.publishView()
 	return nil

@@ -272,7 +272,7 @@ func (f *Fleet) zoneLoop(ctx context.Context) {
 			if f.servers.returnHome() {
 				f.stats.zoneReturns.Add(1)
 				_, srv := f.servers.current()
-				f.log.Info().Str("to", srv.URL).Msg("returning to the first server of the zone")
+				f.log.Info().Str("to", srv.Redacted()).Msg("returning to the first server of the zone")
 			}
 		}
 	}

@@ -92,6 +92,7 @@ func newHTTPClient(cfg Config) *http.Client {
 			MaxIdleConnsPerHost:   cfg.Workers + 4,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   cfg.ConnectTimeout,
+			TLSClientConfig:       cfg.TLS,
 			ResponseHeaderTimeout: cfg.RequestTimeout,
 			// Fetches ask for gzip themselves and inflate it below.
 			DisableCompression: true,
@@ -126,13 +127,13 @@ func (f *Fleet) call(ctx context.Context, o op, method, path string, body []byte
 			return rep, nil
 		}
 		if err == nil {
-			err = fmt.Errorf("%s %s%s: status %d", method, srv.URL, path, rep.code)
+			err = fmt.Errorf("%s %s%s: status %d", method, srv.Redacted(), path, rep.code)
 		}
 		lastErr = err
 		if f.servers.failed(i) {
 			f.stats.failovers.Add(1)
 			_, next := f.servers.current()
-			f.log.Info().Str("from", srv.URL).Str("to", next.URL).Str("op", o.String()).Err(err).Msg("failing over to the next server")
+			f.log.Info().Str("from", srv.Redacted()).Str("to", next.Redacted()).Str("op", o.String()).Err(err).Msg("failing over to the next server")
 		}
 	}
 	return reply{}, fmt.Errorf("%w: %w", ErrAllServersFailed, lastErr)
