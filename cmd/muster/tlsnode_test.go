@@ -342,3 +342,35 @@ func TestHealth_followsTheNodesTLS(t *testing.T) {
 		t.Errorf("health against a node of another CA: %s", stderr)
 	}
 }
+
+// TestCluster_secretKeys: mid-rotation (README's step 2 under way), a node
+// that sends with the new key and still accepts the old one and a node that
+// sends with the old key and already accepts the new one join and
+// replicate. (cluster's keyring test covers the whole rotation.)
+func TestCluster_secretKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	oldKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("o", 32)))
+	newKey := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("n", 32)))
+	a := startTLSNode(t, "node-a", nil, 0, "cluster.secret-key="+oldKey, "cluster.secret-keys="+newKey)
+	waitOpened(t, a)
+	b := startTLSNode(t, "node-b", []string{a.gossipAddr(t)}, 0, "cluster.secret-key="+newKey, "cluster.secret-keys="+oldKey)
+	waitOpened(t, b)
+	waitUntilTrue(t, "A and B see each other", func() bool { return len(a.currentPeers()) == 1 && len(b.currentPeers()) == 1 })
+	if code := call(t, "POST", "http://"+b.Addr()+"/eureka/apps/KEYED", instanceBody("KEYED", "k1", 60)); code != 204 {
+		t.Fatalf("register on B: %d", code)
+	}
+	waitUntilTrue(t, "A holds B's instance", func() bool {
+		code, _, _ := httpGet("http://" + a.Addr() + "/eureka/apps/KEYED/k1")
+		return code == 200
+	})
+}
+
+func TestSelfInstance_TLS(t *testing.T) {
+	s := mustLoad(t, "", nil, []string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem"})
+	in := selfInstance(s, "node-a", "10.0.0.5", 8761, time.Now())
+	if in.Port.Enabled || !in.SecurePort.Enabled || in.SecurePort.Number != 8761 || !strings.HasPrefix(in.HomePageURL, "https://node-a:8761") {
+		t.Errorf("self-registration over TLS: port %+v, secure port %+v, home %s", in.Port, in.SecurePort, in.HomePageURL)
+	}
+}
