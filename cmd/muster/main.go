@@ -1,11 +1,16 @@
 // Command muster runs a Muster node, a Eureka-compatible service registry,
-// and the tools around it.
+// and the operator commands around it.
 //
 //	muster serve [--config FILE.yml] [--set key=value]…   run a node
 //	muster health [--url URL]                             probe a node's /readyz (for container healthchecks)
 //	muster config                                         list every setting with its default
 //	muster tls ca | cert                                  make a CA and node certificates
 //	muster version
+//
+// The tools are their own commands and are not linked into this one:
+// go run ./tools/bench (performance figures), go run ./tools/clients
+// (simulated Eureka clients). `muster bench-target`, not listed in the
+// usage, is the node tools/bench measures (benchtarget.go).
 package main
 
 import (
@@ -34,12 +39,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(args[1:], stderr)
 	case "health":
 		err = healthCmd(args[1:], stdout)
-	case "clients":
-		err = clientsCmd(args[1:], stdout, stderr)
-	case "bench":
-		err = benchCmd(args[1:], stdout, stderr)
 	case "tls":
 		err = tlsCmd(args[1:], stdout, stderr)
+	case "bench-target":
+		err = benchTargetCmd(args[1:], stdout, stderr)
 	case "config":
 		printSettings(stdout, len(args) > 1 && args[1] == "--markdown")
 	case "version":
@@ -65,10 +68,12 @@ Usage:
   muster serve [--config FILE.yml] [--set key=value]...   run a node (defaults: API and dashboard on :8761)
   muster health [--url http://127.0.0.1:8761/readyz]      exit 0 when the node is ready (container healthchecks)
   muster config [--markdown]                              list every setting and its default
-  muster bench [--quick] [--only heartbeat,fetch,...] [--out FILE]   performance figures next to this machine's ceiling
-  muster clients [--servers zone=url,...] [flags]         run simulated Eureka clients (muster clients -h)
   muster tls ca | cert [flags]                            make a CA and node certificates (muster tls -h)
   muster version
+
+Tools (not part of this binary):
+  go run ./tools/bench [--quick] [--only heartbeat,fetch,...]   performance figures next to this machine's ceiling
+  go run ./tools/clients [--servers zone=url,...] [flags]       simulated Eureka clients (-h for flags)
 `)
 }
 

@@ -76,8 +76,17 @@
 //
 // Anything else that does not fit (bad JSON or XML, truncation, a wrong
 // root, an array where an object belongs, a non-numeric port) is an error
-// wrapping ErrMalformed with a short reason that names the field. The JSON
-// decoder is a small strict reader driven by the expected shape, with a
-// nesting limit; decoded strings share the body's memory. The XML decoder
-// walks encoding/xml's tokens, which admit no entities beyond XML's own.
+// wrapping ErrMalformed with a short reason that names the field.
+//
+// # Decoders: a reader per format, one field table
+//
+// jsonreader.go is a small strict JSON reader (RFC 8259) with a nesting
+// limit, driven by the expected shape; decoded strings share the body's
+// memory. xmlreader.go walks encoding/xml's tokens, which admit no entities
+// beyond XML's own. Neither knows Eureka. The instance's fields are named
+// once, in the tables of fields.go (instanceFields, leaseFields), each with
+// its kind (text, status, number, port, …) and where it goes; the JSON and
+// XML decoders (decode_json.go, decode_xml.go) look every key or element up
+// there and read the value as their format writes that kind, so a field
+// added to the table is read from both formats alike.
 package wire

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/muster-registry/muster/cmd/muster/simclient"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry/wire"
+	"github.com/muster-registry/muster/tools/simclient"
 )
 
 // bench drives the compose project: docker-compose (or docker compose),

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/muster-registry/muster/cmd/muster/simclient"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/tools/simclient"
 )
 
 const emergency = "EMERGENCY! EUREKA MAY BE INCORRECTLY CLAIMING INSTANCES ARE UP"

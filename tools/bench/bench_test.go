@@ -41,7 +41,7 @@ func TestBenchAddr_uniqueAcrossTheFleet(t *testing.T) {
 
 func TestBenchCmd_rejectsUnknownScenario(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"bench", "--only", "heartbeat,nope"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), `unknown scenario "nope"`) {
+	if code := run([]string{"--only", "heartbeat,nope"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), `unknown scenario "nope"`) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -1,7 +1,7 @@
 // Package simclient simulates Eureka clients: a Fleet of N instances over M
 // apps that registers, renews, fetches and cancels the way the Java client
 // (com.netflix.discovery.DiscoveryClient, as Spring Cloud runs it) does. It
-// drives `muster clients`, which docker-compose runs to populate a cluster,
+// drives tools/clients, which docker-compose runs to populate a cluster,
 // chaos scenarios kill and watch, and benchmarks load servers with.
 //
 // A fleet behaves like one client process: the instances share one
@@ -78,7 +78,7 @@
 //
 // # Figures
 //
-// Stats returns atomic counters and gauges (see Stats); `muster clients`
+// Stats returns atomic counters and gauges (see Stats); tools/clients
 // prints them as progress lines, serves them as JSON on --status-addr
 // /stats, and prints a final summary.
 package simclient

@@ -16,7 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/muster-registry/muster/cmd/muster/loadgen"
+	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/tools/loadgen"
 )
 
 // benchBigN is the large registry size (fetch, memory).
@@ -255,12 +256,12 @@ var benchFetchHeaderPairs = []string{"Accept", "application/json", "Accept-Encod
 // newFetchNode starts a node with n instances whose delta queue has been
 // pruned (retention 3 s), so a rebuild costs what it costs in a steady
 // state rather than right after a mass registration.
-func (e *benchEnv) newFetchNode(name string, n int) (*benchChild, benchMem, error) {
+func (e *benchEnv) newFetchNode(name string, n int) (*benchChild, proccontrol.Mem, error) {
 	c, err := e.startChild(name, "muster",
 		"--set", "eureka.server.retention-time-in-m-s-in-delta-queue=3000",
 		"--set", "eureka.server.delta-retention-timer-interval-in-ms=500")
 	if err != nil {
-		return nil, benchMem{}, err
+		return nil, proccontrol.Mem{}, err
 	}
 	empty, err := c.mem(true)
 	if err != nil {
@@ -277,7 +278,7 @@ func (e *benchEnv) newFetchNode(name string, n int) (*benchChild, benchMem, erro
 }
 
 // bigNode is the shared 100k node; bigEmpty is its heap before registering.
-func (e *benchEnv) bigNode() (*benchChild, benchMem, error) {
+func (e *benchEnv) bigNode() (*benchChild, proccontrol.Mem, error) {
 	if e.big != nil {
 		return e.big, e.bigEmpty, nil
 	}

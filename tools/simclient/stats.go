@@ -7,7 +7,7 @@ import (
 )
 
 // Stats is a snapshot of a fleet's counters (totals since New) and gauges.
-// The JSON names are what `muster clients` prints and serves on /stats.
+// The JSON names are what tools/clients prints and serves on /stats.
 type Stats struct {
 	// Instances is the configured fleet size; Registered how many of them
 	// are registered now (registered and not cancelled).
@@ -65,7 +65,7 @@ type Stats struct {
 	CurrentServer string `json:"currentServer"`
 }
 
-// String is the one-line progress report of `muster clients`.
+// String is the one-line progress report of tools/clients.
 func (s Stats) String() string {
 	return fmt.Sprintf("registered %d/%d (failed %d), renewals ok %d failed %d, re-registrations %d, failovers %d, "+
 		"fetches full %d delta %d reconcile %d failed %d, view %d, empty-registry %d, server %s",

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-registry/muster/cmd/muster/simclient"
+	"github.com/muster-registry/muster/tools/simclient"
 )
 
 func TestParseServers(t *testing.T) {

@@ -13,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/muster-registry/muster/internal/proccontrol"
 )
 
-// benchChild is a bench server running as a child process.
+// benchChild is a server under test running as a child process: the
+// muster binary as `muster bench-target`, or this binary as `bench ceiling`.
 type benchChild struct {
-	benchServerInfo
+	proccontrol.Ready
 	name    string
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
@@ -28,18 +31,28 @@ type benchChild struct {
 // benchCtl is the client for control requests and the odd single request.
 var benchCtl = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DisableCompression: true}}
 
-// startChild re-executes this binary as `muster bench server` and waits for
-// its ready line.
+// startChild starts a server under test and waits for its ready line: mode
+// muster runs `muster bench-target` from the muster binary, mode bare
+// re-executes this binary as `bench ceiling`.
 func (e *benchEnv) startChild(name, mode string, args ...string) (*benchChild, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	argv := append([]string{"bench", "server", "--mode", mode, "--name", name}, args...)
-	if mode == "muster" {
+	var exe string
+	var argv []string
+	switch mode {
+	case "muster":
+		exe = e.muster
+		argv = append([]string{"bench-target", "--name", name}, args...)
 		for _, s := range e.sets {
 			argv = append(argv, "--set", s)
 		}
+	case "bare":
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		exe = self
+		argv = append([]string{"ceiling", "--name", name}, args...)
+	default:
+		return nil, fmt.Errorf("bench: no server mode %q (muster or bare)", mode)
 	}
 	cmd := exec.Command(exe, argv...)
 	logPath := filepath.Join(e.tmpDir, name+".log")
@@ -87,7 +100,7 @@ func (e *benchEnv) startChild(name, mode string, args ...string) (*benchChild, e
 			<-c.done
 			return nil, fmt.Errorf("bench server %s exited before it was ready (log: %s)%s", name, logPath, benchTail(logPath))
 		}
-		if err := json.Unmarshal([]byte(line), &c.benchServerInfo); err != nil {
+		if err := json.Unmarshal([]byte(line), &c.Ready); err != nil {
 			c.stop()
 			return nil, fmt.Errorf("bench server %s: bad ready line %q", name, line)
 		}
@@ -160,12 +173,12 @@ func (c *benchChild) cpu() time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
-func (c *benchChild) mem(free bool) (benchMem, error) {
+func (c *benchChild) mem(free bool) (proccontrol.Mem, error) {
 	path := "/mem"
 	if free {
 		path += "?free=1"
 	}
-	var m benchMem
+	var m proccontrol.Mem
 	b, err := c.ctl("GET", path, nil)
 	if err != nil {
 		return m, err

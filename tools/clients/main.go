@@ -1,3 +1,10 @@
+// Command clients runs a fleet of simulated Eureka clients (package
+// tools/simclient) against Muster or any Eureka server:
+//
+//	go run ./tools/clients --servers "a=http://node-a:8761/eureka/,b=…" --zone a \
+//	    --instances 100 --apps 10 --id-prefix grp1 [--status-addr :9100]
+//
+// The container image carries it as /muster-clients (scripts/build-image.sh).
 package main
 
 import (
@@ -14,16 +21,23 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/muster-registry/muster/cmd/muster/simclient"
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/tools/simclient"
 )
 
-// clientsCmd runs a fleet of simulated Eureka clients (package simclient)
-// until SIGINT or SIGTERM, then cancels every instance:
-//
-//	muster clients --servers "a=http://node-a:8761/eureka/,b=…" --zone a \
-//	    --instances 100 --apps 10 --id-prefix grp1 [--status-addr :9100]
-//
-// It prints a progress line to stderr every --progress and, at the end, a
+func main() {
+	if err := clientsCmd(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "clients:", err)
+		os.Exit(1)
+	}
+}
+
+// clientsCmd runs the fleet until SIGINT or SIGTERM, then cancels every
+// instance. It prints a progress line to stderr every --progress and, at the end, a
 // summary to stdout: plain lines, then one line "summary: {…}" with the
 // figures as JSON (simclient.Stats) for scripts. --status-addr serves the
 // same JSON on GET /stats while it runs.
@@ -53,11 +67,11 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("clients: unexpected argument %q", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	list, err := simclient.ParseServers(*servers)
 	if err != nil {
-		return fmt.Errorf("clients: --servers: %w", err)
+		return fmt.Errorf("--servers: %w", err)
 	}
 
 	cfg := def
@@ -70,7 +84,7 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	cfg.Logger = newLogger(stderr, *logLevel, *logFormat)
 	fleet, err := simclient.New(cfg)
 	if err != nil {
-		return fmt.Errorf("clients: %w", err)
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -79,7 +93,7 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	if *statusAddr != "" {
 		srv, err := serveStats(*statusAddr, fleet)
 		if err != nil {
-			return fmt.Errorf("clients: --status-addr: %w", err)
+			return fmt.Errorf("--status-addr: %w", err)
 		}
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -107,7 +121,7 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	err = fleet.Run(ctx)
 	close(done)
 	if err != nil {
-		return fmt.Errorf("clients: %w", err)
+		return err
 	}
 	return printSummary(stdout, fleet.Stats(), time.Since(start))
 }
@@ -150,4 +164,32 @@ func printSummary(w io.Writer, s simclient.Stats, ran time.Duration) error {
 	}
 	_, err = fmt.Fprintf(w, "summary: %s\n", b)
 	return err
+}
+
+func init() {
+	// Milliseconds in every log line, as the nodes log them: the chaos
+	// scenarios line events of clients and nodes up by them.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+}
+
+// newLogger logs to w: as a human-readable console on a terminal, as JSON
+// lines otherwise (or as format says).
+func newLogger(w io.Writer, level, format string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	if format == "console" || (format == "auto" && isTerminal(w)) {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

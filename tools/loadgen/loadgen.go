@@ -1,6 +1,6 @@
 // Package loadgen drives an HTTP/1.1 server with a fixed number of workers,
 // each on its own keep-alive connection, and records every request's
-// latency in a histogram. It is the load generator of `muster bench`.
+// latency in a histogram. It is the load generator of tools/bench.
 //
 // Two clients are available. ClientRaw writes pre-encoded requests on a
 // plain TCP connection and parses only the status line, Content-Length and
@@ -66,7 +66,7 @@ func (c Client) String() string {
 
 // Config describes one run.
 type Config struct {
-	// Addr is the server's host:port (loopback only in muster bench).
+	// Addr is the server's host:port (loopback only in tools/bench).
 	Addr string
 	// Concurrency is the number of workers, each with its own connection.
 	Concurrency int

@@ -1,14 +1,28 @@
+// Command bench measures Muster: performance figures of a real node, each
+// measured in the same run next to the best this machine can do (a bare
+// echo server driven by the same load generator, alternating with the node
+// under test). Speed is reported, never asserted.
+//
+//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--out FILE] [--muster PATH]
+//
+// The node under test is the muster binary itself, run as `muster
+// bench-target` in a child process (built from ./cmd/muster unless --muster
+// names one); the ceiling is this binary run as `bench ceiling`. Neither
+// shares a process with the load generator.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,21 +31,42 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/muster-registry/muster/cmd/muster/loadgen"
+	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/tools/loadgen"
 )
 
-// benchScenarios are the scenarios of `muster bench`, in report order.
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var err error
+	if len(args) > 0 && args[0] == "ceiling" {
+		err = ceilingCmd(args[1:], stdout, stderr)
+	} else {
+		err = benchCmd(args, stdout, stderr)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// benchScenarios are the scenarios of the bench, in report order.
 var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "memory", "micro"}
 
-// benchCmd is `muster bench`: performance figures of Muster, each measured
-// in the same run next to the best this machine can do (a bare echo server
-// driven by the same load generator, alternating with the server under
-// test). Speed is reported, never asserted. `muster bench server` is the
-// child process it starts (bench_server.go).
+// benchCmd runs the scenarios and prints and saves the report.
 func benchCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "server" {
-		return benchServerCmd(args[1:], stdout, stderr)
-	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "smaller sizes and shorter runs (the whole run takes under 2 minutes)")
@@ -45,6 +80,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	profileDir := fs.String("profile", "", "directory to save CPU profiles of the server under heartbeat and fetch load")
 	verbose := fs.Bool("v", false, "show the servers' logs")
 	fetchSizes := fs.String("fetch-sizes", "10000,100000", "registry sizes of the full-fetch scenario")
+	musterBin := fs.String("muster", "", "muster binary to measure (empty: go build ./cmd/muster into a temporary folder)")
 	var sets stringList
 	fs.Var(&sets, "set", "key=value for the muster servers under test (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -108,10 +144,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	defer e.stopAll()
+	if e.muster, err = benchMusterBinary(*musterBin, tmp); err != nil {
+		return err
+	}
+	e.version = benchMusterVersion(e.muster)
 
 	started := time.Now()
-	e.logf("muster bench: %s, %d cores, %s; client %s, concurrency %d, %d rounds of %s (warm-up %s); logs in %s",
-		benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
+	e.logf("bench of %s (%s): %s, %d cores, %s; client %s, concurrency %d, %d rounds of %s (warm-up %s); logs in %s",
+		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
 	order := []string{"registration", "heartbeat", "memory", "fetch", "delta", "propagation", "micro"}
@@ -134,7 +174,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	e.stopAll()
 
 	rep := benchReport{
-		Machine:  benchMachine(),
+		Machine:  benchMachine(e.version),
 		Settings: benchSettings{Quick: e.quick, Client: lc.String(), Concurrency: e.conc, Rounds: e.rounds, RoundSeconds: e.dur.Seconds(), WarmupSeconds: e.warmup.Seconds(), Sets: sets},
 		Started:  started.UTC().Format(time.RFC3339),
 		Seconds:  math.Round(time.Since(started).Seconds()*10) / 10,
@@ -156,6 +196,37 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	_ = os.RemoveAll(tmp)
 	return nil
+}
+
+// benchMusterBinary returns path when given, or builds the muster command
+// of this module into dir. A binary, not `go run`: the node must be a
+// process of its own whose CPU and memory the bench reads.
+func benchMusterBinary(path, dir string) (string, error) {
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("--muster: %w", err)
+		}
+		return abs, nil
+	}
+	out := filepath.Join(dir, "muster")
+	build := exec.Command("go", "build", "-o", out, "github.com/muster-registry/muster/cmd/muster")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the muster binary (or pass --muster PATH): %v\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// benchMusterVersion asks the binary for its version.
+func benchMusterVersion(bin string) string {
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "muster"))
 }
 
 func benchRunScenario(e *benchEnv, s string) error {
@@ -187,6 +258,8 @@ type benchEnv struct {
 	warmup     time.Duration
 	conc       int
 	client     loadgen.Client
+	muster     string // the binary under test
+	version    string // what it says `muster version` is
 	sets       []string
 	verbose    bool
 	tmpDir     string
@@ -195,8 +268,8 @@ type benchEnv struct {
 	fetchSizes []int
 
 	children []*benchChild
-	big      *benchChild // the 100k-instance node, shared by memory and fetch
-	bigEmpty benchMem    // its memory before it had instances
+	big      *benchChild     // the 100k-instance node, shared by memory and fetch
+	bigEmpty proccontrol.Mem // its memory before it had instances
 	rows     []benchRow
 }
 
@@ -329,7 +402,7 @@ type benchMachineInfo struct {
 	Date      string `json:"date"`
 }
 
-func benchMachine() benchMachineInfo {
+func benchMachine(version string) benchMachineInfo {
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	return benchMachineInfo{
 		CPU: benchCPUModel(), Cores: runtime.NumCPU(), MemoryMiB: benchMemTotal() >> 20,
@@ -369,8 +442,8 @@ func benchMemTotal() uint64 {
 
 func benchPrintTable(w io.Writer, rep benchReport) {
 	m := rep.Machine
-	fmt.Fprintf(w, "\nmuster bench (%s) on %s, %d cores, %d MiB, Linux %s, %s, %s; %.0f s",
-		map[bool]string{true: "quick", false: "normal"}[rep.Settings.Quick], m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
+	fmt.Fprintf(w, "\nbench of muster %s (%s) on %s, %d cores, %d MiB, Linux %s, %s, %s; %.0f s",
+		m.Muster, map[bool]string{true: "quick", false: "normal"}[rep.Settings.Quick], m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
 	fmt.Fprintf(w, "\nload: %s client, %d connections, %d rounds × %.1f s alternating with the ceiling\n\n",
 		rep.Settings.Client, rep.Settings.Concurrency, rep.Settings.Rounds, rep.Settings.RoundSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/registry"
+)
+
+// benchTargetCmd is `muster bench-target`: a real node (newNode + Start)
+// with a loopback control listener, the server under test that tools/bench
+// starts as a child process so that the load generator's CPU and GC stay
+// out of it. The benchmark itself, its ceiling server and the load generator
+// live in tools/; this is only what has to run inside the node's process.
+// It prints one JSON line (proccontrol.Ready) on stdout once it serves, and
+// stops when stdin closes or on SIGTERM. Not for operators: usage does not
+// list it.
+//
+// The control listener answers:
+//
+//	GET  /cpu                   user+system CPU seconds of this process
+//	GET  /mem[?free=1]          heap after two GCs, RSS (optionally after FreeOSMemory)
+//	GET  /status                opened, peers, instances, version
+//	GET  /snapshot              build the registry snapshot
+//	GET  /watch?app&id[&status] flush "armed", then answer when the registry shows it
+//	GET  /profile?seconds=N     CPU profile of this process (kind=heap: heap profile)
+func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench-target", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "bench", "node name")
+	clustered := fs.Bool("cluster", false, "run memberlist on loopback with fast timings (memberlist.DefaultLocalConfig)")
+	join := fs.String("join", "", "gossip seed host:port (with --cluster)")
+	var sets stringList
+	fs.Var(&sets, "set", "key=value for the node (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench-target: unexpected argument %q", fs.Arg(0))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// The parent holds our stdin: when it goes, so do we.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+
+	ctl := http.NewServeMux()
+	proccontrol.Handle(ctl)
+	n, err := benchStartNode(ctx, *name, *clustered, *join, sets, stderr)
+	if err != nil {
+		return err
+	}
+	info := proccontrol.Ready{Mode: "muster", PID: os.Getpid(), API: n.Addr()}
+	if n.cluster != nil {
+		for _, m := range n.cluster.Members() {
+			if m.Self {
+				info.Gossip = net.JoinHostPort(m.Addr, strconv.Itoa(m.Port))
+			}
+		}
+	}
+	benchNodeControl(ctl, n)
+	var ctlSrv *http.Server
+
+	if info.Control, ctlSrv, err = proccontrol.Serve(ctl); err != nil {
+		return err
+	}
+	line, _ := json.Marshal(info)
+	fmt.Fprintf(stdout, "%s\n", line)
+
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ctlSrv.Close()
+	return n.Shutdown(sctx)
+}
+
+// benchTargetSets are the settings of every bench node: loopback only, no
+// eviction during a run (the fleet does not heartbeat between scenarios),
+// quiet logs. Later --set values win.
+func benchTargetSets(name string, clustered bool, join string) []string {
+	sets := []string{
+		"server.port=0", "server.address=127.0.0.1",
+		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
+		"eureka.server.eviction-interval-timer-in-ms=3600000",
+		"muster.log.level=warn", "muster.log.format=json",
+		"cluster.node-name=" + name,
+	}
+	if !clustered {
+		return append(sets, "cluster.enabled=false")
+	}
+	sets = append(sets, "cluster.enabled=true", "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
+		"cluster.advertise-addr=127.0.0.1", "eureka.server.registry-sync-retry-wait-ms=200")
+	if join != "" {
+		sets = append(sets, "cluster.join="+join)
+	}
+	return sets
+}
+
+func benchStartNode(ctx context.Context, name string, clustered bool, join string, extra []string, stderr io.Writer) (*Node, error) {
+	s, _, err := loadSettings("", nil, append(benchTargetSets(name, clustered, join), extra...))
+	if err != nil {
+		return nil, err
+	}
+	logger := newLogger(stderr, s.LogLevel, s.LogFormat).With().Str("node", name).Logger()
+	var opts nodeOptions
+	if clustered {
+		opts.memberlist = memberlist.DefaultLocalConfig()
+	}
+	n, err := newNode(s, logger, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	select {
+	case <-n.Opened():
+	case <-time.After(60 * time.Second):
+		return nil, errors.New("bench-target: node did not open for traffic within 60 s")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return n, nil
+}
+
+// benchNodeControl adds the endpoints about the node.
+func benchNodeControl(ctl *http.ServeMux, n *Node) {
+	ctl.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"opened":    n.ready.Load(),
+			"peers":     len(n.rep.Peers()),
+			"instances": n.reg.Len(),
+			"version":   n.reg.Version(),
+		})
+	})
+	ctl.HandleFunc("/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		snap := n.reg.Snapshot()
+		fmt.Fprintf(w, `{"instances":%d,"seconds":%.6f}`, snap.Instances, time.Since(start).Seconds())
+	})
+	ctl.HandleFunc("/watch", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		app, id, status := q.Get("app"), q.Get("id"), registry.Status(q.Get("status"))
+		timeout, err := time.ParseDuration(q.Get("timeout"))
+		if err != nil || timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		seen := func() bool {
+			iv, ok := n.reg.Instance(app, id)
+			return ok && (status == "" || iv.Status == status)
+		}
+		if seen() {
+			http.Error(w, "already there before the watch began", http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "armed\n")
+		w.(http.Flusher).Flush()
+		// Poll every 100 µs: one read lock and a map lookup per poll.
+		deadline := time.Now().Add(timeout)
+		for !seen() {
+			if time.Now().After(deadline) || r.Context().Err() != nil {
+				_, _ = io.WriteString(w, "timeout\n")
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		fmt.Fprintf(w, "%d\n", time.Now().UnixNano())
+	})
+}

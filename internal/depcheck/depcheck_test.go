@@ -1,0 +1,249 @@
+package depcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/muster-registry/muster"
+
+// rule says which project packages one package may import (paths relative
+// to the module). imports bind its code; tests may also import testImports
+// (and a package's external tests always import the package itself).
+type rule struct {
+	imports     []string
+	testImports []string
+	why         string
+}
+
+// allowed is every package of the module. A package missing from here, or
+// listed here but not (or no longer) a package with Go files, fails the test.
+var allowed = map[string]rule{
+	// The core.
+	"registry": {
+		testImports: []string{"registry/registrytest"},
+		why:         "the core imports no other project package (ARCHITECTURE.md)",
+	},
+	"registry/registrytest": {
+		imports: []string{"registry"},
+		why:     "fixtures for tests of the registry and its users",
+	},
+	"registry/wire": {
+		imports: []string{"registry"},
+		why:     "Eureka's JSON and XML for registry types; used by httpapi, replication and clients",
+	},
+	"cluster": {
+		why: "memberlist only; cmd/muster turns members into replication peers (STYLE.md §1)",
+	},
+	"replication": {
+		imports:     []string{"registry", "registry/wire"},
+		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		why:         "never imports cluster; peers are handed to it",
+	},
+	"replication/replicationtest": {
+		imports:     []string{"replication"},
+		testImports: []string{"registry"},
+		why:         "in-memory Transport for tests",
+	},
+	"httpapi": {
+		imports:     []string{"registry", "registry/wire", "replication"},
+		testImports: []string{"registry/registrytest"},
+		why:         "the HTTP edge; knows nothing of cluster or cmd",
+	},
+	"internal/proccontrol": {
+		why: "process CPU/memory/profile control for benchmarked processes; stdlib only",
+	},
+	"internal/gzjoin": {
+		why: "one gzip member from separately compressed pieces; compress only",
+	},
+	"internal/depcheck": {
+		why: "this test",
+	},
+	// The server binary: every server package, no tool.
+	"cmd/muster": {
+		imports:     []string{"cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol"},
+		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		why:         "wires the server; links no tool (tools/, scripts/)",
+	},
+	// Tools: their own mains, never imported by the server.
+	"tools/loadgen": {
+		why: "a load generator needs no Muster code",
+	},
+	"tools/simclient": {
+		imports:     []string{"registry", "registry/wire"},
+		testImports: []string{"httpapi", "registry/registrytest"},
+		why:         "a Eureka client: the wire format, not the server",
+	},
+	"tools/clients": {
+		imports: []string{"tools/simclient"},
+		why:     "the simulated clients' command",
+	},
+	"tools/bench": {
+		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen"},
+		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
+	},
+	"scripts/chaos": {
+		imports: []string{"httpapi", "registry", "registry/wire", "tools/simclient"},
+		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON",
+	},
+}
+
+// pkg is what go list says about one package.
+type pkg struct {
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Error        *struct{ Err string }
+}
+
+func TestDeps_everyPackageImportsOnlyWhatItsRuleAllows(t *testing.T) {
+	pkgs := listPackages(t)
+	if len(pkgs) < len(allowed)/2 {
+		t.Fatalf("go list found %d packages, the table has %d: the listing is broken", len(pkgs), len(allowed))
+	}
+	for _, p := range check(pkgs, allowed) {
+		t.Error(p)
+	}
+}
+
+// The checker itself catches every kind of mistake it is there for, so that
+// the test above cannot pass by checking nothing.
+func TestDeps_checkCatchesEachKindOfViolation(t *testing.T) {
+	rules := map[string]rule{
+		"core":     {testImports: []string{"core/fix"}},
+		"core/fix": {imports: []string{"core"}},
+		"edge":     {imports: []string{"core"}},
+		"gone":     {},
+		"typo":     {imports: []string{"nope"}},
+	}
+	// Paths without a dot are project packages; the rest are not ours.
+	abs := func(l []string) []string {
+		var out []string
+		for _, s := range l {
+			if strings.Contains(s, ".") {
+				out = append(out, s)
+			} else {
+				out = append(out, module+"/"+s)
+			}
+		}
+		return out
+	}
+	p := func(path string, imports, tests, xtests []string) pkg {
+		return pkg{ImportPath: module + "/" + path, GoFiles: []string{"x.go"}, Imports: abs(imports), TestImports: abs(tests), XTestImports: abs(xtests)}
+	}
+	pkgs := []pkg{
+		p("core", []string{"github.com/rs/zerolog", "edge"}, []string{"core/fix"}, []string{"core", "edge"}),
+		p("core/fix", []string{"core"}, nil, nil),
+		p("edge", []string{"core", "core/fix"}, nil, nil),
+		p("typo", nil, nil, nil),
+		p("new", nil, nil, nil),
+		{ImportPath: module + "/empty", Error: &struct{ Err string }{"no Go files"}},
+	}
+	got := check(pkgs, rules)
+	want := []string{
+		`"gone" is in the table but go list has no such package with Go files`,
+		"core imports edge; it may import only [] ()",                  // forbidden import in code
+		"core's tests import edge; they may import only [core/fix] ()", // forbidden import in tests
+		"edge imports core/fix; it may import only [core] ()",          // a test helper in production code
+		"empty: no Go files",
+		"new is not in the table of internal/depcheck: add it with the project packages it may import",
+		`typo may import "nope", which is not in the table`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("check said:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// check returns every violation of rules by pkgs, sorted.
+func check(pkgs []pkg, rules map[string]rule) []string {
+	var out []string
+	rel := func(path string) (string, bool) {
+		if r, ok := strings.CutPrefix(path, module+"/"); ok {
+			return r, true
+		}
+		return "", path == module
+	}
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		name, _ := rel(p.ImportPath)
+		if p.Error != nil {
+			out = append(out, fmt.Sprintf("%s: %s", name, p.Error.Err))
+			continue
+		}
+		if len(p.GoFiles) == 0 {
+			out = append(out, fmt.Sprintf("%s has no Go files besides tests", name))
+		}
+		seen[name] = true
+		r, ok := rules[name]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s is not in the table of internal/depcheck: add it with the project packages it may import", name))
+			continue
+		}
+		for _, imp := range p.Imports {
+			if d, ours := rel(imp); ours && !slices.Contains(r.imports, d) {
+				out = append(out, fmt.Sprintf("%s imports %s; it may import only %v (%s)", name, d, r.imports, r.why))
+			}
+		}
+		for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
+			if d, ours := rel(imp); ours && d != name && !slices.Contains(r.imports, d) && !slices.Contains(r.testImports, d) {
+				out = append(out, fmt.Sprintf("%s's tests import %s; they may import only %v (%s)", name, d, slices.Concat(r.imports, r.testImports), r.why))
+			}
+		}
+	}
+	for name, r := range rules {
+		if !seen[name] {
+			out = append(out, fmt.Sprintf("%q is in the table but go list has no such package with Go files", name))
+		}
+		for _, d := range slices.Concat(r.imports, r.testImports) {
+			if _, ok := rules[d]; !ok {
+				out = append(out, fmt.Sprintf("%s may import %q, which is not in the table", name, d))
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// listPackages runs go list over the whole module.
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH to list the packages")
+	}
+	root, err := exec.Command(gobin, "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	cmd := exec.Command(gobin, "list", "-e", "-json", "./...")
+	cmd.Dir = strings.TrimSpace(string(root))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -json ./...: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}

@@ -1,0 +1,116 @@
+package gzjoin
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/flate"
+)
+
+// Piece is one part of a gzip stream, compressed on its own.
+type Piece struct {
+	// Deflate is raw DEFLATE data ending in a sync flush, without a final
+	// block.
+	Deflate []byte
+	// CRC is the IEEE CRC-32 of the plain bytes.
+	CRC uint32
+	// Size is the number of plain bytes.
+	Size int64
+	// shift is shiftOperator(Size), kept so joining costs one
+	// multiplication a piece.
+	shift uint32
+}
+
+// gzipHeader is a gzip member header: deflate, no flags, no mtime, no extra
+// flags, OS unknown (as compress/gzip writes it).
+var gzipHeader = [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
+
+// finalBlock is an empty fixed-Huffman block with BFINAL set: what zlib
+// writes for Z_FINISH with no input left.
+var finalBlock = [2]byte{0x03, 0x00}
+
+// Level is the compression level of pieces: BestSpeed, because a piece is
+// compressed once per change of its part and the rebuild after a change is
+// what a waiting reader feels.
+const Level = flate.BestSpeed
+
+var flateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(io.Discard, Level)
+	return w
+}}
+
+// Writer compresses one piece as it is written, so the plain text never
+// has to exist whole.
+type Writer struct {
+	buf  bytes.Buffer
+	fw   *flate.Writer
+	crc  uint32
+	size int64
+}
+
+// NewWriter returns a Writer for one piece; sizeHint is the expected
+// compressed size, 0 if unknown.
+func NewWriter(sizeHint int) *Writer {
+	w := &Writer{fw: flateWriters.Get().(*flate.Writer)}
+	w.buf.Grow(sizeHint)
+	w.fw.Reset(&w.buf)
+	return w
+}
+
+// Write adds plain bytes to the piece. It never fails.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, p)
+	w.size += int64(len(p))
+	return w.fw.Write(p)
+}
+
+// Piece ends the piece with a sync flush and returns it; the Writer must
+// not be used afterwards.
+func (w *Writer) Piece() Piece {
+	_ = w.fw.Flush() // writes to a bytes.Buffer: cannot fail
+	flateWriters.Put(w.fw)
+	w.fw = nil
+	return Piece{Deflate: bytes.Clone(w.buf.Bytes()), CRC: w.crc, Size: w.size, shift: shiftOperator(w.size)}
+}
+
+// Compress returns plain as one piece.
+func Compress(plain []byte) Piece {
+	w := NewWriter(len(plain)/4 + 64)
+	_, _ = w.Write(plain)
+	return w.Piece()
+}
+
+// Len returns the length of the gzip stream that Append would produce.
+func Len(pieces []Piece) int {
+	n := len(gzipHeader) + len(finalBlock) + 8
+	for i := range pieces {
+		n += len(pieces[i].Deflate)
+	}
+	return n
+}
+
+// Append appends one gzip member holding the pieces' plain bytes in order.
+func Append(dst []byte, pieces []Piece) []byte {
+	if cap(dst)-len(dst) < Len(pieces) {
+		dst = append(make([]byte, 0, len(dst)+Len(pieces)), dst...)
+	}
+	dst = append(dst, gzipHeader[:]...)
+	var crc uint32
+	var size int64
+	for i := range pieces {
+		p := &pieces[i]
+		dst = append(dst, p.Deflate...)
+		shift := p.shift
+		if shift == 0 { // a Piece built by hand; x^n mod P is never 0
+			shift = shiftOperator(p.Size)
+		}
+		crc = combineCRC(crc, p.CRC, shift)
+		size += p.Size
+	}
+	dst = append(dst, finalBlock[:]...)
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	return binary.LittleEndian.AppendUint32(dst, uint32(size)) // ISIZE is the size mod 2^32
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/muster-registry/muster/internal/proccontrol"
+)
+
+// ceilingCmd is `bench ceiling`: the best this machine can do, started by
+// the bench as a child process beside the node under test (`muster
+// bench-target`): echo with no-op routes on the same paths, served by the
+// same http.Server settings as a node. It prints one JSON line
+// (proccontrol.Ready) on stdout once it serves, and stops when stdin closes
+// or on SIGTERM.
+//
+// Besides the routes, a control listener answers the bench: /cpu, /mem and
+// /profile (package proccontrol), and
+//
+//	POST /body?path=P   bytes the ceiling answers GET P with
+func ceilingCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench ceiling", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.String("name", "bench", "name of the server (for its log)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// The parent holds our stdin: when it goes, so do we.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+
+	ctl := http.NewServeMux()
+	proccontrol.Handle(ctl)
+	srv, addr, err := benchStartBare(ctl)
+	if err != nil {
+		return err
+	}
+	info := proccontrol.Ready{Mode: "bare", PID: os.Getpid(), API: addr}
+	ctlAddr, ctlSrv, err := proccontrol.Serve(ctl)
+	if err != nil {
+		return err
+	}
+	info.Control = ctlAddr
+	line, _ := json.Marshal(info)
+	fmt.Fprintf(stdout, "%s\n", line)
+
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ctlSrv.Close()
+	return srv.Shutdown(sctx)
+}
+
+// benchStartBare serves the ceiling: echo, no middleware, handlers that do
+// nothing but answer, on the same paths and with the same http.Server
+// settings as a node.
+func benchStartBare(ctl *http.ServeMux) (*http.Server, string, error) {
+	type blob struct {
+		body                       []byte
+		contentType, contentCoding string
+	}
+	var mu sync.RWMutex
+	blobs := map[string]blob{}
+	ctl.HandleFunc("/body", func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		blobs[r.URL.Query().Get("path")] = blob{b, r.Header.Get("Content-Type"), r.Header.Get("X-Content-Encoding")}
+		mu.Unlock()
+	})
+	serveBlob := func(c echo.Context) error {
+		mu.RLock()
+		b, ok := blobs[c.Request().URL.Path]
+		mu.RUnlock()
+		if !ok {
+			return c.NoContent(http.StatusNotFound)
+		}
+		if b.contentCoding != "" {
+			c.Response().Header().Set(echo.HeaderContentEncoding, b.contentCoding)
+			c.Response().Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+		}
+		return c.Blob(http.StatusOK, b.contentType, b.body)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.PUT("/eureka/apps/:app/:id", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	e.PUT("/eureka/apps/:app/:id/status", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	e.POST("/eureka/apps/:app", func(c echo.Context) error {
+		_, _ = io.Copy(io.Discard, c.Request().Body)
+		return c.NoContent(http.StatusNoContent)
+	})
+	e.GET("/eureka/apps", serveBlob)
+	e.GET("/eureka/apps/delta", serveBlob)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, ln.Addr().String(), nil
+}
