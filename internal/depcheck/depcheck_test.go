@@ -58,6 +58,9 @@ var allowed = map[string]rule{
 		testImports: []string{"registry/registrytest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
+	"tlsconfig": {
+		why: "a node's TLS identity from PEM files, its rotation, and muster tls's CA; crypto only",
+	},
 	"internal/proccontrol": {
 		why: "process CPU/memory/profile control for benchmarked processes; stdlib only",
 	},
@@ -69,7 +72,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol"},
+		imports:     []string{"cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
@@ -79,7 +82,7 @@ var allowed = map[string]rule{
 	},
 	"tools/simclient": {
 		imports:     []string{"registry", "registry/wire"},
-		testImports: []string{"httpapi", "registry/registrytest"},
+		testImports: []string{"httpapi", "registry/registrytest", "tlsconfig"},
 		why:         "a Eureka client: the wire format, not the server",
 	},
 	"tools/clients": {
