@@ -229,15 +229,16 @@ func ParseServers(list string) ([]Server, error) {
 }
 
 func checkServerURL(u string) error {
+	shown := Server{URL: u}.Redacted()
 	p, err := url.Parse(u)
 	if err != nil {
-		return fmt.Errorf("simclient: server URL %q: %w", u, err)
+		return fmt.Errorf("simclient: server URL %q does not parse", shown)
 	}
 	if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("simclient: server URL %q: want http(s)://host[:port]/path/", u)
+		return fmt.Errorf("simclient: server URL %q: want http(s)://[user:password@]host[:port]/path/", shown)
 	}
 	if !strings.HasSuffix(p.Path, "/") {
-		return fmt.Errorf("simclient: server URL %q must end in \"/\"", u)
+		return fmt.Errorf("simclient: server URL %q must end in \"/\"", shown)
 	}
 	return nil
 }
