@@ -20,7 +20,7 @@ func TestClientsCmd_rejectsBadArguments(t *testing.T) {
 		{[]string{"--instances", "-1"}, "Instances (-1) must not be negative"},
 		{[]string{"--ca-cert", "/nonexistent/ca.pem"}, "--ca-cert"},
 		{[]string{"--cert", "/c.pem"}, "--cert and --key go together"},
-		{[]string{"--servers", "a=https://fleet:s3cret@node-a:8761/eureka"}, "xxxxx"},
+		{[]string{"--servers", "a=ftp://fleet:s3cret@node-a:8761/eureka/"}, "xxxxx"},
 	} {
 		var out, errOut bytes.Buffer
 		err := clientsCmd(tc.args, &out, &errOut)
