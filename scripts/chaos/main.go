@@ -152,6 +152,9 @@ func up(ctx context.Context, b *bench, r *report) error {
 	if err := b.composeRun(ctx, "up", "-d"); err != nil {
 		return err
 	}
+	if err := b.loadCerts(ctx); err != nil {
+		return fmt.Errorf("certificates of the secured cluster: %w", err)
+	}
 	took, err := waitUntil(ctx, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
 		for _, n := range nodes {
 			st, err := b.nodeStatus(ctx, n)
