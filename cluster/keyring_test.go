@@ -36,9 +36,9 @@ func TestCluster_keyringRotation(t *testing.T) {
 			stop(name)
 		}
 	})
-	start := func(name string, keys func(*cluster.Config), seeds ...string) {
+	start := func(name string, port int, keys func(*cluster.Config), seeds ...string) {
 		t.Helper()
-		c, err := cluster.New(testConfig(t, name, keys, withJoin(seeds...)))
+		c, err := cluster.New(testConfig(t, name, keys, withJoin(seeds...), func(c *cluster.Config) { c.BindPort = port }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,9 +49,9 @@ func TestCluster_keyringRotation(t *testing.T) {
 	}
 	all := func() []*cluster.Cluster { return []*cluster.Cluster{nodes["a"], nodes["b"], nodes["c"]} }
 
-	start("a", withKeys(oldKey))
-	start("b", withKeys(oldKey), selfAddr(t, nodes["a"]))
-	start("c", withKeys(oldKey), selfAddr(t, nodes["a"]))
+	start("a", 0, withKeys(oldKey))
+	start("b", 0, withKeys(oldKey), selfAddr(t, nodes["a"]))
+	start("c", 0, withKeys(oldKey), selfAddr(t, nodes["a"]))
 	waitFor(t, converge, func() error { return allAlive(all()...) })
 
 	for _, step := range []struct {
@@ -63,12 +63,20 @@ func TestCluster_keyringRotation(t *testing.T) {
 		{"3. old key dropped", withKeys(newKey)},
 	} {
 		for _, name := range []string{"a", "b", "c"} {
+			// A restart as in production: same name, same port, back
+			// once the others have seen it leave.
+			self, _ := member(nodes[name], name)
 			stop(name)
 			seed := "b"
 			if name == "b" {
 				seed = "c"
 			}
-			start(name, step.keys, selfAddr(t, nodes[seed]))
+			for _, other := range all() {
+				if other.LocalName() != name {
+					waitFor(t, converge, func() error { return stateIs(other, name, cluster.StateLeft) })
+				}
+			}
+			start(name, self.Port, step.keys, selfAddr(t, nodes[seed]))
 			waitFor(t, converge, func() error {
 				if err := allAlive(all()...); err != nil {
 					return fmt.Errorf("step %s, %s restarted: %w", step.what, name, err)
