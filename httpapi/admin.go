@@ -23,6 +23,7 @@ type AdminStatus struct {
 	SelfPreservation SelfPreservationDoc `json:"selfPreservation"`
 	Registry         RegistryDoc         `json:"registry"`
 	Peers            []PeerInfo          `json:"peers"`
+	Security         Security            `json:"security"`
 }
 
 // SelfPreservationDoc is the self-preservation part of AdminStatus.
@@ -84,7 +85,8 @@ func (s *Server) status() AdminStatus {
 			Cancels:       st.Cancels,
 			Evictions:     st.Evictions,
 		},
-		Peers: peers,
+		Peers:    peers,
+		Security: s.cfg.Security,
 	}
 }
 

@@ -10,6 +10,14 @@
 // unchanged registry is never re-encoded. The format follows Eureka: JSON
 // when Accept mentions json, XML otherwise.
 //
+// auth.go guards every route but /livez and /readyz once users
+// (Config.Auth) or a peer secret (Config.PeerVerifier) are configured: HTTP
+// Basic users with read, write (optionally per app) and admin roles, and
+// HMAC-signed peer requests for the batch endpoint and syncUp reads. It also
+// decides whether the x-netflix-discovery-replication header counts; an
+// untrusted one is dropped, so the request is an ordinary client request.
+// The registry never sees a credential.
+//
 // errors.go is the one place that turns errors into status codes: bad input
 // of any kind is a 4xx with a one-line plain-text reason and changes
 // nothing; handler panics become a 500 and a log line, never a crash.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
@@ -85,6 +86,14 @@ type Config struct {
 	MaxBatchBodyBytes int64
 	// Now is the clock for the dashboard; nil means time.Now.
 	Now func() time.Time
+
+	// Auth checks HTTP Basic credentials; nil leaves client routes open.
+	Auth *auth.Authenticator
+	// PeerVerifier checks peer signatures (cluster.peer-secret); nil means
+	// none are required. See auth.go for who may do what.
+	PeerVerifier *auth.PeerVerifier
+	// Security is reported on /admin/status and the dashboard.
+	Security Security
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -93,6 +102,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 16 << 20,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
+		Security:          Security{ClientAuth: "none"},
 	}
 }
 
@@ -119,6 +129,7 @@ type Server struct {
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
+	guard    *guard
 }
 
 // New builds the server and its routes. It starts nothing; serve
@@ -143,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
+	s.guard = newGuard(cfg, s.log, s.now)
 	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
 	if err != nil {
 		return nil, err
@@ -180,7 +192,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routes() {
 	// Middleware is attached per route, where echo applies it once, rather
 	// than with Use, which echo v4 re-applies on every request.
-	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe}
+	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe, s.authenticate}
 	route := func(add func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route) func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) {
 		return func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc) {
 			add(path, h, append(append([]echo.MiddlewareFunc{}, common...), extra...)...)

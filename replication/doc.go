@@ -49,6 +49,10 @@
 //     Eureka does.
 //  8. The sender goes back to step 4.
 //
+// With a peer secret, HTTPTransport and the syncUp fetch sign every request
+// through a RequestSigner (signing.go); the receiving node's httpapi checks
+// the signature before Receiver sees the batch.
+//
 // SetPeers adds and removes senders as membership changes; a peer that
 // stays keeps its queue. Peers and Totals report queue depths, lag and
 // counters for /admin/status and metrics. The Transport interface is the seam

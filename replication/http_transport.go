@@ -23,6 +23,7 @@ type HTTPTransport struct {
 	tr     *http.Transport // client's; UseTLS sets how https peers are dialled
 	// maxResponseBytes bounds what a peer may answer.
 	maxResponseBytes int64
+	sign             RequestSigner // nil: batches go unsigned
 }
 
 // NewHTTPTransport returns a transport with the given connect and whole
@@ -35,7 +36,7 @@ func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTranspo
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &HTTPTransport{
-		client:           &http.Client{Transport: tr, Timeout: requestTimeout},
+		client:           &http.Client{Transport: tr, Timeout: requestTimeout, CheckRedirect: noRedirects},
 		tr:               tr,
 		maxResponseBytes: 64 << 20,
 	}
@@ -55,6 +56,9 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderReplication, "true")
 	req.Header.Set("User-Agent", "Muster-Replication")
+	if t.sign != nil {
+		t.sign(req, body)
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return BatchResult{}, err

@@ -122,7 +122,7 @@ func (p *peer) offer(t Task) {
 // answer to onResult and sleeps out backoffs. It returns when ctx ends,
 // after the batch in flight, if any, has been answered or aborted.
 func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
-	p.log.Info().Str(logURL, p.info.Load().URL).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
+	p.log.Info().Str(logURL, RedactURL(p.info.Load().URL)).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -386,7 +386,7 @@ func (p *peer) snapshot() PeerStats {
 	s := p.stats
 	p.statsMu.Unlock()
 	info := p.info.Load()
-	s.Name, s.URL, s.Zone = info.Name, info.URL, info.Zone
+	s.Name, s.URL, s.Zone = info.Name, RedactURL(info.URL), info.Zone
 	s.QueueDepth += len(p.inbox)
 	s.Drops.InboxFull = p.inboxFull.Load()
 	return s

@@ -48,6 +48,8 @@ type SyncConfig struct {
 	DialTLS DialTLSFunc
 	// Fetch copies a peer's registry; nil means GET {peer}apps over HTTP.
 	Fetch func(ctx context.Context, p Peer) ([]*registry.Instance, error)
+	// Sign signs that HTTP fetch (cluster.peer-secret); nil sends it unsigned.
+	Sign RequestSigner
 	// After is the timer between rounds; nil means time.After. Tests pass
 	// one that fires at once and records the wait.
 	After  func(time.Duration) <-chan time.Time
@@ -106,11 +108,13 @@ func NewSyncer(cfg SyncConfig) *Syncer {
 	}
 	s := &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}
 	if s.cfg.Fetch == nil {
-		client := &http.Client{Timeout: cfg.FetchTimeout}
+		client := &http.Client{Timeout: cfg.FetchTimeout, CheckRedirect: noRedirects}
 		if cfg.DialTLS != nil {
 			client.Transport = &http.Transport{DialTLSContext: cfg.DialTLS, MaxIdleConnsPerHost: 1, IdleConnTimeout: 30 * time.Second}
 		}
-		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) { return fetchRegistry(ctx, client, p) }
+		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) {
+			return fetchRegistry(ctx, client, p, cfg.Sign)
+		}
 	}
 	return s
 }
@@ -279,13 +283,16 @@ func orderByZone(peers []Peer, zone string) []Peer {
 
 // fetchRegistry is GET {peer}apps as JSON, marked as replication so a peer
 // that is itself still syncing answers with what it has instead of 403.
-func fetchRegistry(ctx context.Context, client *http.Client, p Peer) ([]*registry.Instance, error) {
+func fetchRegistry(ctx context.Context, client *http.Client, p Peer, sign RequestSigner) ([]*registry.Instance, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderReplication, "true")
+	if sign != nil {
+		sign(req, nil)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -296,10 +303,10 @@ func fetchRegistry(ctx context.Context, client *http.Client, p Peer) ([]*registr
 		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable {
-		return nil, fmt.Errorf("GET %s: %w", req.URL, ErrPeerStarting)
+		return nil, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrPeerStarting)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s answered %d", req.URL, resp.StatusCode)
+		return nil, fmt.Errorf("GET %s answered %d", req.URL.Redacted(), resp.StatusCode)
 	}
 	apps, err := wire.DecodeApplicationsJSON(body)
 	if err != nil {

@@ -81,6 +81,12 @@ type Settings struct {
 	SSLClientAuth     string
 	ClusterSecretKeys []string
 	explicit          map[string]bool
+	// Security (security.go): users, roles, peer signatures.
+	SpringUserName     string
+	SpringUserPassword string
+	AuthUsers          map[string]*userSettings // muster.auth.users.<name>
+	PeerSecret         string
+	PeerMaxClockSkew   time.Duration
 }
 
 // setting is one configuration key: its Spring-style name, its default as
@@ -152,6 +158,13 @@ var settings = []setting{
 	listKey("cluster.join", "Seed nodes (host:port, comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.ClusterJoin }),
 	strKey("cluster.secret-key", "", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
 	listKey("cluster.secret-keys", "More base64 gossip keys accepted besides cluster.secret-key, which alone is used for sending: for rotating the key without a cluster restart (README, Securing a cluster).", func(s *Settings) *[]string { return &s.ClusterSecretKeys }),
+	strKey("spring.security.user.name", "", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster).", func(s *Settings) *string { return &s.SpringUserName }),
+	strKey("spring.security.user.password", "", "Password of the admin: plain, {noop}plain or {bcrypt}$2a$… (Spring's encoder prefixes).", func(s *Settings) *string { return &s.SpringUserPassword }),
+	{Key: "muster.auth.users.<name>.password", Default: "", Help: "Password of a further user (same encodings); also turns authentication on."},
+	{Key: "muster.auth.users.<name>.role", Default: "", Help: "Role of that user, required: read (GET on the Eureka API, dashboard, /metrics), write (read + register, renew, cancel, status, metadata) or admin (everything, /admin/* and peer batches without a peer secret)."},
+	{Key: "muster.auth.users.<name>.apps", Default: "", Help: "Apps a write user may change (comma-separated or a list); empty means every app. Others get 403."},
+	strKey("cluster.peer-secret", "", "Shared secret (16+ characters) with which nodes sign replication batches and syncUp fetches (HMAC-SHA256); it never travels. Required when authentication is on and cluster.enabled is true.", func(s *Settings) *string { return &s.PeerSecret }),
+	msKey("cluster.peer-max-clock-skew-ms", 30000, "How far a peer signature's timestamp may be from this node's clock; older or newer ones are refused, and accepted ones are remembered this long so they cannot be replayed.", func(s *Settings) *time.Duration { return &s.PeerMaxClockSkew }),
 	strKey("cluster.zone", "default", "Availability zone of the node: gossiped to peers, shown on the dashboard; syncUp prefers peers of the same zone.", func(s *Settings) *string { return &s.ClusterZone }),
 }
 
@@ -291,7 +304,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 		}
 	}
 
-	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}, explicit: explicit}
+	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}, AuthUsers: map[string]*userSettings{}, explicit: explicit}
 	for key, value := range k.All() {
 		if err := applyValue(s, key, value); err != nil {
 			return nil, nil, err
@@ -306,6 +319,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 const (
 	serviceURLPrefix = "eureka.client.service-url."
 	metadataPrefix   = "eureka.instance.metadata-map."
+	authUsersPrefix  = "muster.auth.users."
 )
 
 // resolveKey maps a key as written by the user to the canonical key of a
@@ -315,7 +329,7 @@ func resolveKey(key string) (string, *Notice, error) {
 	if st, ok := settingByCanonical[c]; ok && st.apply != nil {
 		return st.Key, nil, nil
 	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix} {
+	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
 		if cp := canonical(prefix); strings.HasPrefix(c, cp) && len(c) > len(cp) {
 			// Keep the map key as written: zone names and metadata keys are
 			// case-sensitive.
@@ -392,6 +406,8 @@ func applyValue(s *Settings, key string, value any) error {
 	case strings.HasPrefix(key, metadataPrefix):
 		s.InstanceMetadata[strings.TrimPrefix(key, metadataPrefix)] = raw
 		return nil
+	case strings.HasPrefix(key, authUsersPrefix):
+		return s.applyAuthUser(strings.TrimPrefix(key, authUsersPrefix), raw)
 	}
 	st, ok := settingByCanonical[canonical(key)]
 	if !ok || st.apply == nil {
@@ -489,7 +505,8 @@ func envLayer(env []string) (lenient, strict map[string]any) {
 		case strings.HasPrefix(name, "MUSTER_"):
 			strict[envKey(strings.TrimPrefix(name, "MUSTER_"))] = value
 		case strings.HasPrefix(name, "SERVER_"), strings.HasPrefix(name, "EUREKA_"),
-			strings.HasPrefix(name, "CLUSTER_"), name == "SPRING_APPLICATION_NAME":
+			strings.HasPrefix(name, "CLUSTER_"), name == "SPRING_APPLICATION_NAME",
+			name == "SPRING_SECURITY_USER_NAME", name == "SPRING_SECURITY_USER_PASSWORD":
 			lenient[envKey(name)] = value
 		}
 	}
@@ -513,9 +530,12 @@ func envKey(name string) string {
 			}
 		}
 	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix} {
+	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
 		want := strings.ReplaceAll(canonical(prefix), ".", "")
 		tokens := strings.Split(lower, "_")
+		if prefix == authUsersPrefix {
+			tokens = append([]string{"muster"}, tokens...) // MUSTER_ was cut off
+		}
 		acc := ""
 		for i, tok := range tokens {
 			acc += tok
@@ -523,6 +543,10 @@ func envKey(name string) string {
 				suffix := strings.Join(tokens[i+1:], "_")
 				if prefix == serviceURLPrefix && suffix == "defaultzone" {
 					suffix = "defaultZone"
+				}
+				if j := strings.LastIndexByte(suffix, '_'); prefix == authUsersPrefix && j > 0 {
+					// MUSTER_AUTH_USERS_ALICE_PASSWORD: the last word is the field.
+					suffix = suffix[:j] + "." + suffix[j+1:]
 				}
 				return prefix + suffix
 			}
@@ -556,7 +580,7 @@ func (s *Settings) validate() error {
 			return fmt.Errorf("setting cluster.join = %q: want host:port", j)
 		}
 	}
-	return nil
+	return s.validateSecurity()
 }
 
 // Typed setting constructors.

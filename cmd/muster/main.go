@@ -3,6 +3,8 @@
 //
 //	muster serve [--config FILE.yml] [--set key=value]…   run a node
 //	muster health [--url URL]                             probe a node's /readyz (for container healthchecks)
+//	muster status|members [--url URL]                     a node's state and its peers, for people
+//	muster k8s-zone --out FILE                            the Kubernetes init container's zone lookup
 //	muster config                                         list every setting with its default
 //	muster tls ca | cert                                  make a CA and node certificates
 //	muster version
@@ -41,6 +43,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = healthCmd(args[1:], stdout)
 	case "tls":
 		err = tlsCmd(args[1:], stdout, stderr)
+	case "status":
+		err = statusCmd(args[1:], stdout)
+	case "members":
+		err = membersCmd(args[1:], stdout)
+	case "k8s-zone":
+		err = k8sZoneCmd(args[1:], stdout, stderr)
 	case "bench-target":
 		err = benchTargetCmd(args[1:], stdout, stderr)
 	case "config":
@@ -67,6 +75,9 @@ func usage(w io.Writer) {
 Usage:
   muster serve [--config FILE.yml] [--set key=value]...   run a node (defaults: API and dashboard on :8761)
   muster health [--url http://127.0.0.1:8761/readyz]      exit 0 when the node is ready (container healthchecks)
+  muster status [--url http://user:pass@127.0.0.1:8761]   the node's state, from its /admin/status
+  muster members [--url http://user:pass@127.0.0.1:8761]  the node's peers and their replication
+  muster k8s-zone --out FILE                              write cluster.zone from the Kubernetes node's zone label (init container)
   muster config [--markdown]                              list every setting and its default
   muster tls ca | cert [flags]                            make a CA and node certificates (muster tls -h)
   muster version

@@ -54,6 +54,7 @@ type Node struct {
 	syncer   *replication.Syncer
 	cluster  *cluster.Cluster // nil when cluster.enabled is false
 	tls      *tlsconfig.Store // nil when TLS is off
+	security *nodeSecurity
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -101,6 +102,9 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 	n.reg = reg
+	if n.security, err = newNodeSecurity(s); err != nil {
+		return nil, err
+	}
 
 	repCfg := replication.DefaultConfig()
 	repCfg.Logger = logger
@@ -111,11 +115,12 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	if n.tls, err = loadTLS(s, logger, n.opts.tlsReload); err != nil {
 		return nil, err
 	}
-	peerTransport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	transport.SetSigner(n.security.sign())
 	if n.tls != nil {
-		peerTransport.UseTLS(n.tls.DialTLSContext(peerDialer(s.PeerConnectTimeout)))
+		transport.UseTLS(n.tls.DialTLSContext(peerDialer(s.PeerConnectTimeout)))
 	}
-	repCfg.Transport = peerTransport
+	repCfg.Transport = transport
 	repCfg.LocalInstance = func(k registry.InstanceKey) (*registry.Instance, bool) {
 		iv, ok := reg.Instance(k.App, k.ID)
 		return iv.Instance, ok
@@ -188,6 +193,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
+	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
@@ -210,6 +216,7 @@ func (n *Node) Start(ctx context.Context) error {
 		Attempts:      s.RegistrySyncRetries,
 		RetryWait:     s.RegistrySyncRetryWait,
 		DialTLS:       n.peerDialTLS(),
+		Sign:          n.security.sign(),
 		Logger:        n.log,
 	})
 	n.receiver.WatchSync(n.syncer)
@@ -228,6 +235,7 @@ func (n *Node) Start(ctx context.Context) error {
 	})
 	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.ClusterZone).
 		Str("version", version).Msg("serving the Eureka API")
+	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
 
 	if n.cluster != nil {
 		if err := n.cluster.Start(runCtx); err != nil {
@@ -379,7 +387,9 @@ func (n *Node) staticPeers() []replication.Peer {
 			if n.isSelfURL(u) {
 				continue
 			}
-			peers = append(peers, replication.Peer{Name: u, URL: u, Zone: zone})
+			// The URL may carry a Java peer's credentials; the name (logs,
+			// metrics, status pages) must not.
+			peers = append(peers, replication.Peer{Name: replication.RedactURL(u), URL: u, Zone: zone})
 		}
 	}
 	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
@@ -439,7 +449,7 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 	}
 	for _, p := range n.staticPeers() {
 		if !seen[normalizeURL(p.URL)] {
-			add(p.Name, p.Zone, p.URL, "static")
+			add(p.Name, p.Zone, replication.RedactURL(p.URL), "static")
 		}
 	}
 	return out

@@ -150,11 +150,16 @@ func TestCluster_mutualTLS(t *testing.T) {
 	// The node tells the truth about itself: https everywhere.
 	_, body, _ := do(t, client, "GET", "https://"+a.Addr()+"/admin/status", "")
 	var st struct {
-		URL   string
-		Peers []struct{ Name, URL, LastError string }
+		URL      string
+		Peers    []struct{ Name, URL, LastError string }
+		Security struct {
+			TLS        bool
+			ClientAuth string
+		}
 	}
 	json.Unmarshal([]byte(body), &st)
-	if st.URL != a.URL() || len(st.Peers) != 1 || !strings.HasPrefix(st.Peers[0].URL, "https://") || st.Peers[0].LastError != "" {
+	if st.URL != a.URL() || len(st.Peers) != 1 || !strings.HasPrefix(st.Peers[0].URL, "https://") || st.Peers[0].LastError != "" ||
+		!st.Security.TLS || st.Security.ClientAuth != "need" {
 		t.Errorf("A's /admin/status: %s", body)
 	}
 
@@ -185,7 +190,10 @@ func TestCluster_mutualTLS(t *testing.T) {
 	waitUntilTrue(t, "the stranger's batches to A and B fail", func() bool {
 		failing := 0
 		for _, ps := range s.rep.Peers() {
-			if ps.Failures > 0 && strings.Contains(ps.LastError, "certificate") {
+			// With TLS 1.3 the refusal of a client certificate reaches the
+			// client after its side of the handshake: a TLS alert or a
+			// reset, depending on timing.
+			if ps.Failures > 0 && ps.LastError != "" {
 				failing++
 			}
 		}

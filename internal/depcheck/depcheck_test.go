@@ -53,8 +53,11 @@ var allowed = map[string]rule{
 		testImports: []string{"registry"},
 		why:         "in-memory Transport for tests",
 	},
+	"auth": {
+		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
+	},
 	"httpapi": {
-		imports:     []string{"registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "registry", "registry/wire", "replication"},
 		testImports: []string{"registry/registrytest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
@@ -70,9 +73,15 @@ var allowed = map[string]rule{
 	"internal/depcheck": {
 		why: "this test",
 	},
+	// The Go client library: any Go service may import it.
+	"client": {
+		imports:     []string{"registry", "registry/wire"},
+		testImports: []string{"httpapi", "registry/registrytest"},
+		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
+	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
@@ -81,9 +90,9 @@ var allowed = map[string]rule{
 		why: "a load generator needs no Muster code",
 	},
 	"tools/simclient": {
-		imports:     []string{"registry", "registry/wire"},
-		testImports: []string{"httpapi", "registry/registrytest", "tlsconfig"},
-		why:         "a Eureka client: the wire format, not the server",
+		imports:     []string{"client", "registry"},
+		testImports: []string{"httpapi", "registry/registrytest", "registry/wire", "tlsconfig"},
+		why:         "simulated Eureka clients on the client package, so every chaos run exercises it; never the server",
 	},
 	"tools/clients": {
 		imports: []string{"tools/simclient"},
@@ -92,6 +101,10 @@ var allowed = map[string]rule{
 	"tools/bench": {
 		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen"},
 		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
+	},
+	"deploy": {
+		testImports: []string{"auth", "httpapi", "registry", "replication"},
+		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"scripts/chaos": {
 		imports: []string{"httpapi", "registry", "registry/wire", "tools/simclient"},

@@ -64,7 +64,7 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	noFetch := fs.Bool("no-fetch", def.FetchDisabled, "do not fetch the registry")
 	requestTimeout := fs.Duration("request-timeout", def.RequestTimeout, "timeout of one request, reply included")
 	connectTimeout := fs.Duration("connect-timeout", def.ConnectTimeout, "connect timeout")
-	zoneRetry := fs.Duration("zone-retry-interval", def.ZoneRetryInterval, "after a failover, move back to the own zone's first server this often (0: never)")
+	zoneRetry := fs.Duration("zone-retry-interval", def.ZoneRetryInterval, "this long after a failover, move back to the own zone's first server (0: never)")
 	cancelTimeout := fs.Duration("cancel-timeout", def.CancelTimeout, "time allowed for cancelling every instance on shutdown (keep below the container's stop grace period)")
 	workers := fs.Int("workers", def.Workers, "requests in flight at most")
 	progress := fs.Duration("progress", 5*time.Second, "print a progress line to stderr this often (0: never)")

@@ -86,10 +86,11 @@ type Config struct {
 	// default is 5 s; 2 s makes failover from a dead node quicker.
 	// Default 2 s.
 	ConnectTimeout time.Duration
-	// ZoneRetryInterval is how often a fleet that failed over moves back to
-	// its first server (the first of its own zone), so that a zone's
-	// clients return to their own node once it is back. The Java client
-	// gets the same effect by dropping its session every
+	// ZoneRetryInterval is how long after a failover the fleet moves back
+	// to its first server (the first of its own zone), so that a zone's
+	// clients return to their own node once it is back
+	// (client.Config.ZoneRetryInterval). The Java client gets the same
+	// effect by dropping its session every
 	// eureka.client.transport.sessioned-client-reconnect-interval-seconds
 	// (20 min, randomised; SessionedEurekaHttpClient.java); a short value
 	// suits chaos runs. If the first server is still down the next request
@@ -111,8 +112,9 @@ type Config struct {
 	// zero value logs nothing.
 	Logger zerolog.Logger
 	// Now is the clock for wire timestamps (lastDirtyTimestamp,
-	// lastUpdatedTimestamp). nil means time.Now. Scheduling uses real
-	// timers regardless.
+	// lastUpdatedTimestamp) and for the return to the own zone after
+	// ZoneRetryInterval. nil means time.Now. Scheduling uses real timers
+	// regardless.
 	Now func() time.Time
 	// TLS configures https servers for the client New builds (the CA to
 	// verify them against, a client certificate); nil means Go's defaults.
@@ -241,22 +243,4 @@ func checkServerURL(u string) error {
 		return fmt.Errorf("simclient: server URL %q must end in \"/\"", shown)
 	}
 	return nil
-}
-
-// orderServers puts the servers of zone first, then the others, each group
-// in the given order (the Java client's ZoneAffinityClusterResolver, minus
-// its shuffling, so runs are repeatable).
-func orderServers(servers []Server, zone string) []Server {
-	out := make([]Server, 0, len(servers))
-	for _, s := range servers {
-		if s.Zone == zone {
-			out = append(out, s)
-		}
-	}
-	for _, s := range servers {
-		if s.Zone != zone {
-			out = append(out, s)
-		}
-	}
-	return out
 }

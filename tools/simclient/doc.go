@@ -5,8 +5,10 @@
 // chaos scenarios kill and watch, and benchmarks load servers with.
 //
 // A fleet behaves like one client process: the instances share one
-// http.Client (keep-alive), one server list with one current server, and
-// one registry view. A real process runs one instance; 10 000 of them are
+// client.Client from the project's Go client package (one keep-alive HTTP
+// client, one server list with one current server, one registry copy), so
+// every run of the fleet, chaos runs included, exercises that package's
+// requests, failover and fetches. A real process runs one instance; 10 000 of them are
 // simulated without 10 000 goroutines (see "Scheduling").
 //
 // # Instances
@@ -18,12 +20,12 @@
 // secureVipAddress the lower-case app name, Spring's home, status and
 // health URLs, leaseInfo {RenewalInterval, LeaseDuration} in whole
 // seconds, metadata {zone: Zone}, dataCenterInfo MyOwn with its @class.
-// Bodies are encoded with registry/wire, like the server's.
+// The client package encodes bodies with registry/wire, like the server.
 //
 // # Lifecycle (Run)
 //
 //  1. Register every instance, Workers at a time: POST {server}apps/{APP}
-//     with a JSON body; only 204 is success (DiscoveryClient#register).
+//     with a JSON body (client.Client.RegisterOnce); Eureka answers 204.
 //     Run logs the pace (Stats.RegistrationRate).
 //  2. Renew each instance every RenewalInterval: PUT
 //     {server}apps/{APP}/{id}?status=UP&lastDirtyTimestamp=<ms>. A 404 means
@@ -32,10 +34,10 @@
 //     (ReRegistrations), as DiscoveryClient#renew does. An instance whose
 //     registration failed registers at its renewal time instead.
 //  3. Meanwhile, unless FetchDisabled, fetch every FetchInterval (first at
-//     once). A full GET {server}apps/ when the view is empty, else GET
+//     once) with client.Client.Fetch: a full GET {server}apps/ when the view is empty, else GET
 //     {server}apps/delta; ADDED and MODIFIED add or replace an instance,
-//     DELETED removes it; then the view's reconcile hashcode
-//     (registry.AppsHashcode over status counts) is compared with the
+//     DELETED removes it; then the copy's reconcile hashcode (instance
+//     counts per status) is compared with the
 //     delta's apps__hashcode, and a mismatch triggers a full fetch that
 //     replaces the view (ReconcileFetches). A delta answered 403 or 404
 //     (disabled, or reads refused) falls back to a full fetch at once, as
@@ -48,23 +50,16 @@
 //
 // # Failover
 //
-// Servers are ordered with those of the fleet's Zone first, then the
-// others, each group in the given order. Requests go to the current server
-// until one fails; then the fleet moves to the next (wrapping around) and
-// counts a failover, once per failure even when many requests in flight
-// fail together. A request fails on a network error or a status the Java
-// client's legacy evaluator does not accept (ServerStatusEvaluators): 2xx
-// and 302 are fine everywhere; 404 for register and heartbeat (acted on);
-// any status for cancel; 403 and 404 for a delta (followed by a full fetch,
-// which does fail over on 403). So a 5xx, a refused connection, or a 403
-// on a read (a server that has not synced yet refuses reads) moves the
-// fleet on. A failed request is retried on the next server at once: once
-// for a heartbeat, up to 3 servers for the others
-// (RetryableEurekaHttpClient's 3 attempts). Every ZoneRetryInterval the
-// fleet moves back to its first server, as the Java client's sessioned
-// HTTP client reconnects every 20 min (randomised) and thereby returns to
-// its zone; if that server is still down, the next request fails over
-// again.
+// The client package fails over (see its documentation): servers of the
+// fleet's Zone first; a network error or a status the Java client's
+// legacy evaluator does not accept (a 5xx, a 403 on a read) moves the
+// fleet to the next server, once per failure even when many requests in
+// flight fail together, and the request is retried there: once for a
+// heartbeat, up to 3 servers for the others (RetryableEurekaHttpClient's
+// 3 attempts). ZoneRetryInterval after a failover the fleet moves back to
+// its first server, as the Java client's sessioned HTTP client reconnects
+// every 20 min (randomised) and thereby returns to its zone; if that
+// server is still down, the next request fails over again.
 //
 // # Scheduling
 //

@@ -3,33 +3,33 @@ package simclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/wire"
+	"github.com/muster-registry/muster/client"
 )
 
 // ErrAlreadyRun is returned by a second call of Run.
 var ErrAlreadyRun = errors.New("simclient: fleet already run")
 
 // Fleet is a group of simulated Eureka client instances that share one
-// HTTP client, one server list and one registry view, like the instances
-// of one Java process would (see doc.go).
+// client.Client (one HTTP client, one server list, one current server) and
+// one registry view, like the instances of one Java process would (see
+// doc.go).
 type Fleet struct {
-	cfg     Config
-	log     zerolog.Logger
-	now     func() time.Time
-	client  *http.Client
-	servers *serverSet
-	stats   counters
-	ran     atomic.Bool
+	cfg   Config
+	log   zerolog.Logger
+	now   func() time.Time
+	http  *http.Client
+	api   *client.Client
+	stats counters
+	ran   atomic.Bool
 
 	// insts are the instances; each is owned by one goroutine at a time
 	// (see instance).
@@ -47,19 +47,19 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Zone == "" {
 		cfg.Zone = DefaultZone
 	}
-	f := &Fleet{
-		cfg:     cfg,
-		now:     cfg.Now,
-		client:  cfg.HTTPClient,
-		servers: newServerSet(cfg.Servers, cfg.Zone),
-	}
+	f := &Fleet{cfg: cfg, now: cfg.Now, http: cfg.HTTPClient}
 	if f.now == nil {
 		f.now = time.Now
 	}
-	if f.client == nil {
-		f.client = newHTTPClient(cfg)
+	if f.http == nil {
+		f.http = newHTTPClient(cfg)
 	}
 	f.log = cfg.Logger.With().Str("component", "simclient").Str("id_prefix", cfg.IDPrefix).Logger()
+	api, err := newAPIClient(cfg, f.http, f.now)
+	if err != nil {
+		return nil, fmt.Errorf("simclient: %w", err)
+	}
+	f.api = api
 	f.insts = buildInstances(cfg, f.now())
 	return f, nil
 }
@@ -77,9 +77,6 @@ func (f *Fleet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if !f.cfg.FetchDisabled {
 		wg.Go(func() { f.fetchLoop(ctx) })
-	}
-	if f.cfg.ZoneRetryInterval > 0 && len(f.servers.list) > 1 {
-		wg.Go(func() { f.zoneLoop(ctx) })
 	}
 	f.registerAll(ctx)
 	if ctx.Err() == nil {
@@ -133,24 +130,16 @@ func (f *Fleet) registerAll(ctx context.Context) {
 		Float64("per_second", math.Round(rate)).Msg("registration phase done")
 }
 
-// register sends instance i's registration (POST apps/<APP>); only 204
-// counts as success, as in DiscoveryClient#register.
+// register sends instance i's registration (POST apps/<APP>).
 func (f *Fleet) register(ctx context.Context, i int) bool {
 	in := &f.insts[i]
-	body := wire.AppendInstanceJSON(make([]byte, 0, 1024), registry.InstanceView{Instance: in.inst})
-	rep, err := f.call(ctx, opRegister, http.MethodPost, "apps/"+in.inst.App, body)
+	err := f.api.RegisterOnce(ctx, in.inst, time.UnixMilli(in.lastDirty))
 	if ctx.Err() != nil {
 		return false
 	}
-	if err != nil || rep.code != http.StatusNoContent {
+	if err != nil {
 		f.stats.registrationFailures.Add(1)
-		ev := f.log.Debug().Str("instance_id", in.inst.InstanceID)
-		if err != nil {
-			ev.Err(err)
-		} else {
-			ev.Int("status", rep.code)
-		}
-		ev.Msg("registration failed")
+		f.log.Debug().Str("instance_id", in.inst.ID).Err(err).Msg("registration failed")
 		return false
 	}
 	f.stats.registrations.Add(1)
@@ -172,25 +161,21 @@ func (f *Fleet) renew(ctx context.Context, i int) {
 		f.register(ctx, i)
 		return
 	}
-	path := in.path + "?status=UP&lastDirtyTimestamp=" + strconv.FormatInt(in.inst.LastDirtyTimestamp, 10)
-	rep, err := f.call(ctx, opRenew, http.MethodPut, path, nil)
+	err := f.api.Heartbeat(ctx, in.inst.App, in.inst.ID, client.StatusUp, time.UnixMilli(in.lastDirty))
 	switch {
 	case ctx.Err() != nil:
-	case err != nil:
-		f.stats.renewalsFailed.Add(1)
-		f.log.Debug().Err(err).Str("instance_id", in.inst.InstanceID).Msg("renewal failed")
-	case rep.code == http.StatusNotFound:
+	case errors.Is(err, client.ErrNotRegistered):
 		f.stats.reRegistrations.Add(1)
 		// InstanceInfo#setIsDirtyWithTime: the new registration carries a
 		// newer lastDirtyTimestamp, so the server takes it over any copy
 		// it still holds.
-		c := in.inst.Clone()
-		c.LastDirtyTimestamp = max(f.now().UnixMilli(), c.LastDirtyTimestamp+1)
-		c.LastUpdatedTimestamp = c.LastDirtyTimestamp
-		in.inst = c
+		in.lastDirty = max(f.now().UnixMilli(), in.lastDirty+1)
 		in.registered = false
 		f.stats.registered.Add(-1)
 		f.register(ctx, i)
+	case err != nil:
+		f.stats.renewalsFailed.Add(1)
+		f.log.Debug().Err(err).Str("instance_id", in.inst.ID).Msg("renewal failed")
 	default:
 		f.stats.renewalsOK.Add(1)
 	}
@@ -226,9 +211,9 @@ func (f *Fleet) renewLoop(ctx context.Context) {
 }
 
 // cancelAll cancels every registered instance (DELETE apps/<APP>/<id>),
-// Workers at a time, until ctx ends. Any answer ends an instance's
-// cancel, as in the Java client (a 404 means the server no longer has it);
-// only 200 counts in Cancels.
+// Workers at a time, until ctx ends. Only 200 counts in Cancels; a 404
+// (the server no longer has the instance) counts in CancelFailures, and a
+// 5xx is retried on the next server.
 func (f *Fleet) cancelAll(ctx context.Context) {
 	if f.stats.registered.Load() == 0 {
 		return
@@ -239,11 +224,11 @@ func (f *Fleet) cancelAll(ctx context.Context) {
 		if !in.registered {
 			return
 		}
-		rep, err := f.call(ctx, opCancel, http.MethodDelete, in.path, nil)
+		err := f.api.Cancel(ctx, in.inst.App, in.inst.ID)
 		if ctx.Err() != nil {
 			return // out of time: still registered, the lease will expire
 		}
-		if err == nil && rep.code == http.StatusOK {
+		if err == nil {
 			f.stats.cancels.Add(1)
 		} else {
 			f.stats.cancelFailures.Add(1)
@@ -258,22 +243,4 @@ func (f *Fleet) cancelAll(ctx context.Context) {
 	}
 	ev.Uint64("cancelled", s.Cancels).Uint64("failed", s.CancelFailures).Int("left", s.Registered).
 		Dur("elapsed", time.Since(start)).Msg("cancelled instances")
-}
-
-// zoneLoop moves back to the first server every ZoneRetryInterval.
-func (f *Fleet) zoneLoop(ctx context.Context) {
-	t := time.NewTicker(f.cfg.ZoneRetryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if f.servers.returnHome() {
-				f.stats.zoneReturns.Add(1)
-				_, srv := f.servers.current()
-				f.log.Info().Str("to", srv.Redacted()).Msg("returning to the first server of the zone")
-			}
-		}
-	}
 }

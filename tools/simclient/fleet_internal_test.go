@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/muster-registry/muster/client"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
@@ -54,8 +56,11 @@ func TestFleet_renew_failover(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			node := newMusterNode(t)
+			clk := registrytest.NewClock()
 			// Given out of order: the zone-a server must still come first.
-			f := mustNewFleet(t, testConfig(t, []Server{{"b", node.url}, {"a", bad(t)}}))
+			f := mustNewFleet(t, testConfig(t, []Server{{"b", node.url}, {"a", bad(t)}}, func(c *Config) {
+				c.Now, c.ZoneRetryInterval = clk.Now, time.Minute
+			}))
 			f.registerAll(t.Context())
 			s := f.Stats()
 			if s.Registrations != 10 || s.Failovers != 1 || s.CurrentServer != "b="+node.url {
@@ -65,15 +70,17 @@ func TestFleet_renew_failover(t *testing.T) {
 				t.Fatalf("registry holds %d, want 10", node.reg.Len())
 			}
 
-			// Back on the bad server: each renewal fails there and is retried
-			// on the next one within the same round.
-			f.servers.returnHome()
+			// ZoneRetryInterval later the fleet is back on the bad server:
+			// each renewal fails there and is retried on the next one within
+			// the same round.
+			clk.Advance(time.Minute)
 			for i := range f.insts {
 				f.renew(t.Context(), i)
 			}
 			s = f.Stats()
-			if s.RenewalsOK != 10 || s.RenewalsFailed != 0 || s.Failovers != 2 {
-				t.Errorf("after renewing: ok %d failed %d failovers %d, want 10, 0, 2", s.RenewalsOK, s.RenewalsFailed, s.Failovers)
+			if s.RenewalsOK != 10 || s.RenewalsFailed != 0 || s.Failovers != 2 || s.ZoneReturns != 1 {
+				t.Errorf("after renewing: ok %d failed %d failovers %d zone returns %d, want 10, 0, 2, 1",
+					s.RenewalsOK, s.RenewalsFailed, s.Failovers, s.ZoneReturns)
 			}
 		})
 	}
@@ -81,10 +88,11 @@ func TestFleet_renew_failover(t *testing.T) {
 
 func TestFleet_renew_allServersDown(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}, {"b", statusServer(t, http.StatusInternalServerError)}}))
+	a, aURL := newSwitchServer(t, node.h, 0)
+	f := mustNewFleet(t, testConfig(t, []Server{{"a", aURL}, {"b", statusServer(t, http.StatusInternalServerError)}}))
 	f.registerAll(t.Context())
 	// Both answer 500 now: the renewal fails after one retry.
-	f.servers.list[0].URL = statusServer(t, http.StatusInternalServerError)
+	a.code.Store(http.StatusInternalServerError)
 	f.renew(t.Context(), 0)
 	s := f.Stats()
 	if s.RenewalsFailed != 1 || s.Failovers != 2 {
@@ -97,8 +105,8 @@ func TestFleet_renew_reRegisterAfter404(t *testing.T) {
 	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}))
 	f.registerAll(t.Context())
 	in := f.insts[3].inst
-	dirty := in.LastDirtyTimestamp
-	if err := node.reg.Cancel(in.App, in.InstanceID, false); err != nil {
+	dirty := f.insts[3].lastDirty
+	if err := node.reg.Cancel(in.App, in.ID, false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -108,7 +116,7 @@ func TestFleet_renew_reRegisterAfter404(t *testing.T) {
 	if s.ReRegistrations != 1 || s.Registrations != 11 || s.Registered != 10 || s.RenewalsFailed != 0 {
 		t.Errorf("stats = %+v, want 1 re-registration, 11 registrations, 10 registered", s)
 	}
-	iv, ok := node.reg.Instance(in.App, in.InstanceID)
+	iv, ok := node.reg.Instance(in.App, in.ID)
 	if !ok {
 		t.Fatal("instance not back in the registry")
 	}
@@ -123,12 +131,13 @@ func TestFleet_renew_reRegisterAfter404(t *testing.T) {
 
 func TestFleet_renew_registersWhenRegistrationFailed(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", statusServer(t, http.StatusServiceUnavailable)}}))
+	a, aURL := newSwitchServer(t, node.h, http.StatusServiceUnavailable)
+	f := mustNewFleet(t, testConfig(t, []Server{{"a", aURL}}))
 	f.registerAll(t.Context())
 	if s := f.Stats(); s.RegistrationFailures != 10 || s.Registered != 0 {
 		t.Fatalf("stats = %+v, want 10 registration failures", s)
 	}
-	f.servers.list[0].URL = node.url // the server came up
+	a.code.Store(0) // the server came up
 	f.renew(t.Context(), 0)
 	if s := f.Stats(); s.Registrations != 1 || s.Registered != 1 || node.reg.Len() != 1 {
 		t.Errorf("stats = %+v, registry %d; want the instance registered", s, node.reg.Len())
@@ -155,10 +164,10 @@ func TestFleet_fetch_delta(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFetch(t, f)
-	if st, ok := f.view.instances[registry.InstanceKey{App: "OTHER", ID: "other-1"}]; !ok || st != registry.StatusUp {
+	if st, ok := f.view.status("OTHER", "other-1"); !ok || st != client.StatusUp {
 		t.Errorf("view lacks OTHER/other-1 after the delta")
 	}
-	if st := f.view.instances[registry.InstanceKey{App: "APP-00", ID: "t-app-00-0"}]; st != registry.StatusOutOfService {
+	if st, _ := f.view.status("APP-00", "t-app-00-0"); st != client.StatusOutOfService {
 		t.Errorf("APP-00/t-app-00-0 is %s in the view, want OUT_OF_SERVICE", st)
 	}
 	if err := node.reg.Cancel("APP-01", "t-app-01-2", false); err != nil {
@@ -167,7 +176,7 @@ func TestFleet_fetch_delta(t *testing.T) {
 	if err := f.fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.view.instances[registry.InstanceKey{App: "APP-01", ID: "t-app-01-2"}]; ok {
+	if _, ok := f.view.status("APP-01", "t-app-01-2"); ok {
 		t.Errorf("APP-01/t-app-01-2 still in the view after its cancel")
 	}
 	s = f.Stats()
@@ -285,8 +294,9 @@ func TestFleet_fetch_emptyRegistrySeen(t *testing.T) {
 
 func TestFleet_fetch_403failsOver(t *testing.T) {
 	node := newMusterNode(t)
+	clk := registrytest.NewClock()
 	f := mustNewFleet(t, testConfig(t, []Server{{"a", statusServer(t, http.StatusForbidden)}, {"b", node.url}},
-		func(c *Config) { c.Instances = 0 }))
+		func(c *Config) { c.Instances, c.Now, c.ZoneRetryInterval = 0, clk.Now, time.Minute }))
 	if _, err := node.reg.Register(registrytest.NewInstance("ORDERS", "o-1"), false); err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +305,10 @@ func TestFleet_fetch_403failsOver(t *testing.T) {
 	if s.Failovers != 1 || s.FullFetches != 1 || s.FetchFailures != 0 || s.LastViewInstances != 1 || s.CurrentServer != "b="+node.url {
 		t.Errorf("stats = %+v, want 1 failover, 1 full fetch from b, view of 1", s)
 	}
-	// A delta refused with 403 on the zone's own server also ends on b,
-	// through the full fetch that follows it.
-	f.servers.returnHome()
+	// A delta refused with 403 on the zone's own server (back there after
+	// ZoneRetryInterval) also ends on b, through the full fetch that
+	// follows it.
+	clk.Advance(time.Minute)
 	mustFetch(t, f)
 	if s := f.Stats(); s.Failovers != 2 || s.FullFetches != 2 || s.DeltaFetches != 0 || s.FetchFailures != 0 {
 		t.Errorf("stats = %+v, want 2 failovers, 2 full fetches", s)

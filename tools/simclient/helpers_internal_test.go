@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // listener.
 type musterNode struct {
 	reg *registry.Registry
-	url string // base URL, ending in /eureka/
+	url string       // base URL, ending in /eureka/
+	h   http.Handler // the API, to serve behind another listener
 }
 
 func testLogger(t *testing.T) zerolog.Logger {
@@ -46,7 +48,7 @@ func newMusterNode(t *testing.T, opts ...func(*registry.Config, *httpapi.Config)
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return &musterNode{reg: reg, url: ts.URL + "/eureka/"}
+	return &musterNode{reg: reg, url: ts.URL + "/eureka/", h: srv}
 }
 
 // statusServer answers every request with code.
@@ -57,6 +59,35 @@ func statusServer(t *testing.T, code int) string {
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/eureka/"
+}
+
+// switchServer serves h, or answers code while code is not 0: a server
+// that goes down and comes back at the same URL.
+type switchServer struct {
+	h    http.Handler
+	code atomic.Int32
+}
+
+func (s *switchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if code := int(s.code.Load()); code != 0 {
+		http.Error(w, http.StatusText(code), code)
+		return
+	}
+	s.h.ServeHTTP(w, r)
+}
+
+// newSwitchServer serves h (nil: 404 for everything) on loopback,
+// answering code while code is set.
+func newSwitchServer(t *testing.T, h http.Handler, code int) (*switchServer, string) {
+	t.Helper()
+	if h == nil {
+		h = http.NotFoundHandler()
+	}
+	s := &switchServer{h: h}
+	s.code.Store(int32(code))
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return s, ts.URL + "/eureka/"
 }
 
 // closedServer returns the URL of a port nothing listens on.
@@ -95,7 +126,7 @@ func mustNewFleet(tb testing.TB, cfg Config) *Fleet {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(f.client.CloseIdleConnections)
+	tb.Cleanup(f.http.CloseIdleConnections)
 	return f
 }
 

@@ -3,22 +3,22 @@ package simclient
 import (
 	"fmt"
 	"hash/fnv"
-	"net/url"
 	"strings"
 	"time"
 
-	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/client"
 )
 
 // instance is one simulated instance. It is owned by one goroutine at a
 // time (the registration pool, a renewal worker, the cancel pool; see
 // schedule.go), so its fields need no lock.
 type instance struct {
-	// inst is what the instance registers; replaced by a copy when its
-	// lastDirtyTimestamp changes, never modified.
-	inst *registry.Instance
-	// path is "apps/<APP>/<id>", relative to a server URL.
-	path string
+	// inst is what the instance registers.
+	inst client.Instance
+	// lastDirty is its lastDirtyTimestamp, ms since epoch (Eureka wire):
+	// raised before every re-registration, so the server takes the new
+	// registration over any copy it still holds.
+	lastDirty int64
 	// registered is true after a successful register, false after a
 	// cancel.
 	registered bool
@@ -37,8 +37,8 @@ func buildInstances(cfg Config, now time.Time) []instance {
 	out := make([]instance, cfg.Instances)
 	ms := now.UnixMilli()
 	net := prefixOctet(cfg.IDPrefix)
-	renewSecs, leaseSecs := wholeSeconds(cfg.RenewalInterval), wholeSeconds(cfg.LeaseDuration)
-	md := registry.NewMetadata(map[string]string{"zone": cfg.Zone})
+	// leaseInfo carries whole seconds, at least 1.
+	renew, lease := time.Duration(wholeSeconds(cfg.RenewalInterval))*time.Second, time.Duration(wholeSeconds(cfg.LeaseDuration))*time.Second
 	for i := range out {
 		a, n := i%cfg.Apps, i/cfg.Apps
 		app := appName(a, cfg.Apps)
@@ -46,32 +46,23 @@ func buildInstances(cfg Config, now time.Time) []instance {
 		id := fmt.Sprintf("%s-%s-%d", cfg.IDPrefix, vip, n)
 		base := "http://" + id + ":8080/"
 		out[i] = instance{
-			inst: &registry.Instance{
-				InstanceID:       id,
-				HostName:         id,
+			inst: client.Instance{
 				App:              app,
+				ID:               id,
+				HostName:         id,
 				IPAddr:           ipAddr(net, i),
-				Status:           registry.StatusUp,
-				OverriddenStatus: registry.StatusUnknown,
-				Port:             registry.Port{Number: 8080, Enabled: true},
-				SecurePort:       registry.Port{Number: 443},
-				CountryID:        1,
-				DataCenterInfo:   registry.DataCenterInfo{Class: registry.DataCenterClassDefault, Name: "MyOwn"},
-
-				RenewalIntervalSecs: renewSecs,
-				LeaseDurationSecs:   leaseSecs,
-				Metadata:            md,
-
-				HomePageURL:          base,
-				StatusPageURL:        base + "actuator/info",
-				HealthCheckURL:       base + "actuator/health",
-				VIPAddress:           vip,
-				SecureVIPAddress:     vip,
-				LastUpdatedTimestamp: ms,
-				LastDirtyTimestamp:   ms,
-				ActionType:           registry.ActionAdded,
+				Port:             8080,
+				Status:           client.StatusUp,
+				Zone:             cfg.Zone,
+				VIPAddress:       vip,
+				SecureVIPAddress: vip,
+				HomePageURL:      base,
+				StatusPageURL:    base + "actuator/info",
+				HealthCheckURL:   base + "actuator/health",
+				RenewalInterval:  renew,
+				LeaseDuration:    lease,
 			},
-			path: "apps/" + url.PathEscape(app) + "/" + url.PathEscape(id),
+			lastDirty: ms,
 		}
 	}
 	return out

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/muster-registry/muster/client"
 )
 
 func TestAppName(t *testing.T) {
@@ -33,22 +35,19 @@ func TestBuildInstances(t *testing.T) {
 	insts := buildInstances(cfg, time.UnixMilli(1718000000000))
 
 	in := insts[299].inst // the 99th instance of the third app
-	if in.App != "APP-02" || in.InstanceID != "grp1-app-02-99" || in.HostName != "grp1-app-02-99" || in.VIPAddress != "app-02" {
-		t.Errorf("instance 299 = %s/%s host %s vip %s, want APP-02/grp1-app-02-99", in.App, in.InstanceID, in.HostName, in.VIPAddress)
+	if in.App != "APP-02" || in.ID != "grp1-app-02-99" || in.HostName != "grp1-app-02-99" || in.VIPAddress != "app-02" {
+		t.Errorf("instance 299 = %s/%s host %s vip %s, want APP-02/grp1-app-02-99", in.App, in.ID, in.HostName, in.VIPAddress)
 	}
-	if insts[299].path != "apps/APP-02/grp1-app-02-99" {
-		t.Errorf("path = %q", insts[299].path)
+	if in.RenewalInterval != time.Second || in.LeaseDuration != 3*time.Second {
+		t.Errorf("lease = %s/%s, want 1s/3s (whole seconds, at least 1)", in.RenewalInterval, in.LeaseDuration)
 	}
-	if in.RenewalIntervalSecs != 1 || in.LeaseDurationSecs != 3 {
-		t.Errorf("leaseInfo = %d/%d s, want 1/3 (whole seconds, at least 1)", in.RenewalIntervalSecs, in.LeaseDurationSecs)
-	}
-	if z, _ := in.Metadata.Get("zone"); z != "b" || in.LastDirtyTimestamp != 1718000000000 {
-		t.Errorf("zone %q, lastDirtyTimestamp %d", z, in.LastDirtyTimestamp)
+	if in.Zone != "b" || insts[299].lastDirty != 1718000000000 {
+		t.Errorf("zone %q, lastDirtyTimestamp %d", in.Zone, insts[299].lastDirty)
 	}
 	ips := map[string]bool{}
 	for _, x := range insts {
-		if err := x.inst.Validate(); err != nil {
-			t.Fatalf("%s: %v", x.inst.InstanceID, err)
+		if x.inst.Port != 8080 || x.inst.Status != client.StatusUp {
+			t.Fatalf("%s: %+v", x.inst.ID, x.inst)
 		}
 		ips[x.inst.IPAddr] = true
 	}

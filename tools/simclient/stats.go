@@ -15,9 +15,9 @@ type Stats struct {
 	Registered int `json:"registered"`
 
 	// Registrations and RegistrationFailures count register requests
-	// answered 204 and those that were not (no server answered, or not
-	// with 204; Eureka's client accepts only 204). Re-registrations after
-	// a 404 are counted here too.
+	// answered 2xx (Eureka answers 204) and those that were not (no server
+	// answered, or not with 2xx). Re-registrations after a 404 are counted
+	// here too.
 	Registrations        uint64 `json:"registrations"`
 	RegistrationFailures uint64 `json:"registrationFailures"`
 	// RegistrationRate is the initial registration phase's pace, in
@@ -33,7 +33,8 @@ type Stats struct {
 	ReRegistrations uint64 `json:"reRegistrations"`
 
 	// Failovers counts moves to the next server after a failed request;
-	// ZoneReturns counts periodic moves back to the first server.
+	// ZoneReturns counts moves back to the first server, ZoneRetryInterval
+	// after a failover.
 	Failovers   uint64 `json:"failovers"`
 	ZoneReturns uint64 `json:"zoneReturns"`
 
@@ -73,12 +74,11 @@ func (s Stats) String() string {
 		s.FullFetches, s.DeltaFetches, s.ReconcileFetches, s.FetchFailures, s.LastViewInstances, s.EmptyRegistrySeen, s.CurrentServer)
 }
 
-// counters are the fleet's live figures; Stats copies them.
+// counters are the fleet's live figures; Stats copies them, and takes
+// failovers, zone returns and fetch counts from the client package.
 type counters struct {
 	registrations, registrationFailures         atomic.Uint64
 	renewalsOK, renewalsFailed, reRegistrations atomic.Uint64
-	failovers, zoneReturns                      atomic.Uint64
-	fullFetches, deltaFetches, reconcileFetches atomic.Uint64
 	fetchFailures, emptyRegistrySeen            atomic.Uint64
 	cancels, cancelFailures                     atomic.Uint64
 	registered, lastViewInstances               atomic.Int64
@@ -89,7 +89,8 @@ type counters struct {
 // Stats returns a snapshot of the fleet's figures. Safe for concurrent use.
 func (f *Fleet) Stats() Stats {
 	c := &f.stats
-	_, srv := f.servers.current()
+	api := f.api.Stats()
+	srv := f.api.CurrentServer()
 	s := Stats{
 		Instances:            len(f.insts),
 		Registered:           int(c.registered.Load()),
@@ -99,17 +100,17 @@ func (f *Fleet) Stats() Stats {
 		RenewalsOK:           c.renewalsOK.Load(),
 		RenewalsFailed:       c.renewalsFailed.Load(),
 		ReRegistrations:      c.reRegistrations.Load(),
-		Failovers:            c.failovers.Load(),
-		ZoneReturns:          c.zoneReturns.Load(),
-		FullFetches:          c.fullFetches.Load(),
-		DeltaFetches:         c.deltaFetches.Load(),
-		ReconcileFetches:     c.reconcileFetches.Load(),
+		Failovers:            api.Failovers,
+		ZoneReturns:          api.ZoneReturns,
+		FullFetches:          api.FullFetches,
+		DeltaFetches:         api.DeltaFetches,
+		ReconcileFetches:     api.ReconcileFetches,
 		FetchFailures:        c.fetchFailures.Load(),
 		EmptyRegistrySeen:    c.emptyRegistrySeen.Load(),
 		LastViewInstances:    int(c.lastViewInstances.Load()),
 		Cancels:              c.cancels.Load(),
 		CancelFailures:       c.cancelFailures.Load(),
-		CurrentServer:        srv.String(),
+		CurrentServer:        srv.Zone + "=" + srv.URL,
 	}
 	if h := c.viewHashcode.Load(); h != nil {
 		s.ViewHashcode = *h

@@ -115,8 +115,8 @@ func TestFleet_TLSAndCredentials(t *testing.T) {
 	if strings.Contains(logs.String(), "s3cret-pw") || strings.Contains(f.Stats().CurrentServer, "s3cret-pw") {
 		t.Errorf("the password shows: stats %q, logs:\n%s", f.Stats().CurrentServer, logs.String())
 	}
-	if !strings.Contains(logs.String(), "fleet:xxxxx@") {
-		t.Errorf("logs do not name the servers (redacted):\n%s", logs.String())
+	if f.Stats().Failovers == 0 {
+		t.Errorf("no failover from the server that is down: %+v", f.Stats())
 	}
 
 	// Without the client certificate nothing gets through.

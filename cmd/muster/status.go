@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/muster-registry/muster/httpapi"
+)
+
+// statusCmd prints a node's state for a person at a terminal: identity,
+// traffic, registry size, self-preservation and a one-line peer summary,
+// all from GET /admin/status.
+func statusCmd(args []string, stdout io.Writer) error {
+	st, raw, asJSON, err := fetchStatus("status", args)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	writeStatus(stdout, st)
+	return nil
+}
+
+// membersCmd prints the node and its peers as a table: zone, memberlist
+// state, replication queue and last batch, last error.
+func membersCmd(args []string, stdout io.Writer) error {
+	st, raw, asJSON, err := fetchStatus("members", args)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	writeMembers(stdout, st)
+	return nil
+}
+
+// fetchStatus parses the common flags and reads /admin/status. Credentials
+// come from the URL (http://user:pass@host:8761), as in a Spring client's
+// service URL; they go only to that host and never into messages.
+func fetchStatus(name string, args []string) (st httpapi.AdminStatus, raw []byte, asJSON bool, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	rawURL := fs.String("url", "http://127.0.0.1:8761", "the node: its base URL or Eureka URL, with user:pass@ when auth is on")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
+	jsonOut := fs.Bool("json", false, "print /admin/status as the node sent it")
+	if err = fs.Parse(args); err != nil {
+		return st, nil, false, err
+	}
+	if fs.NArg() > 0 {
+		return st, nil, false, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	u, err := statusURL(*rawURL)
+	if err != nil {
+		return st, nil, false, fmt.Errorf("%s: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	raw, err = getAdminStatus(ctx, u)
+	if err != nil {
+		return st, nil, false, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, nil, false, fmt.Errorf("%s: %s did not answer with a Muster status: %w", name, u.Redacted(), err)
+	}
+	return st, raw, *jsonOut, nil
+}
+
+// statusURL turns what a user types (host:port, a base URL, or a Eureka
+// service URL ending in /eureka/) into the /admin/status URL of that node.
+func statusURL(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url %s: want http(s)://host:port", u.Redacted())
+	}
+	u.Path = "/admin/status"
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	return u, nil
+}
+
+func getAdminStatus(ctx context.Context, u *url.URL) ([]byte, error) {
+	target := *u
+	target.User = nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), pass)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the url.Error repeats the URL; ours is redacted below
+		}
+		return nil, fmt.Errorf("GET %s: %w", u.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u.Redacted(), err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return body, nil
+	case http.StatusUnauthorized:
+		if u.User == nil {
+			return nil, fmt.Errorf("GET %s: 401: the node wants credentials: --url http://USER:PASSWORD@%s", u.Redacted(), u.Host)
+		}
+		return nil, fmt.Errorf("GET %s: 401: the node refused these credentials", u.Redacted())
+	case http.StatusForbidden:
+		return nil, fmt.Errorf("GET %s: 403: this user may not read /admin/status (it needs the admin role)", u.Redacted())
+	}
+	return nil, fmt.Errorf("GET %s: %d: %.200s", u.Redacted(), resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+// table lays out tab-separated rows in columns; flush writes them without
+// the spaces tabwriter pads an empty last column with.
+type table struct {
+	out io.Writer
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+func newTable(w io.Writer) *table {
+	t := &table{out: w}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	return t
+}
+
+func (t *table) flush() {
+	t.tw.Flush()
+	for _, line := range strings.SplitAfter(t.buf.String(), "\n") {
+		if line != "" {
+			fmt.Fprintln(t.out, strings.TrimRight(line, " \n"))
+		}
+	}
+}
+
+func writeStatus(w io.Writer, st httpapi.AdminStatus) {
+	t := newTable(w)
+	tw := t.tw
+	row := func(label, format string, a ...any) {
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{label}, a...)...)
+	}
+	row("Node", "%s (zone %s), version %s, up %s", st.Node, orDash(st.Zone), orDash(st.Version), humanDuration(time.Duration(st.UptimeSeconds)*time.Second))
+	row("URL", "%s", orDash(st.URL))
+	if st.OpenForTraffic {
+		row("Traffic", "open: synced, serving clients")
+	} else {
+		row("Traffic", "NOT OPEN: still copying the registry from peers (syncUp)")
+	}
+	r := st.Registry
+	row("Registry", "%d %s, %d %s (version %d, apps hashcode %s)", r.Apps, plural(r.Apps, "app", "apps"),
+		r.Instances, plural(r.Instances, "instance", "instances"), r.Version, orDash(r.AppsHashcode))
+	row("", "since start: %d registrations, %d renewals, %d cancels, %d evictions", r.Registrations, r.Renewals, r.Cancels, r.Evictions)
+	sp := st.SelfPreservation
+	switch {
+	case !sp.Enabled:
+		row("Self-preservation", "disabled: expired leases are always evicted")
+	case sp.Active:
+		row("Self-preservation", "ACTIVE: renewals are below the threshold, expired leases are kept")
+	case sp.WarmingUp:
+		row("Self-preservation", "warming up: no full renewal window measured yet, nothing is evicted")
+	default:
+		row("Self-preservation", "inactive: renewals are above the threshold, expired leases are evicted")
+	}
+	row("", "renewals last minute %d, threshold %d, expected %.0f/min, arriving %.0f/min",
+		sp.RenewsLastMin, sp.RenewsThreshold, sp.ExpectedRenewsPerMin, sp.ArrivingRenewsPerMin)
+	row("Peers", "%s", peerSummary(st.Peers))
+	t.flush()
+}
+
+// peerSummary counts peers by state: "3: 2 alive, 1 suspect".
+func peerSummary(peers []httpapi.PeerInfo) string {
+	if len(peers) == 0 {
+		return "none (a single node)"
+	}
+	var order []string
+	count := map[string]int{}
+	for _, p := range peers {
+		if count[p.State] == 0 {
+			order = append(order, p.State)
+		}
+		count[p.State]++
+	}
+	parts := make([]string, len(order))
+	for i, s := range order {
+		parts[i] = fmt.Sprintf("%d %s", count[s], s)
+	}
+	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), strings.Join(parts, ", "))
+}
+
+func writeMembers(w io.Writer, st httpapi.AdminStatus) {
+	t := newTable(w)
+	tw := t.tw
+	fmt.Fprintln(tw, "NAME\tZONE\tSTATE\tQUEUE\tLAST BATCH\tURL\tLAST ERROR")
+	self := "self"
+	if !st.OpenForTraffic {
+		self = "self (syncing)"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t%s\t\n", st.Node, orDash(st.Zone), self, orDash(st.URL))
+	for _, p := range st.Peers {
+		last := "-"
+		if p.LastBatchMillis > 0 {
+			last = fmt.Sprintf("%d ms", p.LastBatchMillis)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, orDash(p.URL), oneLine(p.LastError))
+	}
+	t.flush()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// humanDuration prints an uptime as 3d4h, 2h05m, 4m10s or 12s.
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", d/time.Minute, d%time.Minute/time.Second)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
