@@ -382,3 +382,23 @@ func TestSelfInstance_TLS(t *testing.T) {
 		t.Errorf("self-registration over TLS: port %+v, secure port %+v, home %s", in.Port, in.SecurePort, in.HomePageURL)
 	}
 }
+
+// With client-auth need only holders of the CA's certificates get in, so
+// the node does not call itself open even without credentials.
+func TestSecurity_Open_clientAuthNeed(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		open bool
+	}{
+		{nil, true},
+		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem"}, true},
+		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem", "server.ssl.trust-certificate=/ca.pem", "server.ssl.client-auth=want"}, true},
+		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem", "server.ssl.trust-certificate=/ca.pem", "server.ssl.client-auth=need"}, false},
+	} {
+		s := mustLoad(t, "", nil, tc.sets)
+		rep := (&nodeSecurity{}).report(s)
+		if rep.Open() != tc.open || rep.TLS != s.tlsOn() {
+			t.Errorf("%v: report %+v, Open %v, want %v", tc.sets, rep, rep.Open(), tc.open)
+		}
+	}
+}
