@@ -99,7 +99,7 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen"},
+		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen", "tlsconfig"},
 		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
 	},
 	"deploy": {
