@@ -303,7 +303,13 @@ func (rc *rawConn) dial() error {
 		_ = tc.SetNoDelay(true)
 	}
 	if rc.tls != nil {
-		tc := tls.Client(c, rc.tls)
+		cfg := rc.tls
+		if cfg.ServerName == "" {
+			// As net/http does: verify the host that was dialled.
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(rc.addr)
+		}
+		tc := tls.Client(c, cfg)
 		_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
 		if err := tc.Handshake(); err != nil {
 			c.Close()
