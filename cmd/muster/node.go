@@ -97,6 +97,11 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	rcfg.DeltaRetentionInterval = s.DeltaRetentionInterval
 	rcfg.SyncWhenTimestampDiffers = s.SyncWhenTimestampDiffers
 	rcfg.RenewalRateWindow = s.MeasuredRateWindow
+	rcfg.Limits = registry.Limits{
+		MaxInstances: s.MaxInstances, MaxInstancesPerApp: s.MaxInstancesPerApp,
+		MaxMetadataEntries: s.MaxMetadataEntries, MaxMetadataBytes: s.MaxMetadataBytes,
+		MaxNameLength: s.MaxNameLength, MaxClockSkew: s.MaxClockSkew,
+	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
 		return nil, err
@@ -115,6 +120,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	if n.tls, err = loadTLS(s, logger, n.opts.tlsReload); err != nil {
 		return nil, err
 	}
+	repCfg.MaxBatchBytes = int(s.MaxBatchBodyBytes / 4 * 3) // below the peers' muster.max-batch-body-bytes
 	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
 	transport.SetSigner(n.security.sign())
 	if n.tls != nil {
@@ -193,13 +199,16 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
+	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	n.httpServer = &http.Server{Handler: api, ErrorLog: httpErrorLog(n.log), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpServer = api.HTTPServer()
+	n.httpServer.ErrorLog = httpErrorLog(n.log)
+	ln = api.LimitListener(ln)
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
@@ -214,6 +223,7 @@ func (n *Node) Start(ctx context.Context) error {
 		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
+		MaxBodyBytes:  s.MaxSyncBodyBytes,
 		RetryWait:     s.RegistrySyncRetryWait,
 		DialTLS:       n.peerDialTLS(),
 		Sign:          n.security.sign(),
