@@ -349,6 +349,14 @@ func TestHealth_followsTheNodesTLS(t *testing.T) {
 	if !strings.Contains(stderr, "certificate") {
 		t.Errorf("health against a node of another CA: %s", stderr)
 	}
+	base := strings.TrimSuffix(def.url, "/readyz")
+	out, _ := muster(t, false, "status", "--url", base, "--ca-cert", def.ca, "--cert", def.cert, "--key", def.key)
+	if !strings.Contains(out, "node-a") {
+		t.Errorf("muster status over mutual TLS: %s", out)
+	}
+	if _, stderr := muster(t, true, "members", "--url", base, "--ca-cert", def.ca); !strings.Contains(stderr, "members:") {
+		t.Errorf("muster members without a client certificate: %s", stderr)
+	}
 }
 
 // TestCluster_secretKeys: mid-rotation (README's step 2 under way), a node
