@@ -29,6 +29,7 @@ const (
 type secureClients struct {
 	host  *http.Client // reads through the published ports (3 s)
 	write *http.Client // registrations, cancels, status changes (5 s)
+	roots *x509.CertPool
 }
 
 var clients atomic.Pointer[secureClients]
@@ -67,7 +68,42 @@ func (b *bench) loadCerts(ctx context.Context) error {
 	mk := func(timeout time.Duration) *http.Client {
 		return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg.Clone(), MaxIdleConnsPerHost: 4}}
 	}
-	clients.Store(&secureClients{host: mk(3 * time.Second), write: mk(5 * time.Second)})
+	clients.Store(&secureClients{host: mk(3 * time.Second), write: mk(5 * time.Second), roots: pool})
+	return nil
+}
+
+// checkSecured makes sure the cluster under test is the secured one: every
+// node reports auth, TLS with client-auth need, signed replication and
+// encrypted gossip; a caller without a client certificate is refused at the
+// handshake, and one with a certificate but no credentials gets 401.
+func (b *bench) checkSecured(ctx context.Context) error {
+	for _, n := range nodes {
+		st, err := b.nodeStatus(ctx, n)
+		if err != nil {
+			return err
+		}
+		if sec := st.Security; !sec.Auth || !sec.TLS || sec.ClientAuth != "need" || !sec.PeerAuth || !sec.GossipEncrypted {
+			return fmt.Errorf("%s is not secured: %+v", n, sec)
+		}
+	}
+	c := clients.Load()
+	noCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.roots}}}
+	if resp, err := noCert.Get(nodeBase + "/eureka/apps"); err == nil {
+		resp.Body.Close()
+		return fmt.Errorf("a caller without a client certificate got HTTP %d", resp.StatusCode)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, nodeBase+"/eureka/apps", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.host.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return fmt.Errorf("a caller without credentials got HTTP %d, want 401", resp.StatusCode)
+	}
 	return nil
 }
 
