@@ -172,9 +172,6 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	if n.tls != nil {
-		ln = tls.NewListener(ln, n.tls.ServerConfig())
-	}
 	n.url = s.scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
 	n.name = s.ClusterNodeName
 	if n.name == "" {
@@ -209,6 +206,12 @@ func (n *Node) Start(ctx context.Context) error {
 	n.httpServer = api.HTTPServer()
 	n.httpServer.ErrorLog = httpErrorLog(n.log)
 	ln = api.LimitListener(ln)
+	if n.tls != nil {
+		// Outermost, so that net/http sees *tls.Conn: it then bounds the
+		// handshake by ReadHeaderTimeout, sets Request.TLS, and answers a
+		// plain HTTP request with 400.
+		ln = tls.NewListener(ln, n.tls.ServerConfig())
+	}
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
