@@ -69,7 +69,8 @@ type Registry struct {
 	rand *rand.Rand
 	log  zerolog.Logger
 
-	renewals *MeasuredRate
+	renewals    *MeasuredRate
+	appRenewals appRenewals // per-app totals for the dashboard (apprenewals.go)
 
 	registrations, renewalCount, cancels, evictions atomic.Uint64
 
@@ -355,6 +356,7 @@ func (r *Registry) renew(app, id string, hb Heartbeat, now time.Time) (*Instance
 	l.lastRenewal.Store(now.UnixNano())
 	r.renewals.Increment(now)
 	r.renewalCount.Add(1)
+	r.appRenewals.add(app)
 	if hook := r.hook.Load(); hook != nil {
 		ch := Change{Action: ActionHeartbeat, Key: InstanceKey{app, id}, Instance: in, Replicated: hb.Replicated, At: now}
 		r.hookMu.Lock()
@@ -388,6 +390,7 @@ func (r *Registry) renewCorrectingStatus(app, id string, hb Heartbeat, now time.
 	l.lastRenewal.Store(now.UnixNano())
 	r.renewals.Increment(now)
 	r.renewalCount.Add(1)
+	r.appRenewals.add(app)
 	r.unlockAndNotify(Change{Action: ActionHeartbeat, Key: InstanceKey{app, id}, Instance: in, Replicated: hb.Replicated, At: now})
 	return r.checkDirtyTimestamp(app, id, in, hb, now)
 }

@@ -44,6 +44,7 @@ type Node struct {
 	log      zerolog.Logger
 
 	reg      *registry.Registry
+	api      *httpapi.Server
 	metrics  *prometheus.Registry
 	rep      *replication.Replicator
 	receiver *replication.Receiver
@@ -180,11 +181,13 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
+	hcfg.ConsoleActions = httpapi.ConsoleActionsPolicy(s.DashboardActions)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	n.api = api
 	n.httpServer = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 
 	if s.ClusterEnabled {
@@ -295,6 +298,7 @@ func (n *Node) startUp(ctx context.Context) {
 	n.ready.Store(true)
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
+	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
 	if n.settings.RegisterWithEureka {
 		n.startSelfRegistration()
 	}
