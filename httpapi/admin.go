@@ -36,6 +36,7 @@ type SelfPreservationDoc struct {
 	RenewsThreshold        int64   `json:"renewsThreshold"`
 	RenewsLastMin          int64   `json:"renewsLastMin"`
 	ArrivingRenewsPerMin   float64 `json:"arrivingRenewsPerMin"`
+	UnprovenRenewsPerMin   float64 `json:"unprovenRenewsPerMin"`
 }
 
 // RegistryDoc is the registry part of AdminStatus.
@@ -74,6 +75,7 @@ func (s *Server) status() AdminStatus {
 			RenewsThreshold:        sp.RenewsThreshold,
 			RenewsLastMin:          sp.RenewsLastMin,
 			ArrivingRenewsPerMin:   sp.ArrivingRenewsPerMin,
+			UnprovenRenewsPerMin:   sp.UnprovenRenewsPerMin,
 		},
 		Registry: RegistryDoc{
 			Apps:          len(snap.Apps),

@@ -218,6 +218,9 @@ func (g *guard) verifyPeer(c echo.Context) error {
 			if errors.As(err, &maxBytes) {
 				return errBodyTooLarge(g.maxPeerBody)
 			}
+			if errors.Is(err, errBodyReadTimeout) {
+				return errBodyReadTimeout
+			}
 			return badRequest("reading request body: %v", err)
 		}
 		body = b

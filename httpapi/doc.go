@@ -21,4 +21,9 @@
 // errors.go is the one place that turns errors into status codes: bad input
 // of any kind is a 4xx with a one-line plain-text reason and changes
 // nothing; handler panics become a 500 and a log line, never a crash.
+//
+// limits.go bounds what connections can hold: a body read deadline, write
+// deadlines that move with each 128 KiB written, no buffer reserved from a
+// declared Content-Length, a connection limit (LimitListener) and the
+// HTTPServer settings; muster_limit_rejections_total counts every limit met.
 package httpapi

@@ -87,6 +87,7 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 		cs = append(cs, newReplicationCollector(s.cfg.Replication))
 	}
 	cs = append(cs, newPeerCollector(s.cfg.Peers))
+	cs = append(cs, newLimitsCollector(s))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err

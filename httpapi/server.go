@@ -87,6 +87,16 @@ type Config struct {
 	// Now is the clock for the dashboard; nil means time.Now.
 	Now func() time.Time
 
+	// Connection limits (limits.go). BodyReadTimeout: a request body must
+	// arrive whole this long after its headers (408 beyond);
+	// muster.body-read-timeout-ms, default 30 s. WriteChunkTimeout: each
+	// 128 KiB of a response must be taken by the reader within it;
+	// muster.write-chunk-timeout-ms, default 30 s. MaxConnections: open
+	// connections at most, further ones wait; muster.max-connections,
+	// default 100,000. Zero turns a limit off.
+	BodyReadTimeout   time.Duration
+	WriteChunkTimeout time.Duration
+	MaxConnections    int
 	// Auth checks HTTP Basic credentials; nil leaves client routes open.
 	Auth *auth.Authenticator
 	// PeerVerifier checks peer signatures (cluster.peer-secret); nil means
@@ -105,6 +115,9 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 16 << 20,
+		BodyReadTimeout:   30 * time.Second,
+		WriteChunkTimeout: 30 * time.Second,
+		MaxConnections:    100_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
 		Security:          Security{ClientAuth: "none"},
 	}
@@ -136,7 +149,9 @@ type Server struct {
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
-	guard    *guard
+
+	limitCounts limitCounts // HTTP limits met, for metrics
+	guard       *guard
 
 	// The console (console*.go).
 	history    *spHistory
@@ -191,6 +206,10 @@ func (s *Server) Handler() http.Handler { return s }
 // slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
 // often as /eureka/apps.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if pw := s.guardConn(w, r); pw != nil {
+		defer releaseWriter(pw)
+		w = pw
+	}
 	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
 		r.URL.Path = strings.TrimRight(p, "/")
 		if r.URL.Path == "" {

@@ -64,6 +64,9 @@ type Config struct {
 	// heartbeat (404 "register again", 409 for peers).
 	// eureka.server.sync-when-timestamp-differs, default true.
 	SyncWhenTimestampDiffers bool
+
+	// Limits bound what clients can make the node hold; see Limits.
+	Limits Limits
 }
 
 // DefaultConfig returns Eureka's defaults.
@@ -79,6 +82,7 @@ func DefaultConfig() Config {
 		DeltaRetention:               3 * time.Minute,
 		DeltaRetentionInterval:       30 * time.Second,
 		SyncWhenTimestampDiffers:     true,
+		Limits:                       DefaultLimits(),
 	}
 }
 
@@ -107,5 +111,5 @@ func (c Config) Validate() error {
 	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
 		return fmt.Errorf("registry: RenewalPercentThreshold must be in (0, 1], got %v", c.RenewalPercentThreshold)
 	}
-	return nil
+	return c.Limits.validate()
 }

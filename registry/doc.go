@@ -38,10 +38,28 @@
 // only when it is above 0.85 × the current expectation (or
 // self-preservation is off), so a mass outage cannot lower the bar.
 //
+// Registrations alone cannot raise the bar: an instance is held to the
+// threshold only once it has renewed (its own heartbeat or a peer's
+// replicated one); until then its share is UnprovenRenewsPerMin, left out
+// of the test, and once its lease expires it is evicted without the per-run
+// cap. A flood of instances that never renew therefore never switches
+// self-preservation on; a mass outage of renewing instances does, as
+// before. Instances present at OpenForTraffic (copied by syncUp) count as
+// renewing. See selfpreservation.go.
+//
+// # Limits
+//
+// Config.Limits bound instances (node and app), metadata, name lengths and
+// how far in the future a lastDirtyTimestamp may be; a write beyond one is
+// refused whole with a *LimitError (ErrCapacity, ErrAppFull, ErrClockSkew
+// or ErrLimitExceeded) and counted (LimitRejections). Lease fields beyond
+// MaxRenewalIntervalSecs and MaxLeaseDurationSecs are clamped.
+//
 // # Tasks (Run)
 //
 //   - every EvictionInterval (60 s): EvictExpired — at most
-//     size − ⌊size × 0.85⌋ expired leases per run, in random order;
+//     size − ⌊size × 0.85⌋ expired leases per run, in random order, plus
+//     every expired lease that never renewed;
 //   - every RenewThresholdUpdateInterval (15 min): UpdateRenewThreshold;
 //   - every DeltaRetentionInterval (30 s): PruneDeltas drops changes older
 //     than DeltaRetention (3 min) from the delta.

@@ -21,6 +21,9 @@ type lease struct {
 	// duration and renewsPerMin are derived from inst when it is stored.
 	duration     time.Duration
 	renewsPerMin float64
+	// proven is set by the lease's first renewal (see selfpreservation.go):
+	// until then it is not held to the renewal threshold.
+	proven atomic.Bool
 }
 
 func (l *lease) expired(now time.Time, grace time.Duration) bool {
@@ -73,6 +76,8 @@ type Registry struct {
 	appRenewals appRenewals // per-app totals for the dashboard (apprenewals.go)
 
 	registrations, renewalCount, cancels, evictions atomic.Uint64
+	limitHits                                       limitCounters // writes refused, per limit
+	unproven                                        atomic.Int64  // expected renewals/min of unproven leases, in millionths
 
 	// mu guards everything below it, up to snapMu.
 	mu             sync.RWMutex
@@ -240,9 +245,13 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 	}
 	in = in.Clone()
 	in.App = upperASCII(in.App)
+	clampLease(in)
 	nowMs := now.UnixMilli()
 	if in.LastDirtyTimestamp == 0 {
 		in.LastDirtyTimestamp = nowMs
+	}
+	if err := r.checkInstanceLimits(in, now); err != nil {
+		return nil, err
 	}
 	id := in.ID()
 
@@ -251,6 +260,12 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 	if adoptOnly && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
 		r.mu.Unlock()
 		return nil, nil
+	}
+	if l == nil {
+		if err := r.checkCapacityLocked(in.App); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
 	}
 	var existing *Instance
 	if l != nil {
@@ -300,9 +315,11 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 		r.instances++
 		r.expected += rate
 		r.addArrivalLocked(l, arrival{at: now, renewsPerMin: rate})
+		r.rerateUnprovenLocked(l, 0, rate)
 	} else {
 		r.expected += rate - l.renewsPerMin
 		r.rerateArrivalLocked(l, rate)
+		r.rerateUnprovenLocked(l, l.renewsPerMin, rate)
 	}
 	l.inst = in
 	l.duration = r.leaseDuration(in)
@@ -354,6 +371,7 @@ func (r *Registry) renew(app, id string, hb Heartbeat, now time.Time) (*Instance
 		return r.renewCorrectingStatus(app, id, hb, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
+	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.Add(1)
 	r.appRenewals.add(app)
@@ -388,6 +406,7 @@ func (r *Registry) renewCorrectingStatus(app, id string, hb Heartbeat, now time.
 		r.modifyLocked(l, in, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
+	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.Add(1)
 	r.appRenewals.add(app)
@@ -461,6 +480,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, now time.Time) *Instan
 	}
 	r.instances--
 	r.rerateArrivalLocked(l, 0)
+	r.rerateUnprovenLocked(l, l.renewsPerMin, 0)
 	r.expected -= l.renewsPerMin
 	if r.expected < 1e-9 {
 		r.expected = 0
@@ -506,6 +526,9 @@ func (r *Registry) updateStatus(app, id string, status Status, lastDirty int64, 
 	if err := status.check(); err != nil {
 		return nil, err
 	}
+	if err := r.checkDirtySkew(lastDirty, now); err != nil {
+		return nil, err
+	}
 	app = upperASCII(app)
 	l, err := r.lockLease(app, id, now)
 	if err != nil {
@@ -543,6 +566,9 @@ func (r *Registry) deleteStatusOverride(app, id string, status Status, lastDirty
 	if err := status.check(); err != nil {
 		return nil, err
 	}
+	if err := r.checkDirtySkew(lastDirty, now); err != nil {
+		return nil, err
+	}
 	app = upperASCII(app)
 	l, err := r.lockLease(app, id, now)
 	if err != nil {
@@ -571,12 +597,19 @@ func (r *Registry) deleteStatusOverride(app, id string, status Status, lastDirty
 func (r *Registry) UpdateMetadata(app, id string, updates map[string]string) (*Instance, error) {
 	now := r.now()
 	app = upperASCII(app)
-	l, err := r.lockLease(app, id, now)
-	if err != nil {
-		return nil, err
+	r.mu.Lock()
+	l := r.lookupLocked(app, id)
+	if l == nil {
+		r.mu.Unlock()
+		return nil, ErrInstanceNotFound
 	}
 	in := l.inst.Clone()
 	in.Metadata = in.Metadata.With(updates)
+	if err := r.checkMetadata(in.Metadata, in.DataCenterInfo.Metadata); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	l.lastRenewal.Store(now.UnixNano())
 	r.modifyLocked(l, in, now)
 	r.unlockAndNotify(Change{Action: ActionRegister, Key: InstanceKey{app, id}, Instance: in, At: now})
 	return in, nil

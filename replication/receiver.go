@@ -137,6 +137,12 @@ func itemStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, registry.ErrStaleDirtyTimestamp):
 		return http.StatusConflict
+	case errors.Is(err, registry.ErrCapacity):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, registry.ErrAppFull):
+		return http.StatusForbidden
+	case errors.Is(err, registry.ErrLimitExceeded):
+		return http.StatusBadRequest
 	case errors.Is(err, registry.ErrInvalidInstance), errors.Is(err, registry.ErrInvalidStatus), errors.Is(err, wire.ErrMalformed):
 		return http.StatusBadRequest
 	}

@@ -21,6 +21,13 @@ import (
 // (it answered the sync fetch with 503), so its registry is not one to copy.
 var ErrPeerStarting = errors.New("replication: peer is still starting")
 
+// DefaultMaxSyncBodyBytes is SyncConfig.MaxBodyBytes' default.
+const DefaultMaxSyncBodyBytes = 2 << 30
+
+// ErrSyncTooLarge means a peer's registry was larger than
+// SyncConfig.MaxBodyBytes; the attempt fails and the next peer is tried.
+var ErrSyncTooLarge = errors.New("replication: peer's registry larger than the sync limit")
+
 // SyncConfig configures the start-up copy of the registry from a peer.
 type SyncConfig struct {
 	Registry *registry.Registry
@@ -43,6 +50,10 @@ type SyncConfig struct {
 	RetryWait time.Duration
 	// FetchTimeout bounds one fetch of a peer's registry. Default 30 s.
 	FetchTimeout time.Duration
+	// MaxBodyBytes caps the registry read from a peer (after gzip is
+	// undone); a larger one fails the attempt. muster.max-sync-body-bytes,
+	// default 2 GiB: a million instances of ~1.2 KB as JSON.
+	MaxBodyBytes int64
 	// Fetch copies a peer's registry; nil means GET {peer}apps over HTTP.
 	Fetch func(ctx context.Context, p Peer) ([]*registry.Instance, error)
 	// Sign signs that HTTP fetch (cluster.peer-secret); nil sends it unsigned.
@@ -103,11 +114,14 @@ func NewSyncer(cfg SyncConfig) *Syncer {
 	if cfg.After == nil {
 		cfg.After = time.After
 	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxSyncBodyBytes
+	}
 	s := &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}
 	if s.cfg.Fetch == nil {
 		client := &http.Client{Timeout: cfg.FetchTimeout, CheckRedirect: noRedirects}
 		s.cfg.Fetch = func(ctx context.Context, p Peer) ([]*registry.Instance, error) {
-			return fetchRegistry(ctx, client, p, cfg.Sign)
+			return fetchRegistry(ctx, client, p, cfg.Sign, cfg.MaxBodyBytes)
 		}
 	}
 	return s
@@ -232,7 +246,12 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	copied := 0
+	copied, refused := 0, 0
+	defer func() {
+		if refused > 1 {
+			s.log.Warn().Int("refused", refused).Str("peer", p.Name).Msg("syncUp: instances refused")
+		}
+	}()
 	for _, in := range instances {
 		key := registry.InstanceKey{App: in.App, ID: in.ID()}
 		s.mu.Lock()
@@ -242,7 +261,10 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 			continue
 		}
 		if _, err := s.cfg.Registry.Register(in, true); err != nil {
-			s.log.Warn().Err(err).Str("app", key.App).Str("instance_id", key.ID).Msg("syncUp: instance refused")
+			if refused++; refused == 1 { // one line with the first key, then a count
+				s.log.Warn().Err(err).Str("app", registry.QuotePrefix(key.App)).Str("instance_id", registry.QuotePrefix(key.ID)).
+					Msg("syncUp: instance refused")
+			}
 			continue
 		}
 		copied++
@@ -277,7 +299,7 @@ func orderByZone(peers []Peer, zone string) []Peer {
 
 // fetchRegistry is GET {peer}apps as JSON, marked as replication so a peer
 // that is itself still syncing answers with what it has instead of 403.
-func fetchRegistry(ctx context.Context, client *http.Client, p Peer, sign RequestSigner) ([]*registry.Instance, error) {
+func fetchRegistry(ctx context.Context, client *http.Client, p Peer, sign RequestSigner, maxBytes int64) ([]*registry.Instance, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
 	if err != nil {
 		return nil, err
@@ -292,9 +314,12 @@ func fetchRegistry(ctx context.Context, client *http.Client, p Peer, sign Reques
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
+	}
+	if int64(len(body)) > maxBytes {
+		return nil, fmt.Errorf("registry of %s: %w (%d bytes, muster.max-sync-body-bytes)", p.Name, ErrSyncTooLarge, maxBytes)
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		return nil, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrPeerStarting)

@@ -72,6 +72,17 @@ type Settings struct {
 	ClusterSecretKey     string
 	ClusterZone          string
 
+	// Limits (issue 10): see README "Limits".
+	BodyReadTimeout    time.Duration
+	WriteChunkTimeout  time.Duration
+	MaxConnections     int
+	MaxInstances       int
+	MaxInstancesPerApp int
+	MaxMetadataEntries int
+	MaxMetadataBytes   int
+	MaxNameLength      int
+	MaxClockSkew       time.Duration
+	MaxSyncBodyBytes   int64
 	// Security (security.go): users, roles, peer signatures.
 	SpringUserName     string
 	SpringUserPassword string
@@ -142,6 +153,18 @@ var settings = []setting{
 	intKey("cluster.advertise-port", 0, 0, 65535, "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.ClusterAdvertisePort }),
 	listKey("cluster.join", "Seed nodes (host:port, comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.ClusterJoin }),
 	strKey("cluster.secret-key", "", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
+	// Limits: what one client, connection or peer can make a node hold.
+	msKey("muster.body-read-timeout-ms", 30000, "Time a request body has to arrive, after its headers; slower bodies get 408 and their connection is closed.", func(s *Settings) *time.Duration { return &s.BodyReadTimeout }),
+	msKey("muster.write-chunk-timeout-ms", 30000, "Time a client has to take each 128 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped.", func(s *Settings) *time.Duration { return &s.WriteChunkTimeout }),
+	intKey("muster.max-connections", 100000, 1, 10_000_000, "Open HTTP connections at most; further ones wait until one closes (open ones keep working).", func(s *Settings) *int { return &s.MaxConnections }),
+	intKey("muster.max-instances", 1_000_000, 1, 1_000_000_000, "Instances the node holds at most; a new instance beyond it gets 503.", func(s *Settings) *int { return &s.MaxInstances }),
+	intKey("muster.max-instances-per-app", 100_000, 1, 1_000_000_000, "Instances of one app at most; a new instance beyond it gets 403.", func(s *Settings) *int { return &s.MaxInstancesPerApp }),
+	intKey("muster.max-metadata-entries", 512, 1, 1_000_000, "Metadata entries of one instance at most (metadata and dataCenterInfo metadata each); beyond it 400.", func(s *Settings) *int { return &s.MaxMetadataEntries }),
+	intKey("muster.max-metadata-bytes", 64<<10, 1, 1<<30, "Bytes of one instance's metadata keys and values at most; beyond it 400.", func(s *Settings) *int { return &s.MaxMetadataBytes }),
+	intKey("muster.max-name-length", 1024, 1, 1<<20, "Bytes of an app name, instance id, host name, VIP address or any other single-valued instance field at most; beyond it 400.", func(s *Settings) *int { return &s.MaxNameLength }),
+	msKey("muster.max-clock-skew-ms", 300000, "How far in the future a lastDirtyTimestamp may be; beyond it 400 (a far-future one would pin the record against its owner).", func(s *Settings) *time.Duration { return &s.MaxClockSkew }),
+	int64Key("muster.max-sync-body-bytes", 2<<30, "Largest registry read from a peer at start-up (syncUp); a larger one fails the attempt.", func(s *Settings) *int64 { return &s.MaxSyncBodyBytes }),
+
 	strKey("spring.security.user.name", "", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster).", func(s *Settings) *string { return &s.SpringUserName }),
 	strKey("spring.security.user.password", "", "Password of the admin: plain, {noop}plain or {bcrypt}$2a$… (Spring's encoder prefixes).", func(s *Settings) *string { return &s.SpringUserPassword }),
 	{Key: "muster.auth.users.<name>.password", Default: "", Help: "Password of a further user (same encodings); also turns authentication on."},

@@ -93,6 +93,11 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	rcfg.DeltaRetentionInterval = s.DeltaRetentionInterval
 	rcfg.SyncWhenTimestampDiffers = s.SyncWhenTimestampDiffers
 	rcfg.RenewalRateWindow = s.MeasuredRateWindow
+	rcfg.Limits = registry.Limits{
+		MaxInstances: s.MaxInstances, MaxInstancesPerApp: s.MaxInstancesPerApp,
+		MaxMetadataEntries: s.MaxMetadataEntries, MaxMetadataBytes: s.MaxMetadataBytes,
+		MaxNameLength: s.MaxNameLength, MaxClockSkew: s.MaxClockSkew,
+	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
 		return nil, err
@@ -108,6 +113,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.TaskMaxAge = s.MaxTimeReplication
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
+	repCfg.MaxBatchBytes = int(s.MaxBatchBodyBytes / 4 * 3) // below the peers' muster.max-batch-body-bytes
 	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
 	transport.SetSigner(n.security.sign())
 	repCfg.Transport = transport
@@ -180,6 +186,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
+	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
 	hcfg.ConsoleActions = httpapi.ConsoleActionsPolicy(s.DashboardActions)
 	api, err := httpapi.New(hcfg)
@@ -188,7 +195,8 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.api = api
-	n.httpServer = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpServer = api.HTTPServer()
+	ln = api.LimitListener(ln)
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
@@ -203,6 +211,7 @@ func (n *Node) Start(ctx context.Context) error {
 		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
+		MaxBodyBytes:  s.MaxSyncBodyBytes,
 		RetryWait:     s.RegistrySyncRetryWait,
 		Sign:          n.security.sign(),
 		Logger:        n.log,

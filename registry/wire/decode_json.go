@@ -117,7 +117,7 @@ func (r *jsonReader) fields(tab fieldTable, d *instanceDoc) error {
 		case fieldText:
 			s, ok, err := r.stringValue()
 			if ok {
-				*dst.(*string) = s
+				d.setString(dst, s)
 			}
 			return err
 		case fieldStatus, fieldActionType:

@@ -77,7 +77,7 @@ func (x *xmlReader) fields(tab fieldTable, d *instanceDoc) error {
 		case fieldText:
 			s, err := x.text()
 			if err == nil {
-				*dst.(*string) = s
+				d.setString(dst, s)
 			}
 			return err
 		case fieldStatus, fieldActionType, fieldBool:

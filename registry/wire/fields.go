@@ -31,6 +31,7 @@ type instanceDoc struct {
 	in          *registry.Instance
 	lastRenewal int64 // leaseInfo.lastRenewalTimestamp
 	md          metadataBuilder
+	idGiven     bool // instanceId was present and not null, even if empty (finishInstance)
 }
 
 func newInstanceDoc() instanceDoc { return instanceDoc{in: newInstance()} }
@@ -39,8 +40,18 @@ func newInstanceDoc() instanceDoc { return instanceDoc{in: newInstance()} }
 // instance and its leaseInfo.lastRenewalTimestamp.
 func (d *instanceDoc) finish() (*registry.Instance, int64) {
 	d.in.Metadata = d.md.finish()
-	finishInstance(d.in)
+	finishInstance(d.in, d.idGiven)
 	return d.in, d.lastRenewal
+}
+
+// setString stores a fieldText value at dst. An instanceId stored here was
+// given, even empty, which decides Spring's rule in finishInstance.
+func (d *instanceDoc) setString(dst any, s string) {
+	p := dst.(*string)
+	*p = s
+	if p == &d.in.InstanceID {
+		d.idGiven = true
+	}
 }
 
 // fieldTable is one of the tables below.
