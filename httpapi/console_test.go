@@ -467,3 +467,29 @@ func TestConsole_selfPreservationHistory(t *testing.T) {
 		t.Errorf("after 460 samples the chart should hold 360")
 	}
 }
+
+// From 10k instances a view may show the previous version while the new
+// one is built; its live index names the version shown, so the next poll
+// sees the change, and an app that is not in it yet is looked up fresh.
+func TestConsole_largeRegistryViewsCatchUp(t *testing.T) {
+	n := newTestNode(t)
+	fillConsole(t, n.reg, 100, 100)
+	if r := n.do(t, "GET", "/?partial=1", ""); r.code != 200 || !strings.HasPrefix(r.header.Get("X-Console-Index"), fmt.Sprint(n.reg.Version())+".") {
+		t.Fatalf("first view: %d, index %q at version %d", r.code, r.header.Get("X-Console-Index"), n.reg.Version())
+	}
+	if _, err := n.reg.Register(registrytest.NewInstance("LATECOMER", "l-1"), false); err != nil {
+		t.Fatal(err)
+	}
+	r := n.do(t, "GET", "/?partial=1", "")
+	shown := r.header.Get("X-Console-Index")
+	current := fmt.Sprint(n.reg.Version()) + "."
+	if !strings.HasPrefix(shown, current) {
+		// The previous version: the live endpoint must not call it current.
+		if s := n.do(t, "GET", "/console/api/summary?index="+shown, ""); s.code != 200 {
+			t.Fatalf("page shows %s, registry is at %s: summary answered %d, want 200", shown, current, s.code)
+		}
+	}
+	if r := n.do(t, "GET", "/console/apps/LATECOMER", ""); r.code != 200 || !strings.Contains(r.body, `data-id="l-1"`) {
+		t.Fatalf("the new app's page: %d", r.code)
+	}
+}
