@@ -387,7 +387,7 @@ func TestConsole_inChromium(t *testing.T) {
 	// An action: out of service, through the confirmation page.
 	b.eval(`document.querySelector('#instances tr[data-id="app-42-i005"] a.act[data-action="out-of-service"]').click()`, nil)
 	b.waitFor("the confirmation page", `document.getElementById("confirm-button") !== null`)
-	b.screenshot(shots, "console-confirm.png", "")
+	b.screenshot(shots, "console-confirm.png", "body")
 	b.eval(`document.getElementById("confirm-button").click()`, nil)
 	b.waitFor("the app page after the action", `document.getElementById("flash") !== null`)
 	b.waitFor("the new status in the list", `document.querySelector('#instances tr[data-id="app-42-i005"] td.status').textContent === "OUT_OF_SERVICE"`)

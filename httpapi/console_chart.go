@@ -67,11 +67,14 @@ func renderSPChart(samples []spSample, now time.Time) template.HTML {
 	}
 	for m := 0; m <= 60; m += 10 {
 		xx := num(chartLeft + chartPlotW*float64(m)/60)
-		label := "now"
+		label, anchor := "now", "end"
 		if m < 60 {
-			label = "−" + strconv.Itoa(60-m) + " min"
+			label, anchor = "−"+strconv.Itoa(60-m)+" min", "middle"
 		}
-		b.WriteString(`<text class="axis" x="` + xx + `" y="` + num(chartH-8) + `" text-anchor="middle">` + label + `</text>`)
+		if m == 0 {
+			anchor = "start"
+		}
+		b.WriteString(`<text class="axis" x="` + xx + `" y="` + num(chartH-8) + `" text-anchor="` + anchor + `">` + label + `</text>`)
 	}
 	series := []struct {
 		id, class string

@@ -9,41 +9,54 @@ import (
 // appRenewals counts renewals per application since start, so that a
 // reader sampling the totals now and then (the dashboard's history) can
 // tell which apps stopped renewing when self-preservation turned on. The
-// heartbeat path pays a map read under a read lock and an atomic add; a
-// counter is created once per app name, under the write lock. Names of
-// apps that no longer exist keep their counter (a few bytes each): the
-// count of app names is bounded by what was ever registered.
+// heartbeat path pays one atomic add on a counter its lease points to;
+// the map from names to counters is copied on write (a new app name, rare)
+// and never changed once published, so readers share no lock. Names of apps that no longer exist
+// keep their counter (a few bytes each): the count of names is bounded by
+// what was ever registered.
 type appRenewals struct {
-	mu sync.RWMutex
-	m  map[string]*atomic.Uint64
+	counters atomic.Pointer[map[string]*atomic.Uint64]
+	mu       sync.Mutex // serialises writers
 }
 
-// add counts one renewal of app. It allocates only the first time an app
-// renews.
-func (a *appRenewals) add(app string) {
-	a.mu.RLock()
-	c := a.m[app]
-	a.mu.RUnlock()
-	if c == nil {
-		c = a.create(app)
+// counter returns app's counter, creating it the first time; leases keep
+// it, so a heartbeat only adds.
+func (a *appRenewals) counter(app string) *atomic.Uint64 {
+	if m := a.counters.Load(); m != nil {
+		if c := (*m)[app]; c != nil {
+			return c
+		}
 	}
-	c.Add(1)
+	return a.create(app)
 }
 
 func (a *appRenewals) create(app string) *atomic.Uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c := a.m[app]; c != nil {
-		return c
+	old := a.counters.Load()
+	if old != nil {
+		if c := (*old)[app]; c != nil {
+			return c
+		}
 	}
-	if a.m == nil {
-		a.m = map[string]*atomic.Uint64{}
+	m := make(map[string]*atomic.Uint64, 1+lenOf(old))
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
 	}
 	c := new(atomic.Uint64)
-	// The name came from a request path: copy it so the map does not keep
-	// the request alive.
-	a.m[strings.Clone(app)] = c
+	// Copy the name so the map keeps no request body alive.
+	m[strings.Clone(app)] = c
+	a.counters.Store(&m)
 	return c
+}
+
+func lenOf(m *map[string]*atomic.Uint64) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // AppRenewals returns the renewals counted per app (upper-cased name) since
@@ -55,11 +68,10 @@ func (r *Registry) AppRenewals(dst map[string]uint64) map[string]uint64 {
 		dst = map[string]uint64{}
 	}
 	clear(dst)
-	a := &r.appRenewals
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	for app, c := range a.m {
-		dst[app] = c.Load()
+	if m := r.appRenewals.counters.Load(); m != nil {
+		for app, c := range *m {
+			dst[app] = c.Load()
+		}
 	}
 	return dst
 }
