@@ -130,7 +130,7 @@ func (s *Server) consoleRoutes(get, post func(string, echo.HandlerFunc, ...echo.
 	get("/console/apps/:app", s.consoleInstances)
 	get("/console/api/summary", s.consoleSummary)
 	get("/console/confirm", s.consoleConfirm)
-	post("/console/actions", s.consoleAction)
+	post("/console/actions", s.consoleAction, s.limitBody(consoleMaxFormBytes))
 	get("/static/*", s.static)
 }
 
@@ -372,6 +372,10 @@ func (s *Server) consoleInstances(c echo.Context) error {
 }
 
 const maxMetadataShown = 6
+
+// consoleMaxFormBytes bounds an action's form (four short fields); a
+// larger body gets 413.
+const consoleMaxFormBytes = 16 << 10
 
 func (s *Server) instanceRow(iv *registry.InstanceView, now time.Time) instanceRow {
 	in := iv.Instance

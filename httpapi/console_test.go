@@ -493,3 +493,15 @@ func TestConsole_largeRegistryViewsCatchUp(t *testing.T) {
 		t.Fatalf("the new app's page: %d", r.code)
 	}
 }
+
+func TestConsole_actionFormIsBounded(t *testing.T) {
+	n := newTestNode(t)
+	fillConsole(t, n.reg, 1, 1)
+	body := "action=cancel&app=APP-00&id=app-00-i000&pad=" + strings.Repeat("x", 64<<10)
+	if r := n.do(t, "POST", "/console/actions", body, "Content-Type", "application/x-www-form-urlencoded"); r.code != http.StatusRequestEntityTooLarge {
+		t.Errorf("64 KiB action form: %d, want 413", r.code)
+	}
+	if n.reg.Len() != 1 {
+		t.Error("a refused action changed the registry")
+	}
+}

@@ -42,6 +42,10 @@
   }
 
   function poll() {
+    if (document.hidden) { // a tab in the background asks nothing
+      window.setTimeout(poll, pollMillis);
+      return;
+    }
     fetch("/console/api/summary?index=" + encodeURIComponent(index), { credentials: "same-origin", cache: "no-store" })
       .then(function (r) {
         if (r.status === 304) { return null; }
