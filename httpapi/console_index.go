@@ -139,10 +139,12 @@ func (idx *consoleIndex) matches(appIdx int, f *consoleFilter) []match {
 // 100k instances then reads a few MB in order instead of chasing a
 // pointer into every instance.
 type searchable struct {
-	host   string // host name, lower-cased
-	ip     string
-	status uint8 // index in consoleStatuses
-	zone   uint16
+	// host is "host name\x00IP", lower-cased; meta is "\x00k=v\x00k=v\x00".
+	// Both are slices of one string per index, so a scan reads memory in
+	// order.
+	host, meta string
+	status     uint8 // index in consoleStatuses
+	zone       uint16
 }
 
 type consoleIndexCache struct {
@@ -191,6 +193,8 @@ func (c *consoleIndexCache) get(snap *registry.Snapshot) *consoleIndex {
 	zones := map[string]int{}
 	all := make([]searchable, snap.Instances)
 	zoneOf := make([]string, snap.Instances)
+	text := make([]byte, 0, snap.Instances*96)
+	offsets := make([]int, 0, 2*snap.Instances+1)
 	k := 0
 	for i, app := range snap.Apps {
 		idx.rows[i] = all[k : k+len(app.Instances) : k+len(app.Instances)]
@@ -199,9 +203,25 @@ func (c *consoleIndexCache) get(snap *registry.Snapshot) *consoleIndex {
 			z := instanceZone(in)
 			zones[z] = 0
 			zoneOf[k+j] = z
-			idx.rows[i][j] = searchable{host: strings.ToLower(in.HostName), ip: in.IPAddr, status: uint8(statusIndex(in.Status))}
+			idx.rows[i][j] = searchable{status: uint8(statusIndex(in.Status))}
+			// Offsets into text for now; made strings below.
+			offsets = append(offsets, len(text))
+			text = appendLower(text, in.HostName)
+			text = append(text, 0)
+			text = appendLower(text, in.IPAddr)
+			offsets = append(offsets, len(text))
+			text = append(text, 0)
+			for _, kv := range in.Metadata {
+				text = append(append(append(append(text, kv.Key...), '='), kv.Value...), 0)
+			}
 		}
 		k += len(app.Instances)
+	}
+	offsets = append(offsets, len(text))
+	text16 := string(text)
+	for k := range all {
+		all[k].host = text16[offsets[2*k]:offsets[2*k+1]]
+		all[k].meta = text16[offsets[2*k+1]:offsets[2*k+2]]
 	}
 	for z := range zones {
 		idx.zones = append(idx.zones, z)
@@ -295,10 +315,15 @@ func (f *compiledFilter) match(e *searchable, iv *registry.InstanceView) bool {
 	if f.zone != -1 && int(e.zone) != f.zone {
 		return false
 	}
-	if f.Host != "" && !strings.Contains(e.host, f.hostLower) && !strings.Contains(e.ip, f.Host) {
+	if f.Host != "" && !strings.Contains(e.host, f.hostLower) {
 		return false
 	}
 	if f.metaKey != "" {
+		// The text finds the candidates; the instance's own metadata
+		// decides (a key holding "=" could match across the separator).
+		if !strings.Contains(e.meta, f.metaNeedle) {
+			return false
+		}
 		v, ok := metaGet(iv.Metadata, f.metaKey)
 		if !ok || f.metaHasValue && v != f.metaValue {
 			return false
@@ -318,6 +343,7 @@ type consoleFilter struct {
 
 	metaKey, metaValue string
 	metaHasValue       bool
+	metaNeedle         string // "\x00key=value\x00" or "\x00key="
 	hostLower          string
 }
 
@@ -352,6 +378,10 @@ func parseConsoleFilter(c echo.Context) (consoleFilter, error) {
 		f.metaValue = strings.TrimSpace(f.metaValue)
 		if f.metaKey == "" {
 			return f, badRequest("meta: want key=value or key")
+		}
+		f.metaNeedle = "\x00" + f.metaKey + "="
+		if f.metaHasValue {
+			f.metaNeedle += f.metaValue + "\x00"
 		}
 	}
 	return f, nil
@@ -426,4 +456,16 @@ func (p *paging) window(total int) (from, to int) {
 	p.Page = min(p.Page, p.Pages)
 	from = (p.Page - 1) * p.Size
 	return from, min(total, from+p.Size)
+}
+
+// appendLower appends s lower-cased (ASCII; host names and addresses).
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
