@@ -145,6 +145,9 @@ type searchable struct {
 	host, meta string
 	status     uint8 // index in consoleStatuses
 	zone       uint16
+	// metaExact: no key holds "=" and nothing holds a NUL, so a match in
+	// meta is a match of the metadata itself.
+	metaExact bool
 }
 
 type consoleIndexCache struct {
@@ -211,9 +214,14 @@ func (c *consoleIndexCache) get(snap *registry.Snapshot) *consoleIndex {
 			text = appendLower(text, in.IPAddr)
 			offsets = append(offsets, len(text))
 			text = append(text, 0)
+			exact := true
 			for _, kv := range in.Metadata {
 				text = append(append(append(append(text, kv.Key...), '='), kv.Value...), 0)
+				if strings.IndexByte(kv.Key, '=') >= 0 || strings.IndexByte(kv.Key, 0) >= 0 || strings.IndexByte(kv.Value, 0) >= 0 {
+					exact = false
+				}
 			}
+			idx.rows[i][j].metaExact = exact
 		}
 		k += len(app.Instances)
 	}
@@ -319,10 +327,13 @@ func (f *compiledFilter) match(e *searchable, iv *registry.InstanceView) bool {
 		return false
 	}
 	if f.metaKey != "" {
-		// The text finds the candidates; the instance's own metadata
-		// decides (a key holding "=" could match across the separator).
+		// The text finds the candidates; where it could mislead (a key
+		// holding "=", a NUL anywhere), the instance's own metadata decides.
 		if !strings.Contains(e.meta, f.metaNeedle) {
 			return false
+		}
+		if e.metaExact {
+			return true
 		}
 		v, ok := metaGet(iv.Metadata, f.metaKey)
 		if !ok || f.metaHasValue && v != f.metaValue {

@@ -505,3 +505,33 @@ func TestConsole_actionFormIsBounded(t *testing.T) {
 		t.Error("a refused action changed the registry")
 	}
 }
+
+// A metadata key holding "=" must not let key=value match across it.
+func TestConsole_metaFilterIsExact(t *testing.T) {
+	n := newTestNode(t)
+	for id, md := range map[string]map[string]string{
+		"odd":   {"a=b": "c"},
+		"plain": {"a": "b=c"},
+		"other": {"a": "b", "x": "y"},
+	} {
+		if _, err := n.reg.Register(registrytest.NewInstance("META", id, registrytest.WithMetadata(md)), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for query, want := range map[string][]string{
+		"meta=a%3Db%3Dc": {"plain"},
+		"meta=a%3Db":     {"other"},
+		"meta=a":         {"other", "plain"},
+		"meta=a%3Db%3D":  {},
+		"meta=x%3Dy":     {"other"},
+	} {
+		body := n.do(t, "GET", "/console/apps/META?"+query, "").body
+		var got []string
+		for _, m := range regexp.MustCompile(`data-id="(\w+)"`).FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: %v, want %v", query, got, want)
+		}
+	}
+}
