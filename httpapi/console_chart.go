@@ -79,25 +79,30 @@ func renderSPChart(samples []spSample, now time.Time) template.HTML {
 	series := []struct {
 		id, class string
 		v         func(spSample) float64
+		known     func(spSample) bool
 	}{
-		{"chart-expected", "expected", func(s spSample) float64 { return s.Expected }},
-		{"chart-threshold", "threshold", func(s spSample) float64 { return float64(s.Threshold) }},
-		{"chart-renews", "renews", func(s spSample) float64 { return float64(s.Renews) }},
+		{"chart-expected", "expected", func(s spSample) float64 { return s.Expected }, nil},
+		{"chart-threshold", "threshold", func(s spSample) float64 { return float64(s.Threshold) }, nil},
+		// Renewals are not known during the first window after opening.
+		{"chart-renews", "renews", func(s spSample) float64 { return float64(s.Renews) }, func(s spSample) bool { return !s.Warming }},
 	}
 	for _, se := range series {
 		if len(samples) == 0 {
 			break
 		}
 		b.WriteString(`<path id="` + se.id + `" class="` + se.class + `" d="`)
-		for i, s := range samples {
-			if s.At.Before(start) {
+		penDown := false
+		for _, s := range samples {
+			if s.At.Before(start) || se.known != nil && !se.known(s) {
+				penDown = false
 				continue
 			}
-			if i == 0 || samples[i-1].At.Before(start) {
-				b.WriteByte('M')
-			} else {
+			if penDown {
 				b.WriteByte('L')
+			} else {
+				b.WriteByte('M')
 			}
+			penDown = true
 			b.WriteString(num(x(s.At)) + " " + num(y(se.v(s))))
 		}
 		b.WriteString(`"/>`)

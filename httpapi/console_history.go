@@ -34,6 +34,7 @@ type spSample struct {
 	Renews    int64 // renewals of the last complete window, per minute
 	Threshold int64
 	Expected  float64
+	Warming   bool // the first renewal window since opening: Renews is not known yet
 	Below     bool // renewals below the threshold
 	Active    bool // Below and self-preservation enabled: expiry held back
 }
@@ -107,7 +108,7 @@ func (h *spHistory) sample(now time.Time, sp registry.SelfPreservation, reg *reg
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	smp := spSample{At: now, Renews: sp.RenewsLastMin, Threshold: sp.RenewsThreshold,
-		Expected: sp.ExpectedRenewsPerMin, Below: sp.Below, Active: sp.Active}
+		Expected: sp.ExpectedRenewsPerMin, Warming: sp.WarmingUp, Below: sp.Below, Active: sp.Active}
 	if len(h.samples) < historySamples {
 		h.samples = append(h.samples, smp)
 	} else {

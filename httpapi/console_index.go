@@ -241,8 +241,9 @@ func (c *consoleIndexCache) get(snap *registry.Snapshot) *consoleIndex {
 	for k := range all {
 		all[k].zone = uint16(zones[zoneOf[k]])
 	}
+	var scratch []match
 	for i, app := range snap.Apps {
-		idx.apps[i] = idx.summarize(i, app)
+		idx.apps[i] = idx.summarize(i, app, &scratch)
 	}
 	if cur := c.cur.Load(); cur == nil || cur.snap.Version <= snap.Version {
 		c.cur.Store(idx)
@@ -250,12 +251,14 @@ func (c *consoleIndexCache) get(snap *registry.Snapshot) *consoleIndex {
 	return idx
 }
 
-// summarize counts the instances of app, the i-th.
-func (idx *consoleIndex) summarize(i int, app registry.AppView) appSummary {
-	all := make([]match, len(app.Instances))
-	for j := range all {
-		all[j] = match{uint32(i), uint32(j)}
+// summarize counts the instances of app, the i-th; scratch is reused
+// between calls.
+func (idx *consoleIndex) summarize(i int, app registry.AppView, scratch *[]match) appSummary {
+	all := (*scratch)[:0]
+	for j := range app.Instances {
+		all = append(all, match{uint32(i), uint32(j)})
 	}
+	*scratch = all
 	return idx.summarizeMatches(all)
 }
 
