@@ -65,6 +65,8 @@ type consolePage struct {
 	Statuses []registry.Status
 	Query    string // the filter as URL parameters, for links
 
+	MatchingURL string // the instances matching the overview's search
+
 	Apps      []appRow
 	Instances []instanceRow
 	Paging    paging
@@ -186,6 +188,7 @@ func (s *Server) consoleOverview(c echo.Context) error {
 	p := s.basePage(c, "overview", snap)
 	p.Title = "Muster — " + s.cfg.Node.Name
 	p.Filter, p.Zones, p.Query = f, idx.zones, f.query().Encode()
+	p.MatchingURL = "/console/instances?" + p.Query
 	now := s.now()
 
 	var rows []appSummary

@@ -537,3 +537,18 @@ func TestConsole_metaFilterIsExact(t *testing.T) {
 		}
 	}
 }
+
+func TestConsole_linksKeepTheSearch(t *testing.T) {
+	n := newTestNode(t)
+	fillConsole(t, n.reg, 60, 3)
+	body := n.do(t, "GET", "/?status=DOWN&zone=b", "").body
+	if !strings.Contains(body, `href="/console/instances?status=DOWN&amp;zone=b"`) {
+		t.Errorf("the matching-instances link lost the search: %s", regexp.MustCompile(`<a id="matching"[^>]*>`).FindString(body))
+	}
+	if !strings.Contains(body, `href="/console/apps/APP-00?status=DOWN&amp;zone=b"`) {
+		t.Errorf("app links lost the search")
+	}
+	if !strings.Contains(body, `href="/?page=2&amp;status=DOWN&amp;zone=b"`) {
+		t.Errorf("the next-page link lost the search: %s", regexp.MustCompile(`<a id="next"[^>]*>`).FindString(body))
+	}
+}
