@@ -366,7 +366,9 @@ func (s *Server) consoleInstances(c echo.Context) error {
 	for _, iv := range keep {
 		p.Instances = append(p.Instances, s.instanceRow(iv, now))
 	}
-	if done := c.QueryParam("done"); done != "" {
+	// The flash is shown only for a redirect this server signed, so a link
+	// cannot make the page claim an action that did not happen.
+	if done := c.QueryParam("done"); done != "" && s.flashSigned(done, p.App, c.QueryParam("id"), c.QueryParam("sig")) {
 		if a, err := parseConsoleAction(done); err == nil {
 			p.Flash = "Done: " + string(a) + " " + c.QueryParam("id") + " (applied on this node and replicated to its peers)."
 		}
@@ -423,7 +425,7 @@ func pageLinks(c echo.Context, pg paging) (prev, next string) {
 		q := c.QueryParams()
 		nq := url.Values{}
 		for k, v := range q {
-			if k != "page" && k != "partial" && k != "done" && k != "id" {
+			if k != "page" && k != "partial" && k != "done" && k != "id" && k != "sig" {
 				nq[k] = v
 			}
 		}
@@ -489,7 +491,7 @@ func (s *Server) consoleAction(c echo.Context) error {
 	}
 	s.log.Info().Str("action", string(a)).Str("app", strings.ToUpper(app)).Str("instance_id", id).
 		Str("user", user).Msg("console action")
-	q := url.Values{"done": {string(a)}, "id": {id}}
+	q := url.Values{"done": {string(a)}, "id": {id}, "sig": {s.flashSignature(string(a), strings.ToUpper(app), id)}}
 	return c.Redirect(http.StatusSeeOther, "/console/apps/"+url.PathEscape(strings.ToUpper(app))+"?"+q.Encode())
 }
 

@@ -264,3 +264,15 @@ func (o *origins) prune(snap *registry.Snapshot) {
 		}
 	}
 }
+
+// flashSignature signs the "done" message of a redirect after an action.
+func (s *Server) flashSignature(action, app, id string) string {
+	m := hmac.New(sha256.New, s.csrf.get())
+	m.Write([]byte("flash\x00" + action + "\x00" + app + "\x00" + id))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+func (s *Server) flashSigned(action, app, id, sig string) bool {
+	want := s.flashSignature(action, app, id)
+	return subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
+}

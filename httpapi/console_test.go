@@ -301,6 +301,10 @@ func TestConsole_actionsOpenNodeFromLoopback(t *testing.T) {
 	if page := cc.get(r.header.Get("Location")); !strings.Contains(page.body, `id="flash"`) || !strings.Contains(page.body, "OUT_OF_SERVICE") {
 		t.Error("app page after the action lacks the flash or the new status")
 	}
+	// A link cannot make the page claim an action: the flash is signed.
+	if page := cc.get("/console/apps/APP-00?done=cancel&id=app-00-i001&sig=00"); strings.Contains(page.body, `id="flash"`) {
+		t.Error("an unsigned flash was shown")
+	}
 
 	for _, step := range []struct {
 		action string
