@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
@@ -61,7 +62,7 @@ type consolePage struct {
 	Sampled  bool
 
 	Filter   consoleFilter
-	Zones    []string
+	Zones    []string // for the zone menu; nil when there are too many (a text field then)
 	Statuses []registry.Status
 	Query    string // the filter as URL parameters, for links
 
@@ -187,7 +188,7 @@ func (s *Server) consoleOverview(c echo.Context) error {
 	snap := idx.snap
 	p := s.basePage(c, "overview", snap)
 	p.Title = "Muster — " + s.cfg.Node.Name
-	p.Filter, p.Zones, p.Query = f, idx.zones, f.query().Encode()
+	p.Filter, p.Zones, p.Query = f, zoneMenu(idx.zones), f.query().Encode()
 	p.MatchingURL = "/console/instances?" + p.Query
 	now := s.now()
 
@@ -301,7 +302,7 @@ func (s *Server) consoleInstances(c echo.Context) error {
 	idx := s.consoleIndex(c.QueryParam("done") != "")
 	snap := idx.snap
 	p := s.basePage(c, "instances", snap)
-	p.Zones = idx.zones
+	p.Zones = zoneMenu(idx.zones)
 	now := s.now()
 
 	appIdx := -1 // the app page's app in snap.Apps
@@ -378,6 +379,33 @@ func (s *Server) consoleInstances(c echo.Context) error {
 
 const maxMetadataShown = 6
 
+// maxShownText is the longest metadata key or value a row shows; the
+// rest is in GET /eureka/apps/{APP}/{id}.
+const maxShownText = 80
+
+func clip(s string) string {
+	if len(s) <= maxShownText {
+		return s
+	}
+	cut := maxShownText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// maxZoneMenu is the most zones the search form offers as a menu; beyond
+// it (zones come from client metadata) the form has a text field, so the
+// page stays small.
+const maxZoneMenu = 64
+
+func zoneMenu(zones []string) []string {
+	if len(zones) > maxZoneMenu {
+		return nil
+	}
+	return zones
+}
+
 // consoleMaxFormBytes bounds an action's form (four short fields); a
 // larger body gets 413.
 const consoleMaxFormBytes = 16 << 10
@@ -407,10 +435,14 @@ func (s *Server) instanceRow(iv *registry.InstanceView, now time.Time) instanceR
 	} else {
 		r.Origin = "a peer"
 	}
-	r.Metadata = in.Metadata
-	if len(r.Metadata) > maxMetadataShown {
-		r.MoreMetadata = len(r.Metadata) - maxMetadataShown
-		r.Metadata = r.Metadata[:maxMetadataShown]
+	md := in.Metadata
+	if len(md) > maxMetadataShown {
+		r.MoreMetadata = len(md) - maxMetadataShown
+		md = md[:maxMetadataShown]
+	}
+	r.Metadata = make([]registry.KV, len(md))
+	for i, kv := range md {
+		r.Metadata[i] = registry.KV{Key: clip(kv.Key), Value: clip(kv.Value)}
 	}
 	if strings.HasPrefix(in.StatusPageURL, "http") {
 		r.Link = in.StatusPageURL

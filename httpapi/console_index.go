@@ -144,7 +144,7 @@ type searchable struct {
 	// order.
 	host, meta string
 	status     uint8 // index in consoleStatuses
-	zone       uint16
+	zone       uint32
 	// metaExact: no key holds "=" and nothing holds a NUL, so a match in
 	// meta is a match of the metadata itself.
 	metaExact bool
@@ -239,7 +239,7 @@ func (c *consoleIndexCache) get(snap *registry.Snapshot) *consoleIndex {
 		zones[z] = i
 	}
 	for k := range all {
-		all[k].zone = uint16(zones[zoneOf[k]])
+		all[k].zone = uint32(zones[zoneOf[k]])
 	}
 	var scratch []match
 	for i, app := range snap.Apps {

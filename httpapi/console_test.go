@@ -556,3 +556,31 @@ func TestConsole_linksKeepTheSearch(t *testing.T) {
 		t.Errorf("the next-page link lost the search: %s", regexp.MustCompile(`<a id="next"[^>]*>`).FindString(body))
 	}
 }
+
+// Whatever clients put in their metadata, a page stays small: long values
+// are clipped, and beyond 64 zones the form has a text field, not a menu.
+func TestConsole_pagesStaySmallWithHostileMetadata(t *testing.T) {
+	n := newTestNode(t)
+	for i := range 200 {
+		md := map[string]string{"zone": fmt.Sprintf("zone-%03d", i)}
+		for k := range 10 {
+			md[fmt.Sprintf("k%d", k)] = strings.Repeat("x", 3000)
+		}
+		if _, err := n.reg.Register(registrytest.NewInstance("BIG", fmt.Sprintf("b%03d", i), registrytest.WithMetadata(md)), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := n.do(t, "GET", "/console/apps/BIG", "")
+	if r.code != 200 || len(r.body) > 100<<10 {
+		t.Fatalf("app page: %d, %d bytes", r.code, len(r.body))
+	}
+	if !strings.Contains(r.body, `<input name="zone"`) || strings.Contains(r.body, `<select name="zone"`) {
+		t.Error("200 zones: want a text field for the zone")
+	}
+	if !strings.Contains(r.body, "…") || !strings.Contains(r.body, "+5 more") {
+		t.Error("long metadata not clipped, or entries beyond 6 not summed up")
+	}
+	if r := n.do(t, "GET", "/console/apps/BIG?zone=zone-007", ""); rows(r.body) != 1 {
+		t.Errorf("zone typed in: %d rows", rows(r.body))
+	}
+}
