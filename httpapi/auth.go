@@ -51,7 +51,8 @@ func accessFor(method, route string) access {
 	switch route {
 	case "/livez", "/readyz":
 		return accessOpen
-	case "/", "/dashboard", "/static/*", "/metrics":
+	case "/", "/dashboard", "/static/*", "/metrics",
+		"/console", "/console/instances", "/console/apps/:app", "/console/api/summary":
 		return accessRead
 	}
 	for _, base := range []string{"/eureka/v2/", "/eureka/", "/v2/"} {
@@ -152,6 +153,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			user = u
+			c.Set(contextUser, u)
 		}
 		if _, marked := req.Header[headerReplication]; marked && (g.peers != nil || (user != nil && !user.IsAdmin())) {
 			delete(req.Header, headerReplication)

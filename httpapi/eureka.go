@@ -234,8 +234,12 @@ func (s *Server) register(c echo.Context) error {
 		return badRequest("mismatched appName: the path says %s but the body says %s",
 			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
-	if _, err := s.reg.Register(in, isReplication(c)); err != nil {
+	stored, err := s.reg.Register(in, isReplication(c))
+	if err != nil {
 		return err
+	}
+	if !isReplication(c) {
+		s.origins.record(stored)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -271,7 +275,7 @@ func (s *Server) cancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.reg.Cancel(app, id, isReplication(c)); err != nil {
+	if err := s.cancelInstance(app, id, isReplication(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -313,7 +317,7 @@ func (s *Server) updateStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.UpdateStatus(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
+	if err := s.setStatus(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -326,7 +330,7 @@ func (s *Server) deleteStatusOverride(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.DeleteStatusOverride(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
+	if err := s.removeOverride(sr.app, sr.id, sr.status, sr.dirty, isReplication(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)

@@ -24,6 +24,9 @@ type lease struct {
 	// proven is set by the lease's first renewal (see selfpreservation.go):
 	// until then it is not held to the renewal threshold.
 	proven atomic.Bool
+	// appRenewals is the app's renewal total (apprenewals.go), shared by
+	// the app's leases, so a heartbeat counts it without a lookup.
+	appRenewals *atomic.Uint64
 }
 
 func (l *lease) expired(now time.Time, grace time.Duration) bool {
@@ -72,7 +75,8 @@ type Registry struct {
 	rand *rand.Rand
 	log  zerolog.Logger
 
-	renewals *MeasuredRate
+	renewals    *MeasuredRate
+	appRenewals appRenewals // per-app totals for the dashboard (apprenewals.go)
 
 	registrations, renewalCount, cancels, evictions atomic.Uint64
 	limitHits                                       limitCounters // writes refused, per limit
@@ -304,7 +308,7 @@ func (r *Registry) register(in *Instance, replicated, adoptOnly bool, now time.T
 
 	rate := r.renewsPerMin(in)
 	if l == nil {
-		l = &lease{}
+		l = &lease{appRenewals: r.appRenewals.counter(in.App)}
 		byID := r.apps[in.App]
 		if byID == nil {
 			byID = map[string]*lease{}
@@ -373,6 +377,7 @@ func (r *Registry) renew(app, id string, hb Heartbeat, now time.Time) (*Instance
 	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.Add(1)
+	l.appRenewals.Add(1)
 	if hook := r.hook.Load(); hook != nil {
 		ch := Change{Action: ActionHeartbeat, Key: InstanceKey{app, id}, Instance: in, Replicated: hb.Replicated, At: now}
 		r.hookMu.Lock()
@@ -407,6 +412,7 @@ func (r *Registry) renewCorrectingStatus(app, id string, hb Heartbeat, now time.
 	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.Add(1)
+	l.appRenewals.Add(1)
 	r.unlockAndNotify(Change{Action: ActionHeartbeat, Key: InstanceKey{app, id}, Instance: in, Replicated: hb.Replicated, At: now})
 	return r.checkDirtyTimestamp(app, id, in, hb, now)
 }

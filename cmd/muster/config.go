@@ -60,6 +60,7 @@ type Settings struct {
 	LogLevel          string
 	LogFormat         string
 	ShutdownTimeout   time.Duration
+	DashboardActions  string // muster.dashboard.actions-without-auth
 
 	ClusterEnabled       bool
 	ClusterNodeName      string
@@ -158,6 +159,7 @@ var settings = []setting{
 	int64Key("muster.max-batch-body-bytes", 16<<20, "Largest peer replication batch accepted.", func(s *Settings) *int64 { return &s.MaxBatchBodyBytes }),
 	enumKey("muster.log.level", "info", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
 	enumKey("muster.log.format", "auto", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
+	enumKey("muster.dashboard.actions-without-auth", "loopback", []string{"loopback", "any", "none"}, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *string { return &s.DashboardActions }),
 	msKey("muster.shutdown-timeout-ms", 10000, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
 
 	boolKey("cluster.enabled", true, "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),

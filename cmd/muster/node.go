@@ -48,6 +48,7 @@ type Node struct {
 	log      zerolog.Logger
 
 	reg      *registry.Registry
+	api      *httpapi.Server
 	metrics  *prometheus.Registry
 	rep      *replication.Replicator
 	receiver *replication.Receiver
@@ -198,11 +199,13 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
 	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
+	hcfg.ConsoleActions = httpapi.ConsoleActionsPolicy(s.DashboardActions)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	n.api = api
 	n.httpServer = api.HTTPServer()
 	n.httpServer.ErrorLog = httpErrorLog(n.log)
 	ln = api.LimitListener(ln)
@@ -320,6 +323,7 @@ func (n *Node) startUp(ctx context.Context) {
 	n.ready.Store(true)
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
+	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
 	if n.settings.RegisterWithEureka {
 		n.startSelfRegistration()
 	}
