@@ -64,6 +64,7 @@ type Registry interface {
 	Len() int
 	Version() uint64
 	LimitRejections() map[registry.Limit]uint64
+	AppRenewals(dst map[string]uint64) map[string]uint64
 	// The change stream, for blocking fetches and watch streams.
 	Subscribe() *registry.Cursor
 	SubscribeAfter(seq uint64) (*registry.Cursor, bool)
@@ -125,6 +126,10 @@ type Config struct {
 	PeerVerifier *auth.PeerVerifier
 	// Security is reported on /admin/status and the dashboard.
 	Security Security
+	// ConsoleActions says who may use the dashboard's actions when
+	// authentication is off (muster.dashboard.actions-without-auth); ""
+	// means loopback. With authentication on, admin users may.
+	ConsoleActions ConsoleActionsPolicy
 	// Watches (watch_fetch.go, watch_stream.go). WatchMaxWait caps the wait
 	// of a blocking fetch (longer ones are clamped); muster.watch.max-wait-ms,
 	// default 60 s. WatchMaxWatchers caps blocking fetches held and watch
@@ -166,6 +171,9 @@ func (c Config) Validate() error {
 	if c.WatchMaxWatchers < 0 {
 		return fmt.Errorf("httpapi: WatchMaxWatchers must not be negative, got %d", c.WatchMaxWatchers)
 	}
+	if !c.ConsoleActions.Valid() {
+		return fmt.Errorf("httpapi: ConsoleActions must be loopback, any or none, got %q", c.ConsoleActions)
+	}
 	return nil
 }
 
@@ -184,8 +192,15 @@ type Server struct {
 
 	limitCounts limitCounts // HTTP limits met, for metrics
 	guard       *guard
-	watch       *watchHub
-	watchTimer  func(d time.Duration) (<-chan time.Time, func())
+
+	// The console (console*.go).
+	history    *spHistory
+	consoleIdx consoleIndexCache
+	csrf       csrfKeys
+	origins    origins
+
+	watch      *watchHub
+	watchTimer func(d time.Duration) (<-chan time.Time, func())
 }
 
 // New builds the server and its routes. It starts one goroutine, the watch
@@ -211,6 +226,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.guard = newGuard(cfg, s.log, s.now)
+	s.history = newSPHistory()
 	s.watchTimer = cfg.WatchTimer
 	if s.watchTimer == nil {
 		s.watchTimer = realTimer
@@ -287,9 +303,7 @@ func (s *Server) routes() {
 	}
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)
-	get("/", s.dashboard)
-	get("/dashboard", s.dashboard)
-	get("/static/*", s.static)
+	s.consoleRoutes(get, route(e.POST))
 	get("/admin/status", s.adminStatus)
 	get("/readyz", s.readyz)
 	get("/livez", s.livez)
