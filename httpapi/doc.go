@@ -17,6 +17,18 @@
 // roles (admin) or, without authentication, by
 // Config.ConsoleActions, and by a CSRF token.
 //
+// Watches (watch*.go): every registry read carries X-Muster-Index, the
+// version of what it describes, and with index and wait it becomes a
+// blocking fetch, held until that view changes (the protocol the client
+// package speaks, client/doc.go). One goroutine, the watch hub, reads the
+// registry's change stream through a Cursor and keeps each app's version;
+// a held request parks on a channel the hub closes at its app's next
+// change (or any change, for registry-wide views), so idle watchers cost
+// memory and no CPU. GET /eureka/watch streams every change as a
+// server-sent event from its own Cursor, resumable by index, with a resync
+// event where changes were lost. StopWatches, run when the HTTPServer shuts
+// down, answers every held request and ends every stream.
+//
 // auth.go guards every route but /livez and /readyz once users
 // (Config.Auth) or a peer secret (Config.PeerVerifier) are configured: HTTP
 // Basic users with read, write (optionally per app) and admin roles, and
