@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// lockStripes is how many read stripes stripedRWMutex has. Heartbeats pick
-// one at random, so two cores meet on the same stripe 1/lockStripes of the
-// time; writers take all of them.
+// lockStripes is how many read stripes stripedRWMutex has. A heartbeat
+// takes its processor's stripe (localStripe), so cores do not share one
+// until there are more than lockStripes of them; writers take all.
 const lockStripes = 16
 
 // stripedRWMutex is a reader-writer lock whose read side is split into
