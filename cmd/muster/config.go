@@ -13,6 +13,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/muster-registry/muster/registry/persist"
 )
 
 // Settings is the whole configuration of a node, after defaults, the
@@ -60,6 +62,11 @@ type Settings struct {
 	LogLevel          string
 	LogFormat         string
 	ShutdownTimeout   time.Duration
+
+	DataDir          string
+	SnapshotInterval time.Duration
+	ClusterName      string
+	ColdStartWait    time.Duration
 
 	ClusterEnabled       bool
 	ClusterNodeName      string
@@ -124,6 +131,10 @@ var settings = []setting{
 	enumKey("muster.log.level", "info", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
 	enumKey("muster.log.format", "auto", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
 	msKey("muster.shutdown-timeout-ms", 10000, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
+	strKey("muster.data-dir", "", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
+	msKey("muster.snapshot-interval-ms", 30000, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
+	strKey("muster.cluster-name", "muster", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
+	msKey("muster.cold-start-wait-ms", 35000, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
 	boolKey("cluster.enabled", true, "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
 	strKey("cluster.node-name", "", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
@@ -526,6 +537,12 @@ func (s *Settings) validate() error {
 				return fmt.Errorf("setting eureka.client.service-url.%s = %q: want http:// or https:// URLs", zone, u)
 			}
 		}
+	}
+	if err := persist.ValidClusterName(s.ClusterName); err != nil {
+		return fmt.Errorf("setting muster.cluster-name = %q: %w", s.ClusterName, err)
+	}
+	if s.DataDir != "" && s.SnapshotInterval < time.Second {
+		return fmt.Errorf("setting muster.snapshot-interval-ms = %d: must be at least 1000", s.SnapshotInterval.Milliseconds())
 	}
 	for _, j := range s.ClusterJoin {
 		if !strings.Contains(j, ":") {

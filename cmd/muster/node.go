@@ -61,6 +61,10 @@ type Node struct {
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
 	syncResult replication.SyncResult
+	startState string // how the node opened (coldstart.go)
+
+	snapMetrics *snapshotMetrics
+	snapWriter  snapshotWriter
 
 	cancel context.CancelFunc // stops background work
 	wg     sync.WaitGroup
@@ -118,6 +122,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.snapMetrics = newSnapshotMetrics(n.metrics)
 	return n, nil
 }
 
@@ -181,7 +186,7 @@ func (n *Node) Start(ctx context.Context) error {
 		Store:         n.reg,
 		Transport:     n.transport,
 		Candidates:    n.currentPeers,
-		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
+		PeersExpected: n.peersExpected(),
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
 		RetryWait:     s.RegistrySyncRetryWait,
@@ -258,10 +263,28 @@ func (n *Node) startUp(ctx context.Context) {
 		return
 	}
 	n.syncResult = res
-	if res.PeersKnown && !res.Reached && n.settings.RegistrySyncRetries > 0 {
-		until := n.reg.RefuseReadsFor(n.settings.WaitWhenSyncEmpty)
-		n.log.Warn().Time("until", until).
-			Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+	restored := false
+	switch {
+	case n.settings.DataDir == "":
+		n.snapMetrics.load.WithLabelValues("disabled").Set(1)
+	case res.Source != "":
+		n.snapMetrics.load.WithLabelValues("not_needed").Set(1)
+	default:
+		restored = n.restoreSnapshot()
+	}
+	wait, state := startRefusal(n.settings, res, n.peersExpected(), restored)
+	n.startState = state
+	n.snapMetrics.startState.WithLabelValues(state).Set(1)
+	if wait > 0 {
+		until := n.reg.RefuseReadsFor(wait)
+		switch state {
+		case startCold:
+			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).
+				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then, while live clients register again")
+		default:
+			n.log.Warn().Time("until", until).
+				Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+		}
 	}
 	n.shutdownMu.Lock()
 	defer n.shutdownMu.Unlock()
@@ -271,9 +294,18 @@ func (n *Node) startUp(ctx context.Context) {
 	n.reg.OpenForTraffic()
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
+	if n.settings.DataDir != "" {
+		n.goRun(func() { n.snapshotLoop(ctx.Done()) })
+	}
 	if n.settings.RegisterWithEureka {
 		n.startSelfRegistration()
 	}
+}
+
+// peersExpected says the node is configured to have peers: cluster.join
+// seeds or static service URLs.
+func (n *Node) peersExpected() bool {
+	return len(n.settings.ClusterJoin) > 0 || len(n.staticPeers()) > 0
 }
 
 // Opened is closed once the node has synced and opened for traffic.
@@ -455,6 +487,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
 	}
+	// The registry as the last requests left it goes to disk (a full
+	// cluster restart starts from it).
+	n.writeSnapshot("shutdown")
 	// 3. Peers get what is queued for them, then see this node leave.
 	n.drainReplication(ctx, 2*time.Second)
 	if n.cluster != nil {
