@@ -329,14 +329,14 @@ func (r *Replicator) SetPeers(peers []Peer) {
 	want := make(map[string]Peer, len(peers))
 	for _, np := range peers {
 		if np.Name == "" {
-			np.Name = np.URL
+			np.Name = RedactURL(np.URL)
 		}
 		if np.Name == "" {
 			r.log.Warn().Msg("peer without name or URL ignored")
 			continue
 		}
 		if _, dup := want[np.Name]; dup {
-			r.log.Warn().Str(logPeer, np.Name).Str(logURL, np.URL).Msg("duplicate peer name ignored")
+			r.log.Warn().Str(logPeer, np.Name).Str(logURL, RedactURL(np.URL)).Msg("duplicate peer name ignored")
 			continue
 		}
 		want[np.Name] = np
@@ -357,7 +357,7 @@ func (r *Replicator) SetPeers(peers []Peer) {
 		if p, ok := r.peers[name]; ok {
 			if old := p.info.Load(); *old != np {
 				p.info.Store(&np)
-				p.log.Info().Str(logURL, np.URL).Str(logZone, np.Zone).Str("old_url", old.URL).Msg("peer address changed")
+				p.log.Info().Str(logURL, RedactURL(np.URL)).Str(logZone, np.Zone).Str("old_url", RedactURL(old.URL)).Msg("peer address changed")
 			}
 			continue
 		}
