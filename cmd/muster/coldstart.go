@@ -122,8 +122,11 @@ func (n *Node) restoreSnapshot() bool {
 			outcome = "unsupported"
 		}
 		n.snapMetrics.load.WithLabelValues(outcome).Set(1)
-		n.log.Error().Str("file", persist.Path(dir)).Str("reason", outcome).Err(err).
-			Msg("registry snapshot refused, nothing of it loaded; the next snapshot write replaces it")
+		ev := n.log.Error().Str("file", persist.Path(dir)).Str("reason", outcome).Err(err)
+		if aside, err := persist.SetAside(dir); err == nil {
+			ev = ev.Str("moved_to", aside)
+		}
+		ev.Msg("registry snapshot refused, nothing of it loaded")
 		return false
 	case len(instances) == 0:
 		n.snapMetrics.load.WithLabelValues("empty").Set(1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -305,5 +306,84 @@ func fullRestart(t *testing.T, withDataDir bool) {
 		if watch.refused.Load() == 0 {
 			t.Fatal("without a data dir no read was refused: the cold start did not hold reads back")
 		}
+	}
+}
+
+// TestNode_dataDirRoundTrip: a lone node with a data dir keeps its
+// registry across a restart (over HTTP), refuses a corrupt or foreign
+// snapshot as a whole and says so in its metrics, and will not start on a
+// data dir it cannot write.
+func TestNode_dataDirRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	sets := []string{"cluster.enabled=false", "muster.data-dir=" + dir, "muster.cluster-name=shop"}
+	n1 := startTestNode(t, "dd", "zone-a", nil, sets...)
+	waitOpened(t, n1)
+	for i := 0; i < 5; i++ {
+		if code := call(t, "POST", n1.URL()+"apps/ORDERS", instanceBody("ORDERS", fmt.Sprintf("o-%d", i), 90)); code != 204 {
+			t.Fatalf("register: %d", code)
+		}
+	}
+	if code := call(t, "PUT", n1.URL()+"apps/ORDERS/o-3/status?value=OUT_OF_SERVICE", ""); code != 200 {
+		t.Fatalf("status: %d", code)
+	}
+	if err := n1.Shutdown(context.Background()); err != nil { // writes the snapshot
+		t.Fatal(err)
+	}
+
+	n2 := startTestNode(t, "dd", "zone-a", nil, sets...)
+	waitOpened(t, n2)
+	code, body, err := httpGet(n2.URL() + "apps/ORDERS/o-3")
+	if err != nil || code != 200 || !strings.Contains(body, "<status>OUT_OF_SERVICE</status>") || !strings.Contains(body, "<overriddenstatus>OUT_OF_SERVICE</overriddenstatus>") {
+		t.Fatalf("o-3 after the restart: %d %v %s", code, err, body)
+	}
+	if n2.reg.Len() != 5 || n2.startState != startRestored {
+		t.Fatalf("restarted node holds %d instances, start state %q", n2.reg.Len(), n2.startState)
+	}
+	if v := metricValue(t, n2, `muster_snapshot_load{outcome="loaded"}`); v != 1 {
+		t.Fatalf("load outcome metric %v", v)
+	}
+	if err := n2.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	good, err := os.ReadFile(persist.Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, outcome string
+		data          []byte
+		sets          []string
+	}{
+		{"truncated", "corrupt", good[:len(good)*2/3], sets},
+		{"another cluster's", "foreign", good, []string{"cluster.enabled=false", "muster.data-dir=" + dir, "muster.cluster-name=other"}},
+	} {
+		if err := os.WriteFile(persist.Path(dir), tc.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n := startTestNode(t, "dd", "zone-a", nil, tc.sets...)
+		waitOpened(t, n)
+		if n.reg.Len() != 0 {
+			t.Fatalf("%s snapshot: %d instances loaded, want none", tc.name, n.reg.Len())
+		}
+		if v := metricValue(t, n, `muster_snapshot_load{outcome="`+tc.outcome+`"}`); v != 1 {
+			t.Fatalf("%s snapshot: load outcome %s = %v", tc.name, tc.outcome, v)
+		}
+		if err := n.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The refused file is kept aside, not overwritten.
+		if aside, err := os.ReadFile(persist.Path(dir) + ".refused"); err != nil || !bytes.Equal(aside, tc.data) {
+			t.Fatalf("%s snapshot: not set aside intact: %v", tc.name, err)
+		}
+	}
+
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustLoad(t, "", nil, []string{"cluster.enabled=false", "server.port=0", "muster.data-dir=" + file})
+	if _, err := newNode(s, testLogger(t)); err == nil || !strings.Contains(err.Error(), "muster.data-dir") {
+		t.Fatalf("a data dir that is a file: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -82,6 +83,11 @@ type Node struct {
 // goroutines; Start does.
 func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, error) {
 	n := &Node{settings: s, log: logger, opened: make(chan struct{})}
+	if s.DataDir != "" {
+		if err := persist.CheckDir(s.DataDir); err != nil {
+			return nil, fmt.Errorf("setting muster.data-dir: %w", err)
+		}
+	}
 	if len(opts) > 0 {
 		n.opts = opts[0]
 	}

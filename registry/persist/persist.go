@@ -121,6 +121,33 @@ func Write(dir, cluster, node string, snap *registry.Snapshot, now time.Time) (I
 	return Info{Path: final, Bytes: counter.n + int64(len(trailer)), Instances: snap.Instances, Version: snap.Version}, nil
 }
 
+// CheckDir makes sure dir exists (creating it) and that a file can be
+// created in it, so a bad muster.data-dir stops start-up instead of
+// failing every write later.
+func CheckDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, tempPattern)
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// SetAside renames a refused snapshot to registry.snapshot.refused (over
+// an older one), so the next write does not destroy what an operator may
+// want to inspect or recover (say, after a wrong muster.cluster-name).
+func SetAside(dir string) (string, error) {
+	to := Path(dir) + ".refused"
+	if err := os.Rename(Path(dir), to); err != nil {
+		return "", err
+	}
+	return to, syncDir(dir)
+}
+
 // Read loads and verifies the snapshot of dir. Nothing is returned unless
 // the whole file is sound and was written by cluster. Errors wrap
 // ErrNotFound, ErrCorrupt, ErrForeign or ErrVersion and name the file.

@@ -239,7 +239,7 @@ func TestWrite_crashMidWriteKeepsTheOldSnapshot(t *testing.T) {
 		}
 		// Wait until the child has started a write (a temporary file
 		// exists), then kill it mid-way.
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for {
 			temps, _ := filepath.Glob(filepath.Join(dir, persist.FileName+".tmp-*"))
 			if len(temps) > 0 {
