@@ -202,7 +202,7 @@ func fullRestart(t *testing.T, withDataDir bool) {
 					join = append(join, "127.0.0.1:"+strconv.Itoa(p))
 				}
 			}
-			sets := []string{"cluster.bind-port=" + strconv.Itoa(ports[i]), "muster.cold-start-wait-ms=4000",
+			sets := []string{"cluster.bind-port=" + strconv.Itoa(ports[i]), "muster.cold-start-wait-ms=6000",
 				"eureka.server.registry-sync-retries=10"}
 			if withDataDir {
 				sets = append(sets, "muster.data-dir="+filepath.Join(dataRoot, names[i]), "muster.snapshot-interval-ms=1000")
