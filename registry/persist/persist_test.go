@@ -290,3 +290,41 @@ func trailerFor(content string) string {
 	sum := crc32.Checksum([]byte(content), crc32.MakeTable(crc32.Castagnoli))
 	return fmt.Sprintf("crc32c: %08x bytes: %d\n", sum, len(content))
 }
+
+// BenchmarkWrite is the cost of one snapshot write of 10,000 and 100,000
+// instances
+// (encode, checksum, fsync, rename), its size, and one Read (verify and
+// decode) of it.
+func BenchmarkWrite(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			cfg := registry.DefaultConfig()
+			r, err := registry.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				in := registrytest.NewInstance(fmt.Sprintf("APP-%d", i%200), fmt.Sprintf("i-%d", i),
+					registrytest.WithMetadata(map[string]string{"zone": "z" + strconv.Itoa(i%3)}))
+				if _, err := r.Apply(registry.RegisterOp(in)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			snap, dir := r.Snapshot(), b.TempDir()
+			var info persist.Info
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if info, err = persist.Write(dir, "bench", "node", snap, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(info.Bytes), "bytes/write")
+			b.StopTimer()
+			start := time.Now()
+			if _, _, err := persist.Read(dir, "bench"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(time.Since(start).Milliseconds()), "read-ms")
+		})
+	}
+}
