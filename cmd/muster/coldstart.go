@@ -38,7 +38,7 @@ const (
 	startAlone      = "alone"       // no peers configured: serves what it has
 	startCold       = "cold"        // full restart, no data: reads refused for the cold-start wait
 	startNoPeer     = "unreachable" // peers known, none reachable: Eureka's wait-time-in-ms-when-sync-empty
-	startSyncSkiped = "sync_off"    // eureka.server.registry-sync-retries = 0
+	startSyncOff = "sync_off"    // eureka.server.registry-sync-retries = 0
 )
 
 // startRefusal decides, after syncUp and the snapshot, how long registry
@@ -50,7 +50,7 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 	case restored:
 		return 0, startRestored
 	case s.RegistrySyncRetries <= 0:
-		return 0, startSyncSkiped
+		return 0, startSyncOff
 	case res.AllStarting:
 		return s.ColdStartWait, startCold
 	case !res.PeersKnown && peersExpected:

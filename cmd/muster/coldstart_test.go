@@ -38,7 +38,7 @@ func TestStartRefusal(t *testing.T) {
 		{"peers unreachable, snapshot loaded", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, true, 5, 0, startRestored},
 		{"a single node, no peers configured", replication.SyncResult{Attempts: 1}, false, false, 5, 0, startAlone},
 		{"a single node with a snapshot", replication.SyncResult{Attempts: 1}, false, true, 5, 0, startRestored},
-		{"syncUp off", replication.SyncResult{}, true, false, 0, 0, startSyncSkiped},
+		{"syncUp off", replication.SyncResult{}, true, false, 0, 0, startSyncOff},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
