@@ -33,12 +33,12 @@ import (
 
 // Start-up outcomes, for the log and muster_start_state.
 const (
-	startCopied     = "copied"      // syncUp copied the registry from a peer
-	startRestored   = "restored"    // loaded the snapshot from muster.data-dir
-	startAlone      = "alone"       // no peers configured: serves what it has
-	startCold       = "cold"        // full restart, no data: reads refused for the cold-start wait
-	startNoPeer     = "unreachable" // peers known, none reachable: Eureka's wait-time-in-ms-when-sync-empty
-	startSyncOff = "sync_off"    // eureka.server.registry-sync-retries = 0
+	startCopied   = "copied"      // syncUp copied the registry from a peer
+	startRestored = "restored"    // loaded the snapshot from muster.data-dir
+	startAlone    = "alone"       // no peers configured: serves what it has
+	startCold     = "cold"        // full restart, no data: reads refused for the cold-start wait
+	startNoPeer   = "unreachable" // peers known, none reachable: Eureka's wait-time-in-ms-when-sync-empty
+	startSyncOff  = "sync_off"    // eureka.server.registry-sync-retries = 0
 )
 
 // startRefusal decides, after syncUp and the snapshot, how long registry
