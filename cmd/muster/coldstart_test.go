@@ -390,3 +390,63 @@ func TestNode_dataDirRoundTrip(t *testing.T) {
 		t.Fatalf("a data dir that is a file: %v", err)
 	}
 }
+
+// TestNode_snapshotWrites: a write is skipped while nothing visible
+// changed, and a node that refuses reads (it has no trustworthy registry)
+// never replaces the snapshot on disk.
+func TestNode_snapshotWrites(t *testing.T) {
+	dir := t.TempDir()
+	n := startTestNode(t, "sw", "zone-a", nil, "cluster.enabled=false", "muster.data-dir="+dir)
+	waitOpened(t, n)
+	ok := func() float64 { return metricValue(t, n, `muster_snapshot_writes_total{result="ok"}`) }
+	n.writeSnapshot("test")
+	n.writeSnapshot("test")
+	if got := ok(); got != 1 {
+		t.Fatalf("two writes of an unchanged registry: %v writes, want 1", got)
+	}
+	if code := call(t, "POST", n.URL()+"apps/WEB", instanceBody("WEB", "w1", 90)); code != 204 {
+		t.Fatal(code)
+	}
+	if code := call(t, "PUT", n.URL()+"apps/WEB/w1", ""); code != 200 { // a heartbeat changes nothing visible
+		t.Fatal(code)
+	}
+	n.writeSnapshot("test")
+	n.writeSnapshot("test")
+	if got := ok(); got != 2 {
+		t.Fatalf("after a register: %v writes, want 2", got)
+	}
+	if v := metricValue(t, n, "muster_snapshot_instances"); v != 1 {
+		t.Fatalf("muster_snapshot_instances %v", v)
+	}
+	if v := metricValue(t, n, "muster_snapshot_last_success_timestamp_seconds"); v < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Fatalf("muster_snapshot_last_success_timestamp_seconds %v", v)
+	}
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A node whose static peer does not answer and whose snapshot is
+	// corrupt (set aside) opens refusing reads (Eureka's
+	// wait-time-in-ms-when-sync-empty): it must write nothing, not even
+	// at shutdown.
+	other := t.TempDir()
+	if err := os.WriteFile(persist.Path(other), []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cold := startTestNode(t, "sw2", "zone-a", nil, "cluster.enabled=false", "muster.data-dir="+other,
+		"eureka.client.service-url.defaultZone=http://127.0.0.1:1/eureka/", "eureka.server.registry-sync-retries=2")
+	waitOpened(t, cold)
+	if cold.reg.ReadsAllowed() || cold.startState != startNoPeer {
+		t.Fatalf("start state %q, reads allowed %v", cold.startState, cold.reg.ReadsAllowed())
+	}
+	if code := call(t, "POST", cold.URL()+"apps/WEB", instanceBody("WEB", "w9", 90)); code != 204 {
+		t.Fatal(code)
+	}
+	cold.writeSnapshot("test")
+	if err := cold.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(persist.Path(other)); !os.IsNotExist(err) {
+		t.Fatalf("a node refusing reads wrote a snapshot: %v", err)
+	}
+}
