@@ -74,7 +74,9 @@
 // their common apps hashcode — shared by every reader, so payloads can be
 // encoded once per version. An instance stays visible in every read until
 // it is cancelled or evicted, expired or not (Eureka hides expired leases
-// from instance GETs only, bug 12).
+// from instance GETs only, bug 12). AppRenewals returns the renewals
+// counted per app since start, for the dashboard's self-preservation
+// history; a heartbeat adds to a counter its lease points to.
 //
 // # Writes: one operation type
 //

@@ -33,7 +33,7 @@ type readWatch struct {
 }
 
 func (w *readWatch) run(ctx context.Context) {
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := clients.Load().host // the operator's certificate (secure.go)
 	w.minOK.Store(int64(w.alive) + 1_000_000)
 	for ctx.Err() == nil {
 		var wg sync.WaitGroup
@@ -53,8 +53,10 @@ func (w *readWatch) run(ctx context.Context) {
 }
 
 func (w *readWatch) poll(ctx context.Context, client *http.Client, node string) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+publishedPorts[node]+"/eureka/apps", nil)
+	url := strings.Replace(nodeBase, "127.0.0.1:8761", "127.0.0.1:"+publishedPorts[node], 1) + "/eureka/apps"
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Accept", "application/json")
+	authorize(req)
 	resp, err := client.Do(req)
 	if err != nil {
 		w.failed.Add(1)
