@@ -104,7 +104,7 @@ func (s *Server) readyz(c echo.Context) error {
 	case !s.cfg.Ready():
 		return c.String(http.StatusServiceUnavailable, "not ready: syncing the registry from peers\n")
 	case !s.cfg.ReadsAllowed():
-		return c.String(http.StatusServiceUnavailable, "not ready: no peer could be reached at start-up; refusing registry reads for a while\n")
+		return c.String(http.StatusServiceUnavailable, "not ready: opened without the registry (no peer had it, or none could be reached); refusing registry reads for a while\n")
 	}
 	return c.String(http.StatusOK, "ok\n")
 }

@@ -388,10 +388,12 @@ func TestConsole_inChromium(t *testing.T) {
 	b.waitFor("the live update", `document.querySelector(".pager").textContent.indexOf("(101)") >= 0 && window.__sameDocument === true`)
 
 	// An action: out of service, through the confirmation page.
-	b.eval(`document.querySelector('#instances tr[data-id="app-42-i005"] a.act[data-action="out-of-service"]').click()`, nil)
+	// Clicks that navigate run after evaluate returns: a navigation during
+	// Runtime.evaluate fails it ("Inspected target navigated or closed").
+	b.eval(`setTimeout(() => document.querySelector('#instances tr[data-id="app-42-i005"] a.act[data-action="out-of-service"]').click(), 0)`, nil)
 	b.waitFor("the confirmation page", `document.getElementById("confirm-button") !== null`)
 	b.screenshot(shots, "console-confirm.png", "body")
-	b.eval(`document.getElementById("confirm-button").click()`, nil)
+	b.eval(`setTimeout(() => document.getElementById("confirm-button").click(), 0)`, nil)
 	b.waitFor("the app page after the action", `document.getElementById("flash") !== null`)
 	b.waitFor("the new status in the list", `document.querySelector('#instances tr[data-id="app-42-i005"] td.status').textContent === "OUT_OF_SERVICE"`)
 	if st := statusOf(t, n, "APP-42", "app-42-i005"); st != registry.StatusOutOfService {

@@ -111,12 +111,14 @@ func statusParam(c echo.Context, name string) (registry.Status, bool, error) {
 
 // readsAllowed gates registry reads while the node syncs (403, so clients
 // ask another server). A peer's syncUp fetch (marked with the replication
-// header) is answered as soon as the node has opened, even while it still
-// refuses clients after a failed syncUp; before that it gets 503, so the
-// peer copies from a node that has finished its own copy.
+// header) gets 503 instead while the node is not open or still refuses
+// reads after start-up (it opened without the registry: no peer had it,
+// no snapshot): the peer must not take an empty or half-filled registry
+// for one that has data, and copies from a node that has it or treats
+// this one as starting too.
 func (s *Server) readsAllowed(c echo.Context) error {
 	if isReplication(c) {
-		if !s.cfg.Ready() {
+		if !s.cfg.Ready() || !s.cfg.ReadsAllowed() {
 			return errPeerSyncing
 		}
 		return nil

@@ -363,9 +363,12 @@ func TestReads_peersCopyOnlyFromOpenNodes(t *testing.T) {
 	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
 		t.Fatalf("a peer's sync fetch from a node still syncing: %d, want 503", r.code)
 	}
-	open = true // opened, but no peer could be reached: clients are refused a while
-	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
-		t.Fatalf("a peer's sync fetch from an open node: %d, want 200", r.code)
+	// Opened without the registry (no peer had it): clients are refused a
+	// while, and so are peers, which must not copy an empty registry as if
+	// it had data.
+	open = true
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
+		t.Fatalf("a peer's sync fetch while reads are refused: %d, want 503", r.code)
 	}
 	if r := n.do(t, "GET", "/eureka/apps", ""); r.code != 403 {
 		t.Fatalf("a client's fetch while reads are refused: %d, want 403", r.code)
@@ -373,8 +376,15 @@ func TestReads_peersCopyOnlyFromOpenNodes(t *testing.T) {
 	if r := n.do(t, "GET", "/readyz", ""); r.code != 503 {
 		t.Fatalf("/readyz while reads are refused: %d, want 503", r.code)
 	}
+	if r := n.do(t, "POST", "/eureka/apps/WEB", `{"instance":{"instanceId":"w1","hostName":"h","app":"WEB","ipAddr":"10.0.0.1","status":"UP","dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}}`,
+		"Content-Type", "application/json"); r.code != 204 {
+		t.Fatalf("a registration while reads are refused: %d %s, want 204", r.code, r.body)
+	}
 	readsOK = true
 	if r := n.do(t, "GET", "/readyz", ""); r.code != 200 {
 		t.Fatalf("/readyz: %d", r.code)
+	}
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
+		t.Fatalf("a peer's sync fetch from an open node: %d, want 200", r.code)
 	}
 }

@@ -69,6 +69,10 @@ type SyncResult struct {
 	// PeersKnown is true when some peer was known at an attempt. A node
 	// that never saw one runs alone and opens with an empty registry.
 	PeersKnown bool
+	// AllStarting is true when every peer answered, two rounds running,
+	// that it is starting itself or holds no registry it trusts (503): the
+	// whole cluster restarted, and no node has the registry to give.
+	AllStarting bool
 }
 
 // Syncer runs syncUp (ARCHITECTURE.md decision 8): a real fetch of a
@@ -158,7 +162,7 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 		if starting == len(peers) {
 			startingRounds++
 			if startingRounds >= 2 {
-				res.Reached = true
+				res.Reached, res.AllStarting = true, true
 				s.log.Info().Int("peers", len(peers)).Msg("syncUp: every peer is starting too; opening with an empty registry")
 				return res
 			}

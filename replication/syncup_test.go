@@ -171,8 +171,24 @@ func TestSyncer_Run_wholeClusterStarting(t *testing.T) {
 		return nil, fmt.Errorf("GET x: %w", replication.ErrPeerStarting)
 	}
 	res := f.syncer(t, peers(replication.Peer{Name: "x"}, replication.Peer{Name: "y"}), true, starting).Run(context.Background())
-	if !res.Reached || res.Attempts != 2 || res.Instances != 0 {
-		t.Fatalf("every peer starting: %+v, want reached after 2 rounds with nothing copied", res)
+	if !res.Reached || !res.AllStarting || res.Attempts != 2 || res.Instances != 0 || res.Source != "" {
+		t.Fatalf("every peer starting: %+v, want reached after 2 rounds with nothing copied, AllStarting", res)
+	}
+}
+
+// One peer starting and one unreachable is not a whole cluster restarting
+// for sure: the unreachable one may hold the registry behind a partition.
+func TestSyncer_Run_startingAndUnreachableIsNotCold(t *testing.T) {
+	f := newSyncFixture(t)
+	fetch := func(_ context.Context, p replication.Peer) ([]*registry.Instance, error) {
+		if p.Name == "x" {
+			return nil, fmt.Errorf("GET x: %w", replication.ErrPeerStarting)
+		}
+		return nil, errors.New("connection refused")
+	}
+	res := f.syncer(t, peers(replication.Peer{Name: "x"}, replication.Peer{Name: "y"}), true, fetch).Run(context.Background())
+	if res.Reached || res.AllStarting || !res.PeersKnown {
+		t.Fatalf("one peer starting, one unreachable: %+v", res)
 	}
 }
 

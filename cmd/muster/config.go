@@ -13,6 +13,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/muster-registry/muster/registry/persist"
 )
 
 // Settings is the whole configuration of a node, after defaults, the
@@ -61,6 +63,11 @@ type Settings struct {
 	LogFormat         string
 	ShutdownTimeout   time.Duration
 	DashboardActions  string // muster.dashboard.actions-without-auth
+
+	DataDir          string
+	SnapshotInterval time.Duration
+	ClusterName      string
+	ColdStartWait    time.Duration
 
 	ClusterEnabled       bool
 	ClusterNodeName      string
@@ -164,6 +171,10 @@ var settings = []setting{
 	enumKey("muster.log.format", "auto", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
 	enumKey("muster.dashboard.actions-without-auth", "loopback", []string{"loopback", "any", "none"}, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *string { return &s.DashboardActions }),
 	msKey("muster.shutdown-timeout-ms", 10000, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
+	strKey("muster.data-dir", "", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
+	msKey("muster.snapshot-interval-ms", 30000, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
+	strKey("muster.cluster-name", "muster", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
+	msOrZeroKey("muster.cold-start-wait-ms", 35000, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
 	boolKey("cluster.enabled", true, "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
 	strKey("cluster.node-name", "", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
@@ -602,6 +613,12 @@ func (s *Settings) validate() error {
 			}
 		}
 	}
+	if err := persist.ValidClusterName(s.ClusterName); err != nil {
+		return fmt.Errorf("setting muster.cluster-name = %q: %w", s.ClusterName, err)
+	}
+	if s.DataDir != "" && s.SnapshotInterval < time.Second {
+		return fmt.Errorf("setting muster.snapshot-interval-ms = %d: must be at least 1000", s.SnapshotInterval.Milliseconds())
+	}
 	if err := s.validateSecurityTransport(); err != nil {
 		return err
 	}
@@ -703,6 +720,18 @@ func durationKey(key string, def int64, unit time.Duration, help string, field f
 
 func msKey(key string, def int64, help string, field func(*Settings) *time.Duration) setting {
 	return durationKey(key, def, time.Millisecond, help, field)
+}
+
+// msOrZeroKey is msKey where 0 is meaningful (it turns the wait off).
+func msOrZeroKey(key string, def int64, help string, field func(*Settings) *time.Duration) setting {
+	return setting{Key: key, Default: strconv.FormatInt(def, 10), Help: help, apply: func(s *Settings, raw string) error {
+		v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("want a whole number of milliseconds, 0 or more")
+		}
+		*field(s) = time.Duration(v) * time.Millisecond
+		return nil
+	}}
 }
 
 func secondsKey(key string, def int64, help string, field func(*Settings) *time.Duration) setting {

@@ -24,6 +24,7 @@ import (
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/tlsconfig"
 )
@@ -68,6 +69,10 @@ type Node struct {
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
 	syncResult replication.SyncResult
+	startState string // how the node opened (coldstart.go)
+
+	snapMetrics *snapshotMetrics
+	snapWriter  snapshotWriter
 
 	cancel context.CancelFunc // stops background work
 	wg     sync.WaitGroup
@@ -84,6 +89,11 @@ type Node struct {
 // goroutines; Start does.
 func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, error) {
 	n := &Node{settings: s, log: logger, opened: make(chan struct{})}
+	if s.DataDir != "" {
+		if err := persist.CheckDir(s.DataDir); err != nil {
+			return nil, fmt.Errorf("setting muster.data-dir: %w", err)
+		}
+	}
 	if len(opts) > 0 {
 		n.opts = opts[0]
 	}
@@ -143,6 +153,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.snapMetrics = newSnapshotMetrics(n.metrics)
 	return n, nil
 }
 
@@ -219,7 +230,7 @@ func (n *Node) Start(ctx context.Context) error {
 		Store:         n.reg,
 		Transport:     n.transport,
 		Candidates:    n.currentPeers,
-		PeersExpected: len(s.ClusterJoin) > 0 || len(n.staticPeers()) > 0,
+		PeersExpected: n.peersExpected(),
 		Zone:          s.ClusterZone,
 		Attempts:      s.RegistrySyncRetries,
 		RetryWait:     s.RegistrySyncRetryWait,
@@ -294,10 +305,28 @@ func (n *Node) startUp(ctx context.Context) {
 		return
 	}
 	n.syncResult = res
-	if res.PeersKnown && !res.Reached && n.settings.RegistrySyncRetries > 0 {
-		until := n.reg.RefuseReadsFor(n.settings.WaitWhenSyncEmpty)
-		n.log.Warn().Time("until", until).
-			Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+	restored := false
+	switch {
+	case n.settings.DataDir == "":
+		n.snapMetrics.load.WithLabelValues("disabled").Set(1)
+	case res.Source != "":
+		n.snapMetrics.load.WithLabelValues("not_needed").Set(1)
+	default:
+		restored = n.restoreSnapshot()
+	}
+	wait, state := startRefusal(n.settings, res, n.peersExpected(), restored)
+	n.startState = state
+	n.snapMetrics.startState.WithLabelValues(state).Set(1)
+	if wait > 0 {
+		until := n.reg.RefuseReadsFor(wait)
+		switch state {
+		case startCold:
+			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).
+				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then, while live clients register again")
+		default:
+			n.log.Warn().Time("until", until).
+				Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+		}
 	}
 	n.shutdownMu.Lock()
 	defer n.shutdownMu.Unlock()
@@ -308,9 +337,18 @@ func (n *Node) startUp(ctx context.Context) {
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
 	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
+	if n.settings.DataDir != "" {
+		n.goRun(func() { n.snapshotLoop(ctx.Done()) })
+	}
 	if n.settings.RegisterWithEureka {
 		n.startSelfRegistration()
 	}
+}
+
+// peersExpected says the node is configured to have peers: cluster.join
+// seeds or static service URLs.
+func (n *Node) peersExpected() bool {
+	return len(n.settings.ClusterJoin) > 0 || len(n.staticPeers()) > 0
 }
 
 // Opened is closed once the node has synced and opened for traffic.
@@ -494,6 +532,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
 	}
+	// The registry as the last requests left it goes to disk (a full
+	// cluster restart starts from it).
+	n.writeSnapshot("shutdown")
 	// 3. Peers get what is queued for them, then see this node leave.
 	n.drainReplication(ctx, 2*time.Second)
 	if n.cluster != nil {

@@ -40,6 +40,11 @@ var allowed = map[string]rule{
 		imports: []string{"registry"},
 		why:     "Eureka's JSON and XML for registry types; used by httpapi, replication and clients",
 	},
+	"registry/persist": {
+		imports:     []string{"registry", "registry/wire"},
+		testImports: []string{"registry/registrytest"},
+		why:         "the registry snapshot on disk (muster.data-dir), in Eureka JSON",
+	},
 	"cluster": {
 		why: "memberlist only; cmd/muster turns members into replication peers (STYLE.md §1)",
 	},
@@ -81,7 +86,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/persist", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},

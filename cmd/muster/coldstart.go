@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/muster-registry/muster/registry/persist"
+	"github.com/muster-registry/muster/replication"
+)
+
+// A cold cluster never serves a falsely empty registry. After syncUp the
+// node has the registry from a peer, or it does not; when it does not:
+//
+//   - with muster.data-dir it loads its own snapshot (registry/persist),
+//     every lease counted as renewed now, and serves it;
+//   - without one (or with no usable snapshot), when it knows peers and
+//     every one of them is starting too (a full cluster restart), or none
+//     of the configured peers appeared, it opens but refuses registry reads
+//     (403) and /readyz for muster.cold-start-wait-ms: live clients
+//     heartbeat meanwhile, get 404 and register again, so when reads open
+//     the registry holds every live instance;
+//   - peers known but unreachable keeps Eureka's rule
+//     (eureka.server.wait-time-in-ms-when-sync-empty): they may be alive
+//     behind a partition with the registry.
+//
+// A node with no peers configured (a single node) serves what it has at
+// once, as Eureka does: there is no one else to ask, and a lone node that
+// restarts without a data dir would otherwise refuse every new deployment
+// for the wait.
+
+// Start-up outcomes, for the log and muster_start_state.
+const (
+	startCopied   = "copied"      // syncUp copied the registry from a peer
+	startRestored = "restored"    // loaded the snapshot from muster.data-dir
+	startAlone    = "alone"       // no peers configured: serves what it has
+	startCold     = "cold"        // full restart, no data: reads refused for the cold-start wait
+	startNoPeer   = "unreachable" // peers known, none reachable: Eureka's wait-time-in-ms-when-sync-empty
+	startSyncOff  = "sync_off"    // eureka.server.registry-sync-retries = 0
+)
+
+// startRefusal decides, after syncUp and the snapshot, how long registry
+// reads are refused and why.
+func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restored bool) (time.Duration, string) {
+	switch {
+	case res.Source != "":
+		return 0, startCopied
+	case restored:
+		return 0, startRestored
+	case s.RegistrySyncRetries <= 0:
+		return 0, startSyncOff
+	case res.AllStarting:
+		return s.ColdStartWait, startCold
+	case !res.PeersKnown && peersExpected:
+		return s.ColdStartWait, startCold
+	case res.PeersKnown && !res.Reached:
+		return s.WaitWhenSyncEmpty, startNoPeer
+	}
+	return 0, startAlone
+}
+
+// snapshotMetrics are the data-dir figures.
+type snapshotMetrics struct {
+	writeSeconds prometheus.Gauge
+	bytes        prometheus.Gauge
+	instances    prometheus.Gauge
+	lastSuccess  prometheus.Gauge
+	writes       *prometheus.CounterVec
+	load         *prometheus.GaugeVec
+	startState   *prometheus.GaugeVec
+}
+
+func newSnapshotMetrics(reg prometheus.Registerer) *snapshotMetrics {
+	m := &snapshotMetrics{
+		writeSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_snapshot_write_duration_seconds",
+			Help: "How long the last registry snapshot write to muster.data-dir took (encode, fsync, rename)."}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_snapshot_bytes",
+			Help: "Size of the last registry snapshot written."}),
+		instances: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_snapshot_instances",
+			Help: "Instances in the last registry snapshot written."}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_snapshot_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful registry snapshot write (0: none yet)."}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_snapshot_writes_total",
+			Help: "Registry snapshot writes by result (ok, error)."}, []string{"result"}),
+		load: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_snapshot_load",
+			Help: "1 for the outcome of loading the snapshot at start: loaded, empty, not_found, corrupt, foreign, unsupported, not_needed (a peer had the registry), disabled."}, []string{"outcome"}),
+		startState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_start_state",
+			Help: "1 for how the node opened: copied (from a peer), restored (snapshot), alone, cold (full restart without data: reads refused for muster.cold-start-wait-ms), unreachable, sync_off."}, []string{"state"}),
+	}
+	m.writes.WithLabelValues("ok")
+	m.writes.WithLabelValues("error")
+	reg.MustRegister(m.writeSeconds, m.bytes, m.instances, m.lastSuccess, m.writes, m.load, m.startState)
+	return m
+}
+
+// snapshotWriter writes the registry to muster.data-dir; one write at a
+// time, skipped when the registry's version has not moved.
+type snapshotWriter struct {
+	mu      sync.Mutex
+	written bool
+	version uint64
+}
+
+// restoreSnapshot loads the data dir's snapshot into the registry, before
+// OpenForTraffic, when no peer had the registry. It reports whether it
+// restored at least one instance.
+func (n *Node) restoreSnapshot() bool {
+	dir := n.settings.DataDir
+	h, instances, err := persist.Read(dir, n.settings.ClusterName)
+	switch {
+	case errors.Is(err, persist.ErrNotFound):
+		n.snapMetrics.load.WithLabelValues("not_found").Set(1)
+		n.log.Info().Str("file", persist.Path(dir)).Msg("no registry snapshot to load (a new data dir)")
+		return false
+	case err != nil:
+		outcome := "corrupt"
+		if errors.Is(err, persist.ErrForeign) {
+			outcome = "foreign"
+		} else if errors.Is(err, persist.ErrVersion) {
+			outcome = "unsupported"
+		}
+		n.snapMetrics.load.WithLabelValues(outcome).Set(1)
+		ev := n.log.Error().Str("file", persist.Path(dir)).Str("reason", outcome).Err(err)
+		if aside, err := persist.SetAside(dir); err == nil {
+			ev = ev.Str("moved_to", aside)
+		}
+		ev.Msg("registry snapshot refused, nothing of it loaded")
+		return false
+	case len(instances) == 0:
+		n.snapMetrics.load.WithLabelValues("empty").Set(1)
+		n.log.Info().Str("file", persist.Path(dir)).Time("written", h.Written).Msg("registry snapshot holds no instance")
+		return false
+	}
+	stored, refused := persist.Restore(n.reg, instances)
+	for i, err := range refused {
+		if i == 3 {
+			n.log.Warn().Int("more", len(refused)-3).Msg("snapshot: more instances refused")
+			break
+		}
+		n.log.Warn().Err(err).Msg("snapshot: instance refused by the registry")
+	}
+	n.snapMetrics.load.WithLabelValues("loaded").Set(1)
+	n.log.Info().Str("file", persist.Path(dir)).Str("written_by", h.Node).Time("written", h.Written).
+		Dur("age", time.Since(h.Written).Round(time.Second)).Int("instances", stored).
+		Msg("no peer had the registry: loaded the snapshot, every lease counted as renewed now")
+	return stored > 0
+}
+
+// writeSnapshot writes the registry to the data dir if it changed since
+// the last write. A node that refuses reads (it opened without the
+// registry) writes nothing: what it holds may be a fraction of the fleet,
+// and the snapshot on disk is better.
+func (n *Node) writeSnapshot(why string) {
+	if n.settings.DataDir == "" || !n.reg.ReadsAllowed() {
+		return
+	}
+	w := &n.snapWriter
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	snap := n.reg.Snapshot()
+	if w.written && snap.Version == w.version {
+		return
+	}
+	start := time.Now()
+	info, err := persist.Write(n.settings.DataDir, n.settings.ClusterName, n.name, snap, start)
+	took := time.Since(start)
+	if err != nil {
+		n.snapMetrics.writes.WithLabelValues("error").Inc()
+		n.log.Error().Err(err).Str("why", why).Msg("registry snapshot not written; the previous one is kept")
+		return
+	}
+	w.written, w.version = true, info.Version
+	n.snapMetrics.writes.WithLabelValues("ok").Inc()
+	n.snapMetrics.writeSeconds.Set(took.Seconds())
+	n.snapMetrics.bytes.Set(float64(info.Bytes))
+	n.snapMetrics.instances.Set(float64(info.Instances))
+	n.snapMetrics.lastSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
+	n.log.Debug().Str("file", info.Path).Str("why", why).Int("instances", info.Instances).Int64("bytes", info.Bytes).
+		Dur("took", took).Msg("registry snapshot written")
+}
+
+// snapshotLoop writes the snapshot every muster.snapshot-interval-ms.
+func (n *Node) snapshotLoop(done <-chan struct{}) {
+	t := time.NewTicker(n.settings.SnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			n.writeSnapshot("periodic")
+		}
+	}
+}

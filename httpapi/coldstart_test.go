@@ -1,0 +1,66 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/registry"
+)
+
+// TestColdStart_readsRefusedUntilClientsReRegister walks the start-up of a
+// node of a fully restarted cluster without a data dir, on the registry's
+// clock: reads (clients 403, peers' syncUp 503) and /readyz (503) are
+// refused for the cold-start wait; heartbeats get 404 and the clients
+// register again meanwhile; then the registry opens with them.
+func TestColdStart_readsRefusedUntilClientsReRegister(t *testing.T) {
+	var reg *registry.Registry
+	n := newTestNode(t, func(_ *registry.Config, h *httpapi.Config) {
+		h.Ready = func() bool { return reg.Opened() }
+		h.ReadsAllowed = func() bool { return reg.ReadsAllowed() }
+	})
+	reg = n.reg
+	const wait = 35 * time.Second
+	reg.RefuseReadsFor(wait)
+
+	replication := []string{"x-netflix-discovery-replication", "true", "Accept", "application/json"}
+	refused := func(when string) {
+		t.Helper()
+		if r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json"); r.code != 403 {
+			t.Fatalf("%s: a client's fetch answered %d %s, want 403", when, r.code, r.body)
+		}
+		if r := n.do(t, "GET", "/eureka/apps/delta", "", "Accept", "application/json"); r.code != 403 {
+			t.Fatalf("%s: a client's delta answered %d, want 403", when, r.code)
+		}
+		if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
+			t.Fatalf("%s: a peer's syncUp fetch answered %d, want 503 (this node has no registry to give)", when, r.code)
+		}
+		if r := n.do(t, "GET", "/readyz", ""); r.code != 503 {
+			t.Fatalf("%s: /readyz %d, want 503", when, r.code)
+		}
+	}
+	refused("at open")
+
+	// A live client's heartbeat finds nothing, so it registers again.
+	if r := n.do(t, "PUT", "/eureka/apps/ORDERS/host-a:orders:8080", ""); r.code != 404 {
+		t.Fatalf("heartbeat of an instance the cold node does not know: %d, want 404", r.code)
+	}
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", springBody, "Content-Type", "application/json"); r.code != 204 {
+		t.Fatalf("re-registration during the cold start: %d %s", r.code, r.body)
+	}
+	n.clock.Advance(wait - time.Millisecond)
+	refused("just before the wait is over")
+
+	n.clock.Advance(time.Millisecond)
+	r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json")
+	if r.code != 200 || !strings.Contains(r.body, "host-a:orders:8080") {
+		t.Fatalf("after the wait: %d %s, want 200 with the re-registered instance", r.code, r.body)
+	}
+	if r := n.do(t, "GET", "/readyz", ""); r.code != 200 {
+		t.Fatalf("/readyz after the wait: %d", r.code)
+	}
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
+		t.Fatalf("a peer's syncUp fetch after the wait: %d", r.code)
+	}
+}

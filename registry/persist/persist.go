@@ -1,0 +1,307 @@
+package persist
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// FileName is the snapshot's name inside the data directory.
+const FileName = "registry.snapshot"
+
+const (
+	magic         = "MUSTER-REGISTRY-SNAPSHOT"
+	formatVersion = 1
+	tempPattern   = FileName + ".tmp-*"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Errors Read wraps, so callers (and metrics) can tell the reasons apart.
+var (
+	// ErrNotFound: there is no snapshot (a new data directory).
+	ErrNotFound = errors.New("no snapshot")
+	// ErrCorrupt: the file is truncated, altered or not a snapshot.
+	ErrCorrupt = errors.New("corrupt snapshot")
+	// ErrForeign: the snapshot was written by another cluster.
+	ErrForeign = errors.New("snapshot of another cluster")
+	// ErrVersion: the snapshot has a format this build does not read.
+	ErrVersion = errors.New("unsupported snapshot format")
+)
+
+// Header is what a snapshot says about itself.
+type Header struct {
+	Cluster   string
+	Node      string
+	Written   time.Time
+	Instances int
+}
+
+// Info describes a written snapshot.
+type Info struct {
+	Path      string
+	Bytes     int64
+	Instances int
+	Version   uint64 // the registry version written
+}
+
+// Path is the snapshot file of a data directory.
+func Path(dir string) string { return filepath.Join(dir, FileName) }
+
+// Write stores snap in dir atomically (temp file, fsync, rename, directory
+// fsync). cluster names the cluster (muster.cluster-name); node is written
+// for the operator's benefit only.
+func Write(dir, cluster, node string, snap *registry.Snapshot, now time.Time) (Info, error) {
+	if err := validName("cluster", cluster); err != nil {
+		return Info{}, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Info{}, fmt.Errorf("snapshot: data directory %s: %w", dir, err)
+	}
+	removeStaleTemps(dir)
+	tmp, err := os.CreateTemp(dir, tempPattern)
+	if err != nil {
+		return Info{}, fmt.Errorf("snapshot: create temporary file in %s: %w", dir, err)
+	}
+	tmpName := tmp.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+
+	sum := crc32.New(castagnoli)
+	counter := &countingWriter{}
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	body := io.MultiWriter(bw, sum, counter)
+	if _, err := fmt.Fprintf(body, "%s %d\ncluster: %s\nnode: %s\nwritten: %s\ninstances: %d\n\n",
+		magic, formatVersion, cluster, oneLine(node), now.UTC().Format(time.RFC3339Nano), snap.Instances); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
+	if err := wire.WriteApplicationsJSON(body, snap.Apps, strconv.FormatUint(snap.Version, 10), snap.Hashcode); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
+	if _, err := io.WriteString(body, "\n"); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
+	trailer := fmt.Sprintf("crc32c: %08x bytes: %d\n", sum.Sum32(), counter.n)
+	if _, err := io.WriteString(bw, trailer); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return Info{}, fmt.Errorf("snapshot: fsync %s: %w", tmpName, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return Info{}, fmt.Errorf("snapshot: close %s: %w", tmpName, err)
+	}
+	final := Path(dir)
+	if err := os.Rename(tmpName, final); err != nil {
+		return Info{}, fmt.Errorf("snapshot: rename %s to %s: %w", tmpName, final, err)
+	}
+	committed = true
+	if err := syncDir(dir); err != nil {
+		return Info{}, fmt.Errorf("snapshot: fsync directory %s: %w", dir, err)
+	}
+	return Info{Path: final, Bytes: counter.n + int64(len(trailer)), Instances: snap.Instances, Version: snap.Version}, nil
+}
+
+// CheckDir makes sure dir exists (creating it) and that a file can be
+// created in it, so a bad muster.data-dir stops start-up instead of
+// failing every write later.
+func CheckDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, tempPattern)
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// SetAside renames a refused snapshot to registry.snapshot.refused (over
+// an older one), so the next write does not destroy what an operator may
+// want to inspect or recover (say, after a wrong muster.cluster-name).
+func SetAside(dir string) (string, error) {
+	to := Path(dir) + ".refused"
+	if err := os.Rename(Path(dir), to); err != nil {
+		return "", err
+	}
+	return to, syncDir(dir)
+}
+
+// Read loads and verifies the snapshot of dir. Nothing is returned unless
+// the whole file is sound and was written by cluster. Errors wrap
+// ErrNotFound, ErrCorrupt, ErrForeign or ErrVersion and name the file.
+func Read(dir, cluster string) (Header, []*registry.Instance, error) {
+	path := Path(dir)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Header{}, nil, fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	if err != nil {
+		return Header{}, nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+	}
+	h, instances, err := parse(data, cluster)
+	if err != nil {
+		return Header{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, instances, nil
+}
+
+func parse(data []byte, cluster string) (Header, []*registry.Instance, error) {
+	var h Header
+	first, _, ok := bytes.Cut(data, []byte("\n"))
+	if !ok || !bytes.HasPrefix(first, []byte(magic+" ")) {
+		return h, nil, fmt.Errorf("%w: does not start with %q", ErrCorrupt, magic)
+	}
+	if v := string(first[len(magic)+1:]); v != strconv.Itoa(formatVersion) {
+		return h, nil, fmt.Errorf("%w: format %q, this build reads %d", ErrVersion, v, formatVersion)
+	}
+	// The trailer is the last line; everything before it is checksummed.
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		return h, nil, fmt.Errorf("%w: truncated (no complete trailer line)", ErrCorrupt)
+	}
+	cut := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	content, trailer := data[:cut], string(data[cut:len(data)-1])
+	var wantSum uint32
+	var wantLen int64
+	if _, err := fmt.Sscanf(trailer, "crc32c: %08x bytes: %d", &wantSum, &wantLen); err != nil {
+		return h, nil, fmt.Errorf("%w: truncated or damaged trailer", ErrCorrupt)
+	}
+	if int64(len(content)) != wantLen {
+		return h, nil, fmt.Errorf("%w: %d bytes before the trailer, the trailer says %d", ErrCorrupt, len(content), wantLen)
+	}
+	if got := crc32.Checksum(content, castagnoli); got != wantSum {
+		return h, nil, fmt.Errorf("%w: checksum %08x, the trailer says %08x", ErrCorrupt, got, wantSum)
+	}
+
+	head, body, ok := bytes.Cut(content, []byte("\n\n"))
+	if !ok {
+		return h, nil, fmt.Errorf("%w: no blank line after the header", ErrCorrupt)
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(head), "\n")[1:] {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			return h, nil, fmt.Errorf("%w: header line %q", ErrCorrupt, line)
+		}
+		fields[k] = v
+	}
+	h.Cluster, h.Node = fields["cluster"], fields["node"]
+	if h.Cluster != cluster {
+		return h, nil, fmt.Errorf("%w: written by cluster %q, this node is in %q (muster.cluster-name)", ErrForeign, h.Cluster, cluster)
+	}
+	var err error
+	if h.Written, err = time.Parse(time.RFC3339Nano, fields["written"]); err != nil {
+		return h, nil, fmt.Errorf("%w: header written: %v", ErrCorrupt, err)
+	}
+	if h.Instances, err = strconv.Atoi(fields["instances"]); err != nil || h.Instances < 0 {
+		return h, nil, fmt.Errorf("%w: header instances %q", ErrCorrupt, fields["instances"])
+	}
+	apps, err := wire.DecodeApplicationsJSON(bytes.TrimSuffix(body, []byte("\n")))
+	if err != nil {
+		return h, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	instances := make([]*registry.Instance, 0, h.Instances)
+	for _, app := range apps.Apps {
+		for _, iv := range app.Instances {
+			if err := iv.Instance.Validate(); err != nil {
+				return h, nil, fmt.Errorf("%w: instance %s/%s: %v", ErrCorrupt, app.Name, iv.ID(), err)
+			}
+			instances = append(instances, iv.Instance)
+		}
+	}
+	if len(instances) != h.Instances {
+		return h, nil, fmt.Errorf("%w: %d instances, the header says %d", ErrCorrupt, len(instances), h.Instances)
+	}
+	return h, instances, nil
+}
+
+// Store is the part of the registry Restore needs.
+type Store interface {
+	BeginSync()
+	Apply(registry.Op) (*registry.Instance, error)
+	EndSync() int
+}
+
+// Restore applies instances read from a snapshot through the syncUp path
+// (registers from OriginSync), so every lease counts as renewed now. It
+// returns how many were stored; an instance the registry refuses is
+// skipped (Read has validated them, so that is a registry rule such as a
+// limit).
+func Restore(st Store, instances []*registry.Instance) (stored int, refused []error) {
+	st.BeginSync()
+	defer st.EndSync()
+	for _, in := range instances {
+		got, err := st.Apply(registry.RegisterOp(in).From(registry.OriginSync))
+		if err != nil {
+			refused = append(refused, fmt.Errorf("%s/%s: %w", in.App, in.ID(), err))
+			continue
+		}
+		if got != nil {
+			stored++
+		}
+	}
+	return stored, refused
+}
+
+// ValidClusterName checks a muster.cluster-name value.
+func ValidClusterName(name string) error { return validName("the cluster name", name) }
+
+func validName(what, s string) error {
+	if s == "" || strings.ContainsAny(s, "\r\n") || strings.TrimSpace(s) != s {
+		return fmt.Errorf("%s must be a non-empty single line without surrounding spaces", what)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func removeStaleTemps(dir string) {
+	olds, _ := filepath.Glob(filepath.Join(dir, tempPattern))
+	for _, f := range olds {
+		os.Remove(f)
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
