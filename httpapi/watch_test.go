@@ -495,3 +495,66 @@ func TestWatch_httpServerShutdownReleasesWatchers(t *testing.T) {
 	}
 	stream.waitEnd(t)
 }
+
+// gatedWriter is a ResponseWriter whose first Write waits until the test
+// releases it: a reader that stops reading, deterministically.
+type gatedWriter struct {
+	header  http.Header
+	entered chan struct{} // closed when the first Write starts
+	release chan struct{} // closed by the test
+	mu      sync.Mutex
+	body    strings.Builder
+	first   sync.Once
+}
+
+func (w *gatedWriter) Header() http.Header { return w.header }
+func (w *gatedWriter) WriteHeader(int)     {}
+func (w *gatedWriter) Flush()              {}
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	w.first.Do(func() {
+		close(w.entered)
+		<-w.release
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body.Write(p)
+}
+
+func (w *gatedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body.String()
+}
+
+// A stream reader that stops reading while more changes happen than the
+// node keeps gets a resync event, then the changes after it: never a
+// silent gap.
+func TestWatchStream_slowReaderIsToldToResync(t *testing.T) {
+	n, _ := newWatchNode(t, func(r *registry.Config, _ *httpapi.Config) { r.OutboxSize = 4 })
+	w := &gatedWriter{header: http.Header{}, entered: make(chan struct{}), release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequest("GET", "/eureka/watch", nil).WithContext(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.srv.ServeHTTP(w, req)
+	}()
+	<-w.entered // the stream is open and stuck writing its first event
+	for i := range 10 {
+		n.register(t, "ORDERS", fmt.Sprintf("o%d", i))
+	}
+	close(w.release)
+	eventually(t, "the stream says resync", func() bool { return strings.Contains(w.String(), "event: resync") })
+	n.register(t, "ORDERS", "after")
+	eventually(t, "the stream goes on after the resync", func() bool { return strings.Contains(w.String(), `"instanceId":"after"`) })
+	cancel()
+	<-done
+	out := w.String()
+	if strings.Contains(out, `"instanceId":"o0"`) {
+		t.Fatalf("events the node no longer kept were sent:\n%s", out)
+	}
+	if i, j := strings.Index(out, "event: resync"), strings.Index(out, `"instanceId":"after"`); i < 0 || j < i || !strings.Contains(out, "id: 10\nevent: resync") {
+		t.Fatalf("want open, resync at 10, then the later change:\n%s", out)
+	}
+}
