@@ -133,6 +133,7 @@ type Server struct {
 	log      zerolog.Logger
 	echo     *echo.Echo
 	payloads *payloadCache
+	pieces   *pieceStore
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
@@ -160,6 +161,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
+	s.pieces = newPieceStore()
 	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func TestRegistry_Snapshot_incrementalMatchesScratch(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		versions := map[string]registry.AppView{} // app name → last view seen
 		for step := range 400 {
-			registrytest.RandomChange(r, clk, rng)
+			registrytest.RandomChange(r, clk, rng, 6)
 			if rng.IntN(3) != 0 {
 				continue
 			}

@@ -109,14 +109,14 @@ func NewInstance(app, id string, opts ...Option) *registry.Instance {
 	return in
 }
 
-// RandomChange applies one random write to r, on apps APP-0 … APP-5 and
+// RandomChange applies one random write to r, on apps APP-0 … APP-(apps-1) and
 // ids i-0 … i-29 with varied VIPs, statuses and metadata, or moves the
 // clock and runs a periodic task (delta pruning, eviction): the driver of
 // property tests that compare incremental reads with reads built from
 // scratch. Errors of the registry (unknown instance and so on) are part of
 // the game and ignored.
-func RandomChange(r *registry.Registry, clk *Clock, rng *rand.Rand) {
-	app := fmt.Sprintf("APP-%d", rng.IntN(6))
+func RandomChange(r *registry.Registry, clk *Clock, rng *rand.Rand, apps int) {
+	app := fmt.Sprintf("APP-%d", rng.IntN(apps))
 	id := fmt.Sprintf("i-%d", rng.IntN(30))
 	statuses := []registry.Status{registry.StatusUp, registry.StatusDown, registry.StatusOutOfService, registry.StatusStarting}
 	switch k := rng.IntN(20); {
