@@ -26,7 +26,7 @@ type Server struct {
 }
 
 // ParseServers reads a comma-separated server list, each entry "zone=url"
-// or a bare url (zone DefaultZone), as `muster clients --servers` and
+// or a bare url (zone DefaultZone), as tools/clients --servers and
 // eureka.client.service-url.<zone> give them.
 func ParseServers(s string) ([]Server, error) {
 	var out []Server

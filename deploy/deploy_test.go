@@ -18,6 +18,7 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -67,6 +68,11 @@ func scrapeNode(t *testing.T) map[string]bool {
 	hcfg.Registry = reg
 	hcfg.Logger = logger
 	hcfg.Replication = stubReplication{}
+	// A peer secret makes the node export muster_auth_failures_total (its
+	// peer reasons start at 0) while client routes stay open.
+	if hcfg.PeerVerifier, err = auth.NewPeerVerifier("deploy-test-peer-secret", 0, 0); err != nil {
+		t.Fatal(err)
+	}
 	hcfg.Peers = func() []httpapi.PeerInfo {
 		return []httpapi.PeerInfo{{Name: "peer-b", Zone: "b", URL: "http://127.0.0.1:1/eureka/", State: "alive"}}
 	}

@@ -23,6 +23,7 @@ type AdminStatus struct {
 	SelfPreservation SelfPreservationDoc `json:"selfPreservation"`
 	Registry         RegistryDoc         `json:"registry"`
 	Peers            []PeerInfo          `json:"peers"`
+	Security         Security            `json:"security"`
 }
 
 // SelfPreservationDoc is the self-preservation part of AdminStatus.
@@ -35,6 +36,7 @@ type SelfPreservationDoc struct {
 	RenewsThreshold        int64   `json:"renewsThreshold"`
 	RenewsLastMin          int64   `json:"renewsLastMin"`
 	ArrivingRenewsPerMin   float64 `json:"arrivingRenewsPerMin"`
+	UnprovenRenewsPerMin   float64 `json:"unprovenRenewsPerMin"`
 }
 
 // RegistryDoc is the registry part of AdminStatus.
@@ -73,6 +75,7 @@ func (s *Server) status() AdminStatus {
 			RenewsThreshold:        sp.RenewsThreshold,
 			RenewsLastMin:          sp.RenewsLastMin,
 			ArrivingRenewsPerMin:   sp.ArrivingRenewsPerMin,
+			UnprovenRenewsPerMin:   sp.UnprovenRenewsPerMin,
 		},
 		Registry: RegistryDoc{
 			Apps:          len(snap.Apps),
@@ -84,7 +87,8 @@ func (s *Server) status() AdminStatus {
 			Cancels:       st.Cancels,
 			Evictions:     st.Evictions,
 		},
-		Peers: peers,
+		Peers:    peers,
+		Security: s.cfg.Security,
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // Micro-benchmarks of the HTTP hot paths through Server.ServeHTTP, without
-// the network. `muster bench` measures the same paths over loopback next to
+// the network. tools/bench measures the same paths over loopback next to
 // a bare echo server; these show what Muster itself adds per request.
 
 // benchServer returns a server over a registry of n instances, 50 per app

@@ -28,6 +28,7 @@ type dashboardPage struct {
 	Peers       []dashboardPeer
 	Apps        []dashboardApp
 	General     [][2]string
+	Security    Security
 }
 
 type dashboardPeer struct {
@@ -65,6 +66,7 @@ func (s *Server) dashboard(c echo.Context) error {
 		CurrentTime: now.Format("2006-01-02T15:04:05 -0700"),
 		Uptime:      formatUptime(now.Sub(s.started)),
 		SP:          s.reg.SelfPreservationState(),
+		Security:    s.cfg.Security,
 	}
 	var available, unavailable, registered []string
 	for _, p := range s.cfg.Peers() {

@@ -55,6 +55,14 @@ func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 	if body := n.do(t, "GET", "/", "").body; strings.Contains(body, emergencyBanner) {
 		t.Fatal("EMERGENCY shown during the first window, before the count can know")
 	}
+	// They renew once (instances that never renewed are not held to the
+	// threshold), then go silent.
+	n.clock.Advance(30 * time.Second)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if _, err := n.reg.Apply(registry.RenewOp("ORDERS", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n.clock.Advance(2 * time.Minute) // nobody renews
 	body := n.do(t, "GET", "/", "").body
 	if !strings.Contains(body, emergencyBanner) {
@@ -84,6 +92,9 @@ func TestDashboard_selfPreservationOffBanners(t *testing.T) {
 		t.Fatal("self-preservation disabled: want the TURNED OFF banner only")
 	}
 	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o1"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.reg.Apply(registry.RenewOp("ORDERS", "o1")); err != nil {
 		t.Fatal(err)
 	}
 	n.clock.Advance(2 * time.Minute)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,6 +42,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	code := statusFor(err)
+	if code == http.StatusRequestEntityTooLarge {
+		s.limitCounts.bodyBytes.Add(1)
+	}
 	msg := err.Error()
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -51,12 +55,20 @@ func (s *Server) handleError(err error, c echo.Context) {
 	} else {
 		s.log.Debug().Err(err).Int("status", code).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request refused")
 	}
+	if len(msg) > maxErrorBody {
+		// A backstop: messages quote client values through
+		// registry.QuotePrefix, but none may echo a whole body.
+		msg = strings.ToValidUTF8(msg[:maxErrorBody], "") + "…"
+	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(code)
 		return
 	}
 	_ = c.String(code, msg+"\n")
 }
+
+// maxErrorBody caps the text of an error answer.
+const maxErrorBody = 1024
 
 func badRequest(format string, args ...any) error {
 	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(format, args...))

@@ -42,7 +42,7 @@ func pathParam(c echo.Context, name string) (string, error) {
 	}
 	u, err := url.PathUnescape(v)
 	if err != nil {
-		return "", badRequest("bad escape in %s %q", name, v)
+		return "", badRequest("bad escape in %s %s", name, registry.QuotePrefix(v))
 	}
 	return u, nil
 }
@@ -91,7 +91,7 @@ func lastDirtyParam(c echo.Context) (int64, error) {
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || ms < 0 {
-		return 0, badRequest("lastDirtyTimestamp %q is not a number of milliseconds", v)
+		return 0, badRequest("lastDirtyTimestamp %s is not a number of milliseconds", registry.QuotePrefix(v))
 	}
 	return ms, nil
 }
@@ -185,14 +185,20 @@ func readBody(c echo.Context) (body []byte, release func(), err error) {
 			bodyBuffers.Put(buf)
 		}
 	}
+	// Nothing is reserved from a declared Content-Length beyond a first
+	// 4 KiB: the buffer grows with the bytes that arrive, so a client that
+	// declares 16 MB and sends one byte holds next to nothing.
 	if n := c.Request().ContentLength; n > 0 {
-		buf.Grow(int(n) + 1)
+		buf.Grow(int(min(n, 4<<10)) + 1)
 	}
 	if _, err := buf.ReadFrom(c.Request().Body); err != nil {
 		release()
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
 			return nil, nil, errBodyTooLarge(maxBytes.Limit)
+		}
+		if errors.Is(err, errBodyReadTimeout) {
+			return nil, nil, errBodyReadTimeout
 		}
 		return nil, nil, badRequest("reading request body: %v", err)
 	}
@@ -238,7 +244,8 @@ func (s *Server) register(c echo.Context) error {
 		return err
 	}
 	if in.App != "" && !strings.EqualFold(in.App, app) {
-		return badRequest("mismatched appName: the path says %s but the body says %s", strings.ToUpper(app), in.App)
+		return badRequest("mismatched appName: the path says %s but the body says %s",
+			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
 	if _, err := s.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
 		return err
@@ -406,7 +413,7 @@ func (s *Server) getApp(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "no application "+strings.ToUpper(name))
+		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
 	f := formatOf(c)
 	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f}, snap, func() payload {
@@ -447,7 +454,7 @@ func (s *Server) getAppInstance(c echo.Context) error {
 	}
 	iv, ok := s.reg.Instance(app, id)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "no instance "+id+" in "+strings.ToUpper(app))
+		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id)+" in "+registry.QuotePrefix(strings.ToUpper(app)))
 	}
 	return s.writeInstance(c, http.StatusOK, iv)
 }
@@ -459,7 +466,7 @@ func (s *Server) getInstanceByID(c echo.Context) error {
 	}
 	iv, ok := s.reg.InstanceByID(id)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "no instance "+id)
+		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id))
 	}
 	return s.writeInstance(c, http.StatusOK, iv)
 }

@@ -120,3 +120,45 @@ func TestFargo(t *testing.T) {
 		})
 	}
 }
+
+// TestFargo_emptyInstanceID registers the body go-micro's Eureka plugin
+// sends (fargo-shaped: instanceId empty, metadata instanceId, hostName h1)
+// and heartbeats it as fargo does, under the hostName. Eureka keys an empty
+// instanceId by the hostName; keying it h1:worker-7 (Spring's rule for an
+// absent one) made every heartbeat a 404.
+func TestFargo_emptyInstanceID(t *testing.T) {
+	for _, mode := range []struct {
+		name    string
+		useJSON bool
+	}{{"json", true}, {"xml", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			n := newTestNode(t)
+			conn := fargo.NewConn(n.http.URL + "/eureka")
+			conn.UseJson = mode.useJSON
+			ins := &fargo.Instance{
+				HostName: "h1", App: "worker", IPAddr: "10.0.0.7", VipAddress: "worker", Status: fargo.UP,
+				Port: 8080, PortEnabled: true,
+				DataCenterInfo: fargo.DataCenterInfo{Name: fargo.MyOwn},
+				LeaseInfo:      fargo.LeaseInfo{RenewalIntervalInSecs: 30, DurationInSecs: 90},
+			}
+			ins.SetMetadataString("instanceId", "worker-7")
+			if err := conn.RegisterInstance(ins); err != nil {
+				t.Fatalf("register: %v", err)
+			}
+			if _, ok := n.reg.Instance("WORKER", "h1"); !ok {
+				t.Fatal("instance not keyed by its hostName h1")
+			}
+			if _, ok := n.reg.Instance("WORKER", "h1:worker-7"); ok {
+				t.Fatal("instance keyed h1:worker-7 (Spring's rule for an absent instanceId)")
+			}
+			for i := range 3 {
+				if err := conn.HeartBeatInstance(ins); err != nil {
+					t.Fatalf("heartbeat %d: %v", i, err)
+				}
+			}
+			if got := n.reg.Stats().Renewals; got != 3 {
+				t.Fatalf("renewals = %d, want 3", got)
+			}
+		})
+	}
+}

@@ -55,6 +55,7 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 	}
 	cs := []prometheus.Collector{
 		m.latency,
+		s.guard.failures,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_registrations_total", Help: "Registrations accepted, replicated ones included."},
 			stats(func(v statsView) float64 { return float64(v.registrations) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_renewals_total", Help: "Successful lease renewals (heartbeats), replicated ones included."},
@@ -88,6 +89,7 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 		cs = append(cs, newReplicationCollector(s.cfg.Replication))
 	}
 	cs = append(cs, newPeerCollector(s.cfg.Peers))
+	cs = append(cs, newLimitsCollector(s))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -27,7 +27,7 @@ func newReplicationCollector(stats ReplicationStats) *replicationCollector {
 		reregistered: d("reregistrations_total", "Registers queued because a peer answered a heartbeat with 404."),
 		adopted:      d("adopted_total", "Newer instances taken from a peer's 409 answer."),
 		itemFailures: d("item_failures_total", "Items a peer answered with an unexpected status."),
-		drops:        d("drops_total", "Tasks dropped, by reason: overflow (queue full), expired, permanent (peer refused the batch), inbox_full.", "reason"),
+		drops:        d("drops_total", "Tasks dropped, by reason: overflow (queue full), expired, permanent (peer refused the batch), inbox_full, too_large (no batch can carry it), refused (peer refused the item for good).", "reason"),
 		peers:        d("peers", "Peers this node replicates to."),
 		queueDepth:   d("queue_depth", "Tasks waiting for a peer.", "peer"),
 		lag:          d("lag_seconds", "Age of the oldest task of the last batch sent to a peer.", "peer"),
@@ -63,6 +63,8 @@ func (rc *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(rc.drops, t.Drops.Expired, "expired")
 	counter(rc.drops, t.Drops.Permanent, "permanent")
 	counter(rc.drops, t.Drops.InboxFull, "inbox_full")
+	counter(rc.drops, t.Drops.TooLarge, "too_large")
+	counter(rc.drops, t.Drops.Refused, "refused")
 	peers := rc.stats.Peers()
 	ch <- prometheus.MustNewConstMetric(rc.peers, prometheus.GaugeValue, float64(len(peers)))
 	for _, p := range peers {

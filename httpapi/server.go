@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
@@ -62,6 +63,7 @@ type Registry interface {
 	Stats() registry.Stats
 	Len() int
 	Version() uint64
+	LimitRejections() map[registry.Limit]uint64
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -102,6 +104,24 @@ type Config struct {
 	MaxBatchBodyBytes int64
 	// Now is the clock for the dashboard; nil means time.Now.
 	Now func() time.Time
+
+	// Connection limits (limits.go). BodyReadTimeout: a request body must
+	// arrive whole this long after its headers (408 beyond);
+	// muster.body-read-timeout-ms, default 30 s. WriteChunkTimeout: each
+	// 128 KiB of a response must be taken by the reader within it;
+	// muster.write-chunk-timeout-ms, default 30 s. MaxConnections: open
+	// connections at most, further ones wait; muster.max-connections,
+	// default 100,000. Zero turns a limit off.
+	BodyReadTimeout   time.Duration
+	WriteChunkTimeout time.Duration
+	MaxConnections    int
+	// Auth checks HTTP Basic credentials; nil leaves client routes open.
+	Auth *auth.Authenticator
+	// PeerVerifier checks peer signatures (cluster.peer-secret); nil means
+	// none are required. See auth.go for who may do what.
+	PeerVerifier *auth.PeerVerifier
+	// Security is reported on /admin/status and the dashboard.
+	Security Security
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -109,7 +129,11 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 16 << 20,
+		BodyReadTimeout:   30 * time.Second,
+		WriteChunkTimeout: 30 * time.Second,
+		MaxConnections:    100_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
+		Security:          Security{ClientAuth: "none"},
 	}
 }
 
@@ -137,6 +161,9 @@ type Server struct {
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
+
+	limitCounts limitCounts // HTTP limits met, for metrics
+	guard       *guard
 }
 
 // New builds the server and its routes. It starts nothing; serve
@@ -162,6 +189,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()
+	s.guard = newGuard(cfg, s.log, s.now)
 	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
 	if err != nil {
 		return nil, err
@@ -184,6 +212,10 @@ func (s *Server) Handler() http.Handler { return s }
 // slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
 // often as /eureka/apps.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if pw := s.guardConn(w, r); pw != nil {
+		defer releaseWriter(pw)
+		w = pw
+	}
 	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
 		r.URL.Path = strings.TrimRight(p, "/")
 		if r.URL.Path == "" {
@@ -199,7 +231,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routes() {
 	// Middleware is attached per route, where echo applies it once, rather
 	// than with Use, which echo v4 re-applies on every request.
-	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe}
+	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe, s.authenticate}
 	route := func(add func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route) func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) {
 		return func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc) {
 			add(path, h, append(append([]echo.MiddlewareFunc{}, common...), extra...)...)

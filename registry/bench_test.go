@@ -38,7 +38,7 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 		ids[i] = fmt.Sprintf("i-%d", i)
 	}
 	// As in a node, a consumer reads the change stream and takes the
-	// renewal feed when woken, at most every 5 ms, as replication's feed
+	// renewal feed when woken, at most every 20 ms, as replication's feed
 	// does (replication.renewalTakeInterval).
 	ready := r.RenewalsReady()
 	cur := r.Subscribe()
@@ -58,7 +58,7 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 			case <-wake:
 				buf = r.TakeRenewals(buf)
 				wake = nil
-				pause.Reset(5 * time.Millisecond)
+				pause.Reset(20 * time.Millisecond)
 			case <-pause.C:
 				wake = ready
 			case <-cur.Ready():

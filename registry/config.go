@@ -71,6 +71,9 @@ type Config struct {
 	// shares with the registry. Default 16384: a full syncUp copy of 10k
 	// instances fits, and replication reads it in microseconds.
 	OutboxSize int
+
+	// Limits bound what clients can make the node hold; see Limits.
+	Limits Limits
 }
 
 // DefaultConfig returns Eureka's defaults.
@@ -87,6 +90,7 @@ func DefaultConfig() Config {
 		DeltaRetentionInterval:       30 * time.Second,
 		SyncWhenTimestampDiffers:     true,
 		OutboxSize:                   16384,
+		Limits:                       DefaultLimits(),
 	}
 }
 
@@ -118,5 +122,5 @@ func (c Config) Validate() error {
 	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
 		return fmt.Errorf("registry: RenewalPercentThreshold must be in (0, 1], got %v", c.RenewalPercentThreshold)
 	}
-	return nil
+	return c.Limits.validate()
 }

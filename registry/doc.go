@@ -38,10 +38,28 @@
 // only when it is above 0.85 × the current expectation (or
 // self-preservation is off), so a mass outage cannot lower the bar.
 //
+// Registrations alone cannot raise the bar: an instance is held to the
+// threshold only once it has renewed (its own heartbeat or a peer's
+// replicated one); until then its share is UnprovenRenewsPerMin, left out
+// of the test, and once its lease expires it is evicted without the per-run
+// cap. A flood of instances that never renew therefore never switches
+// self-preservation on; a mass outage of renewing instances does, as
+// before. Instances present at OpenForTraffic (copied by syncUp) count as
+// renewing. See selfpreservation.go.
+//
+// # Limits
+//
+// Config.Limits bound instances (node and app), metadata, name lengths and
+// how far in the future a lastDirtyTimestamp may be; a write beyond one is
+// refused whole with a *LimitError (ErrCapacity, ErrAppFull, ErrClockSkew
+// or ErrLimitExceeded) and counted (LimitRejections). Lease fields beyond
+// MaxRenewalIntervalSecs and MaxLeaseDurationSecs are clamped.
+//
 // # Tasks (Run)
 //
 //   - every EvictionInterval (60 s): EvictExpired — at most
-//     size − ⌊size × 0.85⌋ expired leases per run, in random order;
+//     size − ⌊size × 0.85⌋ expired leases per run, in random order, plus
+//     every expired lease that never renewed;
 //   - every RenewThresholdUpdateInterval (15 min): UpdateRenewThreshold;
 //   - every DeltaRetentionInterval (30 s): PruneDeltas drops changes older
 //     than DeltaRetention (3 min) from the delta.
@@ -70,7 +88,8 @@
 // # The change stream
 //
 // Every visible change gets the next version (its Seq: gap-free, one more
-// than the previous change's) and is appended, under the write lock and so
+// than the previous change's; the node's own sequence, which means nothing
+// on another node) and is appended, under the write lock and so
 // in apply order, to an outbox: a ring of the last Config.OutboxSize
 // (16384) events. Consumers (replication; later the payload cache,
 // watchers, metrics) each hold a Cursor from Subscribe and read at their
@@ -93,8 +112,8 @@
 //
 // Heartbeats change no version and are not events. A client's renewal
 // sets a flag on its lease and, the first time since the last take, pushes
-// the lease onto a lock-free stack; the replication feed takes the stack
-// (TakeRenewals) and sends one heartbeat per renewed lease with its newest
+// the lease onto one of 16 lock-free stacks; the replication feed takes
+// them (TakeRenewals, at most every 20 ms) and sends one heartbeat per renewed lease with its newest
 // state. Nothing is lost, repeated renewals of one instance coalesce, and
 // the backlog can never exceed the number of instances. A peer's
 // heartbeats are not fed. The heartbeat path takes one of 16 read stripes

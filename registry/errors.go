@@ -36,6 +36,12 @@ var errorStatus = []struct {
 	{ErrNewerDirtyTimestamp, 404},
 	// A peer's older data: ours wins and goes back with the 409.
 	{ErrStaleDirtyTimestamp, 409},
+	// Limits (limits.go), the specific ones before ErrLimitExceeded, which
+	// they wrap: a full node is unavailable (a client tries another), a
+	// full app is refused, anything else over a limit is bad input.
+	{ErrCapacity, 503},
+	{ErrAppFull, 403},
+	{ErrLimitExceeded, 400},
 	// Bad input is a 400, never a 500 (EUREKA.md bug 13).
 	{ErrInvalidInstance, 400},
 	{ErrInvalidStatus, 400},

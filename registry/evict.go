@@ -57,11 +57,18 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 		key InstanceKey
 		l   *lease
 	}
-	var expired []candidate
+	// Leases that never renewed once (a registration flood, say) are not
+	// what the cap protects: they go all at once (selfpreservation.go).
+	var expired, unproven []candidate
 	for app, byID := range r.apps {
 		for id, l := range byID {
-			if l.expired(now, grace) {
+			if !l.expired(now, grace) {
+				continue
+			}
+			if l.proven.Load() {
 				expired = append(expired, candidate{InstanceKey{app, id}, l})
+			} else {
+				unproven = append(unproven, candidate{InstanceKey{app, id}, l})
 			}
 		}
 	}
@@ -82,19 +89,20 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 		}
 	}
 	n := min(len(expired), limit)
-	keys := make([]InstanceKey, 0, n)
-	for _, c := range expired[:n] {
+	keys := make([]InstanceKey, 0, n+len(unproven))
+	for _, c := range append(expired[:n], unproven...) {
 		r.removeLocked(c.key.App, c.key.ID, c.l, OpEvict, OriginNode, now)
 		keys = append(keys, c.key)
 	}
-	r.evictions.Add(uint64(n))
+	r.evictions.Add(uint64(len(keys)))
 	r.unlock(v0)
 
 	if transition {
 		r.logSelfPreservation(sp)
 	}
-	if n > 0 {
-		ev := r.log.Info().Int("evicted", n).Int("expired", len(expired)).Dur("compensation", grace)
+	if len(keys) > 0 {
+		ev := r.log.Info().Int("evicted", len(keys)).Int("expired", len(expired)+len(unproven)).
+			Int("never_renewed", len(unproven)).Dur("compensation", grace)
 		if n < len(expired) {
 			ev = ev.Int("limit", limit)
 		}

@@ -38,6 +38,9 @@ func TestRegistry_EvictExpired_randomPickIsSeeded(t *testing.T) {
 	pick := func() []registry.InstanceKey {
 		r, clk := mustNew(t, selfPreservationOff)
 		registerN(t, r, 100)
+		// Open: leases present then count as renewing ones, which the cap
+		// protects (leases that never renewed are not capped).
+		r.OpenForTraffic()
 		clk.Advance(2 * time.Minute)
 		return r.EvictExpired()
 	}

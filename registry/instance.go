@@ -37,7 +37,7 @@ func ParseStatus(s string) (Status, error) {
 	case StatusUnknown:
 		return StatusUnknown, nil
 	}
-	return "", fmt.Errorf("%w: %q (want UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)", ErrInvalidStatus, s)
+	return "", fmt.Errorf("%w: %s (want UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)", ErrInvalidStatus, QuotePrefix(s))
 }
 
 // check returns ErrInvalidStatus unless s is one of the five statuses,
@@ -47,7 +47,7 @@ func (s Status) check() error {
 	case StatusUp, StatusDown, StatusStarting, StatusOutOfService, StatusUnknown:
 		return nil
 	}
-	return fmt.Errorf("%w: %q", ErrInvalidStatus, string(s))
+	return fmt.Errorf("%w: %s", ErrInvalidStatus, QuotePrefix(string(s)))
 }
 
 // LenientStatus maps a status read from a stored or peer-sent instance body:
@@ -224,10 +224,10 @@ func (in *Instance) Validate() error {
 		return invalid("missing dataCenterInfo name")
 	}
 	if in.Status.check() != nil {
-		return invalid(fmt.Sprintf("invalid status %q", in.Status))
+		return invalid("invalid status " + QuotePrefix(string(in.Status)))
 	}
 	if in.OverriddenStatus != "" && in.OverriddenStatus.check() != nil {
-		return invalid(fmt.Sprintf("invalid overriddenStatus %q", in.OverriddenStatus))
+		return invalid("invalid overriddenStatus " + QuotePrefix(string(in.OverriddenStatus)))
 	}
 	if in.RenewalIntervalSecs < 0 || in.LeaseDurationSecs < 0 {
 		return invalid("negative leaseInfo interval or duration")

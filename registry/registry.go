@@ -27,6 +27,9 @@ type lease struct {
 	// (renewals.go): set by a client heartbeat, cleared by TakeRenewals.
 	renewPending atomic.Bool
 	nextRenewed  *lease
+	// proven is set by the lease's first renewal (see selfpreservation.go):
+	// until then it is not held to the renewal threshold.
+	proven atomic.Bool
 }
 
 func (l *lease) expired(now time.Time, grace time.Duration) bool {
@@ -69,6 +72,8 @@ type Registry struct {
 
 	registrations, cancels, evictions atomic.Uint64
 	renewalCount                      shardedCounter
+	limitHits                         limitCounters // writes refused, per limit
+	unproven                          atomic.Int64  // expected renewals/min of unproven leases, in millionths
 
 	// opened and readsRefusedUntil are the start-up state (startup.go).
 	opened            atomic.Bool
@@ -271,9 +276,13 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	}
 	in = in.Clone()
 	in.App = upperASCII(in.App)
+	clampLease(in)
 	nowMs := now.UnixMilli()
 	if in.LastDirtyTimestamp == 0 {
 		in.LastDirtyTimestamp = nowMs
+	}
+	if err := r.checkInstanceLimits(in, now); err != nil {
+		return nil, err
 	}
 	id := in.ID()
 	key := InstanceKey{in.App, id}
@@ -289,6 +298,12 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	if op.OnlyIfNewer && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
 		r.mu.Unlock()
 		return nil, nil
+	}
+	if l == nil {
+		if err := r.checkCapacityLocked(in.App); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
 	}
 	var existing *Instance
 	if l != nil {
@@ -339,9 +354,11 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 		r.instances++
 		r.expected += rate
 		r.addArrivalLocked(l, arrival{at: now, renewsPerMin: rate})
+		r.rerateUnprovenLocked(l, 0, rate)
 	} else {
 		r.expected += rate - l.renewsPerMin
 		r.rerateArrivalLocked(l, rate)
+		r.rerateUnprovenLocked(l, l.renewsPerMin, rate)
 	}
 	l.inst = in
 	l.duration = r.leaseDuration(in)
@@ -381,6 +398,7 @@ func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
 		return r.renewCorrectingStatus(op, app, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
+	r.proveLease(l)
 	r.renewals.increment(now, stripe)
 	r.renewalCount.addAt(stripe, 1)
 	if op.Origin == OriginClient {
@@ -410,6 +428,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 		r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
+	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.add(1)
 	r.unlock(v0)
@@ -482,6 +501,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 	}
 	r.instances--
 	r.rerateArrivalLocked(l, 0)
+	r.rerateUnprovenLocked(l, l.renewsPerMin, 0)
 	r.expected -= l.renewsPerMin
 	if r.expected < 1e-9 {
 		r.expected = 0
@@ -529,6 +549,9 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 	if err := status.check(); err != nil {
 		return nil, err
 	}
+	if err := r.checkDirtySkew(op.LastDirtyTimestamp, now); err != nil {
+		return nil, err
+	}
 	app := upperASCII(op.App)
 	l, err := r.lockLease(op, app, now)
 	if err != nil {
@@ -566,6 +589,9 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 	if err := status.check(); err != nil {
 		return nil, err
 	}
+	if err := r.checkDirtySkew(op.LastDirtyTimestamp, now); err != nil {
+		return nil, err
+	}
 	app := upperASCII(op.App)
 	l, err := r.lockLease(op, app, now)
 	if err != nil {
@@ -596,13 +622,20 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 // changed instance, so peers receive it as a Register.
 func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
 	app := upperASCII(op.App)
-	l, err := r.lockLease(op, app, now)
-	if err != nil {
-		return nil, err
+	r.mu.Lock()
+	l := r.lookupLocked(app, op.ID)
+	if l == nil {
+		r.mu.Unlock()
+		return nil, ErrInstanceNotFound
 	}
 	v0 := r.version
 	in := l.inst.Clone()
 	in.Metadata = in.Metadata.With(op.Metadata)
+	if err := r.checkMetadata(in.Metadata, in.DataCenterInfo.Metadata); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	l.lastRenewal.Store(now.UnixNano())
 	r.modifyLocked(l, in, OpMetadata, op.Origin, now)
 	r.unlock(v0)
 	return in, nil

@@ -32,6 +32,12 @@ type SelfPreservation struct {
 	// are held to ⌊(expected − arriving) × percent⌋ instead; without this,
 	// every large deployment would trip self-preservation for a minute.
 	ArrivingRenewsPerMin float64
+	// UnprovenRenewsPerMin is the part of ExpectedRenewsPerMin that belongs
+	// to instances which have not renewed once since they registered here.
+	// They are not held to the threshold until they do, so registrations
+	// alone (a flood of instances that never renew) cannot switch
+	// self-preservation on; see proveLease.
+	UnprovenRenewsPerMin float64
 	// RenewsLastMin is the renewals of the last complete window, scaled to a
 	// minute.
 	RenewsLastMin int64
@@ -63,25 +69,28 @@ func (r *Registry) selfPreservationLocked(now time.Time) SelfPreservation {
 	count, complete := r.renewals.Count(now)
 	lastStart := r.renewals.LastWindowStart(now)
 	arriving := 0.0
-	for _, a := range r.arrivals {
-		if !a.at.Before(lastStart) {
+	for l, a := range r.arrivals {
+		// An unproven arrival is counted once, below, as unproven.
+		if !a.at.Before(lastStart) && l.proven.Load() {
 			arriving += a.renewsPerMin
 		}
 	}
-	arriving = min(arriving, r.expected)
+	unproven := min(max(float64(r.unproven.Load())/1e6, 0), r.expected)
+	arriving = min(arriving, r.expected-unproven)
 	sp := SelfPreservation{
 		Enabled:              r.cfg.SelfPreservation,
 		WarmingUp:            !complete,
 		ExpectedRenewsPerMin: r.expected,
 		RenewsThreshold:      renewsThreshold(r.expected, r.cfg.RenewalPercentThreshold),
 		ArrivingRenewsPerMin: arriving,
+		UnprovenRenewsPerMin: unproven,
 		RenewsLastMin:        renewsPerMinute(count, r.renewals.Window()),
 	}
 	// Eureka enables expiry only when renews > threshold and threshold > 0
 	// (PeerAwareInstanceRegistryImpl#isLeaseExpirationEnabled), so an empty
 	// or one-client server sits in self-preservation. Here expiry stops only
 	// when renewals fall below the threshold, as the product promises.
-	sp.Below = !sp.WarmingUp && sp.RenewsLastMin < renewsThreshold(r.expected-arriving, r.cfg.RenewalPercentThreshold)
+	sp.Below = !sp.WarmingUp && sp.RenewsLastMin < renewsThreshold(r.expected-arriving-unproven, r.cfg.RenewalPercentThreshold)
 	sp.Active = sp.Enabled && sp.Below
 	// Nothing is evicted while warming up: the count cannot tell a
 	// partition from a fleet of dead instances yet.
@@ -179,6 +188,15 @@ func (r *Registry) OpenForTraffic() int {
 		}
 	}
 	r.expected = expected
+	// What is here at opening was copied from a peer that served it (or
+	// registered during start-up): it is held to the threshold at once,
+	// as Eureka's openForTraffic seeds it.
+	for _, byID := range r.apps {
+		for _, l := range byID {
+			l.proven.Store(true)
+		}
+	}
+	r.unproven.Store(0)
 	r.lastEvictionAt = time.Time{}
 	r.spActive = false
 	r.renewals.Reset(now)
@@ -192,4 +210,43 @@ func (r *Registry) OpenForTraffic() int {
 		Int64("renews_threshold", renewsThreshold(expected, r.cfg.RenewalPercentThreshold)).
 		Msg("open for traffic")
 	return n
+}
+
+// Self-preservation counts only instances that have shown they renew.
+//
+// Expected renewals come from what instances declare at registration
+// (renewalIntervalInSecs), so registrations alone could raise the bar: one
+// request carrying 50,000 instances with a 1 s interval asked for 3 million
+// renewals a minute, none came, self-preservation switched on and dead
+// instances were served indefinitely. So a lease is "unproven" from its
+// registration until its first renewal (a client's heartbeat or a peer's
+// replicated one). Unproven leases still count in ExpectedRenewsPerMin and
+// the reported threshold (so the figures are Eureka's), but the test for
+// Below leaves them out, and an eviction run removes all the expired ones,
+// without the per-run cap that protects instances that were renewing.
+// A genuine mass outage is of instances that had been renewing: they are
+// proven, and self-preservation switches on exactly as before. Instances
+// present at OpenForTraffic (copied by syncUp) count as proven.
+//
+// The sum of the unproven leases' rates is kept in millionths in an atomic
+// integer, because the first renewal happens under the read lock.
+
+func micros(rate float64) int64 { return int64(math.Round(rate * 1e6)) }
+
+// rerateUnprovenLocked moves an unproven lease's share of the expected
+// renewals from old to new (0 for a lease that arrives or leaves).
+func (r *Registry) rerateUnprovenLocked(l *lease, old, new float64) {
+	if l.proven.Load() {
+		return
+	}
+	r.unproven.Add(micros(new) - micros(old))
+}
+
+// proveLease marks l's first renewal. It runs under the read lock (at least),
+// so l.renewsPerMin is stable; the CompareAndSwap makes one of several
+// concurrent first heartbeats do it.
+func (r *Registry) proveLease(l *lease) {
+	if !l.proven.Load() && l.proven.CompareAndSwap(false, true) {
+		r.unproven.Add(-micros(l.renewsPerMin))
+	}
 }

@@ -95,9 +95,21 @@ func itemOf(t Task) replicationItem {
 	return it
 }
 
+// taskWireSize is an upper bound of the bytes t adds to an encoded batch:
+// the instance body of a Register exactly, plus the item's other fields
+// with every character of the key escaped (\u00XX) in the worst case.
+func taskWireSize(t *Task) int {
+	n := 200 + 6*(len(t.Key.App)+len(t.Key.ID))
+	if t.Action == registry.ActionRegister && t.Instance != nil {
+		n += len(wire.AppendInstanceBodyJSON(nil, registry.InstanceView{Instance: t.Instance}))
+	}
+	return n
+}
+
 // DecodeBatchResponse reads a ReplicationListResponse, the answer to a
 // batch.
 func DecodeBatchResponse(body []byte) (BatchResult, error) {
+
 	var resp replicationListResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return BatchResult{}, fmt.Errorf("decode batch response: %w", err)

@@ -105,21 +105,45 @@ func (b *batcher) add(t Task, now time.Time) {
 // Expired tasks met on the way are dropped and counted. It returns nil when
 // nothing is pending.
 func (b *batcher) take(now time.Time, max int) []Task {
-	var out []Task
+	out, _ := b.takeSized(now, max, 0, nil)
+	return out
+}
+
+// takeSized is take with a byte budget as well: the tasks taken weigh at
+// most maxBytes by size (the peer's wire size of a task). A task that alone
+// weighs more can never be sent; it is removed and returned in tooLarge,
+// for the caller to count and report. maxBytes ≤ 0 means no budget.
+func (b *batcher) takeSized(now time.Time, max, maxBytes int, size func(*Task) int) (out, tooLarge []Task) {
+	total := 0
 	for b.head != nil && len(out) < max {
 		nd := b.head
-		b.remove(nd)
 		if now.After(nd.expires) {
+			b.remove(nd)
 			b.expired++
-		} else {
-			if out == nil {
-				out = make([]Task, 0, min(max, b.n+1))
-			}
-			out = append(out, nd.task)
+			b.release(nd)
+			continue
 		}
+		if maxBytes > 0 && size != nil {
+			n := size(&nd.task)
+			if n > maxBytes {
+				b.remove(nd)
+				tooLarge = append(tooLarge, nd.task)
+				b.release(nd)
+				continue
+			}
+			if total+n > maxBytes {
+				break // the next batch starts with it
+			}
+			total += n
+		}
+		b.remove(nd)
+		if out == nil {
+			out = make([]Task, 0, min(max, b.n+1))
+		}
+		out = append(out, nd.task)
 		b.release(nd)
 	}
-	return out
+	return out, tooLarge
 }
 
 // requeueFront puts the tasks of a failed batch back at the front, in their

@@ -13,7 +13,7 @@ import (
 
 // Micro-benchmarks of the replication hot path: a node under heartbeat load
 // sends full batches (250 items) to every peer, and every peer decodes and
-// applies them. `muster bench` shows the batch fill under load; these show
+// applies them. tools/bench shows the batch fill under load; these show
 // the cost per item on each side.
 
 const benchBatchSize = 250

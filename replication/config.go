@@ -16,6 +16,14 @@ type Config struct {
 	// fewer round trips under load but longer requests; Eureka's receiver
 	// has no limit of its own. Default 250 (PeerEurekaNode.BATCH_SIZE).
 	MaxBatchSize int
+	// MaxBatchBytes caps a batch's encoded size, below the receivers'
+	// muster.max-batch-body-bytes (cmd sets ¾ of it, 12 MiB by default), so
+	// that a few large instances cannot make a batch the peer refuses whole
+	// (413). A task larger on its own is dropped and counted (TooLarge).
+	// After a 413 anyway (a peer with a smaller limit), the sender halves
+	// its budget for that peer and sends the batch again in parts.
+	// 0 means no cap.
+	MaxBatchBytes int
 	// MaxQueueSize bounds each peer's pending tasks. On overflow the oldest
 	// heartbeat is dropped, or the oldest task when no heartbeat is pending.
 	// A pending task costs ~170 bytes (the instance it points to is shared),
@@ -89,6 +97,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxBatchSize:                250,                    // PeerEurekaNode.BATCH_SIZE
+		MaxBatchBytes:               12 << 20,               // ¾ of the receiver's default 16 MiB
 		MaxQueueSize:                10000,                  // max-elements-in-peer-replication-pool
 		TaskMaxAge:                  30 * time.Second,       // max-time-for-replication
 		ExpectedRenewalInterval:     30 * time.Second,       // client renewal default (not Eureka's 90 s)

@@ -16,7 +16,7 @@
 //     lease in the renewal feed. Neither calls into replication.
 //  2. The replicator's feed goroutine, woken by the registry without
 //     blocking, reads the stream from its cursor to the head, outside
-//     every registry lock; at most every 5 ms it first takes the renewals
+//     every registry lock; at most every 20 ms it first takes the renewals
 //     (so a heartbeat may lag a change by that much, and a flood of them is
 //     collected in bulk). A change that did not come
 //     from a client (a peer's write, a syncUp copy, an eviction) stops
@@ -37,27 +37,41 @@
 //     up to MaxBatchSize (250) tasks from the front, dropping those that
 //     have expired (register and heartbeat after the instance's renewal
 //     interval, 30 s by default; cancel and status after TaskMaxAge, 30 s;
-//     Drops.Expired), records the age of the oldest one as the replication
-//     lag, and sends the batch through the Transport in its own goroutine.
+//     Drops.Expired) and stopping before the batch would exceed
+//     MaxBatchBytes (¾ of the receivers' muster.max-batch-body-bytes; a
+//     task larger on its own is dropped, Drops.TooLarge, and logged at
+//     error level with its key), records the age of the oldest one as the
+//     replication lag, and sends the batch through the Transport in its own
+//     goroutine.
 //  5. While the batch is in flight, new tasks queue up (and dedupe); they
 //     make the next batch.
 //  6. The answer decides what happens to the batch: 2xx, it is done
 //     (go to 7); 503, the peer is congested: the batch goes back to the
 //     front of the queue and the sender waits backoff(1 s, failures, 30 s);
 //     a network error or timeout, the same with backoff(100 ms, failures,
-//     30 s) (Counters.Retries); any other status, the batch is dropped
-//     (Drops.Permanent) and logged. Re-queued tasks that have meanwhile been
+//     30 s) (Counters.Retries); 413, the peer's limit is lower than ours:
+//     the batch goes back and the byte budget for that peer halves; any
+//     other status, the batch is dropped (Drops.Permanent) and logged at
+//     error level. Re-queued tasks that have meanwhile been
 //     superseded by a newer task, or have expired, are left out.
 //  7. Each item of a 2xx answer is checked, in order: a heartbeat's 404 means
 //     the peer lost the instance, so a Register of the local copy
 //     (Config.Store) is queued, unless it is gone here too; a heartbeat's
 //     409 brings the peer's newer instance, which is applied from
 //     OriginPeer and only over an older copy (so it does not come back
-//     through step 1); a cancel's 404 is fine; other failures are counted
-//     (Counters.ItemFailures) and logged. An answer with a different number
+//     through step 1); a cancel's 404 is fine; a 4xx the peer would give
+//     again (400, 403, 413: one of its limits) drops the item for good
+//     (Drops.Refused), logged at error level with its key under its own
+//     rate limit, so transient failures cannot hide it; other failures are
+//     counted (Counters.ItemFailures) and logged. An answer with a different
+//     number
 //     of items than the batch is logged and its items are ignored, as
 //     Eureka does.
 //  8. The sender goes back to step 4.
+//
+// With a peer secret, HTTPTransport and the syncUp fetch sign every request
+// through a RequestSigner (signing.go); the receiving node's httpapi checks
+// the signature before Receiver sees the batch.
 //
 // SetPeers adds and removes senders as membership changes; a peer that
 // stays keeps its queue. A sender added while running starts with a

@@ -33,6 +33,9 @@ type HTTPTransport struct {
 	// short for a large registry; the caller's context bounds it
 	// (SyncConfig.FetchTimeout).
 	fetchClient *http.Client
+	// maxRegistryBytes caps a registry read for syncUp (SetSyncLimit).
+	maxRegistryBytes int64
+	sign             RequestSigner // nil: requests go unsigned
 }
 
 // NewHTTPTransport returns a transport with the given connect and whole
@@ -45,8 +48,9 @@ func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTranspo
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &HTTPTransport{
-		client:           &http.Client{Transport: tr, Timeout: requestTimeout},
-		fetchClient:      &http.Client{Transport: tr},
+		client:           &http.Client{Transport: tr, Timeout: requestTimeout, CheckRedirect: noRedirects},
+		fetchClient:      &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		maxRegistryBytes: DefaultMaxSyncBodyBytes,
 		maxResponseBytes: 64 << 20,
 	}
 }
@@ -65,6 +69,9 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderReplication, "true")
 	req.Header.Set("User-Agent", "Muster-Replication")
+	if t.sign != nil {
+		t.sign(req, body)
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return BatchResult{}, err
@@ -91,9 +98,20 @@ func joinURL(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
 }
 
+// SetSyncLimit caps the registry FetchRegistry reads from a peer (after
+// gzip is undone); a larger one fails the attempt with ErrSyncTooLarge and
+// syncUp tries the next peer. muster.max-sync-body-bytes, default
+// DefaultMaxSyncBodyBytes. Call it before the transport is used.
+func (t *HTTPTransport) SetSyncLimit(maxBytes int64) {
+	if maxBytes > 0 {
+		t.maxRegistryBytes = maxBytes
+	}
+}
+
 // FetchRegistry implements Transport: GET {peer}apps as JSON, marked as
-// replication so a peer that is itself still syncing answers 503 (it has no
-// registry to give) instead of a client's 403.
+// replication (and signed, with a peer secret) so a peer that is itself
+// still syncing answers 503 (it has no registry to give) instead of a
+// client's 403.
 func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
 	if err != nil {
@@ -101,20 +119,27 @@ func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderReplication, "true")
+	if t.sign != nil {
+		t.sign(req, nil)
+	}
 	resp, err := t.fetchClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	maxBytes := t.maxRegistryBytes
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
 	}
+	if int64(len(body)) > maxBytes {
+		return nil, fmt.Errorf("registry of %s: %w (%d bytes, muster.max-sync-body-bytes)", p.Name, ErrSyncTooLarge, maxBytes)
+	}
 	if resp.StatusCode == http.StatusServiceUnavailable {
-		return nil, fmt.Errorf("GET %s: %w", req.URL, ErrPeerStarting)
+		return nil, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrPeerStarting)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s answered %d", req.URL, resp.StatusCode)
+		return nil, fmt.Errorf("GET %s answered %d", req.URL.Redacted(), resp.StatusCode)
 	}
 	apps, err := wire.DecodeApplicationsJSON(body)
 	if err != nil {

@@ -2,7 +2,9 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,7 +82,14 @@ type peer struct {
 	maxLag        time.Duration
 
 	warnSend, warnItems, warnDrops logLimiter
-	warnedDrops                    Drops // drops already reported by a Warn line
+	// errRefused limits the Error lines about tasks dropped for good
+	// (refused items, too large ones); its own limiter, so that transient
+	// failures cannot hide them.
+	errRefused logLimiter
+	// byteBudget is the batch size in bytes for this peer: MaxBatchBytes,
+	// halved after each 413 (0: no cap).
+	byteBudget  int
+	warnedDrops Drops // drops already reported by a Warn line
 
 	// statsMu guards stats, the owner's last published view for Peers().
 	statsMu sync.Mutex
@@ -109,6 +118,8 @@ func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *
 		inbox:   make(chan Task, max(cfg.InboxSize, 1)),
 		results: make(chan sendResult, 1),
 		b:       newBatcher(cfg.MaxQueueSize, cfg.TaskMaxAge, cfg.ExpectedRenewalInterval),
+
+		byteBudget: cfg.MaxBatchBytes,
 	}
 	p.info.Store(&info)
 	return p
@@ -130,7 +141,7 @@ func (p *peer) offer(t Task) {
 // answer to onResult and sleeps out backoffs. It returns when ctx ends,
 // after the batch in flight, if any, has been answered or aborted.
 func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
-	p.log.Info().Str(logURL, p.info.Load().URL).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
+	p.log.Info().Str(logURL, RedactURL(p.info.Load().URL)).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -273,7 +284,10 @@ func (p *peer) step(now time.Time) (f *flight, wait time.Duration) {
 	if now.Before(p.retryAt) {
 		return nil, p.retryAt.Sub(now)
 	}
-	tasks := p.b.take(now, p.cfg.MaxBatchSize)
+	tasks, tooLarge := p.b.takeSized(now, p.cfg.MaxBatchSize, p.byteBudget, taskWireSize)
+	for i := range tooLarge {
+		p.dropForGood(&tooLarge[i], "too_large", 0, now)
+	}
 	if len(tasks) == 0 {
 		return nil, 0
 	}
@@ -327,13 +341,18 @@ func (p *peer) onResult(r sendResult, now time.Time) {
 				Msg("batch failed; retrying after backoff")
 		}
 	case outcomePermanent:
+		if se := (*StatusError)(nil); errors.As(r.err, &se) && se.Code == http.StatusRequestEntityTooLarge {
+			p.tooLargeForPeer(tasks, now)
+			return
+		}
 		p.failures++
 		p.c.Drops.Permanent += uint64(len(tasks))
 		p.setErr(r.err, now)
-		if ok, suppressed := p.warnSend.allow(now, p.cfg.LogInterval); ok {
-			p.log.Warn().Err(r.err).Int(logBatchSize, len(tasks)).Int(logFailures, p.failures).
+		if ok, suppressed := p.errRefused.allow(now, p.cfg.LogInterval); ok {
+			p.log.Error().Err(r.err).Int(logBatchSize, len(tasks)).Int(logFailures, p.failures).
+				Str(logApp, tasks[0].Key.App).Str(logInstanceID, tasks[0].Key.ID).
 				Uint64("dropped_permanent", p.c.Drops.Permanent).Int(logSuppressed, suppressed).
-				Msg("peer rejected batch; dropped")
+				Msg("peer rejected batch; dropped (first task's key shown)")
 		}
 	case outcomeAborted:
 		p.b.requeueFront(tasks, now)
@@ -373,6 +392,10 @@ func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
 		case t.Action == registry.ActionCancel && code == 404:
 			p.log.Debug().Str(logApp, t.Key.App).Str(logInstanceID, t.Key.ID).
 				Msg("peer did not know the cancelled instance")
+		case code >= 400 && code < 500 && code != 404 && code != 409 && code != 408 && code != 429:
+			// The peer refuses the item itself (one of its limits, a body it
+			// cannot read): sending it again would get the same answer.
+			p.dropForGood(t, "refused", code, now)
 		default:
 			p.c.ItemFailures++
 			if ok, suppressed := p.warnItems.allow(now, p.cfg.LogInterval); ok {
@@ -383,6 +406,49 @@ func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
 			}
 		}
 	}
+}
+
+// dropForGood counts a task that can never reach the peer, by reason
+// (too_large, refused), and logs it at error level with its key, under its
+// own rate limit.
+func (p *peer) dropForGood(t *Task, reason string, code int, now time.Time) {
+	if reason == "too_large" {
+		p.c.Drops.TooLarge++
+	} else {
+		p.c.Drops.Refused++
+	}
+	if ok, suppressed := p.errRefused.allow(now, p.cfg.LogInterval); ok {
+		ev := p.log.Error().Str("reason", reason).Str(logAction, string(t.Action)).
+			Str(logApp, registry.QuotePrefix(t.Key.App)).Str(logInstanceID, registry.QuotePrefix(t.Key.ID)).
+			Uint64("too_large", p.c.Drops.TooLarge).Uint64("refused", p.c.Drops.Refused).Int(logSuppressed, suppressed)
+		if code != 0 {
+			ev = ev.Int(logStatusCode, code)
+		}
+		ev.Msg("replication task dropped for good: the peer will never accept it")
+	}
+}
+
+// tooLargeForPeer handles a 413 to a whole batch: the peer's limit is below
+// our budget. A batch of several tasks goes back to the queue and the
+// budget halves (and the tasks go out in smaller batches at once); a single
+// task is dropped for good.
+func (p *peer) tooLargeForPeer(tasks []Task, now time.Time) {
+	if len(tasks) == 1 {
+		p.dropForGood(&tasks[0], "too_large", http.StatusRequestEntityTooLarge, now)
+		return
+	}
+	size := 0
+	for i := range tasks {
+		size += taskWireSize(&tasks[i])
+	}
+	if p.byteBudget <= 0 || p.byteBudget > size {
+		p.byteBudget = size
+	}
+	p.byteBudget = max(p.byteBudget/2, 1)
+	p.c.Retries++
+	p.b.requeueFront(tasks, now)
+	p.log.Warn().Int(logBatchSize, len(tasks)).Int("batch_bytes", size).Int("byte_budget", p.byteBudget).
+		Msg("peer refused a batch as too large (413); sending it in smaller batches")
 }
 
 // reregister answers a heartbeat's 404 (the peer lost the instance) with a
@@ -473,7 +539,7 @@ func (p *peer) snapshot() PeerStats {
 	s := p.stats
 	p.statsMu.Unlock()
 	info := p.info.Load()
-	s.Name, s.URL, s.Zone = info.Name, info.URL, info.Zone
+	s.Name, s.URL, s.Zone = info.Name, RedactURL(info.URL), info.Zone
 	s.QueueDepth += len(p.inbox)
 	s.Drops.InboxFull = p.inboxFull.Load()
 	return s

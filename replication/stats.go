@@ -14,16 +14,26 @@ type Drops struct {
 	Permanent uint64
 	// InboxFull: Enqueue found the peer's inbox full (InboxSize).
 	InboxFull uint64
+	// TooLarge: the task alone is larger than MaxBatchBytes (or than what
+	// the peer accepted after a 413), so no batch can carry it.
+	TooLarge uint64
+	// Refused: the peer answered the item with a status that a retry would
+	// get again (400, 403, 413, ...: e.g. one of its limits).
+	Refused uint64
 }
 
 // Total returns the sum over all reasons.
-func (d Drops) Total() uint64 { return d.Overflow + d.Expired + d.Permanent + d.InboxFull }
+func (d Drops) Total() uint64 {
+	return d.Overflow + d.Expired + d.Permanent + d.InboxFull + d.TooLarge + d.Refused
+}
 
 func (d *Drops) add(o Drops) {
 	d.Overflow += o.Overflow
 	d.Expired += o.Expired
 	d.Permanent += o.Permanent
 	d.InboxFull += o.InboxFull
+	d.TooLarge += o.TooLarge
+	d.Refused += o.Refused
 }
 
 // Counters are running totals of one peer sender, or of all of them.
@@ -41,7 +51,7 @@ type Counters struct {
 	// Register of the local instance was queued.
 	Reregistered uint64
 	// Adopted counts heartbeats the peer answered with 409 and its newer
-	// instance, which was handed to Config.Adopt.
+	// instance, which was applied over the older local copy.
 	Adopted uint64
 	// ItemFailures counts other non-2xx items in answered batches (a cancel's
 	// 404 is not one: the instance is gone there, as wanted).

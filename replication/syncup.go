@@ -16,6 +16,14 @@ import (
 // (it answered the sync fetch with 503), so its registry is not one to copy.
 var ErrPeerStarting = errors.New("replication: peer is still starting")
 
+// DefaultMaxSyncBodyBytes is the default of HTTPTransport.SetSyncLimit.
+const DefaultMaxSyncBodyBytes = 2 << 30
+
+// ErrSyncTooLarge means a peer's registry was larger than
+// the transport's sync limit (SetSyncLimit); the attempt fails and the
+// next peer is tried.
+var ErrSyncTooLarge = errors.New("replication: peer's registry larger than the sync limit")
+
 // SyncConfig configures the start-up copy of the registry from a peer.
 type SyncConfig struct {
 	// Store is the local registry the copy is applied to. Required.
@@ -177,7 +185,12 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	copied := 0
+	copied, refused := 0, 0
+	defer func() {
+		if refused > 1 {
+			s.log.Warn().Int("refused", refused).Str("peer", p.Name).Msg("syncUp: instances refused")
+		}
+	}()
 	for _, in := range instances {
 		stored, err := st.Apply(registry.RegisterOp(in).From(registry.OriginSync))
 		if err != nil {

@@ -70,6 +70,24 @@ type Settings struct {
 	ClusterJoin          []string
 	ClusterSecretKey     string
 	ClusterZone          string
+
+	// Limits (issue 10): see README "Limits".
+	BodyReadTimeout    time.Duration
+	WriteChunkTimeout  time.Duration
+	MaxConnections     int
+	MaxInstances       int
+	MaxInstancesPerApp int
+	MaxMetadataEntries int
+	MaxMetadataBytes   int
+	MaxNameLength      int
+	MaxClockSkew       time.Duration
+	MaxSyncBodyBytes   int64
+	// Security (security.go): users, roles, peer signatures.
+	SpringUserName     string
+	SpringUserPassword string
+	AuthUsers          map[string]*userSettings // muster.auth.users.<name>
+	PeerSecret         string
+	PeerMaxClockSkew   time.Duration
 }
 
 // setting is one configuration key: its Spring-style name, its default as
@@ -133,6 +151,25 @@ var settings = []setting{
 	intKey("cluster.advertise-port", 0, 0, 65535, "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.ClusterAdvertisePort }),
 	listKey("cluster.join", "Seed nodes (host:port, comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.ClusterJoin }),
 	strKey("cluster.secret-key", "", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
+	// Limits: what one client, connection or peer can make a node hold.
+	msKey("muster.body-read-timeout-ms", 30000, "Time a request body has to arrive, after its headers; slower bodies get 408 and their connection is closed.", func(s *Settings) *time.Duration { return &s.BodyReadTimeout }),
+	msKey("muster.write-chunk-timeout-ms", 30000, "Time a client has to take each 128 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped.", func(s *Settings) *time.Duration { return &s.WriteChunkTimeout }),
+	intKey("muster.max-connections", 100000, 1, 10_000_000, "Open HTTP connections at most; further ones wait until one closes (open ones keep working).", func(s *Settings) *int { return &s.MaxConnections }),
+	intKey("muster.max-instances", 1_000_000, 1, 1_000_000_000, "Instances the node holds at most; a new instance beyond it gets 503.", func(s *Settings) *int { return &s.MaxInstances }),
+	intKey("muster.max-instances-per-app", 100_000, 1, 1_000_000_000, "Instances of one app at most; a new instance beyond it gets 403.", func(s *Settings) *int { return &s.MaxInstancesPerApp }),
+	intKey("muster.max-metadata-entries", 512, 1, 1_000_000, "Metadata entries of one instance at most (metadata and dataCenterInfo metadata each); beyond it 400.", func(s *Settings) *int { return &s.MaxMetadataEntries }),
+	intKey("muster.max-metadata-bytes", 64<<10, 1, 1<<30, "Bytes of one instance's metadata keys and values at most; beyond it 400.", func(s *Settings) *int { return &s.MaxMetadataBytes }),
+	intKey("muster.max-name-length", 1024, 1, 1<<20, "Bytes of an app name, instance id, host name, VIP address or any other single-valued instance field at most; beyond it 400.", func(s *Settings) *int { return &s.MaxNameLength }),
+	msKey("muster.max-clock-skew-ms", 300000, "How far in the future a lastDirtyTimestamp may be; beyond it 400 (a far-future one would pin the record against its owner).", func(s *Settings) *time.Duration { return &s.MaxClockSkew }),
+	int64Key("muster.max-sync-body-bytes", 2<<30, "Largest registry read from a peer at start-up (syncUp); a larger one fails the attempt.", func(s *Settings) *int64 { return &s.MaxSyncBodyBytes }),
+
+	strKey("spring.security.user.name", "", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster).", func(s *Settings) *string { return &s.SpringUserName }),
+	strKey("spring.security.user.password", "", "Password of the admin: plain, {noop}plain or {bcrypt}$2a$… (Spring's encoder prefixes).", func(s *Settings) *string { return &s.SpringUserPassword }),
+	{Key: "muster.auth.users.<name>.password", Default: "", Help: "Password of a further user (same encodings); also turns authentication on."},
+	{Key: "muster.auth.users.<name>.role", Default: "", Help: "Role of that user, required: read (GET on the Eureka API, dashboard, /metrics), write (read + register, renew, cancel, status, metadata) or admin (everything, /admin/* and peer batches without a peer secret)."},
+	{Key: "muster.auth.users.<name>.apps", Default: "", Help: "Apps a write user may change (comma-separated or a list); empty means every app. Others get 403."},
+	strKey("cluster.peer-secret", "", "Shared secret (16+ characters) with which nodes sign replication batches and syncUp fetches (HMAC-SHA256); it never travels. Required when authentication is on and cluster.enabled is true.", func(s *Settings) *string { return &s.PeerSecret }),
+	msKey("cluster.peer-max-clock-skew-ms", 30000, "How far a peer signature's timestamp may be from this node's clock; older or newer ones are refused, and accepted ones are remembered this long so they cannot be replayed.", func(s *Settings) *time.Duration { return &s.PeerMaxClockSkew }),
 	strKey("cluster.zone", "default", "Availability zone of the node: gossiped to peers, shown on the dashboard; syncUp prefers peers of the same zone.", func(s *Settings) *string { return &s.ClusterZone }),
 }
 
@@ -270,7 +307,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 		}
 	}
 
-	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}}
+	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}, AuthUsers: map[string]*userSettings{}}
 	for key, value := range k.All() {
 		if err := applyValue(s, key, value); err != nil {
 			return nil, nil, err
@@ -285,6 +322,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 const (
 	serviceURLPrefix = "eureka.client.service-url."
 	metadataPrefix   = "eureka.instance.metadata-map."
+	authUsersPrefix  = "muster.auth.users."
 )
 
 // resolveKey maps a key as written by the user to the canonical key of a
@@ -294,7 +332,7 @@ func resolveKey(key string) (string, *Notice, error) {
 	if st, ok := settingByCanonical[c]; ok && st.apply != nil {
 		return st.Key, nil, nil
 	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix} {
+	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
 		if cp := canonical(prefix); strings.HasPrefix(c, cp) && len(c) > len(cp) {
 			// Keep the map key as written: zone names and metadata keys are
 			// case-sensitive.
@@ -371,6 +409,8 @@ func applyValue(s *Settings, key string, value any) error {
 	case strings.HasPrefix(key, metadataPrefix):
 		s.InstanceMetadata[strings.TrimPrefix(key, metadataPrefix)] = raw
 		return nil
+	case strings.HasPrefix(key, authUsersPrefix):
+		return s.applyAuthUser(strings.TrimPrefix(key, authUsersPrefix), raw)
 	}
 	st, ok := settingByCanonical[canonical(key)]
 	if !ok || st.apply == nil {
@@ -468,7 +508,8 @@ func envLayer(env []string) (lenient, strict map[string]any) {
 		case strings.HasPrefix(name, "MUSTER_"):
 			strict[envKey(strings.TrimPrefix(name, "MUSTER_"))] = value
 		case strings.HasPrefix(name, "SERVER_"), strings.HasPrefix(name, "EUREKA_"),
-			strings.HasPrefix(name, "CLUSTER_"), name == "SPRING_APPLICATION_NAME":
+			strings.HasPrefix(name, "CLUSTER_"), name == "SPRING_APPLICATION_NAME",
+			name == "SPRING_SECURITY_USER_NAME", name == "SPRING_SECURITY_USER_PASSWORD":
 			lenient[envKey(name)] = value
 		}
 	}
@@ -492,9 +533,12 @@ func envKey(name string) string {
 			}
 		}
 	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix} {
+	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
 		want := strings.ReplaceAll(canonical(prefix), ".", "")
 		tokens := strings.Split(lower, "_")
+		if prefix == authUsersPrefix {
+			tokens = append([]string{"muster"}, tokens...) // MUSTER_ was cut off
+		}
 		acc := ""
 		for i, tok := range tokens {
 			acc += tok
@@ -502,6 +546,10 @@ func envKey(name string) string {
 				suffix := strings.Join(tokens[i+1:], "_")
 				if prefix == serviceURLPrefix && suffix == "defaultzone" {
 					suffix = "defaultZone"
+				}
+				if j := strings.LastIndexByte(suffix, '_'); prefix == authUsersPrefix && j > 0 {
+					// MUSTER_AUTH_USERS_ALICE_PASSWORD: the last word is the field.
+					suffix = suffix[:j] + "." + suffix[j+1:]
 				}
 				return prefix + suffix
 			}
@@ -532,7 +580,7 @@ func (s *Settings) validate() error {
 			return fmt.Errorf("setting cluster.join = %q: want host:port", j)
 		}
 	}
-	return nil
+	return s.validateSecurity()
 }
 
 // Typed setting constructors.

@@ -50,6 +50,7 @@ type Node struct {
 	receiver  *replication.Receiver
 	syncer    *replication.Syncer
 	cluster   *cluster.Cluster // nil when cluster.enabled is false
+	security  *nodeSecurity
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -91,11 +92,19 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	rcfg.DeltaRetentionInterval = s.DeltaRetentionInterval
 	rcfg.SyncWhenTimestampDiffers = s.SyncWhenTimestampDiffers
 	rcfg.RenewalRateWindow = s.MeasuredRateWindow
+	rcfg.Limits = registry.Limits{
+		MaxInstances: s.MaxInstances, MaxInstancesPerApp: s.MaxInstancesPerApp,
+		MaxMetadataEntries: s.MaxMetadataEntries, MaxMetadataBytes: s.MaxMetadataBytes,
+		MaxNameLength: s.MaxNameLength, MaxClockSkew: s.MaxClockSkew,
+	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
 		return nil, err
 	}
 	n.reg = reg
+	if n.security, err = newNodeSecurity(s); err != nil {
+		return nil, err
+	}
 
 	repCfg := replication.DefaultConfig()
 	repCfg.Logger = logger
@@ -103,7 +112,11 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.TaskMaxAge = s.MaxTimeReplication
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
-	repCfg.Transport = replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	repCfg.MaxBatchBytes = int(s.MaxBatchBodyBytes / 4 * 3) // below the peers' muster.max-batch-body-bytes
+	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
+	transport.SetSigner(n.security.sign())
+	transport.SetSyncLimit(s.MaxSyncBodyBytes)
+	repCfg.Transport = transport
 	repCfg.Store = reg
 	repCfg.AdoptNewer = s.SyncWhenTimestampDiffers
 	// The replicator subscribes to the registry's change stream here, before
@@ -162,12 +175,15 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
+	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
+	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	n.httpServer = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpServer = api.HTTPServer()
+	ln = api.LimitListener(ln)
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
@@ -199,6 +215,7 @@ func (n *Node) Start(ctx context.Context) error {
 	})
 	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.ClusterZone).
 		Str("version", version).Msg("serving the Eureka API")
+	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
 
 	if n.cluster != nil {
 		if err := n.cluster.Start(runCtx); err != nil {
@@ -355,7 +372,9 @@ func (n *Node) staticPeers() []replication.Peer {
 			if n.isSelfURL(u) {
 				continue
 			}
-			peers = append(peers, replication.Peer{Name: u, URL: u, Zone: zone})
+			// The URL may carry a Java peer's credentials; the name (logs,
+			// metrics, status pages) must not.
+			peers = append(peers, replication.Peer{Name: replication.RedactURL(u), URL: u, Zone: zone})
 		}
 	}
 	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
@@ -415,7 +434,7 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 	}
 	for _, p := range n.staticPeers() {
 		if !seen[normalizeURL(p.URL)] {
-			add(p.Name, p.Zone, p.URL, "static")
+			add(p.Name, p.Zone, replication.RedactURL(p.URL), "static")
 		}
 	}
 	return out

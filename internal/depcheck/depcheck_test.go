@@ -53,8 +53,11 @@ var allowed = map[string]rule{
 		testImports: []string{"registry/wire"},
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
+	"auth": {
+		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
+	},
 	"httpapi": {
-		imports:     []string{"registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "registry", "registry/wire", "replication"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
@@ -75,7 +78,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol"},
+		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
@@ -97,7 +100,7 @@ var allowed = map[string]rule{
 		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
 	},
 	"deploy": {
-		testImports: []string{"httpapi", "registry", "replication"},
+		testImports: []string{"auth", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"scripts/chaos": {

@@ -136,12 +136,16 @@ func newInstance() *registry.Instance {
 //   - sid "na" (Eureka's default) stored as "";
 //   - a missing dataCenterInfo class filled in from the name;
 //   - Spring Cloud's server rule (CloudJacksonJson#updateIfNeeded): an
-//     instance without instanceId but with metadata "instanceId" gets the
-//     id hostName:<value>, or <value> if it already starts with the host
-//     name. Clients written against a Spring server (e.g. ones copying
-//     Spring Cloud's old "metadata.instanceId" convention) rely on it to
-//     keep several instances on one host apart.
-func finishInstance(in *registry.Instance) {
+//     instance whose instanceId is absent or null (idGiven false) but with
+//     metadata "instanceId" gets the id hostName:<value>, or <value> if it
+//     already starts with the host name. Clients written against a Spring
+//     server (e.g. ones copying Spring Cloud's old "metadata.instanceId"
+//     convention) rely on it to keep several instances on one host apart.
+//     An instanceId sent empty ("" in JSON, <instanceId/> in XML) is not
+//     absent: Spring's check is `getInstanceId() == null`, and Eureka's
+//     InstanceInfo#getId then falls back to the host name, which is the
+//     key such a client (go-micro's plugin, fargo) heartbeats under.
+func finishInstance(in *registry.Instance, idGiven bool) {
 	in.App = strings.ToUpper(in.App)
 	in.AppGroupName = strings.ToUpper(in.AppGroupName)
 	if in.Sid == "na" {
@@ -150,7 +154,7 @@ func finishInstance(in *registry.Instance) {
 	if in.DataCenterInfo.Name != "" && in.DataCenterInfo.Class == "" {
 		in.DataCenterInfo.Class = defaultDataCenterClass(in.DataCenterInfo.Name)
 	}
-	if in.InstanceID == "" {
+	if in.InstanceID == "" && !idGiven {
 		if id, ok := in.Metadata.Get("instanceId"); ok && strings.TrimSpace(id) != "" {
 			if strings.TrimSpace(in.HostName) != "" && !strings.HasPrefix(id, in.HostName) {
 				id = in.HostName + ":" + id

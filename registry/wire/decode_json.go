@@ -92,7 +92,7 @@ func DecodeApplicationsJSON(data []byte) (*Applications, error) {
 // follow Eureka's InstanceInfoDeserializer; see doc.go.
 func (r *jsonReader) instance() (*registry.Instance, int64, error) {
 	d := newInstanceDoc()
-	if err := r.fields(instanceFields, &d); err != nil {
+	if err := r.fields(instanceTable, &d); err != nil {
 		return nil, 0, err
 	}
 	in, lastRenewal := d.finish()
@@ -102,7 +102,7 @@ func (r *jsonReader) instance() (*registry.Instance, int64, error) {
 // fields reads an object of tab's fields into d; null is an object without
 // fields. Strings, numbers and booleans are taken leniently (stringValue,
 // intValue, boolText) and a null value leaves the field as it is.
-func (r *jsonReader) fields(tab *fieldTable, d *instanceDoc) error {
+func (r *jsonReader) fields(tab fieldTable, d *instanceDoc) error {
 	switch k := r.kind(); k {
 	case kindNull:
 		return r.literal("null")
@@ -113,37 +113,39 @@ func (r *jsonReader) fields(tab *fieldTable, d *instanceDoc) error {
 		return fieldError("want an object, got %s", k)
 	}
 	return r.object(func(key string) error {
-		f, ok := tab.lookup(key)
-		if !ok {
-			return r.skip()
-		}
-		switch f.kind {
-		case fieldText, fieldStatus, fieldActionType:
+		switch k, dst := tab.field(d, key); k {
+		case fieldText:
 			s, ok, err := r.stringValue()
 			if ok {
-				f.setText(d, s)
+				d.setString(dst, s)
+			}
+			return err
+		case fieldStatus, fieldActionType:
+			s, ok, err := r.stringValue()
+			if ok {
+				setText(k, dst, s)
 			}
 			return err
 		case fieldBool:
 			s, ok, err := r.boolText()
 			if ok {
-				f.setText(d, s)
+				setText(k, dst, s)
 			}
 			return err
-		case fieldInt32, fieldInt64, fieldLastRenewal:
-			n, ok, err := r.intValue(f.bits())
+		case fieldInt32, fieldInt64:
+			n, ok, err := r.intValue(fieldBits(k))
 			if ok {
-				f.setInt(d, n)
+				setInt(k, dst, n)
 			}
 			return err
 		case fieldPort, fieldSecurePort:
-			return r.port(f.port(d))
+			return r.port(dst.(*registry.Port), k == fieldSecurePort)
 		case fieldDataCenter:
-			return r.dataCenter(f.dataCenter(d))
+			return r.dataCenter(dst.(*registry.DataCenterInfo))
 		case fieldMetadata:
-			return r.metadata(&d.md)
+			return r.metadata(dst.(*metadataBuilder))
 		case fieldLeaseInfo:
-			return r.fields(leaseFields, d)
+			return r.fields(leaseTable, d)
 		}
 		return r.skip()
 	}, true)

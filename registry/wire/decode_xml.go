@@ -61,7 +61,7 @@ func DecodeApplicationsXML(data []byte) (*Applications, error) {
 // leaseInfo.lastRenewalTimestamp.
 func (x *xmlReader) instance() (*registry.Instance, int64, error) {
 	d := newInstanceDoc()
-	if err := x.fields(instanceFields, &d); err != nil {
+	if err := x.fields(instanceTable, &d); err != nil {
 		return nil, 0, err
 	}
 	in, lastRenewal := d.finish()
@@ -71,34 +71,35 @@ func (x *xmlReader) instance() (*registry.Instance, int64, error) {
 // fields reads the current element's children as tab's fields into d.
 // Every field is text (an element inside one is an error); an empty number
 // leaves the field as it is.
-func (x *xmlReader) fields(tab *fieldTable, d *instanceDoc) error {
+func (x *xmlReader) fields(tab fieldTable, d *instanceDoc) error {
 	return x.children(func(se xml.StartElement) error {
-		f, ok := tab.lookup(se.Name.Local)
-		if !ok {
-			return x.skip()
-		}
-		switch f.kind {
-		case fieldText, fieldStatus, fieldActionType, fieldBool:
+		switch k, dst := tab.field(d, se.Name.Local); k {
+		case fieldText:
 			s, err := x.text()
 			if err == nil {
-				f.setText(d, s)
+				d.setString(dst, s)
 			}
 			return err
-		case fieldInt32, fieldInt64, fieldLastRenewal:
-			n, ok, err := x.intText(f.bits())
+		case fieldStatus, fieldActionType, fieldBool:
+			s, err := x.text()
+			if err == nil {
+				setText(k, dst, s)
+			}
+			return err
+		case fieldInt32, fieldInt64:
+			n, ok, err := x.intText(fieldBits(k))
 			if ok {
-				f.setInt(d, n)
+				setInt(k, dst, n)
 			}
 			return err
 		case fieldPort, fieldSecurePort:
-			p, secure := f.port(d)
-			return x.port(se, p, secure)
+			return x.port(se, dst.(*registry.Port), k == fieldSecurePort)
 		case fieldDataCenter:
-			return x.dataCenter(se, f.dataCenter(d))
+			return x.dataCenter(se, dst.(*registry.DataCenterInfo))
 		case fieldMetadata:
-			return x.metadata(&d.md)
+			return x.metadata(dst.(*metadataBuilder))
 		case fieldLeaseInfo:
-			return x.fields(leaseFields, d)
+			return x.fields(leaseTable, d)
 		}
 		return x.skip()
 	})

@@ -84,9 +84,9 @@
 // limit, driven by the expected shape; decoded strings share the body's
 // memory. xmlreader.go walks encoding/xml's tokens, which admit no entities
 // beyond XML's own. Neither knows Eureka. The instance's fields are named
-// once, in the tables of fields.go (instanceFields, leaseFields), each with
-// its kind (text, status, number, port, …) and where it goes; the JSON and
-// XML decoders (decode_json.go, decode_xml.go) look every key or element up
-// there and read the value as their format writes that kind, so a field
-// added to the table is read from both formats alike.
+// once, in the field table of fields.go (the instance's and leaseInfo's),
+// each with its kind (text, status, number, port, …) and where it goes; the
+// JSON and XML decoders (decode_json.go, decode_xml.go) look every key or
+// element up there and read the value as their format writes that kind, so
+// a field added to the table is read from both formats alike.
 package wire

@@ -1,16 +1,95 @@
 package wire
 
 import (
-	"fmt"
+	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/muster-registry/muster/registry"
 )
 
-// Each entry of the field tables points at a field of the type its kind
-// stores, and no two names share a field unless they are spellings of one
-// (a wrong entry would otherwise panic on the first body that sends it).
+// eurekaInstanceFields are the names the field tables must know: every key
+// of InstanceInfo and LeaseInfo that Eureka's decoders read, with the legacy
+// spellings.
+var (
+	eurekaInstanceFields = []string{
+		"instanceId", "hostName", "app", "ipAddr", "sid", "status", "overriddenStatus", "overriddenstatus",
+		"port", "securePort", "countryId", "dataCenterInfo", "leaseInfo", "metadata", "appGroupName",
+		"homePageUrl", "statusPageUrl", "healthCheckUrl", "secureHealthCheckUrl", "vipAddress",
+		"secureVipAddress", "asgName", "isCoordinatingDiscoveryServer", "lastUpdatedTimestamp",
+		"lastDirtyTimestamp", "actionType",
+	}
+	eurekaLeaseFields = []string{
+		"renewalIntervalInSecs", "durationInSecs", "registrationTimestamp", "lastRenewalTimestamp",
+		"renewalTimestamp", "evictionTimestamp", "serviceUpTimestamp",
+	}
+)
+
+// fullInstance has every field set, so that the encoder writes them all.
+func fullInstance() *registry.Instance {
+	return &registry.Instance{
+		InstanceID: "i-1", HostName: "h", App: "APP", AppGroupName: "GRP", IPAddr: "10.0.0.1", Sid: "7",
+		Status: registry.StatusDown, OverriddenStatus: registry.StatusOutOfService,
+		Port: registry.Port{Number: 80, Enabled: true}, SecurePort: registry.Port{Number: 443, Enabled: true},
+		CountryID: 2, DataCenterInfo: registry.DataCenterInfo{Class: "c", Name: "MyOwn"},
+		RenewalIntervalSecs: 30, LeaseDurationSecs: 90, RegistrationTimestamp: 1, EvictionTimestamp: 2, ServiceUpTimestamp: 3,
+		Metadata:    registry.Metadata{{Key: "k", Value: "v"}},
+		HomePageURL: "h1", StatusPageURL: "s1", HealthCheckURL: "c1", SecureHealthCheckURL: "c2",
+		VIPAddress: "vip", SecureVIPAddress: "svip", ASGName: "asg", IsCoordinatingDiscoveryServer: true,
+		LastUpdatedTimestamp: 4, LastDirtyTimestamp: 5, ActionType: registry.ActionAdded,
+	}
+}
+
+// The tables know every field Eureka's decoders read and every key Muster's
+// own encoder writes, and no other name.
+func TestFieldTables_knowEurekasFieldsAndNoOthers(t *testing.T) {
+	body := AppendInstanceJSON(nil, registry.InstanceView{Instance: fullInstance(), LastRenewalTimestamp: 6})
+	var doc struct {
+		Instance map[string]json.RawMessage `json:"instance"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Instance) < 25 {
+		t.Fatalf("the encoder wrote %d keys of a full instance: %s", len(doc.Instance), body)
+	}
+	var lease map[string]json.RawMessage
+	if err := json.Unmarshal(doc.Instance["leaseInfo"], &lease); err != nil {
+		t.Fatal(err)
+	}
+	for key := range doc.Instance {
+		if !slices.Contains(eurekaInstanceFields, key) {
+			t.Errorf("the encoder writes %q, which the decoders would skip", key)
+		}
+	}
+	for key := range lease {
+		if !slices.Contains(eurekaLeaseFields, key) {
+			t.Errorf("the encoder writes leaseInfo.%q, which the decoders would skip", key)
+		}
+	}
+
+	d := newInstanceDoc()
+	for _, tc := range []struct {
+		tab   fieldTable
+		names []string
+	}{{instanceTable, eurekaInstanceFields}, {leaseTable, eurekaLeaseFields}} {
+		for _, name := range tc.names {
+			if k, _ := tc.tab.field(&d, name); k == fieldUnknown {
+				t.Errorf("table %d does not know %q", tc.tab, name)
+			}
+		}
+		for _, other := range []string{"", "x", "instanceID", "hostname", "Status", "overriddenSTATUS", "port ", "leaseinfo", "metadata\x00", "@class", "$"} {
+			if k, _ := tc.tab.field(&d, other); k != fieldUnknown {
+				t.Errorf("table %d knows %q", tc.tab, other)
+			}
+		}
+	}
+}
+
+// Each entry points at a field of the type its kind stores, and no two
+// names share a field unless they are spellings of one (a wrong entry would
+// otherwise panic on the first body that sends it).
 func TestFieldTables_pointAtFieldsOfTheirKind(t *testing.T) {
 	want := map[fieldKind]reflect.Type{
 		fieldText:       reflect.TypeFor[*string](),
@@ -22,36 +101,41 @@ func TestFieldTables_pointAtFieldsOfTheirKind(t *testing.T) {
 		fieldPort:       reflect.TypeFor[*registry.Port](),
 		fieldSecurePort: reflect.TypeFor[*registry.Port](),
 		fieldDataCenter: reflect.TypeFor[*registry.DataCenterInfo](),
+		fieldMetadata:   reflect.TypeFor[*metadataBuilder](),
+		fieldLeaseInfo:  nil,
 	}
 	spellings := map[string]string{"overriddenstatus": "overriddenStatus", "renewalTimestamp": "lastRenewalTimestamp"}
-	in := &registry.Instance{}
+	d := newInstanceDoc()
 	owner := map[any]string{}
-	for tabName, tab := range map[string]*fieldTable{"instanceFields": instanceFields, "leaseFields": leaseFields} {
-		for name, f := range tab.byName {
-			typ, stored := want[f.kind]
-			if !stored {
-				if f.at != nil {
-					t.Errorf("%s[%q]: kind %d is not stored in the instance, but the entry has at", tabName, name, f.kind)
-				}
+	for _, tc := range []struct {
+		tab   fieldTable
+		names []string
+	}{{instanceTable, eurekaInstanceFields}, {leaseTable, eurekaLeaseFields}} {
+		for _, name := range tc.names {
+			k, dst := tc.tab.field(&d, name)
+			typ, ok := want[k]
+			if !ok {
+				t.Errorf("%q: kind %d is not one the decoders read", name, k)
 				continue
 			}
-			p := f.at(in)
-			if reflect.TypeOf(p) != typ {
-				t.Errorf("%s[%q]: at gives %T, kind %d stores %s", tabName, name, p, f.kind, typ)
+			if reflect.TypeOf(dst) != typ {
+				t.Errorf("%q: points at %T, kind %d stores %v", name, dst, k, typ)
 				continue
 			}
-			key := fmt.Sprintf("%p", p)
-			if other, dup := owner[key]; dup && spellings[name] != other && spellings[other] != name {
-				t.Errorf("%s[%q] and %q store into the same field", tabName, name, other)
+			if dst == nil {
+				continue
 			}
-			owner[key] = name
+			if other, dup := owner[dst]; dup && spellings[name] != other && spellings[other] != name {
+				t.Errorf("%q and %q store into the same field", name, other)
+			}
+			owner[dst] = name
 		}
 	}
 }
 
 // Every name in the tables decodes, in JSON and in XML, to the same
-// instance, and one that differs from an instance without the field: one
-// table drives both formats.
+// instance, and to one that differs from an instance without the field:
+// one table drives both formats.
 func TestFieldTables_jsonAndXMLDecodeEveryFieldAlike(t *testing.T) {
 	type sample struct{ json, xml string }
 	byKind := map[fieldKind]func(name string) sample{
@@ -61,17 +145,15 @@ func TestFieldTables_jsonAndXMLDecodeEveryFieldAlike(t *testing.T) {
 		fieldBool:       func(string) sample { return sample{`true`, `true`} },
 		fieldInt32:      func(string) sample { return sample{`4242`, `4242`} },
 		fieldInt64:      func(string) sample { return sample{`1718000000123`, `1718000000123`} },
-		fieldLastRenewal: func(string) sample {
-			return sample{`1718000000456`, `1718000000456`}
-		},
-		fieldMetadata: func(string) sample { return sample{`{"k":"v"}`, `<k>v</k>`} },
+		fieldMetadata:   func(string) sample { return sample{`{"k":"v"}`, `<k>v</k>`} },
 	}
 	elem := func(name, attrs, body string) string { return "<" + name + attrs + ">" + body + "</" + name + ">" }
 	type body struct{ json, xml string }
 	bodies := map[string]body{}
-	for name, f := range instanceFields.byName {
+	d := newInstanceDoc()
+	for _, name := range eurekaInstanceFields {
 		var b body
-		switch f.kind {
+		switch k, _ := instanceTable.field(&d, name); k {
 		case fieldPort:
 			b = body{`{"port":{"$":4243,"@enabled":"false"}}`, elem("instance", "", elem("port", ` enabled="false"`, "4243"))}
 		case fieldSecurePort:
@@ -82,18 +164,16 @@ func TestFieldTables_jsonAndXMLDecodeEveryFieldAlike(t *testing.T) {
 		case fieldLeaseInfo:
 			continue // its fields are below
 		default:
-			s := byKind[f.kind](name)
+			s := byKind[k](name)
 			b = body{`{"` + name + `":` + s.json + `}`, elem("instance", "", elem(name, "", s.xml))}
 		}
 		bodies[name] = b
 	}
-	for name, f := range leaseFields.byName {
-		s := byKind[f.kind](name)
+	for _, name := range eurekaLeaseFields {
+		k, _ := leaseTable.field(&d, name)
+		s := byKind[k](name)
 		bodies["leaseInfo."+name] = body{`{"leaseInfo":{"` + name + `":` + s.json + `}}`,
 			elem("instance", "", elem("leaseInfo", "", elem(name, "", s.xml)))}
-	}
-	if len(bodies) != len(instanceFields.byName)-1+len(leaseFields.byName) {
-		t.Fatalf("%d bodies for %d fields", len(bodies), len(instanceFields.byName)-1+len(leaseFields.byName))
 	}
 
 	empty, emptyRenewal := decodeBoth(t, "none", `{}`, `<instance></instance>`)

@@ -235,6 +235,9 @@ func (e *benchEnv) heartbeat() error {
 		Note: fmt.Sprintf("orientation only: Consul ~10 000/s; Muster %.0f/s", rps)})
 	e.add(benchRow{Scenario: "heartbeat", Figure: "vs Consul 1.16 TTL passes, 10 000 services", Value: rps / 250, Unit: "×",
 		Note: fmt.Sprintf("orientation only: Consul ~130–250/s, i.e. %.0f–%.0f× here", rps/250, rps/130)})
+	if err := e.heartbeatAuth(mu, n); err != nil {
+		return err
+	}
 	return e.profileDuring(mu, "heartbeat", cfg)
 }
 

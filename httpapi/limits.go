@@ -1,0 +1,231 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// How the HTTP server bounds what slow, idle or many connections can hold.
+//
+//   - Headers must arrive within ReadHeaderTimeout (10 s), and an idle
+//     keep-alive connection is closed after IdleTimeout (2 min).
+//   - A request body must arrive whole within BodyReadTimeout after its
+//     headers; a slower body fails (408) and its connection is closed.
+//     Nothing is reserved from a declared Content-Length: a body buffer
+//     grows with the bytes that came, so a connection that declares 16 MB
+//     and sends one byte holds one byte (plus the read buffers every
+//     connection has, ~8 KB).
+//   - Responses have no total deadline, which would cut off a 100k-instance
+//     registry (~100 MB as plain JSON) going to a slow but honest reader.
+//     Instead each chunk of at most writeChunk bytes must be taken by the
+//     reader within WriteChunkTimeout: the deadline moves with progress. A
+//     reader that takes nothing for that long is dropped; one that reads
+//     128 KiB per 30 s (~4 KiB/s) is never cut off.
+//   - At most MaxConnections connections are open; further ones wait in the
+//     listen backlog until one closes, and the waits are counted. Open
+//     connections are not affected.
+
+// writeChunk is the most bytes written under one write deadline.
+const writeChunk = 128 << 10
+
+// limitCounts counts the HTTP-level limits a client met, for
+// muster_limit_rejections_total.
+type limitCounts struct {
+	bodyBytes       atomic.Uint64 // body beyond max-body-bytes or max-batch-body-bytes (413)
+	bodyReadTimeout atomic.Uint64 // body slower than body-read-timeout-ms (408)
+	connections     atomic.Uint64 // accepts that had to wait for max-connections
+}
+
+// guardConn prepares one request: a read deadline for its body and a
+// writer whose deadline follows the progress of the response (nil when
+// WriteChunkTimeout is off). Hand the writer back with releaseWriter once
+// the request is served.
+func (s *Server) guardConn(w http.ResponseWriter, r *http.Request) *progressWriter {
+	if s.cfg.BodyReadTimeout > 0 && (r.ContentLength > 0 || r.ContentLength == -1) && r.Body != nil && r.Body != http.NoBody {
+		// Only when a body is coming: on a request without one, net/http
+		// reads the connection in the background to notice a client that
+		// goes away, and a deadline there would cancel a long download.
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
+			r.Body = &timedBody{ReadCloser: r.Body, counts: &s.limitCounts}
+		}
+	}
+	if s.cfg.WriteChunkTimeout <= 0 {
+		return nil
+	}
+	pw := progressWriters.Get().(*progressWriter)
+	pw.ResponseWriter, pw.timeout = w, s.cfg.WriteChunkTimeout
+	return pw
+}
+
+// progressWriters are reused: one per request would be an allocation on
+// every heartbeat.
+var progressWriters = sync.Pool{New: func() any { return new(progressWriter) }}
+
+func releaseWriter(pw *progressWriter) {
+	*pw = progressWriter{}
+	progressWriters.Put(pw)
+}
+
+// timedBody marks a read that failed on the body read deadline, so the
+// handler answers 408 and the timeout is counted.
+type timedBody struct {
+	io.ReadCloser
+	counts *limitCounts
+	timed  bool
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if !b.timed {
+			b.timed = true
+			b.counts.bodyReadTimeout.Add(1)
+		}
+		return n, errBodyReadTimeout
+	}
+	return n, err
+}
+
+var errBodyReadTimeout = echo.NewHTTPError(http.StatusRequestTimeout,
+	"request body not received in time (muster.body-read-timeout-ms)")
+
+// progressWriter writes in chunks, each with a fresh write deadline.
+type progressWriter struct {
+	http.ResponseWriter
+	rc      http.ResponseController // set on the first write; a heartbeat has none
+	hasRC   bool
+	timeout time.Duration
+	// noDeadline is set when the writer below takes no deadlines (a test
+	// recorder): the rest is written in one piece.
+	noDeadline bool
+}
+
+func (w *progressWriter) controller() *http.ResponseController {
+	if !w.hasRC {
+		w.rc, w.hasRC = *http.NewResponseController(w.ResponseWriter), true
+	}
+	return &w.rc
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.controller()
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), writeChunk)
+		if w.noDeadline {
+			n = len(p)
+		} else if err := w.rc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+			w.noDeadline, n = true, len(p)
+		}
+		m, err := w.ResponseWriter.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes flushes through (echo's response checks for http.Flusher).
+func (w *progressWriter) Flush() {
+	w.controller()
+	if !w.noDeadline && w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) != nil {
+		w.noDeadline = true
+	}
+	_ = w.rc.Flush()
+}
+
+// LimitListener returns ln accepting at most MaxConnections open
+// connections at once; 0 means no limit.
+func (s *Server) LimitListener(ln net.Listener) net.Listener {
+	if s.cfg.MaxConnections <= 0 {
+		return ln
+	}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, s.cfg.MaxConnections), counts: &s.limitCounts}
+}
+
+// HTTPServer returns an http.Server for the API with the timeouts above.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10, // a Eureka request line and headers are far smaller
+	}
+}
+
+// limitListener holds a slot per open connection; Accept waits for one.
+type limitListener struct {
+	net.Listener
+	slots  chan struct{}
+	counts *limitCounts
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		l.counts.connections.Add(1)
+		l.slots <- struct{}{}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// limitsCollector exports muster_limit_rejections_total{limit}: every
+// write or connection a limit refused (or, for max-connections, held back),
+// by the limit's config key without "muster.".
+type limitsCollector struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func newLimitsCollector(s *Server) *limitsCollector {
+	return &limitsCollector{s: s, desc: prometheus.NewDesc("muster_limit_rejections_total",
+		"Requests refused by a limit, by limit (the muster.* key); max-connections counts connections that had to wait.",
+		[]string{"limit"}, nil)}
+}
+
+func (lc *limitsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lc.desc }
+
+func (lc *limitsCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(limit string, v uint64) {
+		ch <- prometheus.MustNewConstMetric(lc.desc, prometheus.CounterValue, float64(v), limit)
+	}
+	for l, v := range lc.s.reg.LimitRejections() {
+		emit(string(l), v)
+	}
+	c := &lc.s.limitCounts
+	emit("max-body-bytes", c.bodyBytes.Load())
+	emit("body-read-timeout-ms", c.bodyReadTimeout.Load())
+	emit("max-connections", c.connections.Load())
+}

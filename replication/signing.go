@@ -1,0 +1,33 @@
+package replication
+
+import (
+	"net/http"
+	"net/url"
+)
+
+// RequestSigner authenticates a request this node sends to a peer: a batch
+// (body is the encoded batch) or a syncUp fetch (body is nil). It adds
+// headers and must be safe for concurrent use. cmd/muster passes
+// auth.PeerSigner.Sign when cluster.peer-secret is set. Credentials in a
+// static peer's URL (http://user:pass@host/eureka/) are sent as HTTP Basic
+// by net/http itself, to that URL only: peer requests never follow
+// redirects, so neither those credentials nor a signature go anywhere else.
+type RequestSigner func(req *http.Request, body []byte)
+
+// SetSigner makes the transport sign every batch and every syncUp fetch.
+// Call it before the transport is used.
+func (t *HTTPTransport) SetSigner(sign RequestSigner) { t.sign = sign }
+
+// noRedirects keeps peer requests, and the credentials they carry, at the
+// URL they were meant for.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// RedactURL hides the password of a URL with credentials, for names, logs
+// and status pages.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
