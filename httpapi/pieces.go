@@ -90,9 +90,24 @@ func newPieceStore() *pieceStore {
 // of returns the pieces of view, kept while view is its app's newest
 // content. A reader of an older snapshot gets pieces that are not kept.
 func (ps *pieceStore) of(delta bool, view registry.AppView) *appPieces {
-	k := pieceKey{delta, view.Name}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	return ps.ofLocked(delta, view)
+}
+
+// ofAll is of for every app of a document, under one lock.
+func (ps *pieceStore) ofAll(delta bool, apps []registry.AppView) []*appPieces {
+	pcs := make([]*appPieces, len(apps))
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i, a := range apps {
+		pcs[i] = ps.ofLocked(delta, a)
+	}
+	return pcs
+}
+
+func (ps *pieceStore) ofLocked(delta bool, view registry.AppView) *appPieces {
+	k := pieceKey{delta, view.Name}
 	p := ps.pieces[k]
 	switch {
 	case p == nil || p.view.Version < view.Version:
@@ -207,10 +222,7 @@ var gzFooters = [2]gzjoin.Piece{
 // document assembles an applications document of apps (the registry's
 // apps, or the delta's groups when delta) from their pieces.
 func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelta, hashcode string, f payloadFormat, gz bool) payload {
-	pcs := make([]*appPieces, len(apps))
-	for i, a := range apps {
-		pcs[i] = ps.of(delta, a)
-	}
+	pcs := ps.ofAll(delta, apps)
 	xml := f == formatXML
 	var header []byte
 	if xml {
