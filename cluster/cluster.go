@@ -94,6 +94,7 @@ func New(cfg Config) (*Cluster, error) {
 	cfg.Memberlist = &mlc
 	cfg.Join = slices.Clone(cfg.Join)
 	cfg.SecretKey = slices.Clone(cfg.SecretKey)
+	cfg.SecretKeys = cloneKeys(cfg.SecretKeys)
 
 	c := &Cluster{
 		cfg:        cfg,
@@ -164,6 +165,9 @@ func (c *Cluster) memberlistConfig() *memberlist.Config {
 	}
 	if len(c.cfg.SecretKey) > 0 {
 		mlc.SecretKey = slices.Clone(c.cfg.SecretKey)
+		// The keyring sends with SecretKey and accepts every key; Validate
+		// has checked the lengths, NewKeyring's only failure.
+		mlc.Keyring, _ = memberlist.NewKeyring(cloneKeys(c.cfg.SecretKeys), mlc.SecretKey)
 	}
 	mlc.Delegate = c.delegate
 	mlc.Events = &eventDelegate{c: c}
@@ -383,4 +387,15 @@ func (c *Cluster) logTransition(ch change) {
 		}
 		ev.Msg(msg)
 	})
+}
+
+func cloneKeys(keys [][]byte) [][]byte {
+	if keys == nil {
+		return nil
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = slices.Clone(k)
+	}
+	return out
 }

@@ -61,6 +61,14 @@ type Config struct {
 	// Memberlist base config brings its own keyring. Default nil.
 	SecretKey []byte
 
+	// SecretKeys are further keys accepted besides SecretKey, which alone
+	// is used for sending: memberlist's keyring tries every key on what it
+	// receives. Listing the next key on every node, then making it the
+	// SecretKey on every node, then dropping the old one rotates the key
+	// while the nodes keep talking (README, "Securing a cluster"). Each is
+	// 16, 24 or 32 bytes; they need SecretKey. Default nil.
+	SecretKeys [][]byte
+
 	// Zone is this node's availability zone, gossiped to peers so that
 	// replication and syncUp can prefer nearby nodes. Default "default".
 	Zone string
@@ -163,6 +171,14 @@ func (c Config) Validate() error {
 	if c.SecretKey != nil {
 		if err := checkKeyLen(len(c.SecretKey)); err != nil {
 			bad("SecretKey: %v", err)
+		}
+	}
+	if len(c.SecretKeys) > 0 && c.SecretKey == nil {
+		bad("SecretKeys are set without a SecretKey to send with")
+	}
+	for i, k := range c.SecretKeys {
+		if err := checkKeyLen(len(k)); err != nil {
+			bad("SecretKeys[%d]: %v", i, err)
 		}
 	}
 	if strings.TrimSpace(c.Zone) == "" {

@@ -61,4 +61,13 @@
 // through the zerolog Logger at their level, with source=memberlist; errors
 // that mean the nodes use different secret keys say so ("is
 // cluster.secret-key the same on every node?").
+//
+// # Encryption and key rotation
+//
+// SecretKey encrypts and authenticates every gossip message (memberlist's
+// AES-GCM). SecretKeys go into memberlist's keyring besides it: messages
+// are sent with SecretKey and accepted under any key of the ring, so a
+// key is rotated by restarting nodes one at a time through three keyrings
+// — {old; new accepted}, {new; old accepted}, {new} — with every pair of
+// nodes sharing a key at every moment.
 package cluster

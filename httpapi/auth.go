@@ -29,8 +29,11 @@ type Security struct {
 	GossipEncrypted bool   `json:"gossipEncrypted"` // memberlist traffic is encrypted (cluster.secret-key)
 }
 
-// Open tells whether anyone who reaches the port may change the registry.
-func (s Security) Open() bool { return !s.Auth }
+// Open tells whether anyone who reaches the port may change the registry:
+// no credentials are asked for, and no client certificate either
+// (server.ssl.client-auth need admits only holders of the CA's
+// certificates).
+func (s Security) Open() bool { return !s.Auth && !(s.TLS && s.ClientAuth == "need") }
 
 // access is what a route needs.
 type access int
@@ -50,7 +53,8 @@ func accessFor(method, route string) access {
 	switch route {
 	case "/livez", "/readyz":
 		return accessOpen
-	case "/", "/dashboard", "/static/*", "/metrics":
+	case "/", "/dashboard", "/static/*", "/metrics",
+		"/console", "/console/instances", "/console/apps/:app", "/console/api/summary":
 		return accessRead
 	}
 	for _, base := range []string{"/eureka/v2/", "/eureka/", "/v2/"} {
@@ -151,6 +155,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			user = u
+			c.Set(contextUser, u)
 		}
 		if _, marked := req.Header[replication.HeaderReplication]; marked && (g.peers != nil || (user != nil && !user.IsAdmin())) {
 			delete(req.Header, replication.HeaderReplication)

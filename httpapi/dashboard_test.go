@@ -31,8 +31,8 @@ func TestDashboard_instancesAndNoBanner(t *testing.T) {
 		t.Fatalf("dashboard: %d %s", r.code, r.header.Get("Content-Type"))
 	}
 	for _, want := range []string{"System Status", "Renews threshold", "Renews (last min)", "Lease expiration enabled",
-		"DS Replicas", "<b>ORDERS</b>", "<b>UP</b> (1) - <a href=\"http://host-o1:8080/actuator/info\">o1</a>", "<b>DOWN</b> (1)",
-		`<div class="bad"><b>DOWN</b>`, "node-a", "/static/muster.css"} {
+		"DS Replicas", "General Info", "<b>ORDERS</b>", `<span class="ok"><b>UP</b> (1)</span>`,
+		`<span class="bad"><b>DOWN</b> (1)</span>`, "node-a", "/static/muster.css", "/static/console.js"} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("dashboard lacks %q", want)
 		}

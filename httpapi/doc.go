@@ -14,6 +14,13 @@
 // (internal/gzjoin). The format follows Eureka: JSON when Accept mentions
 // json, XML otherwise.
 //
+// The dashboard (console*.go, assets/) is an operator's console built on
+// the same snapshots: an index per version for the apps overview and the
+// searches, an hour of self-preservation samples taken by Server.Run, and
+// actions that call the same write paths as the Eureka handlers, guarded by
+// roles (admin) or, without authentication, by
+// Config.ConsoleActions, and by a CSRF token.
+//
 // auth.go guards every route but /livez and /readyz once users
 // (Config.Auth) or a peer secret (Config.PeerVerifier) are configured: HTTP
 // Basic users with read, write (optionally per app) and admin roles, and

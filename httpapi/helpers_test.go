@@ -82,7 +82,9 @@ func (n *testNode) do(t *testing.T, method, path, body string, headers ...string
 	}
 	// Leave gzip to the test: a transport that adds Accept-Encoding itself
 	// would hide what the server does.
-	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	// Redirects are the test's to follow, too.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

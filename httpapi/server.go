@@ -64,6 +64,7 @@ type Registry interface {
 	Len() int
 	Version() uint64
 	LimitRejections() map[registry.Limit]uint64
+	AppRenewals(dst map[string]uint64) map[string]uint64
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -122,6 +123,10 @@ type Config struct {
 	PeerVerifier *auth.PeerVerifier
 	// Security is reported on /admin/status and the dashboard.
 	Security Security
+	// ConsoleActions says who may use the dashboard's actions when
+	// authentication is off (muster.dashboard.actions-without-auth); ""
+	// means loopback. With authentication on, admin users may.
+	ConsoleActions ConsoleActionsPolicy
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -145,6 +150,9 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes <= 0 || c.MaxBatchBodyBytes <= 0 {
 		return fmt.Errorf("httpapi: body limits must be positive, got %d and %d", c.MaxBodyBytes, c.MaxBatchBodyBytes)
 	}
+	if !c.ConsoleActions.Valid() {
+		return fmt.Errorf("httpapi: ConsoleActions must be loopback, any or none, got %q", c.ConsoleActions)
+	}
 	return nil
 }
 
@@ -164,6 +172,12 @@ type Server struct {
 
 	limitCounts limitCounts // HTTP limits met, for metrics
 	guard       *guard
+
+	// The console (console*.go).
+	history    *spHistory
+	consoleIdx consoleIndexCache
+	csrf       csrfKeys
+	origins    origins
 }
 
 // New builds the server and its routes. It starts nothing; serve
@@ -190,6 +204,7 @@ func New(cfg Config) (*Server, error) {
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()
 	s.guard = newGuard(cfg, s.log, s.now)
+	s.history = newSPHistory()
 	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
 	if err != nil {
 		return nil, err
@@ -260,9 +275,7 @@ func (s *Server) routes() {
 		post("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
 	}
 	get := route(e.GET)
-	get("/", s.dashboard)
-	get("/dashboard", s.dashboard)
-	get("/static/*", s.static)
+	s.consoleRoutes(get, route(e.POST))
 	get("/admin/status", s.adminStatus)
 	get("/readyz", s.readyz)
 	get("/livez", s.livez)

@@ -80,7 +80,9 @@
 // the changed apps' instances. A view's lastRenewalTimestamps are those of
 // its app's last change (Eureka's response cache serves cached ones too). An instance stays visible in every read until
 // it is cancelled or evicted, expired or not (Eureka hides expired leases
-// from instance GETs only, bug 12).
+// from instance GETs only, bug 12). AppRenewals returns the renewals
+// counted per app since start, for the dashboard's self-preservation
+// history; a heartbeat adds to a counter its lease points to.
 //
 // # Writes: one operation type
 //

@@ -30,6 +30,9 @@ type lease struct {
 	// proven is set by the lease's first renewal (see selfpreservation.go):
 	// until then it is not held to the renewal threshold.
 	proven atomic.Bool
+	// appRenewals is the app's renewal total (apprenewals.go), shared by
+	// the app's leases, so a heartbeat counts it without a lookup.
+	appRenewals *shardedCounter
 }
 
 func (l *lease) expired(now time.Time, grace time.Duration) bool {
@@ -68,7 +71,8 @@ type Registry struct {
 	rand *rand.Rand
 	log  zerolog.Logger
 
-	renewals *MeasuredRate
+	renewals    *MeasuredRate
+	appRenewals appRenewals // per-app totals for the dashboard (apprenewals.go)
 
 	registrations, cancels, evictions atomic.Uint64
 	renewalCount                      shardedCounter
@@ -344,7 +348,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 
 	rate := r.renewsPerMin(in)
 	if l == nil {
-		l = &lease{}
+		l = &lease{appRenewals: r.appRenewals.counter(in.App)}
 		byID := r.apps[in.App]
 		if byID == nil {
 			byID = map[string]*lease{}
@@ -401,6 +405,7 @@ func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
 	r.proveLease(l)
 	r.renewals.increment(now, stripe)
 	r.renewalCount.addAt(stripe, 1)
+	l.appRenewals.addAt(stripe, 1)
 	if op.Origin == OriginClient {
 		r.feedRenewal(l, stripe)
 	}
@@ -431,6 +436,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.add(1)
+	l.appRenewals.add(1)
 	r.unlock(v0)
 	return r.checkDirtyTimestamp(op, app, in, now)
 }

@@ -26,6 +26,9 @@ const HeaderReplication = "X-Netflix-Discovery-Replication"
 // ReplicationList.
 type HTTPTransport struct {
 	client *http.Client
+	// tr is the clients' transport; UseTLS sets how https peers are
+	// dialled, for batches and syncUp fetches alike.
+	tr *http.Transport
 	// maxResponseBytes bounds what a peer may answer to a batch.
 	maxResponseBytes int64
 	// fetchClient fetches whole registries for syncUp: the same connections,
@@ -51,6 +54,7 @@ func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTranspo
 		client:           &http.Client{Transport: tr, Timeout: requestTimeout, CheckRedirect: noRedirects},
 		fetchClient:      &http.Client{Transport: tr, CheckRedirect: noRedirects},
 		maxRegistryBytes: DefaultMaxSyncBodyBytes,
+		tr:               tr,
 		maxResponseBytes: 64 << 20,
 	}
 }

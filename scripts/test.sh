@@ -35,6 +35,8 @@ ensure_tool() {
 }
 ensure_tool promtool prometheus
 ensure_tool kubectl kubernetes-client
+# The console's browser test (httpapi/browser_test.go) drives headless Chromium.
+ensure_tool chromium chromium
 
 go vet ./...
 go test -race -count=1 ./...

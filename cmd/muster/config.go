@@ -60,6 +60,7 @@ type Settings struct {
 	LogLevel          string
 	LogFormat         string
 	ShutdownTimeout   time.Duration
+	DashboardActions  string // muster.dashboard.actions-without-auth
 
 	ClusterEnabled       bool
 	ClusterNodeName      string
@@ -71,6 +72,16 @@ type Settings struct {
 	ClusterSecretKey     string
 	ClusterZone          string
 
+	// TLS and the gossip keyring (tlsnode.go). explicit lists the keys the
+	// file, the environment or --set gave, so that server.ssl.enabled=true
+	// alone is noticed.
+	SSLEnabled        bool
+	SSLCertificate    string
+	SSLKey            string
+	SSLTrust          string
+	SSLClientAuth     string
+	ClusterSecretKeys []string
+	explicit          map[string]bool
 	// Limits (issue 10): see README "Limits".
 	BodyReadTimeout    time.Duration
 	WriteChunkTimeout  time.Duration
@@ -104,6 +115,13 @@ type setting struct {
 var settings = []setting{
 	intKey("server.port", 8761, 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
 	strKey("server.address", "", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
+	// TLS with Spring Boot's PEM keys (tlsnode.go): as in Spring, TLS is on
+	// once any server.ssl.* key is given, unless enabled is false.
+	boolKey("server.ssl.enabled", true, "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
+	strKey("server.ssl.certificate", "", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
+	strKey("server.ssl.certificate-private-key", "", "PEM private key of server.ssl.certificate (PKCS#8, EC or RSA).", func(s *Settings) *string { return &s.SSLKey }),
+	strKey("server.ssl.trust-certificate", "", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need.", func(s *Settings) *string { return &s.SSLTrust }),
+	enumKey("server.ssl.client-auth", "none", []string{"none", "want", "need"}, "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *string { return &s.SSLClientAuth }),
 	strKey("spring.application.name", "muster", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
 	strKey("eureka.environment", "test", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.Environment }),
 	strKey("eureka.datacenter", "default", "Data center label shown on the dashboard.", func(s *Settings) *string { return &s.Datacenter }),
@@ -141,6 +159,7 @@ var settings = []setting{
 	int64Key("muster.max-batch-body-bytes", 16<<20, "Largest peer replication batch accepted.", func(s *Settings) *int64 { return &s.MaxBatchBodyBytes }),
 	enumKey("muster.log.level", "info", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
 	enumKey("muster.log.format", "auto", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
+	enumKey("muster.dashboard.actions-without-auth", "loopback", []string{"loopback", "any", "none"}, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *string { return &s.DashboardActions }),
 	msKey("muster.shutdown-timeout-ms", 10000, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
 
 	boolKey("cluster.enabled", true, "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
@@ -151,6 +170,7 @@ var settings = []setting{
 	intKey("cluster.advertise-port", 0, 0, 65535, "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.ClusterAdvertisePort }),
 	listKey("cluster.join", "Seed nodes (host:port, comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.ClusterJoin }),
 	strKey("cluster.secret-key", "", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
+	listKey("cluster.secret-keys", "More base64 gossip keys accepted besides cluster.secret-key, which alone is used for sending: for rotating the key without a cluster restart (README, Securing a cluster).", func(s *Settings) *[]string { return &s.ClusterSecretKeys }),
 	// Limits: what one client, connection or peer can make a node hold.
 	msKey("muster.body-read-timeout-ms", 30000, "Time a request body has to arrive, after its headers; slower bodies get 408 and their connection is closed.", func(s *Settings) *time.Duration { return &s.BodyReadTimeout }),
 	msKey("muster.write-chunk-timeout-ms", 30000, "Time a client has to take each 128 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped.", func(s *Settings) *time.Duration { return &s.WriteChunkTimeout }),
@@ -260,6 +280,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 		return nil, nil, err
 	}
 
+	explicit := map[string]bool{}
 	var layers []configLayer
 	if configFile != "" {
 		values, err := readConfigFile(configFile)
@@ -300,6 +321,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 			}
 			if target != "" {
 				resolved[target] = layer.values[key]
+				explicit[target] = true
 			}
 		}
 		if err := k.Load(confmap.Provider(resolved, "."), nil); err != nil {
@@ -307,7 +329,7 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 		}
 	}
 
-	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}, AuthUsers: map[string]*userSettings{}}
+	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}, AuthUsers: map[string]*userSettings{}, explicit: explicit}
 	for key, value := range k.All() {
 		if err := applyValue(s, key, value); err != nil {
 			return nil, nil, err
@@ -574,6 +596,9 @@ func (s *Settings) validate() error {
 				return fmt.Errorf("setting eureka.client.service-url.%s = %q: want http:// or https:// URLs", zone, u)
 			}
 		}
+	}
+	if err := s.validateSecurityTransport(); err != nil {
+		return err
 	}
 	for _, j := range s.ClusterJoin {
 		if !strings.Contains(j, ":") {

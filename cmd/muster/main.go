@@ -6,6 +6,7 @@
 //	muster status|members [--url URL]                     a node's state and its peers, for people
 //	muster k8s-zone --out FILE                            the Kubernetes init container's zone lookup
 //	muster config                                         list every setting with its default
+//	muster tls ca | cert                                  make a CA and node certificates
 //	muster version
 //
 // The tools are their own commands and are not linked into this one:
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(args[1:], stderr)
 	case "health":
 		err = healthCmd(args[1:], stdout)
+	case "tls":
+		err = tlsCmd(args[1:], stdout, stderr)
 	case "status":
 		err = statusCmd(args[1:], stdout)
 	case "members":
@@ -76,6 +79,7 @@ Usage:
   muster members [--url http://user:pass@127.0.0.1:8761]  the node's peers and their replication
   muster k8s-zone --out FILE                              write cluster.zone from the Kubernetes node's zone label (init container)
   muster config [--markdown]                              list every setting and its default
+  muster tls ca | cert [flags]                            make a CA and node certificates (muster tls -h)
   muster version
 
 Tools (not part of this binary):

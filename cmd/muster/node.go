@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,7 @@ import (
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -34,6 +36,8 @@ type nodeOptions struct {
 	// memberlist replaces the memberlist base config (tests use
 	// memberlist.DefaultLocalConfig for fast failure detection).
 	memberlist *memberlist.Config
+	// tlsReload is how often the TLS files are looked at (0: 10 s).
+	tlsReload time.Duration
 }
 
 // Node is one running Muster node: registry, HTTP API, membership and
@@ -44,12 +48,14 @@ type Node struct {
 	log      zerolog.Logger
 
 	reg       *registry.Registry
+	api       *httpapi.Server
 	metrics   *prometheus.Registry
 	rep       *replication.Replicator
 	transport replication.Transport
 	receiver  *replication.Receiver
 	syncer    *replication.Syncer
 	cluster   *cluster.Cluster // nil when cluster.enabled is false
+	tls       *tlsconfig.Store // nil when TLS is off
 	security  *nodeSecurity
 
 	listener   net.Listener
@@ -112,10 +118,16 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	repCfg.TaskMaxAge = s.MaxTimeReplication
 	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
 	repCfg.SendTimeout = s.PeerReadTimeout
+	if n.tls, err = loadTLS(s, logger, n.opts.tlsReload); err != nil {
+		return nil, err
+	}
 	repCfg.MaxBatchBytes = int(s.MaxBatchBodyBytes / 4 * 3) // below the peers' muster.max-batch-body-bytes
 	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
 	transport.SetSigner(n.security.sign())
 	transport.SetSyncLimit(s.MaxSyncBodyBytes)
+	if n.tls != nil {
+		transport.UseTLS(n.tls.DialTLSContext(peerDialer(s.PeerConnectTimeout)))
+	}
 	repCfg.Transport = transport
 	repCfg.Store = reg
 	repCfg.AdoptNewer = s.SyncWhenTimestampDiffers
@@ -151,7 +163,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	n.url = "http://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
+	n.url = s.scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
@@ -177,13 +189,22 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
 	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
+	hcfg.ConsoleActions = httpapi.ConsoleActionsPolicy(s.DashboardActions)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	n.api = api
 	n.httpServer = api.HTTPServer()
+	n.httpServer.ErrorLog = httpErrorLog(n.log)
 	ln = api.LimitListener(ln)
+	if n.tls != nil {
+		// Outermost, so that net/http sees *tls.Conn: it then bounds the
+		// handshake by ReadHeaderTimeout, sets Request.TLS, and answers a
+		// plain HTTP request with 400.
+		ln = tls.NewListener(ln, n.tls.ServerConfig())
+	}
 
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
@@ -231,6 +252,9 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	})
 	n.goRun(func() { n.watchPeers(runCtx) })
+	if n.tls != nil {
+		n.goRun(func() { n.tls.Run(runCtx) })
+	}
 	n.goRun(func() { n.startUp(runCtx) })
 	return nil
 }
@@ -258,13 +282,7 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 	if n.opts.memberlist != nil {
 		cfg.Memberlist = n.opts.memberlist
 	}
-	if s.ClusterSecretKey != "" {
-		key, err := cluster.ParseSecretKey(s.ClusterSecretKey)
-		if err != nil {
-			return nil, fmt.Errorf("setting cluster.secret-key: %w", err)
-		}
-		cfg.SecretKey = key
-	}
+	cfg.SecretKey, cfg.SecretKeys = s.secretKeys()
 	return cluster.New(cfg)
 }
 
@@ -288,6 +306,7 @@ func (n *Node) startUp(ctx context.Context) {
 	n.reg.OpenForTraffic()
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
+	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
 	if n.settings.RegisterWithEureka {
 		n.startSelfRegistration()
 	}

@@ -166,12 +166,16 @@ func (sec *nodeSecurity) sign() replication.RequestSigner {
 	return sec.signer.Sign
 }
 
-// report is the security object of /admin/status. TLS is not configured
-// by these settings yet, so it reads false and "none".
+// report is the security object of /admin/status.
 func (sec *nodeSecurity) report(s *Settings) httpapi.Security {
+	clientAuth := "none"
+	if s.tlsOn() {
+		clientAuth = s.SSLClientAuth
+	}
 	return httpapi.Security{
 		Auth:            sec.users != nil,
-		ClientAuth:      "none",
+		TLS:             s.tlsOn(),
+		ClientAuth:      clientAuth,
 		PeerAuth:        sec.verifier != nil,
 		GossipEncrypted: s.ClusterEnabled && s.ClusterSecretKey != "",
 	}
@@ -184,7 +188,7 @@ func (sec *nodeSecurity) report(s *Settings) httpapi.Security {
 // replication peer).
 func warnIfOpen(log zerolog.Logger, s *Settings, httpAddr net.Addr, sec httpapi.Security) {
 	var open []string
-	if !sec.Auth && !isLoopbackAddr(httpAddr.String()) {
+	if sec.Open() && !isLoopbackAddr(httpAddr.String()) {
 		open = append(open, fmt.Sprintf("the HTTP API listens on %s with no authentication: anyone who reaches it can register, cancel or take instances out of service (set spring.security.user.name and spring.security.user.password)", httpAddr))
 	}
 	if s.ClusterEnabled && s.ClusterSecretKey == "" && !isLoopbackAddr(net.JoinHostPort(s.ClusterBindAddr, "0")) {

@@ -30,7 +30,13 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 	if id == "" {
 		id = host + ":" + app + ":" + itoa(port)
 	}
-	base := "http://" + host + ":" + itoa(port)
+	base := s.scheme() + "://" + host + ":" + itoa(port)
+	// Spring's instance over TLS: the secure port is the port, the plain
+	// one is off (eureka.instance.secure-port-enabled).
+	plain, secure := registry.Port{Number: port, Enabled: true}, registry.Port{Number: 443, Enabled: false}
+	if s.tlsOn() {
+		plain, secure = registry.Port{Number: port, Enabled: false}, registry.Port{Number: port, Enabled: true}
+	}
 	md := map[string]string{"zone": s.ClusterZone, "management.port": itoa(port)}
 	for k, v := range s.InstanceMetadata {
 		md[k] = v
@@ -42,8 +48,8 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 		IPAddr:              ip,
 		Status:              registry.StatusUp,
 		OverriddenStatus:    registry.StatusUnknown,
-		Port:                registry.Port{Number: port, Enabled: true},
-		SecurePort:          registry.Port{Number: 443, Enabled: false},
+		Port:                plain,
+		SecurePort:          secure,
 		CountryID:           1,
 		DataCenterInfo:      registry.DataCenterInfo{Class: registry.DataCenterClassDefault, Name: "MyOwn"},
 		RenewalIntervalSecs: s.InstanceRenewalInterval,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,9 +54,13 @@ func membersCmd(args []string, stdout io.Writer) error {
 // service URL; they go only to that host and never into messages.
 func fetchStatus(name string, args []string) (st httpapi.AdminStatus, raw []byte, asJSON bool, err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	rawURL := fs.String("url", "http://127.0.0.1:8761", "the node: its base URL or Eureka URL, with user:pass@ when auth is on")
+	def := probeDefaults(os.Environ()) // in a node's container: its scheme, port and certificates
+	rawURL := fs.String("url", strings.TrimSuffix(def.url, "/readyz"), "the node: its base URL or Eureka URL, with user:pass@ when auth is on")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	jsonOut := fs.Bool("json", false, "print /admin/status as the node sent it")
+	caFile := fs.String("ca-cert", def.ca, "PEM CA bundle to verify an https node against (default: server.ssl.trust-certificate from the environment)")
+	certFile := fs.String("cert", def.cert, "PEM client certificate, for nodes with server.ssl.client-auth need (default: the node's own, from the environment)")
+	keyFile := fs.String("key", def.key, "PEM key of --cert")
 	if err = fs.Parse(args); err != nil {
 		return st, nil, false, err
 	}
@@ -68,7 +73,11 @@ func fetchStatus(name string, args []string) (st httpapi.AdminStatus, raw []byte
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	raw, err = getAdminStatus(ctx, u)
+	tlsCfg, err := clientTLS(*caFile, *certFile, *keyFile)
+	if err != nil {
+		return st, nil, false, fmt.Errorf("%s: %w", name, err)
+	}
+	raw, err = getAdminStatus(ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}, u)
 	if err != nil {
 		return st, nil, false, fmt.Errorf("%s: %w", name, err)
 	}
@@ -96,7 +105,7 @@ func statusURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-func getAdminStatus(ctx context.Context, u *url.URL) ([]byte, error) {
+func getAdminStatus(ctx context.Context, client *http.Client, u *url.URL) ([]byte, error) {
 	target := *u
 	target.User = nil
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
@@ -108,7 +117,7 @@ func getAdminStatus(ctx context.Context, u *url.URL) ([]byte, error) {
 		req.SetBasicAuth(u.User.Username(), pass)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		var uerr *url.Error
 		if errors.As(err, &uerr) {

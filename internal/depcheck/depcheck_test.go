@@ -61,6 +61,9 @@ var allowed = map[string]rule{
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
+	"tlsconfig": {
+		why: "a node's TLS identity from PEM files, its rotation, and muster tls's CA; crypto only",
+	},
 	"internal/proccontrol": {
 		why: "process CPU/memory/profile control for benchmarked processes; stdlib only",
 	},
@@ -78,7 +81,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol"},
+		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
@@ -88,7 +91,7 @@ var allowed = map[string]rule{
 	},
 	"tools/simclient": {
 		imports:     []string{"client", "registry"},
-		testImports: []string{"httpapi", "registry/registrytest", "registry/wire"},
+		testImports: []string{"httpapi", "registry/registrytest", "registry/wire", "tlsconfig"},
 		why:         "simulated Eureka clients on the client package, so every chaos run exercises it; never the server",
 	},
 	"tools/clients": {
@@ -96,7 +99,7 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen"},
+		imports: []string{"httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen", "tlsconfig"},
 		why:     "runs the muster binary as a child; micro benchmarks call the packages in process",
 	},
 	"deploy": {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -84,7 +85,7 @@ func (b *bench) container(ctx context.Context, service string) (string, error) {
 	return strings.Fields(id)[0], nil
 }
 
-// get fetches a URL of a service (http://127.0.0.1:8761/…): through the
+// get fetches a URL of a service (nodeBase+"/…", http://127.0.0.1:9100/…): through the
 // published port when the service has one and is on the network, else
 // from inside its container.
 func (b *bench) get(ctx context.Context, service, url string) ([]byte, error) {
@@ -94,23 +95,28 @@ func (b *bench) get(ctx context.Context, service, url string) ([]byte, error) {
 	if port, ok := publishedPorts[service]; ok && !cut {
 		return hostGet(ctx, strings.Replace(url, "127.0.0.1:8761", "127.0.0.1:"+port, 1))
 	}
+	url = withCredentials(url)
 	id, err := b.container(ctx, service)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return run(cctx, "docker", "exec", id, "/muster", "health", "--timeout", "3s", "--url", url)
+	out, err := run(cctx, "docker", "exec", id, "/muster", "health", "--timeout", "3s", "--url", url)
+	if err != nil {
+		// run's error quotes the command line, credentials included.
+		err = errors.New(strings.ReplaceAll(err.Error(), adminPassword, "xxxxx"))
+	}
+	return out, err
 }
-
-var hostClient = &http.Client{Timeout: 3 * time.Second}
 
 func hostGet(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := hostClient.Do(req)
+	authorize(req)
+	resp, err := clients.Load().host.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +133,7 @@ func hostGet(ctx context.Context, url string) ([]byte, error) {
 
 func (b *bench) nodeStatus(ctx context.Context, node string) (httpapi.AdminStatus, error) {
 	var st httpapi.AdminStatus
-	body, err := b.get(ctx, node, "http://127.0.0.1:8761/admin/status")
+	body, err := b.get(ctx, node, nodeBase+"/admin/status")
 	if err != nil {
 		return st, err
 	}
@@ -135,7 +141,7 @@ func (b *bench) nodeStatus(ctx context.Context, node string) (httpapi.AdminStatu
 }
 
 func (b *bench) ready(ctx context.Context, node string) bool {
-	_, err := b.get(ctx, node, "http://127.0.0.1:8761/readyz")
+	_, err := b.get(ctx, node, nodeBase+"/readyz")
 	return err == nil
 }
 
@@ -146,7 +152,7 @@ type view struct {
 }
 
 func (b *bench) nodeView(ctx context.Context, node string) (view, error) {
-	body, err := b.get(ctx, node, "http://127.0.0.1:8761/eureka/apps")
+	body, err := b.get(ctx, node, nodeBase+"/eureka/apps")
 	if err != nil {
 		return view{}, err
 	}
@@ -189,7 +195,7 @@ func (v view) countPrefix(prefix string) int {
 // the node removed them: the lastUpdatedTimestamp of their DELETED entries
 // in the node's delta.
 func (b *bench) deletedAt(ctx context.Context, node, prefix string) (map[string]time.Time, error) {
-	body, err := b.get(ctx, node, "http://127.0.0.1:8761/eureka/apps/delta")
+	body, err := b.get(ctx, node, nodeBase+"/eureka/apps/delta")
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +237,7 @@ func (b *bench) selfPreservationOnAt(ctx context.Context, node string, since tim
 }
 
 func (b *bench) dashboard(ctx context.Context, node string) (string, error) {
-	body, err := b.get(ctx, node, "http://127.0.0.1:8761/")
+	body, err := b.get(ctx, node, nodeBase+"/")
 	return string(body), err
 }
 

@@ -152,6 +152,9 @@ func up(ctx context.Context, b *bench, r *report) error {
 	if err := b.composeRun(ctx, "up", "-d"); err != nil {
 		return err
 	}
+	if err := b.loadCerts(ctx); err != nil {
+		return fmt.Errorf("certificates of the secured cluster: %w", err)
+	}
 	took, err := waitUntil(ctx, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
 		for _, n := range nodes {
 			st, err := b.nodeStatus(ctx, n)
@@ -177,7 +180,10 @@ func up(ctx context.Context, b *bench, r *report) error {
 			return fmt.Errorf("%s's dashboard lists %d available replicas, want 2", n, got)
 		}
 	}
-	r.step("cluster up: 3 nodes ready, each dashboard lists the other two as available replicas, %d instances on each, renewal window complete (%s)",
+	if err := b.checkSecured(ctx); err != nil {
+		return err
+	}
+	r.step("cluster up: 3 nodes ready, each dashboard lists the other two as available replicas, %d instances on each, renewal window complete (%s); secured: auth, TLS with client-auth need, signed replication, encrypted gossip, a caller without a client certificate or credentials refused",
 		fleet, took.Round(100*time.Millisecond))
 	return nil
 }

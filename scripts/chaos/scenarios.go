@@ -191,11 +191,11 @@ func crash(ctx context.Context, b *bench, r *report) error {
 	// Change the registry while it is away: six new instances, one of them
 	// cancelled again, and an operator's OUT_OF_SERVICE on a client.
 	for i := 0; i < 6; i++ {
-		if code := post("http://127.0.0.1:8761/eureka/apps/CHAOS", chaosInstance(i)); code != 204 {
+		if code := post(nodeBase+"/eureka/apps/CHAOS", chaosInstance(i)); code != 204 {
 			return fmt.Errorf("register chaos-%d on node-a: HTTP %d", i, code)
 		}
 	}
-	if code := do("DELETE", "http://127.0.0.1:8761/eureka/apps/CHAOS/chaos-5"); code != 200 {
+	if code := do("DELETE", nodeBase+"/eureka/apps/CHAOS/chaos-5"); code != 200 {
 		return fmt.Errorf("cancel chaos-5: HTTP %d", code)
 	}
 	va, err := b.nodeView(ctx, "node-a")
@@ -210,7 +210,7 @@ func crash(ctx context.Context, b *bench, r *report) error {
 		}
 	}
 	app, id, _ := strings.Cut(oos, "/")
-	if code := do("PUT", "http://127.0.0.1:8761/eureka/apps/"+app+"/"+id+"/status?value=OUT_OF_SERVICE"); code != 200 {
+	if code := do("PUT", nodeBase+"/eureka/apps/"+app+"/"+id+"/status?value=OUT_OF_SERVICE"); code != 200 {
 		return fmt.Errorf("status of %s: HTTP %d", oos, code)
 	}
 	r.step("registered 6 instances on node-a, cancelled 1, set %s OUT_OF_SERVICE", oos)
@@ -268,8 +268,6 @@ func chaosInstance(i int) string {
 "leaseInfo":{"renewalIntervalInSecs":3600,"durationInSecs":3600}}}`, i, i, i)
 }
 
-var client = &http.Client{Timeout: 5 * time.Second}
-
 func post(url, body string) int {
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -282,7 +280,8 @@ func do(method, url string) int {
 }
 
 func send(req *http.Request) int {
-	resp, err := client.Do(req)
+	authorize(req)
+	resp, err := clients.Load().write.Do(req)
 	if err != nil {
 		return 0
 	}

@@ -63,7 +63,7 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // benchScenarios are the scenarios of the bench, in report order.
-var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "memory", "abuse", "micro"}
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "memory", "dashboard", "abuse", "micro"}
 
 // benchCmd runs the scenarios and prints and saves the report.
 func benchCmd(args []string, stdout, stderr io.Writer) error {
@@ -154,7 +154,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
-	order := []string{"registration", "heartbeat", "memory", "fetch", "delta", "propagation", "abuse", "micro"}
+	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "abuse", "micro"}
 	var failures []string
 	for _, s := range order {
 		if !selected[s] || ctx.Err() != nil {
@@ -168,8 +168,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			e.add(benchRow{Scenario: s, Figure: "FAILED", Note: err.Error()})
 		}
 		e.logf("   %s took %s", s, time.Since(t0).Round(100*time.Millisecond))
-		// fetch reuses the 100k node that memory leaves behind.
-		e.stopBig(s == "memory" && selected["fetch"])
+		// fetch and dashboard reuse the 100k node that memory leaves behind.
+		e.stopBig(s == "memory" && (selected["fetch"] || selected["dashboard"]) || s == "fetch" && selected["dashboard"])
 	}
 	e.stopAll()
 
@@ -247,6 +247,8 @@ func benchRunScenario(e *benchEnv, s string) error {
 		return e.abuse()
 	case "micro":
 		return e.micro()
+	case "dashboard":
+		return e.dashboard()
 	}
 	return fmt.Errorf("no scenario %q", s)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,8 @@ type benchChild struct {
 	stdin   io.WriteCloser
 	logPath string
 	done    chan struct{}
+	// clientTLS is how load reaches a child that serves TLS; nil: plain.
+	clientTLS *tls.Config
 }
 
 // benchCtl is the client for control requests and the odd single request.

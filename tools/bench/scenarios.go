@@ -52,6 +52,9 @@ func (f *benchFleet) register(i int) loadgen.Request {
 func (e *benchEnv) load(c *benchChild, cfg loadgen.Config) (loadgen.Result, error) {
 	cfg.Addr = c.API
 	cfg.Client = e.client
+	if c.clientTLS != nil {
+		cfg.TLS = c.clientTLS
+	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = e.conc
 	}
@@ -236,6 +239,9 @@ func (e *benchEnv) heartbeat() error {
 	e.add(benchRow{Scenario: "heartbeat", Figure: "vs Consul 1.16 TTL passes, 10 000 services", Value: rps / 250, Unit: "×",
 		Note: fmt.Sprintf("orientation only: Consul ~130–250/s, i.e. %.0f–%.0f× here", rps/250, rps/130)})
 	if err := e.heartbeatAuth(mu, n); err != nil {
+		return err
+	}
+	if err := e.heartbeatTLS(mu, n); err != nil {
 		return err
 	}
 	return e.profileDuring(mu, "heartbeat", cfg)

@@ -4,11 +4,19 @@
 //	go run ./tools/clients --servers "a=http://node-a:8761/eureka/,b=…" --zone a \
 //	    --instances 100 --apps 10 --id-prefix grp1 [--status-addr :9100]
 //
+// A secured cluster: https URLs with credentials, as Spring clients write
+// them, and the CA (plus a client certificate for client-auth need):
+//
+//	go run ./tools/clients --servers "a=https://fleet:pw@node-a:8761/eureka/" \
+//	    --ca-cert certs/muster-ca.pem --cert certs/clients.pem --key certs/clients-key.pem
+//
 // The container image carries it as /muster-clients (scripts/build-image.sh).
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -61,6 +69,9 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", def.Workers, "requests in flight at most")
 	progress := fs.Duration("progress", 5*time.Second, "print a progress line to stderr this often (0: never)")
 	statusAddr := fs.String("status-addr", "", "serve GET /stats (JSON) on this address, e.g. :9100 (empty: off)")
+	caCert := fs.String("ca-cert", "", "PEM CA bundle to verify https servers against (default: the system roots)")
+	cert := fs.String("cert", "", "PEM client certificate, for servers with server.ssl.client-auth need")
+	key := fs.String("key", "", "PEM key of --cert")
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "auto", "log format: auto, console, json")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +93,9 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	cfg.RequestTimeout, cfg.ConnectTimeout = *requestTimeout, *connectTimeout
 	cfg.ZoneRetryInterval, cfg.CancelTimeout, cfg.Workers = *zoneRetry, *cancelTimeout, *workers
 	cfg.Logger = newLogger(stderr, *logLevel, *logFormat)
+	if cfg.TLS, err = clientTLS(*caCert, *cert, *key); err != nil {
+		return err
+	}
 	fleet, err := simclient.New(cfg)
 	if err != nil {
 		return err
@@ -192,4 +206,34 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// clientTLS is the fleet's TLS: verify servers against caFile (system
+// roots when empty), present certFile when given; nil when neither is set.
+func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" {
+		return nil, nil
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("--cert and --key go together")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-cert: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-cert %s: no PEM certificate", caFile)
+		}
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cert/--key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }

@@ -18,10 +18,13 @@ func TestClientsCmd_rejectsBadArguments(t *testing.T) {
 		{[]string{"--servers", "a=ftp://x"}, "--servers"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--instances", "-1"}, "Instances (-1) must not be negative"},
+		{[]string{"--ca-cert", "/nonexistent/ca.pem"}, "--ca-cert"},
+		{[]string{"--cert", "/c.pem"}, "--cert and --key go together"},
+		{[]string{"--servers", "a=ftp://fleet:s3cret@node-a:8761/eureka/"}, "xxxxx"},
 	} {
 		var out, errOut bytes.Buffer
 		err := clientsCmd(tc.args, &out, &errOut)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%v: error %v, want one mentioning %q", tc.args, err, tc.want)
 		}
 	}

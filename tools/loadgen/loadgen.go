@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,10 @@ type Config struct {
 	Client Client
 	// Timeout bounds one request (default 30 s).
 	Timeout time.Duration
+	// TLS, when set, speaks https to Addr with this config; each worker
+	// does one handshake when it connects, before the clock starts, and
+	// then keeps its connection, so a run measures TLS per request.
+	TLS *tls.Config
 }
 
 // Result is what a run measured.
@@ -150,6 +155,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			MaxConnsPerHost:     cfg.Concurrency,
 			DisableCompression:  true,
 			IdleConnTimeout:     time.Minute,
+			TLSClientConfig:     cfg.TLS,
 		}, Timeout: cfg.Timeout}
 		defer std.CloseIdleConnections()
 	}
@@ -167,10 +173,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	doers := make([]doer, cfg.Concurrency)
 	for w := range doers {
 		if std != nil {
-			doers[w] = &stdDoer{client: std, base: "http://" + cfg.Addr}
+			scheme := "http://"
+			if cfg.TLS != nil {
+				scheme = "https://"
+			}
+			doers[w] = &stdDoer{client: std, base: scheme + cfg.Addr}
 			continue
 		}
-		rc := &rawConn{addr: cfg.Addr, timeout: cfg.Timeout}
+		rc := &rawConn{addr: cfg.Addr, timeout: cfg.Timeout, tls: cfg.TLS}
 		if err := rc.dial(); err != nil {
 			for _, d := range doers[:w] {
 				d.close()
@@ -278,6 +288,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 type rawConn struct {
 	addr    string
 	timeout time.Duration
+	tls     *tls.Config // nil: plain TCP
 	c       net.Conn
 	br      *bufio.Reader
 	wbuf    []byte
@@ -290,6 +301,22 @@ func (rc *rawConn) dial() error {
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if rc.tls != nil {
+		cfg := rc.tls
+		if cfg.ServerName == "" {
+			// As net/http does: verify the host that was dialled.
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(rc.addr)
+		}
+		tc := tls.Client(c, cfg)
+		_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			c.Close()
+			return fmt.Errorf("loadgen: TLS handshake with %s: %w", rc.addr, err)
+		}
+		_ = tc.SetDeadline(time.Time{})
+		c = tc
 	}
 	rc.c = c
 	if rc.br == nil {

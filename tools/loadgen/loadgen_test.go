@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -102,5 +106,51 @@ func TestRun_bothClientsCountRequestsAndBytes(t *testing.T) {
 				t.Fatalf("latency count %d", res.Latency.Count())
 			}
 		})
+	}
+}
+
+// TestRun_TLS: both clients speak https when Config.TLS is set, one
+// handshake per worker connection.
+func TestRun_TLS(t *testing.T) {
+	var handshakes atomic.Int64
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			http.Error(w, "plain", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			handshakes.Add(1)
+		}
+	}
+	ts.StartTLS()
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	addr := strings.TrimPrefix(ts.URL, "https://")
+	for _, client := range []Client{ClientRaw, ClientStd} {
+		t.Run(client.String(), func(t *testing.T) {
+			handshakes.Store(0)
+			res, err := Run(context.Background(), Config{
+				Addr: addr, Concurrency: 2, Total: 20, Client: client,
+				TLS:  &tls.Config{RootCAs: pool}, // httptest's certificate is for 127.0.0.1
+				Next: func(w int, seq uint64) Request { return Request{Method: "PUT", Path: "/x"} },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK() != 20 || res.Errors != 0 {
+				t.Fatalf("ok %d, errors %d (%v), statuses %v", res.OK(), res.Errors, res.FirstErr, res.Status)
+			}
+			if n := handshakes.Load(); n > 2 {
+				t.Errorf("%d connections for 2 workers", n)
+			}
+		})
+	}
+	if _, err := Run(context.Background(), Config{Addr: addr, Concurrency: 1, Total: 1, TLS: &tls.Config{},
+		Next: func(int, uint64) Request { return Request{Method: "GET", Path: "/"} }}); err == nil {
+		t.Error("a raw client that does not trust the server connected")
 	}
 }

@@ -1,6 +1,7 @@
 package simclient
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,7 +23,19 @@ type Server struct {
 	Zone, URL string
 }
 
-func (s Server) String() string { return s.Zone + "=" + s.URL }
+func (s Server) String() string { return s.Zone + "=" + s.Redacted() }
+
+// Redacted is the URL with its password, if any, replaced by "xxxxx": the
+// form for logs, errors and /stats. Credentials in the URL
+// (https://user:pass@node-a:8761/eureka/) are sent as HTTP Basic, as
+// Spring's client does.
+func (s Server) Redacted() string {
+	u, err := url.Parse(s.URL)
+	if err != nil || u.User == nil {
+		return s.URL
+	}
+	return u.Redacted()
+}
 
 // Config describes a fleet. Start from DefaultConfig.
 type Config struct {
@@ -103,6 +116,9 @@ type Config struct {
 	// ZoneRetryInterval. nil means time.Now. Scheduling uses real timers
 	// regardless.
 	Now func() time.Time
+	// TLS configures https servers for the client New builds (the CA to
+	// verify them against, a client certificate); nil means Go's defaults.
+	TLS *tls.Config
 	// HTTPClient sends every request. nil means a client New builds: keep-
 	// alive, ConnectTimeout, Workers idle connections per server. Either
 	// way each request is bounded by RequestTimeout through its context.
@@ -215,15 +231,16 @@ func ParseServers(list string) ([]Server, error) {
 }
 
 func checkServerURL(u string) error {
+	shown := Server{URL: u}.Redacted()
 	p, err := url.Parse(u)
 	if err != nil {
-		return fmt.Errorf("simclient: server URL %q: %w", u, err)
+		return fmt.Errorf("simclient: server URL %q does not parse", shown)
 	}
 	if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("simclient: server URL %q: want http(s)://host[:port]/path/", u)
+		return fmt.Errorf("simclient: server URL %q: want http(s)://[user:password@]host[:port]/path/", shown)
 	}
 	if !strings.HasSuffix(p.Path, "/") {
-		return fmt.Errorf("simclient: server URL %q must end in \"/\"", u)
+		return fmt.Errorf("simclient: server URL %q must end in \"/\"", shown)
 	}
 	return nil
 }

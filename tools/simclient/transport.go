@@ -21,6 +21,7 @@ func newHTTPClient(cfg Config) *http.Client {
 			MaxIdleConnsPerHost:   cfg.Workers + 4,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   cfg.ConnectTimeout,
+			TLSClientConfig:       cfg.TLS,
 			ResponseHeaderTimeout: cfg.RequestTimeout,
 			// The client package asks for gzip itself and inflates it.
 			DisableCompression: true,

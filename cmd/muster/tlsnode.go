@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/tlsconfig"
+)
+
+// tlsOn tells whether the API port serves TLS. As in Spring Boot,
+// server.ssl.enabled defaults to true and takes effect once any
+// server.ssl.* key is given; false turns TLS off whatever else is set.
+func (s *Settings) tlsOn() bool {
+	if !s.SSLEnabled {
+		return false
+	}
+	return s.explicit["server.ssl.enabled"] || s.SSLCertificate != "" || s.SSLKey != "" || s.SSLTrust != "" ||
+		(s.SSLClientAuth != "" && s.SSLClientAuth != "none")
+}
+
+// scheme is the scheme of the node's advertised URLs.
+func (s *Settings) scheme() string {
+	if s.tlsOn() {
+		return "https"
+	}
+	return "http"
+}
+
+// validateSecurityTransport checks the server.ssl.* and gossip keyring
+// settings that can be checked without reading files.
+func (s *Settings) validateSecurityTransport() error {
+	if s.tlsOn() {
+		switch {
+		case s.SSLCertificate == "":
+			return errors.New("setting server.ssl.certificate: required when TLS is on (a server.ssl.* key is set and server.ssl.enabled is not false)")
+		case s.SSLKey == "":
+			return errors.New("setting server.ssl.certificate-private-key: required with server.ssl.certificate")
+		case s.SSLTrust == "" && s.SSLClientAuth != "none":
+			return fmt.Errorf("setting server.ssl.trust-certificate: required with server.ssl.client-auth = %s (client certificates are verified against it)", s.SSLClientAuth)
+		}
+	}
+	if len(s.ClusterSecretKeys) > 0 && s.ClusterSecretKey == "" {
+		return errors.New("setting cluster.secret-keys: needs cluster.secret-key, the key gossip is sent with")
+	}
+	if _, err := cluster.ParseSecretKey(s.ClusterSecretKey); err != nil {
+		return fmt.Errorf("setting cluster.secret-key: %w", err)
+	}
+	for i, k := range s.ClusterSecretKeys {
+		if _, err := cluster.ParseSecretKey(k); err != nil {
+			return fmt.Errorf("setting cluster.secret-keys[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// secretKeys decodes cluster.secret-key and cluster.secret-keys (validated
+// already): the primary, then the other accepted keys.
+func (s *Settings) secretKeys() (primary []byte, others [][]byte) {
+	primary, _ = cluster.ParseSecretKey(s.ClusterSecretKey)
+	for _, k := range s.ClusterSecretKeys {
+		if key, _ := cluster.ParseSecretKey(k); key != nil {
+			others = append(others, key)
+		}
+	}
+	return primary, others
+}
+
+// tlsSettingKey names the setting of each TLS input file.
+var tlsSettingKey = map[tlsconfig.File]string{
+	tlsconfig.FileCertificate: "server.ssl.certificate",
+	tlsconfig.FileKey:         "server.ssl.certificate-private-key",
+	tlsconfig.FileTrust:       "server.ssl.trust-certificate",
+}
+
+// loadTLS reads the node's TLS files; nil when TLS is off. Errors name the
+// setting at fault. reload is how often the files are looked at again
+// (0: tlsconfig's default).
+func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconfig.Store, error) {
+	if !s.tlsOn() {
+		return nil, nil
+	}
+	auth, err := tlsconfig.ParseClientAuth(s.SSLClientAuth)
+	if err != nil {
+		return nil, fmt.Errorf("setting server.ssl.client-auth: %w", err)
+	}
+	store, err := tlsconfig.Load(tlsconfig.Config{
+		CertFile:       s.SSLCertificate,
+		KeyFile:        s.SSLKey,
+		TrustFile:      s.SSLTrust,
+		ClientAuth:     auth,
+		ReloadInterval: reload,
+		Logger:         logger,
+	})
+	var fe *tlsconfig.FileError
+	if errors.As(err, &fe) {
+		return nil, fmt.Errorf("setting %s = %q: %s: %w", tlsSettingKey[fe.File], fe.Path, fe.File, fe.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range store.Check(time.Now()) {
+		logger.Warn().Str("component", "tls").Msg(w)
+	}
+	return store, nil
+}
+
+// peerDialer is the connection dialer of calls to peers.
+func peerDialer(connectTimeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+}
+
+// peerDialTLS dials https peers with the node's identity; nil when TLS is
+// off.
+func (n *Node) peerDialTLS() replication.DialTLSFunc {
+	if n.tls == nil {
+		return nil
+	}
+	return n.tls.DialTLSContext(peerDialer(n.settings.PeerConnectTimeout))
+}
+
+// httpErrorLog routes net/http's own messages to the node's log: refused
+// TLS handshakes (scanners, clients without a certificate, another CA) at
+// debug level, since each connection makes one; the rest as warnings.
+func httpErrorLog(logger zerolog.Logger) *log.Logger {
+	return log.New(httpErrorWriter{logger.With().Str("component", "http").Logger()}, "", 0)
+}
+
+type httpErrorWriter struct{ log zerolog.Logger }
+
+func (w httpErrorWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		w.log.Debug().Msg(msg)
+	} else {
+		w.log.Warn().Msg(msg)
+	}
+	return len(p), nil
+}
