@@ -124,10 +124,11 @@
 // them (TakeRenewals, at most every 20 ms) and sends one heartbeat per renewed lease with its newest
 // state. Nothing is lost, repeated renewals of one instance coalesce, and
 // the backlog can never exceed the number of instances. A peer's
-// heartbeats are not fed. The heartbeat path takes one of 16 read stripes
-// of the registry lock (writers take all), stores the renewal time
-// atomically and counts into sharded counters, so heartbeats share no lock
-// and no hot cache line.
+// heartbeats are not fed. The heartbeat path takes its processor's read
+// stripe of the registry lock (16 stripes; writers take all), stores the
+// renewal time atomically and counts into its processor's cells of sharded
+// counters, so heartbeats on different cores share no lock and no hot
+// cache line.
 //
 // # Start-up
 //

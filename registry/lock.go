@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// lockStripes is how many read stripes stripedRWMutex has. Heartbeats pick
-// one at random, so two cores meet on the same stripe 1/lockStripes of the
-// time; writers take all of them.
+// lockStripes is how many read stripes stripedRWMutex has. A heartbeat
+// takes its processor's stripe (localStripe), so cores do not share one
+// until there are more than lockStripes of them; writers take all.
 const lockStripes = 16
 
 // stripedRWMutex is a reader-writer lock whose read side is split into
@@ -19,11 +19,18 @@ const lockStripes = 16
 // reader, and a reader holding any one stripe excludes every writer. Writes
 // cost lockStripes lock operations, which is noise beside what a write does.
 type stripedRWMutex struct {
+	_       cacheLinePad // keeps stripe 0 off the line of the field before
 	stripes [lockStripes]struct {
 		sync.RWMutex
-		_ [64 - 24]byte // pad to a cache line (sync.RWMutex is 24 bytes)
+		_ [128 - 24]byte // two cache lines per stripe (sync.RWMutex is 24 bytes)
 	}
 }
+
+// cacheLinePad and the 128-byte cells around hot words keep two words
+// that different cores write off one cache line whatever the alignment Go
+// gives the struct (it promises none): a hot word is at least 64 bytes from
+// anything outside its own cell.
+type cacheLinePad [64]byte
 
 // Lock takes every stripe, in order.
 func (m *stripedRWMutex) Lock() {
@@ -45,11 +52,41 @@ func (m *stripedRWMutex) RLock() { m.stripes[0].RLock() }
 // RUnlock releases what RLock took.
 func (m *stripedRWMutex) RUnlock() { m.stripes[0].RUnlock() }
 
-// rlockStripe takes a random stripe for reading and returns it for
-// runlockStripe. math/rand/v2's top-level source is per-thread and lock-free.
+// rlockStripe takes this processor's stripe for reading and returns it
+// for runlockStripe (and as the cell hint of sharded counters).
 func (m *stripedRWMutex) rlockStripe() int {
-	i := int(rand.Uint32() % lockStripes)
+	i := localStripe()
 	m.stripes[i].RLock()
+	return i
+}
+
+// stripeTokens hands each processor (Go's P) a stripe number and keeps
+// giving it the same one: sync.Pool keeps a private item per P, so a Get
+// followed at once by a Put returns this P's token. With a random stripe
+// per heartbeat instead, every core would soon have touched every stripe,
+// and each RLock would fetch its cache line from the other core. The tokens
+// are preallocated (New allocates nothing), and a goroutine that moves to
+// another P between lock and unlock only makes two Ps share a stripe for a
+// while: the index it unlocks is the one it locked.
+var (
+	stripeTokens = sync.Pool{New: func() any {
+		return &stripeTokenSet[nextStripeToken.Add(1)%lockStripes]
+	}}
+	stripeTokenSet  [lockStripes]int
+	nextStripeToken atomic.Uint32
+)
+
+func init() {
+	for i := range stripeTokenSet {
+		stripeTokenSet[i] = i
+	}
+}
+
+// localStripe returns this processor's stripe number.
+func localStripe() int {
+	t := stripeTokens.Get().(*int)
+	i := *t
+	stripeTokens.Put(t)
 	return i
 }
 
@@ -61,9 +98,10 @@ const counterShards = 8
 // shardedCounter is a counter that many goroutines add to without sharing
 // a cache line: each add goes to a random cell, and Load sums the cells.
 type shardedCounter struct {
+	_     cacheLinePad
 	cells [counterShards]struct {
 		n atomic.Int64
-		_ [64 - 8]byte
+		_ [128 - 8]byte
 	}
 }
 

@@ -89,9 +89,10 @@ type Registry struct {
 	// The renewal feed (renewals.go): lock-free, outside mu.
 	renewFeed  atomic.Bool
 	renewWoken atomic.Bool // renewWake was poked since the last take
+	_          cacheLinePad
 	renewHeads [lockStripes]struct {
 		p atomic.Pointer[lease]
-		_ [64 - 8]byte
+		_ [128 - 8]byte
 	}
 	renewWake chan struct{}
 
