@@ -160,3 +160,25 @@ func (w *discardWriter) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
+
+// BenchmarkServer_deltaAfterChange is the first GET /eureka/apps/delta
+// (JSON, gzip) after one status change, with all 10k instances in the
+// delta: the new snapshot, the changed group's piece and its chunk.
+func BenchmarkServer_deltaAfterChange(b *testing.B) {
+	srv, reg := benchServer(b, 10_000)
+	req := httptest.NewRequest(http.MethodGet, "/eureka/apps/delta", nil)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
+	statuses := []registry.Status{registry.StatusDown, registry.StatusUp}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := reg.Apply(registry.StatusOp(fmt.Sprintf("APP-%d", i%200), fmt.Sprintf("i-%d", (i%200)*50), statuses[(i/200)%2])); err != nil {
+			b.Fatal(err)
+		}
+		w := &discardWriter{h: http.Header{}}
+		srv.ServeHTTP(w, req)
+		if w.code != http.StatusOK {
+			b.Fatalf("delta: %d", w.code)
+		}
+	}
+}

@@ -427,8 +427,14 @@ func (s *Server) instanceRow(iv *registry.InstanceView, now time.Time) instanceR
 	if in.RegistrationTimestamp > 0 {
 		r.LeaseAge = formatAge(now.Sub(time.UnixMilli(in.RegistrationTimestamp)))
 	}
-	if iv.LastRenewalTimestamp > 0 {
-		r.LastRenewal = formatAge(now.Sub(time.UnixMilli(iv.LastRenewalTimestamp))) + " ago"
+	// A snapshot's views carry their app's renewal times as of its last
+	// change; the live lease says when the instance last renewed.
+	renewed := iv.LastRenewalTimestamp
+	if live, ok := s.reg.Instance(in.App, in.ID()); ok && live.Instance == in {
+		renewed = live.LastRenewalTimestamp
+	}
+	if renewed > 0 {
+		r.LastRenewal = formatAge(now.Sub(time.UnixMilli(renewed))) + " ago"
 	}
 	if s.origins.local(in) {
 		r.Origin = "this node"

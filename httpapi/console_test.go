@@ -593,3 +593,20 @@ func TestConsole_pagesStaySmallWithHostileMetadata(t *testing.T) {
 		t.Errorf("zone typed in: %d rows", rows(r.body))
 	}
 }
+
+// The console shows when an instance last renewed from its live lease:
+// snapshots keep the renewal times of each app's last change, and an app
+// whose instances only heartbeat does not change.
+func TestConsole_lastRenewalIsLive(t *testing.T) {
+	n := newTestNode(t)
+	fillConsole(t, n.reg, 1, 1)
+	_ = n.do(t, "GET", "/console/apps/APP-00", "") // the snapshot is taken now
+	n.clock.Advance(10 * time.Minute)
+	if _, err := n.reg.Apply(registry.RenewOp("APP-00", "app-00-i000")); err != nil {
+		t.Fatal(err)
+	}
+	r := n.do(t, "GET", "/console/apps/APP-00", "")
+	if r.code != 200 || !strings.Contains(r.body, "0s ago") || strings.Contains(r.body, "10m ago") {
+		t.Fatalf("app page after a heartbeat: %d, want the renewal 0s ago:\n%s", r.code, r.body)
+	}
+}

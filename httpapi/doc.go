@@ -5,10 +5,14 @@
 // /readyz, /livez and /metrics.
 //
 // Reads come from the registry's versioned snapshots; each payload (kind,
-// name, JSON or XML, gzip or not) is encoded at most once per registry
-// version and shared by every reader, so reads see writes at once and an
-// unchanged registry is never re-encoded. The format follows Eureka: JSON
-// when Accept mentions json, XML otherwise.
+// name, JSON or XML, gzip or not) is assembled at most once per registry
+// version and shared by every reader, so reads see writes at once. A
+// payload is assembled from per-app pieces (pieces.go) encoded once per
+// app version, so a change re-encodes its own app only: the full registry,
+// the delta, app and VIP lookups are joined from cached pieces, and gzip
+// payloads from separately compressed pieces joined into one gzip member
+// (internal/gzjoin). The format follows Eureka: JSON when Accept mentions
+// json, XML otherwise.
 //
 // The dashboard (console*.go, assets/) is an operator's console built on
 // the same snapshots: an index per version for the apps overview and the

@@ -154,14 +154,23 @@ func contentType(f payloadFormat) string {
 	return echo.MIMEApplicationXML
 }
 
-// writePayload sends an encoded payload.
-func writePayload(c echo.Context, f payloadFormat, gz bool, body []byte) error {
+// writePayload sends an encoded payload, part after part.
+func writePayload(c echo.Context, f payloadFormat, gz bool, body payload) error {
 	h := c.Response().Header()
 	if gz {
 		h.Set(echo.HeaderContentEncoding, "gzip")
 		h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	}
-	return c.Blob(http.StatusOK, contentType(f), body)
+	h.Set(echo.HeaderContentType, contentType(f))
+	h.Set(echo.HeaderContentLength, strconv.Itoa(body.size))
+	w := c.Response()
+	w.WriteHeader(http.StatusOK)
+	for _, part := range body.parts {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bodyBuffers are reused for request bodies: the decoders copy what they
@@ -379,8 +388,10 @@ func (s *Server) getApps(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
 	f, gz := formatOf(c), acceptsGzip(c)
-	doc := applicationsDoc{apps: snap.Apps, versionsDelta: "1", hashcode: snap.Hashcode}
-	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() []byte { return doc.encode(f, gz) })
+	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() payload {
+		defer s.pieces.sweep(snap)
+		return s.pieces.document(false, snap.Apps, "1", snap.Hashcode, f, gz)
+	})
 	return writePayload(c, f, gz, body)
 }
 
@@ -399,8 +410,9 @@ func (s *Server) getDelta(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
 	f, gz := formatOf(c), acceptsGzip(c)
-	doc := applicationsDoc{apps: snap.Delta, versionsDelta: strconv.FormatUint(snap.DeltaVersion, 10), hashcode: snap.Hashcode}
-	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() []byte { return doc.encode(f, gz) })
+	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() payload {
+		return s.pieces.document(true, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
+	})
 	return writePayload(c, f, gz, body)
 }
 
@@ -425,11 +437,8 @@ func (s *Server) getApp(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
 	f := formatOf(c)
-	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f}, snap, func() []byte {
-		if f == formatJSON {
-			return wire.AppendApplicationJSON(nil, app)
-		}
-		return wire.AppendApplicationXML(nil, app)
+	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f}, snap, func() payload {
+		return s.pieces.appDocument(app, f)
 	})
 	return writePayload(c, f, false, body)
 }
@@ -454,9 +463,7 @@ func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
 	setIndex(c, snap.Version)
 	apps := snap.VIP(name, kind == payloadSVIP)
 	f := formatOf(c)
-	build := func() []byte {
-		return applicationsDoc{apps: apps, versionsDelta: "1", hashcode: registry.HashcodeOf(apps)}.plain(f)
-	}
+	build := func() payload { return s.pieces.vipDocument(snap, apps, f) }
 	if len(apps) == 0 {
 		// Not cached: otherwise random names would fill the cache.
 		return writePayload(c, f, false, build())

@@ -80,7 +80,9 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 			func() float64 { return boolFloat(s.reg.SelfPreservationState().LeaseExpirationEnabled) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_open_for_traffic", Help: "1 once the node has synced and opened for traffic."},
 			func() float64 { return boolFloat(s.cfg.Ready()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_encodings_total", Help: "Registry payloads encoded (at most one per kind and format per registry version)."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_encodings_total", Help: "Payload pieces encoded: an app's or a delta group's JSON or XML, plain or compressed (at most one per changed app and form), and partial apps of VIP lookups."},
+			func() float64 { return float64(s.pieces.encodings.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_assemblies_total", Help: "Registry payloads assembled from pieces (at most one per kind, format and registry version)."},
 			func() float64 { return float64(s.payloads.buildCount()) }),
 	}
 	cs = append(cs, s.watch.collectors()...)

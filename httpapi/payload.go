@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
 	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/wire"
 )
 
 // payloadKind names what a cached payload holds.
@@ -40,8 +38,8 @@ type payloadKey struct {
 // payloadEntry holds the newest finished payload of one key and the build
 // in flight, if any.
 type payloadEntry struct {
-	gen  uint64 // generation of body
-	body []byte // nil until the first build finishes
+	gen  uint64  // generation of body
+	body payload // not ready until the first build finishes
 
 	building bool
 	buildGen uint64        // generation being built
@@ -90,7 +88,7 @@ func generationOf(kind payloadKind, snap *registry.Snapshot) uint64 {
 
 // get returns the payload of key for snap, building it with build when no
 // finished or in-flight build serves.
-func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func() []byte) []byte {
+func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func() payload) payload {
 	gen := generationOf(key.kind, snap)
 	pc.mu.Lock()
 	e := pc.entries[key]
@@ -102,7 +100,7 @@ func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func(
 		pc.entries[key] = e
 	}
 	for {
-		if e.body != nil && e.gen >= gen {
+		if e.body.ready() && e.gen >= gen {
 			body := e.body
 			pc.mu.Unlock()
 			return body
@@ -116,7 +114,7 @@ func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func(
 		<-done
 		pc.mu.Lock()
 		e.waiters--
-		if key.kind == payloadDelta && e.body != nil && e.gen >= waitedFor {
+		if key.kind == payloadDelta && e.body.ready() && e.gen >= waitedFor {
 			body := e.body
 			pc.mu.Unlock()
 			return body
@@ -125,14 +123,14 @@ func (pc *payloadCache) get(key payloadKey, snap *registry.Snapshot, build func(
 }
 
 // buildLocked runs build for gen outside the lock and publishes the result.
-func (pc *payloadCache) buildLocked(e *payloadEntry, gen uint64, build func() []byte) (body []byte) {
+func (pc *payloadCache) buildLocked(e *payloadEntry, gen uint64, build func() payload) (body payload) {
 	e.building, e.buildGen, e.done = true, gen, make(chan struct{})
 	done := e.done
 	pc.builds++
 	pc.mu.Unlock()
 	defer func() {
 		pc.mu.Lock()
-		if body != nil && (e.body == nil || gen > e.gen) {
+		if body.ready() && (!e.body.ready() || gen > e.gen) {
 			e.gen, e.body = gen, body
 		}
 		e.building = false
@@ -159,70 +157,51 @@ func (pc *payloadCache) sweepLocked(snap *registry.Snapshot) {
 	}
 }
 
-// buildCount returns how many payloads were encoded so far.
+// buildCount returns how many payloads were assembled so far.
 func (pc *payloadCache) buildCount() uint64 {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	return pc.builds
 }
 
-// applicationsDoc is an applications document to encode: the full
-// registry, a delta or a VIP lookup.
-type applicationsDoc struct {
-	apps          []registry.AppView
-	versionsDelta string
-	hashcode      string
+// payload is an encoded response body kept as the parts it is assembled
+// from, written one after the other: the pieces are shared between
+// versions and never copied into one buffer per version.
+type payload struct {
+	parts [][]byte
+	size  int
 }
 
-// plain encodes the document; the encoder sizes its buffer itself.
-func (d applicationsDoc) plain(f payloadFormat) []byte {
-	if f == formatJSON {
-		return wire.AppendApplicationsJSON(nil, d.apps, d.versionsDelta, d.hashcode)
-	}
-	return wire.AppendApplicationsXML(nil, d.apps, d.versionsDelta, d.hashcode)
-}
+func bytesPayload(b []byte) payload { return payload{parts: [][]byte{b}, size: len(b)} }
 
-// gzipped encodes the document straight into the compressor, so the plain
-// document never exists whole: a gzip reader costs the compressed size in
-// memory, not ~1.2 KB an instance more.
-func (d applicationsDoc) gzipped(f payloadFormat) []byte {
-	var buf bytes.Buffer
-	buf.Grow(256 + d.instances()*96)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	write := wire.WriteApplicationsJSON
-	if f == formatXML {
-		write = wire.WriteApplicationsXML
-	}
-	// Writing to a bytes.Buffer cannot fail.
-	_ = write(zw, d.apps, d.versionsDelta, d.hashcode)
-	_ = zw.Close()
-	gzipWriters.Put(zw)
-	// Cached for the life of a version: keep only what is used.
-	return bytes.Clone(buf.Bytes())
-}
-
-func (d applicationsDoc) instances() int {
+func partsPayload(parts [][]byte) payload {
 	n := 0
-	for _, app := range d.apps {
-		n += len(app.Instances)
+	for _, p := range parts {
+		n += len(p)
 	}
-	return n
+	return payload{parts: parts, size: n}
 }
 
-// encode returns the document in format f, compressed when gz.
-func (d applicationsDoc) encode(f payloadFormat, gz bool) []byte {
-	if gz {
-		return d.gzipped(f)
+func (p payload) ready() bool { return p.parts != nil }
+
+// bytes returns the payload in one slice (a copy when it has several
+// parts): for tests and small payloads.
+func (p payload) bytes() []byte {
+	if len(p.parts) == 1 {
+		return p.parts[0]
 	}
-	return d.plain(f)
+	b := make([]byte, 0, p.size)
+	for _, part := range p.parts {
+		b = append(b, part...)
+	}
+	return b
 }
 
-// gzipWriters reuses compressors: each holds ~1 MB of state. BestSpeed,
-// because a payload is compressed once per version and a 100k-instance
-// registry must rebuild well within a second; higher levels cost several
-// times the CPU for ~15 % fewer bytes. klauspost/compress's gzip is wire
-// compatible with compress/gzip and about twice as fast.
+// gzipWriters reuses compressors for responses compressed as they are sent
+// (the console): each holds ~1 MB of state. BestSpeed: higher levels cost
+// several times the CPU for ~15 % fewer bytes. klauspost/compress's gzip is
+// wire compatible with compress/gzip and about twice as fast. Registry
+// payloads are compressed in pieces instead (pieces.go).
 var gzipWriters = sync.Pool{New: func() any {
 	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return w

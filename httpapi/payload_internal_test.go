@@ -19,10 +19,10 @@ func TestPayloadCache_Get_oneBuildPerVersion(t *testing.T) {
 	key := payloadKey{kind: payloadFull}
 	var builds atomic.Int32
 	release := make(chan struct{})
-	build := func() []byte {
+	build := func() payload {
 		builds.Add(1)
 		<-release
-		return []byte("v1")
+		return bytesPayload([]byte("v1"))
 	}
 	var wg sync.WaitGroup
 	got := make([]string, 32)
@@ -30,7 +30,7 @@ func TestPayloadCache_Get_oneBuildPerVersion(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i] = string(pc.get(key, snapAt(1, 1), build))
+			got[i] = string(pc.get(key, snapAt(1, 1), build).bytes())
 		}()
 	}
 	for builds.Load() == 0 {
@@ -46,8 +46,8 @@ func TestPayloadCache_Get_oneBuildPerVersion(t *testing.T) {
 			t.Fatalf("reader %d got %q", i, g)
 		}
 	}
-	if b := pc.get(key, snapAt(1, 1), func() []byte { t.Fatal("rebuilt an unchanged version"); return nil }); string(b) != "v1" {
-		t.Fatalf("cached read got %q", b)
+	if b := pc.get(key, snapAt(1, 1), func() payload { t.Fatal("rebuilt an unchanged version"); return payload{} }); string(b.bytes()) != "v1" {
+		t.Fatalf("cached read got %q", b.bytes())
 	}
 }
 
@@ -59,15 +59,15 @@ func TestPayloadCache_Get_stalenessRules(t *testing.T) {
 		key := payloadKey{kind: kind}
 		started := make(chan struct{})
 		release := make(chan struct{})
-		go pc.get(key, snapAt(1, 1), func() []byte {
+		go pc.get(key, snapAt(1, 1), func() payload {
 			close(started)
 			<-release
-			return []byte("v1")
+			return bytesPayload([]byte("v1"))
 		})
 		<-started
 		res := make(chan string)
 		go func() {
-			res <- string(pc.get(key, snapAt(2, 2), func() []byte { return []byte("v2") }))
+			res <- string(pc.get(key, snapAt(2, 2), func() payload { return bytesPayload([]byte("v2")) }).bytes())
 		}()
 		// Release the first build only once the second reader waits for it.
 		for {
@@ -91,7 +91,7 @@ func TestPayloadCache_Get_stalenessRules(t *testing.T) {
 func TestPayloadCache_sweepBoundsSize(t *testing.T) {
 	pc := newPayloadCache(8)
 	for i := 0; i < 100; i++ {
-		pc.get(payloadKey{kind: payloadApp, name: fmt.Sprint(i)}, snapAt(uint64(i), 0), func() []byte { return []byte("x") })
+		pc.get(payloadKey{kind: payloadApp, name: fmt.Sprint(i)}, snapAt(uint64(i), 0), func() payload { return bytesPayload([]byte("x")) })
 	}
 	if n := len(pc.entries); n > 8 {
 		t.Fatalf("cache holds %d entries, bound 8", n)

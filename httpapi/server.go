@@ -186,6 +186,7 @@ type Server struct {
 	log      zerolog.Logger
 	echo     *echo.Echo
 	payloads *payloadCache
+	pieces   *pieceStore
 	metrics  *metrics
 	started  time.Time
 	now      func() time.Time
@@ -225,6 +226,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
+	s.pieces = newPieceStore()
 	s.guard = newGuard(cfg, s.log, s.now)
 	s.history = newSPHistory()
 	s.watchTimer = cfg.WatchTimer

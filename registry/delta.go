@@ -17,9 +17,16 @@ type deltaRecord struct {
 type deltaQueue struct {
 	items []deltaRecord
 	head  int
+	// pushed and pruned count records ever pushed and pruned, so that the
+	// snapshot builder can tell which records came and went since its last
+	// build (records()[i] is record number pruned+i).
+	pushed, pruned uint64
 }
 
-func (q *deltaQueue) push(rec deltaRecord) { q.items = append(q.items, rec) }
+func (q *deltaQueue) push(rec deltaRecord) {
+	q.items = append(q.items, rec)
+	q.pushed++
+}
 
 func (q *deltaQueue) len() int { return len(q.items) - q.head }
 
@@ -34,6 +41,7 @@ func (q *deltaQueue) pruneBefore(cutoff time.Time) int {
 		q.head++
 		n++
 	}
+	q.pruned += uint64(n)
 	// Compact once the dead prefix is the larger part, so memory stays
 	// proportional to what is retained.
 	if q.head > 0 && q.head >= len(q.items)/2 {

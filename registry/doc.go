@@ -72,7 +72,13 @@
 // peers must hear of it (Eureka replicates those too). Snapshot returns
 // one immutable Snapshot per version — the full registry, the delta and
 // their common apps hashcode — shared by every reader, so payloads can be
-// encoded once per version. An instance stays visible in every read until
+// encoded once per version. Snapshots are built incrementally
+// (snapshot_build.go): the change stream's ring names the apps changed
+// since the previous snapshot and only their views are rebuilt; every
+// other AppView, and every unchanged delta group, is reused with its
+// Version, so encoders can cache per app and a snapshot costs O(apps) plus
+// the changed apps' instances. A view's lastRenewalTimestamps are those of
+// its app's last change (Eureka's response cache serves cached ones too). An instance stays visible in every read until
 // it is cancelled or evicted, expired or not (Eureka hides expired leases
 // from instance GETs only, bug 12). AppRenewals returns the renewals
 // counted per app since start, for the dashboard's self-preservation

@@ -1,22 +1,37 @@
 package registry
 
 import (
-	"slices"
 	"strings"
-	"time"
 )
 
 // InstanceView is an instance as a reader sees it: the immutable stored
-// instance and its lease's last renewal when the view was taken.
+// instance and its lease's last renewal when the view was taken. In a
+// Snapshot, views are taken when their app last changed (see AppView), so
+// LastRenewalTimestamp is as of that change, not as of the read: like
+// Eureka's response cache, reads serve a cached lastRenewalTimestamp. No
+// client acts on it; Registry.Instance reads the live lease.
 type InstanceView struct {
 	*Instance
 	LastRenewalTimestamp int64 // ms since epoch, Eureka wire
 }
 
 // AppView is one application and its instances, sorted by instance id.
+// Views are immutable and shared between snapshots: a new snapshot rebuilds
+// the views of the apps changed since the previous one and reuses every
+// other by value (same Instances array), so a change costs in proportion to
+// its app, not to the registry.
 type AppView struct {
 	Name      string
 	Instances []InstanceView
+	// Version identifies this content of the app: in Snapshot.Apps, the Seq
+	// of the app's last change (in the rare rebuild after a consumer-side
+	// resync, the registry version of that rebuild); in Snapshot.Delta, the
+	// DeltaVersion at which the app's group last changed. Two views of one
+	// app and one list (Apps or Delta) with the same Version are the same
+	// content, so encoders can cache per (name, Version).
+	Version uint64
+
+	counts map[Status]int // instances per status, for the hashcode
 }
 
 // Snapshot is an immutable, consistent view of the registry at one version:
@@ -46,6 +61,9 @@ type Snapshot struct {
 	Instances int
 
 	appIndex map[string]int
+	// build is the incremental builder's state, handed from each snapshot
+	// to the next under Registry.snapMu (snapshot_build.go).
+	build *snapBuilder
 }
 
 // App returns the named application (upper-cased name).
@@ -137,66 +155,4 @@ func (r *Registry) currentSnapshot() *Snapshot {
 		return nil
 	}
 	return s
-}
-
-// buildSnapshot copies what it needs under the read lock (pointers and
-// renewal times only) and sorts outside it, so writers wait for a copy, not
-// for the sort.
-func (r *Registry) buildSnapshot() *Snapshot {
-	r.mu.RLock()
-	s := &Snapshot{Version: r.version, DeltaVersion: r.deltaVersion, Instances: r.instances}
-	views := make([]InstanceView, 0, r.instances)
-	s.Apps = make([]AppView, 0, len(r.apps))
-	for name, byID := range r.apps {
-		start := len(views)
-		for _, l := range byID {
-			views = append(views, InstanceView{Instance: l.inst, LastRenewalTimestamp: l.lastRenewal.Load() / int64(time.Millisecond)})
-		}
-		s.Apps = append(s.Apps, AppView{Name: name, Instances: views[start:len(views):len(views)]})
-	}
-	records := make([]deltaRecord, r.deltas.len())
-	copy(records, r.deltas.records())
-	r.mu.RUnlock()
-
-	counts := map[Status]int{}
-	for _, iv := range views {
-		counts[iv.Status]++
-	}
-	s.Hashcode = AppsHashcode(counts)
-	sortApps(s.Apps)
-	s.appIndex = make(map[string]int, len(s.Apps))
-	for i, app := range s.Apps {
-		s.appIndex[app.Name] = i
-	}
-	s.Delta = reduceDelta(records)
-	return s
-}
-
-// reduceDelta keeps the latest record of each instance (it holds the state
-// the client must end up with) and groups them by app.
-func reduceDelta(records []deltaRecord) []AppView {
-	latest := make(map[InstanceKey]int, len(records))
-	for i, rec := range records {
-		latest[rec.key] = i
-	}
-	byApp := map[string][]InstanceView{}
-	for i, rec := range records {
-		if latest[rec.key] != i {
-			continue
-		}
-		byApp[rec.key.App] = append(byApp[rec.key.App], InstanceView{Instance: rec.inst, LastRenewalTimestamp: rec.lastRenewal})
-	}
-	apps := make([]AppView, 0, len(byApp))
-	for name, ivs := range byApp {
-		apps = append(apps, AppView{Name: name, Instances: ivs})
-	}
-	sortApps(apps)
-	return apps
-}
-
-func sortApps(apps []AppView) {
-	slices.SortFunc(apps, func(a, b AppView) int { return strings.Compare(a.Name, b.Name) })
-	for _, app := range apps {
-		slices.SortFunc(app.Instances, func(a, b InstanceView) int { return strings.Compare(a.ID(), b.ID()) })
-	}
 }

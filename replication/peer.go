@@ -213,6 +213,13 @@ func (p *peer) queueCatchUp(now time.Time) {
 	n := 0
 	for _, app := range snap.Apps {
 		for _, iv := range app.Instances {
+			// A snapshot's views carry the renewal time of their app's last
+			// change; whether the lease is live is the live lease's call.
+			live, ok := p.cfg.Store.Instance(app.Name, iv.ID())
+			if !ok {
+				continue
+			}
+			iv = live
 			lease := 90 * time.Second // Eureka's default leaseInfo.durationInSecs
 			if iv.LeaseDurationSecs > 0 {
 				lease = time.Duration(iv.LeaseDurationSecs) * time.Second

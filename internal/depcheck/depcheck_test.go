@@ -62,7 +62,7 @@ var allowed = map[string]rule{
 		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
 	},
 	"httpapi": {
-		imports:     []string{"auth", "registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "internal/gzjoin", "registry", "registry/wire", "replication"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},

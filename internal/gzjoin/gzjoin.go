@@ -114,3 +114,48 @@ func Append(dst []byte, pieces []Piece) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, crc)
 	return binary.LittleEndian.AppendUint32(dst, uint32(size)) // ISIZE is the size mod 2^32
 }
+
+// Join returns the pieces as one piece: their DEFLATE laid end to end (one
+// copy) and their CRC-32s combined. A payload of many small pieces can so
+// be kept as a few large ones, rejoined only where a piece changed.
+func Join(pieces []Piece) Piece {
+	n := 0
+	for i := range pieces {
+		n += len(pieces[i].Deflate)
+	}
+	out := Piece{Deflate: make([]byte, 0, n)}
+	for i := range pieces {
+		p := &pieces[i]
+		out.Deflate = append(out.Deflate, p.Deflate...)
+		out.CRC = combineCRC(out.CRC, p.CRC, p.shiftOp())
+		out.Size += p.Size
+	}
+	out.shift = shiftOperator(out.Size)
+	return out
+}
+
+// Frame returns what Append writes around the pieces' DEFLATE: the gzip
+// header and the end (final block, CRC-32, size). header, each piece's
+// Deflate, then trailer, written in that order, are the gzip member Append
+// returns, without copying the pieces into one buffer.
+func Frame(pieces []Piece) (header, trailer []byte) {
+	var crc uint32
+	var size int64
+	for i := range pieces {
+		p := &pieces[i]
+		crc = combineCRC(crc, p.CRC, p.shiftOp())
+		size += p.Size
+	}
+	trailer = make([]byte, 0, len(finalBlock)+8)
+	trailer = append(trailer, finalBlock[:]...)
+	trailer = binary.LittleEndian.AppendUint32(trailer, crc)
+	trailer = binary.LittleEndian.AppendUint32(trailer, uint32(size))
+	return gzipHeader[:], trailer
+}
+
+func (p *Piece) shiftOp() uint32 {
+	if p.shift == 0 { // a Piece built by hand; x^n mod P is never 0
+		return shiftOperator(p.Size)
+	}
+	return p.shift
+}

@@ -151,3 +151,44 @@ func BenchmarkAppend_1000Pieces(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// Join and Frame give the same gzip stream as Append, and it reads back.
+func TestJoinAndFrame_matchAppend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var pieces []Piece
+	var plain []byte
+	for i := range 9 {
+		b := make([]byte, rng.IntN(5000))
+		for j := range b {
+			b[j] = byte('a' + rng.IntN(4))
+		}
+		if i == 4 {
+			b = nil // an empty piece
+		}
+		plain = append(plain, b...)
+		pieces = append(pieces, Compress(b))
+	}
+	want := Append(nil, pieces)
+	joined := []Piece{pieces[0], Join(pieces[1:5]), Join(pieces[5:])}
+	if got := Append(nil, joined); !bytes.Equal(got, want) {
+		t.Fatal("Append of joined pieces differs from Append of the pieces")
+	}
+	h, tr := Frame(joined)
+	var framed []byte
+	framed = append(framed, h...)
+	for _, p := range joined {
+		framed = append(framed, p.Deflate...)
+	}
+	framed = append(framed, tr...)
+	if !bytes.Equal(framed, want) {
+		t.Fatal("Frame + pieces differs from Append")
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(framed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("read back %d bytes (err %v), want %d", len(got), err, len(plain))
+	}
+}

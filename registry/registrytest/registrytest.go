@@ -4,6 +4,7 @@ package registrytest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -106,4 +107,41 @@ func NewInstance(app, id string, opts ...Option) *registry.Instance {
 		o(in)
 	}
 	return in
+}
+
+// RandomChange applies one random write to r, on apps APP-0 … APP-(apps-1) and
+// ids i-0 … i-29 with varied VIPs, statuses and metadata, or moves the
+// clock and runs a periodic task (delta pruning, eviction): the driver of
+// property tests that compare incremental reads with reads built from
+// scratch. Errors of the registry (unknown instance and so on) are part of
+// the game and ignored.
+func RandomChange(r *registry.Registry, clk *Clock, rng *rand.Rand, apps int) {
+	app := fmt.Sprintf("APP-%d", rng.IntN(apps))
+	id := fmt.Sprintf("i-%d", rng.IntN(30))
+	statuses := []registry.Status{registry.StatusUp, registry.StatusDown, registry.StatusOutOfService, registry.StatusStarting}
+	switch k := rng.IntN(20); {
+	case k < 7:
+		opts := []Option{WithStatus(statuses[rng.IntN(len(statuses))]), WithVIP(fmt.Sprintf("vip-%d,shared", rng.IntN(3)))}
+		if rng.IntN(2) == 0 {
+			opts = append(opts, WithMetadata(map[string]string{"zone": fmt.Sprint(rng.IntN(3)), "a_b$c": "<&>\"'"}))
+		}
+		_, _ = r.Apply(registry.RegisterOp(NewInstance(app, id, opts...)))
+	case k < 10:
+		_, _ = r.Apply(registry.CancelOp(app, id))
+	case k < 13:
+		_, _ = r.Apply(registry.StatusOp(app, id, statuses[rng.IntN(len(statuses))]))
+	case k < 14:
+		_, _ = r.Apply(registry.DeleteOverrideOp(app, id, registry.StatusUp))
+	case k < 15:
+		_, _ = r.Apply(registry.MetadataOp(app, id, map[string]string{"v": fmt.Sprint(rng.IntN(100))}))
+	case k < 18:
+		clk.Advance(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		_, _ = r.Apply(registry.RenewOp(app, id))
+	case k < 19:
+		clk.Advance(time.Duration(rng.IntN(90)) * time.Second)
+		r.PruneDeltas()
+	default:
+		clk.Advance(time.Duration(rng.IntN(120)) * time.Second)
+		r.EvictExpired()
+	}
 }

@@ -26,18 +26,39 @@ const (
 // application is always an array, empty for no apps.
 func AppendApplicationsJSON(b []byte, apps []registry.AppView, versionsDelta, hashcode string) []byte {
 	b = slices.Grow(b, estimateApps(apps, false)+len(versionsDelta)+len(hashcode)+96)
-	b = append(b, `{"applications":{"versions__delta":`...)
-	b = appendJSONString(b, versionsDelta)
-	b = append(b, `,"apps__hashcode":`...)
-	b = appendJSONString(b, hashcode)
-	b = append(b, `,"application":[`...)
+	b = AppendApplicationsHeaderJSON(b, versionsDelta, hashcode)
 	for i, app := range apps {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendApplicationBodyJSON(b, app)
 	}
-	return append(b, "]}}"...)
+	return append(b, ApplicationsFooterJSON...)
+}
+
+// An applications document is, byte for byte, its header, its apps' bodies
+// (AppendApplicationBodyJSON) separated by commas, and the footer: the
+// pieces an incremental encoder caches per app and joins.
+
+// AppendApplicationsHeaderJSON appends the start of an applications
+// document, up to and including the application array's '['.
+func AppendApplicationsHeaderJSON(b []byte, versionsDelta, hashcode string) []byte {
+	b = append(b, `{"applications":{"versions__delta":`...)
+	b = appendJSONString(b, versionsDelta)
+	b = append(b, `,"apps__hashcode":`...)
+	b = appendJSONString(b, hashcode)
+	return append(b, `,"application":[`...)
+}
+
+// ApplicationsFooterJSON ends an applications document.
+const ApplicationsFooterJSON = "]}}"
+
+// AppendApplicationBodyJSON appends one application object
+// {"name":…,"instance":[…]} as it appears in an applications document's
+// application array (and, wrapped, as a single application).
+func AppendApplicationBodyJSON(b []byte, app registry.AppView) []byte {
+	b = slices.Grow(b, estimateApp(app, false))
+	return appendApplicationBodyJSON(b, app)
 }
 
 // AppendApplicationJSON appends one application: {"application":{"name":…,

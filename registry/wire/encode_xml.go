@@ -16,16 +16,29 @@ import (
 // </apps__hashcode><application>…</application>…</applications>.
 func AppendApplicationsXML(b []byte, apps []registry.AppView, versionsDelta, hashcode string) []byte {
 	b = slices.Grow(b, estimateApps(apps, true)+len(versionsDelta)+len(hashcode)+96)
+	b = AppendApplicationsHeaderXML(b, versionsDelta, hashcode)
+	for _, app := range apps {
+		b = appendApplicationXML(b, app)
+	}
+	return append(b, ApplicationsFooterXML...)
+}
+
+// An applications document is, byte for byte, its header, its apps
+// (AppendApplicationXML) and the footer: the pieces an incremental encoder
+// caches per app and joins.
+
+// AppendApplicationsHeaderXML appends the start of an applications
+// document, up to the first <application>.
+func AppendApplicationsHeaderXML(b []byte, versionsDelta, hashcode string) []byte {
 	b = append(b, "<applications><versions__delta>"...)
 	b = appendXMLText(b, versionsDelta, false)
 	b = append(b, "</versions__delta><apps__hashcode>"...)
 	b = appendXMLText(b, hashcode, false)
-	b = append(b, "</apps__hashcode>"...)
-	for _, app := range apps {
-		b = appendApplicationXML(b, app)
-	}
-	return append(b, "</applications>"...)
+	return append(b, "</apps__hashcode>"...)
 }
+
+// ApplicationsFooterXML ends an applications document.
+const ApplicationsFooterXML = "</applications>"
 
 // AppendApplicationXML appends one application:
 // <application><name>…</name><instance>…</instance>…</application>.

@@ -204,6 +204,32 @@ func TestCluster_lateJoinCatchesUp(t *testing.T) {
 	}
 }
 
+// The catch-up asks the live leases whether an instance is alive, not the
+// snapshot: an app that has not changed for minutes keeps the renewal
+// times of its last change in snapshots, but its heartbeating instances
+// are alive and must be caught up.
+func TestCluster_lateJoinCatchesUpQuietApps(t *testing.T) {
+	c := newCluster(t, seeds[0], "seed")
+	c.MustApply("seed", register("WEB", "before"))
+	c.Flush()
+	c.Join("late")
+	c.MustApply("seed", register("WEB", "between"))
+	c.Flush()
+	_ = c.Node("seed").Reg.Snapshot() // views taken now
+	keys := []registry.InstanceKey{key("WEB", "before"), key("WEB", "between")}
+	for range 8 { // 4 minutes of heartbeats and nothing else
+		c.Advance(30*time.Second, 30*time.Second)
+		c.Heartbeats("seed", keys)
+		c.Heartbeats("late", keys[:1])
+	}
+	c.FullyConnect()
+	c.Settle(time.Second)
+	mustHave(t, c, key("WEB", "between"), true)
+	if st := c.Node("seed").Rep.Totals(); st.CatchUps < 2 {
+		t.Fatalf("seed's totals %+v: want a catch-up heartbeat for both live instances", st)
+	}
+}
+
 // A partitioned node misses changes; after the partition heals, queued
 // changes (still young enough) and heartbeats bring it back in line.
 func TestCluster_partitionHeals(t *testing.T) {

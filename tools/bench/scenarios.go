@@ -262,6 +262,12 @@ const benchFetchHeaders = "Accept: application/json\r\nAccept-Encoding: gzip\r\n
 
 var benchFetchHeaderPairs = []string{"Accept", "application/json", "Accept-Encoding", "gzip"}
 
+// benchFetchXMLHeaders ask for gzip XML, as fargo and Prometheus's Eureka
+// discovery do.
+const benchFetchXMLHeaders = "Accept: application/xml\r\nAccept-Encoding: gzip\r\nUser-Agent: Prometheus/2.53.0\r\n"
+
+var benchFetchXMLHeaderPairs = []string{"Accept", "application/xml", "Accept-Encoding", "gzip"}
+
 // newFetchNode starts a node with n instances whose delta queue has been
 // pruned (retention 3 s), so a rebuild costs what it costs in a steady
 // state rather than right after a mass registration.
@@ -352,52 +358,89 @@ func (e *benchEnv) fetchAt(bare *benchChild, n int) error {
 	e.addThroughput(sc, "full fetches (gzip JSON)", m, b, 0.8)
 	e.addCompared(sc, "wire throughput", float64(m.res.BodyBytes)/m.res.Elapsed.Seconds()/1e6, float64(b.res.BodyBytes)/b.res.Elapsed.Seconds()/1e6, "MB/s", "", nil, "")
 
-	// Rebuild after one change: the first GET after a status change pays
-	// for the snapshot, the JSON encoding and the gzip.
-	var cached, rebuild []time.Duration
+	// XML: the same registry in the other format (Prometheus and fargo read
+	// XML), against the ceiling serving the same XML bytes.
+	code, gzXML, err := mu.api("GET", "/eureka/apps", nil, benchFetchXMLHeaderPairs...)
+	if err != nil || code != 200 {
+		return fmt.Errorf("GET /eureka/apps (XML): %d %v", code, err)
+	}
+	if _, err := benchGunzip(gzXML); err != nil {
+		return fmt.Errorf("XML full fetch is not gzip: %w", err)
+	}
+	if _, err := bare.ctl("POST", "/body?path=/eureka/apps", gzXML, "Content-Type", "application/xml", "X-Content-Encoding", "gzip"); err != nil {
+		return err
+	}
+	cfgXML := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodGet, Path: "/eureka/apps", Header: benchFetchXMLHeaders}
+	}}
+	mx, bx, err := e.compare(mu, bare, cfgXML, nil)
+	if err != nil {
+		return err
+	}
+	e.addCompared(sc, "full fetches (gzip XML)/s", mx.res.RPS(), bx.res.RPS(), "req/s", "≥ 0.8× ceiling", benchBool(mx.res.RPS()/bx.res.RPS() >= 0.8),
+		fmt.Sprintf("%s; %.0f B/instance gzip XML", roundRatios(mx, bx), float64(len(gzXML))/float64(n)))
+	e.addCompared(sc, "server CPU per XML fetch", mx.cpuPerReq(), bx.cpuPerReq(), "µs", "", nil, "user+system CPU of the server process")
+
+	// The first GET after one change (a status change in a 50-instance
+	// app) pays for the new snapshot, that app's piece and the chunk it
+	// sits in; every other app's piece is reused. Timed from the client:
+	// the figure includes sending the whole response, which the same GET
+	// unchanged costs too.
 	reps := 5
 	if e.quick {
 		reps = 3
 	}
 	var profDone <-chan error
 	if e.profileDir != "" {
-		// Profile the rebuilds: they take long enough to fill a profile.
 		profDone = mu.profile(5*time.Second, filepath.Join(e.profileDir, "rebuild-"+label+".cpu.pprof"))
 		time.Sleep(100 * time.Millisecond)
 	}
-	for k := 0; k < reps; k++ {
-		d, err := e.timeOne(mu, cfg.Next(0, 0))
-		if err != nil {
-			return err
+	k := 0
+	for _, format := range []struct {
+		name string
+		req  loadgen.Request
+	}{{"gzip JSON", cfg.Next(0, 0)}, {"gzip XML", cfgXML.Next(0, 0)}} {
+		var cached, rebuild []time.Duration
+		for range reps {
+			d, err := e.timeOne(mu, format.req)
+			if err != nil {
+				return err
+			}
+			cached = append(cached, d)
+			if err := benchToggle(mu, k); err != nil {
+				return err
+			}
+			k++
+			if d, err = e.timeOne(mu, format.req); err != nil {
+				return err
+			}
+			rebuild = append(rebuild, d)
 		}
-		cached = append(cached, d)
+		slices.Sort(cached)
+		slices.Sort(rebuild)
+		med := rebuild[len(rebuild)/2]
+		e.add(benchRow{Scenario: sc, Figure: "first " + format.name + " GET after one change, median", Value: ms(med), Unit: "ms",
+			Target: "≤ 5 ms", Met: benchBool(med <= 5*time.Millisecond),
+			Note: fmt.Sprintf("same GET unchanged: %.1f ms; max after a change %.1f ms of %d", ms(cached[len(cached)/2]), ms(rebuild[len(rebuild)-1]), reps)})
+	}
+	if k%2 == 1 { // leave the toggled instance UP
 		if err := benchToggle(mu, k); err != nil {
 			return err
 		}
-		if d, err = e.timeOne(mu, cfg.Next(0, 0)); err != nil {
-			return err
-		}
-		rebuild = append(rebuild, d)
+		k++
 	}
 	if profDone != nil {
 		if err := <-profDone; err != nil {
 			return err
 		}
 	}
-	slices.Sort(cached)
-	slices.Sort(rebuild)
-	worst := rebuild[len(rebuild)-1]
-	e.add(benchRow{Scenario: sc, Figure: "first GET after one change (rebuild), median", Value: ms(rebuild[len(rebuild)/2]), Unit: "ms",
-		Note: fmt.Sprintf("same GET unchanged: %.1f ms", ms(cached[len(cached)/2]))})
-	e.add(benchRow{Scenario: sc, Figure: "first GET after one change (rebuild), max", Value: ms(worst), Unit: "ms",
-		Target: "< 1000 ms", Met: benchBool(worst < time.Second), Note: fmt.Sprintf("of %d changes", reps)})
 
 	// 64 concurrent GETs right after a change: how many encodings?
 	const enc = "muster_payload_encodings_total"
 	var maxBuilds float64
 	var waited []time.Duration
 	for k := 0; k < 3; k++ {
-		if err := benchToggle(mu, reps+k); err != nil {
+		if err := benchToggle(mu, k); err != nil {
 			return err
 		}
 		before := mu.metric(enc)
@@ -412,7 +455,7 @@ func (e *benchEnv) fetchAt(bare *benchChild, n int) error {
 		waited = append(waited, res.Latency.Quantile(0.5), res.Latency.Max())
 	}
 	e.add(benchRow{Scenario: sc, Figure: "encodings for 64 concurrent GETs after a change", Value: maxBuilds,
-		Target: "1 (the gzip JSON they all asked for)", Met: benchBool(maxBuilds <= 1),
+		Target: "1 (the changed app's gzip JSON piece)", Met: benchBool(maxBuilds <= 1),
 		Note: fmt.Sprintf("worst of 3; p50/max latency of the 64: %s", benchDurs(waited))})
 	return e.profileDuring(mu, "fetch-"+label, cfg)
 }
@@ -531,7 +574,7 @@ func (e *benchEnv) delta() error {
 		return err
 	}
 	sc := "delta 10k"
-	e.addThroughput(sc, "delta fetches under 1 %/s churn", m, b, 0)
+	e.addThroughput(sc, "delta fetches under 1 %/s churn", m, b, 0.8)
 	per := float64(m.res.BodyBytes) / float64(max(m.res.Requests, 1))
 	e.add(benchRow{Scenario: sc, Figure: "gzip bytes per delta response", Value: per, Unit: "B",
 		Note: fmt.Sprintf("%d of %d instances in the 3-minute delta, %.0f B each (the fleet's own registrations count; at 1 %%/s the steady state is 83 %%); ceiling served a same-size copy",
@@ -539,7 +582,7 @@ func (e *benchEnv) delta() error {
 	e.add(benchRow{Scenario: sc, Figure: "status changes applied", Value: churnDone / churnTime, Unit: "/s", Target: fmt.Sprintf("%.0f/s (1 %%/s)", rate),
 		Met: benchBool(churnDone/churnTime >= 0.95*rate)})
 	e.add(benchRow{Scenario: sc, Figure: "delta payload encodings", Value: encodings / churnTime, Unit: "/s",
-		Note: "plain + gzip counted separately; at most one per registry version"})
+		Note: "pieces encoded: the changed delta group's gzip JSON, at most one per change"})
 	return nil
 }
 
@@ -871,7 +914,7 @@ func (e *benchEnv) memory() error {
 		Target: "≤ 2048 B", Met: benchBool(per(withSnap.HeapAlloc, empty.HeapAlloc) <= target)})
 	e.add(benchRow{Scenario: "memory", Figure: "live heap per instance: + full payload cached", Value: per(withPayload.HeapAlloc, empty.HeapAlloc), Unit: "B",
 		Target: "≤ 2048 B", Met: benchBool(per(withPayload.HeapAlloc, empty.HeapAlloc) <= target),
-		Note: fmt.Sprintf("JSON %.0f B + gzip %.0f B per instance cached", float64(len(raw))/n, float64(len(gz))/n)})
+		Note: fmt.Sprintf("after one gzip JSON full fetch: its per-app gzip pieces and the chunks joined from them (%.0f B/instance on the wire; %.0f B/instance plain JSON, not cached)", float64(len(gz))/n, float64(len(raw))/n)})
 	e.add(benchRow{Scenario: "memory", Figure: "RSS per instance: + snapshot, no payload cached", Value: per(withSnap.RSS, empty.RSS), Unit: "B",
 		Note: "VmRSS of the server after GC and FreeOSMemory, minus the empty node's"})
 	e.add(benchRow{Scenario: "memory", Figure: "RSS per instance: + full payload cached", Value: per(withPayload.RSS, empty.RSS), Unit: "B",

@@ -1,0 +1,340 @@
+package httpapi
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/muster-registry/muster/internal/gzjoin"
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// Incremental payloads. A full registry, a delta and a VIP lookup are
+// applications documents: a header (versions__delta, apps__hashcode), the
+// apps, a footer. Each app is encoded once per content (registry.AppView's
+// Name and Version) and kept as a piece: plain JSON, plain XML, and
+// compressed pieces for gzip (raw DEFLATE ended by a sync flush, joined by
+// gzjoin into one standard gzip member). A document after a change reuses
+// the pieces of every app that did not change; only the changed app is
+// encoded and compressed again, so the cost of the first read after a
+// change follows the size of what changed, not of the registry.
+//
+// So that a response is not thousands of small writes, pieces are joined
+// into chunks of chunkApps consecutive apps, each kept until one of its
+// apps changes; a response is the header, the chunks and the footer,
+// written one after the other and never copied into one buffer. A change
+// inside an app costs its piece and one chunk; an app added or removed
+// shifts the chunks after it, which are rejoined (copied, not encoded).
+//
+// Bytes: the plain parts of a document are exactly what
+// wire.AppendApplicationsJSON/XML write for the same snapshot. Compressed
+// documents decode to those same bytes; the compressed bytes themselves
+// differ from compressing the whole document at once, since each piece is
+// compressed on its own (a little more on the wire, see the bench).
+
+// Variants of an app's piece.
+const (
+	variantJSON        = iota // {"name":…,"instance":[…]}
+	variantXML                // <application>…</application>
+	variantJSONGzFirst        // variantJSON compressed, first in its document
+	variantJSONGzNext         // ',' and variantJSON compressed
+	variantXMLGz              // variantXML compressed
+	numVariants
+)
+
+// chunkApps is how many consecutive apps a chunk joins: 2000 apps (100k
+// instances) are ~63 writes per response, and a change rejoins ~1/63 of it.
+const chunkApps = 32
+
+// appPieces holds the encoded forms of one app content, each made at most
+// once (sync.Once: readers that arrive together wait for one encoding).
+type appPieces struct {
+	view  registry.AppView
+	once  [numVariants]sync.Once
+	plain [2][]byte
+	gz    [3]gzjoin.Piece
+}
+
+type pieceKey struct {
+	delta bool // a delta group rather than an app of the registry
+	name  string
+}
+
+type chunkKey struct {
+	delta   bool
+	variant int
+	index   int
+}
+
+type chunk struct {
+	from  []*appPieces
+	plain []byte
+	gz    gzjoin.Piece
+}
+
+// pieceStore holds the newest pieces of every app and delta group, and the
+// chunks joined from them.
+type pieceStore struct {
+	mu     sync.Mutex
+	pieces map[pieceKey]*appPieces
+	chunks map[chunkKey]*chunk
+
+	encodings atomic.Uint64 // pieces encoded, for metrics and tests
+}
+
+func newPieceStore() *pieceStore {
+	return &pieceStore{pieces: map[pieceKey]*appPieces{}, chunks: map[chunkKey]*chunk{}}
+}
+
+// of returns the pieces of view, kept while view is its app's newest
+// content. A reader of an older snapshot gets pieces that are not kept.
+func (ps *pieceStore) of(delta bool, view registry.AppView) *appPieces {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.ofLocked(delta, view)
+}
+
+// ofAll is of for every app of a document, under one lock.
+func (ps *pieceStore) ofAll(delta bool, apps []registry.AppView) []*appPieces {
+	pcs := make([]*appPieces, len(apps))
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for i, a := range apps {
+		pcs[i] = ps.ofLocked(delta, a)
+	}
+	return pcs
+}
+
+func (ps *pieceStore) ofLocked(delta bool, view registry.AppView) *appPieces {
+	k := pieceKey{delta, view.Name}
+	p := ps.pieces[k]
+	switch {
+	case p == nil || p.view.Version < view.Version:
+		p = &appPieces{view: view}
+		ps.pieces[k] = p
+	case p.view.Version > view.Version:
+		return &appPieces{view: view}
+	}
+	return p
+}
+
+// sweep drops the pieces of apps and groups that are gone, and chunks past
+// the end, once the store holds more than twice what snap needs.
+func (ps *pieceStore) sweep(snap *registry.Snapshot) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if len(ps.pieces) <= 2*(len(snap.Apps)+len(snap.Delta))+64 {
+		return
+	}
+	live := make(map[pieceKey]bool, len(snap.Apps)+len(snap.Delta))
+	for _, a := range snap.Apps {
+		live[pieceKey{false, a.Name}] = true
+	}
+	for _, a := range snap.Delta {
+		live[pieceKey{true, a.Name}] = true
+	}
+	for k := range ps.pieces {
+		if !live[k] {
+			delete(ps.pieces, k)
+		}
+	}
+	for k := range ps.chunks {
+		n := len(snap.Apps)
+		if k.delta {
+			n = len(snap.Delta)
+		}
+		if k.index*chunkApps >= n {
+			delete(ps.chunks, k)
+		}
+	}
+}
+
+// plainOf returns the app's plain JSON (xml false) or XML piece.
+func (ps *pieceStore) plainOf(p *appPieces, xml bool) []byte {
+	v := variantJSON
+	if xml {
+		v = variantXML
+	}
+	p.once[v].Do(func() {
+		ps.encodings.Add(1)
+		if xml {
+			p.plain[v] = wire.AppendApplicationXML(nil, p.view)
+		} else {
+			p.plain[v] = wire.AppendApplicationBodyJSON(nil, p.view)
+		}
+	})
+	return p.plain[v]
+}
+
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// gzOf returns a compressed piece of the app (variantJSONGzFirst,
+// variantJSONGzNext or variantXMLGz). The plain form is encoded into a
+// reused buffer when it is not kept already, so a gzip-only registry holds
+// only compressed pieces.
+func (ps *pieceStore) gzOf(p *appPieces, v int) gzjoin.Piece {
+	p.once[v].Do(func() {
+		ps.encodings.Add(1)
+		xml := v == variantXMLGz
+		bp := encodeBuffers.Get().(*[]byte)
+		b := (*bp)[:0]
+		if v == variantJSONGzNext {
+			b = append(b, ',')
+		}
+		if xml {
+			b = wire.AppendApplicationXML(b, p.view)
+		} else {
+			b = wire.AppendApplicationBodyJSON(b, p.view)
+		}
+		p.gz[v-variantJSONGzFirst] = gzjoin.Compress(b)
+		if cap(b) <= 4<<20 {
+			*bp = b
+			encodeBuffers.Put(bp)
+		}
+	})
+	return p.gz[v-variantJSONGzFirst]
+}
+
+// chunkOf returns chunk index of a document's apps (from), joined anew only
+// when one of its apps changed.
+func (ps *pieceStore) chunkOf(k chunkKey, from []*appPieces, join func() *chunk) *chunk {
+	ps.mu.Lock()
+	c := ps.chunks[k]
+	ps.mu.Unlock()
+	if c != nil && slices.Equal(c.from, from) {
+		return c
+	}
+	c = join()
+	c.from = slices.Clone(from)
+	ps.mu.Lock()
+	ps.chunks[k] = c
+	ps.mu.Unlock()
+	return c
+}
+
+// gzFooters are the documents' footers, compressed once.
+var gzFooters = [2]gzjoin.Piece{
+	formatJSON: gzjoin.Compress([]byte(wire.ApplicationsFooterJSON)),
+	formatXML:  gzjoin.Compress([]byte(wire.ApplicationsFooterXML)),
+}
+
+// document assembles an applications document of apps (the registry's
+// apps, or the delta's groups when delta) from their pieces.
+func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelta, hashcode string, f payloadFormat, gz bool) payload {
+	pcs := ps.ofAll(delta, apps)
+	xml := f == formatXML
+	var header []byte
+	if xml {
+		header = wire.AppendApplicationsHeaderXML(nil, versionsDelta, hashcode)
+	} else {
+		header = wire.AppendApplicationsHeaderJSON(nil, versionsDelta, hashcode)
+	}
+	chunks := (len(pcs) + chunkApps - 1) / chunkApps
+	group := func(i int) []*appPieces { return pcs[i*chunkApps : min((i+1)*chunkApps, len(pcs))] }
+	if !gz {
+		parts := make([][]byte, 0, chunks+2)
+		parts = append(parts, header)
+		v := variantJSON
+		if xml {
+			v = variantXML
+		}
+		for i := range chunks {
+			c := ps.chunkOf(chunkKey{delta, v, i}, group(i), func() *chunk {
+				g := group(i)
+				n := 0
+				for _, p := range g {
+					n += len(ps.plainOf(p, xml)) + 1
+				}
+				b := make([]byte, 0, n)
+				for j, p := range g {
+					if !xml && (i > 0 || j > 0) {
+						b = append(b, ',')
+					}
+					b = append(b, ps.plainOf(p, xml)...)
+				}
+				return &chunk{plain: b}
+			})
+			parts = append(parts, c.plain)
+		}
+		if xml {
+			parts = append(parts, []byte(wire.ApplicationsFooterXML))
+		} else {
+			parts = append(parts, []byte(wire.ApplicationsFooterJSON))
+		}
+		return partsPayload(parts)
+	}
+
+	pieces := make([]gzjoin.Piece, 0, chunks+2)
+	pieces = append(pieces, gzjoin.Compress(header))
+	for i := range chunks {
+		v := variantJSONGzNext
+		if xml {
+			v = variantXMLGz
+		}
+		c := ps.chunkOf(chunkKey{delta, v, i}, group(i), func() *chunk {
+			g := group(i)
+			gps := make([]gzjoin.Piece, len(g))
+			for j, p := range g {
+				pv := v
+				if pv == variantJSONGzNext && i == 0 && j == 0 {
+					pv = variantJSONGzFirst
+				}
+				gps[j] = ps.gzOf(p, pv)
+			}
+			return &chunk{gz: gzjoin.Join(gps)}
+		})
+		pieces = append(pieces, c.gz)
+	}
+	pieces = append(pieces, gzFooters[f])
+	head, trailer := gzjoin.Frame(pieces)
+	parts := make([][]byte, 0, len(pieces)+2)
+	parts = append(parts, head)
+	for _, p := range pieces {
+		parts = append(parts, p.Deflate)
+	}
+	return partsPayload(append(parts, trailer))
+}
+
+// vipDocument assembles a VIP lookup's document (plain): an app whose
+// instances all match is the app's own piece; a partial match is encoded
+// for this document.
+func (ps *pieceStore) vipDocument(snap *registry.Snapshot, apps []registry.AppView, f payloadFormat) payload {
+	xml := f == formatXML
+	hashcode := registry.HashcodeOf(apps)
+	var parts [][]byte
+	if xml {
+		parts = append(parts, wire.AppendApplicationsHeaderXML(nil, "1", hashcode))
+	} else {
+		parts = append(parts, wire.AppendApplicationsHeaderJSON(nil, "1", hashcode))
+	}
+	for i, a := range apps {
+		if !xml && i > 0 {
+			parts = append(parts, []byte{','})
+		}
+		if whole, ok := snap.App(a.Name); ok && len(whole.Instances) == len(a.Instances) {
+			parts = append(parts, ps.plainOf(ps.of(false, whole), xml))
+			continue
+		}
+		ps.encodings.Add(1)
+		if xml {
+			parts = append(parts, wire.AppendApplicationXML(nil, a))
+		} else {
+			parts = append(parts, wire.AppendApplicationBodyJSON(nil, a))
+		}
+	}
+	if xml {
+		parts = append(parts, []byte(wire.ApplicationsFooterXML))
+	} else {
+		parts = append(parts, []byte(wire.ApplicationsFooterJSON))
+	}
+	return partsPayload(parts)
+}
+
+// appDocument is a single application (GET /apps/{app}), from its piece.
+func (ps *pieceStore) appDocument(app registry.AppView, f payloadFormat) payload {
+	if f == formatXML {
+		return bytesPayload(ps.plainOf(ps.of(false, app), true))
+	}
+	return partsPayload([][]byte{[]byte(`{"application":`), ps.plainOf(ps.of(false, app), false), []byte("}")})
+}
