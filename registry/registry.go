@@ -27,6 +27,10 @@ type lease struct {
 	// (renewals.go): set by a client heartbeat, cleared by TakeRenewals.
 	renewPending atomic.Bool
 	nextRenewed  *lease
+	// clientSeen is when a client last registered or renewed this lease
+	// through this node (Unix nanoseconds; 0 if never): what a peer's
+	// catch-up may replay (ClientLive).
+	clientSeen atomic.Int64
 	// proven is set by the lease's first renewal (see selfpreservation.go):
 	// until then it is not held to the renewal threshold.
 	proven atomic.Bool
@@ -317,6 +321,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 		// the incoming body wins (AbstractInstanceRegistry#register).
 		if existing.LastDirtyTimestamp > in.LastDirtyTimestamp {
 			l.lastRenewal.Store(now.UnixNano())
+			r.noteClientLocked(l, op, now)
 			r.registrations.Add(1)
 			r.eventLocked(OpRegister, op.Origin, existing, now)
 			r.unlock(v0)
@@ -369,6 +374,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	l.duration = r.leaseDuration(in)
 	l.renewsPerMin = rate
 	l.lastRenewal.Store(now.UnixNano())
+	r.noteClientLocked(l, op, now)
 	r.changeLocked(OpRegister, op.Origin, in, now)
 	r.registrations.Add(1)
 	if r.sync != nil {
@@ -408,6 +414,7 @@ func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
 	r.renewalCount.addAt(stripe, 1)
 	l.appRenewals.addAt(stripe, 1)
 	if op.Origin == OriginClient {
+		l.clientSeen.Store(now.UnixNano())
 		r.feedRenewal(l, stripe)
 	}
 	r.mu.runlockStripe(stripe)
@@ -434,6 +441,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 		r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
+	r.noteClientLocked(l, op, now)
 	r.proveLease(l)
 	r.renewals.Increment(now)
 	r.renewalCount.add(1)

@@ -196,44 +196,29 @@ func (p *peer) catchUpIfAsked(now time.Time) {
 	}
 }
 
-// queueCatchUp queues a heartbeat for every instance of the local registry
-// whose lease is live. A peer that joined after some changes were made
-// here, or whose sender started only after membership reported it (the
-// changes in between reached no queue), learns of them through Eureka's own
-// repair dialogue: it answers 404 for an instance it lacks (a Register of
-// the local copy follows), 409 with a newer copy, 200 for one it has. A
-// heartbeat is cheaper than a Register for the peer that is up to date: no
-// new version, no delta entry, no re-encoded payload. Dead leases are left
-// out, so the peer does not keep them alive.
+// queueCatchUp queues a heartbeat for every instance whose client renews
+// through this node (Store.ClientLive). A peer that joined after some
+// changes were made here, or whose sender started only after membership
+// reported it (the changes in between reached no queue), learns of them
+// through Eureka's own repair dialogue: it answers 404 for an instance it
+// lacks (a Register of the local copy follows), 409 with a newer copy, 200
+// for one it has. A heartbeat is cheaper than a Register for the peer that
+// is up to date: no new version, no delta entry, no re-encoded payload.
+// Copies this node only heard of from peers are left out: if one was
+// cancelled elsewhere while this node was cut off, replaying it would
+// register it again on every peer.
 func (p *peer) queueCatchUp(now time.Time) {
 	if p.cfg.Store == nil {
 		return
 	}
-	snap := p.cfg.Store.Snapshot()
 	n := 0
-	for _, app := range snap.Apps {
-		for _, iv := range app.Instances {
-			// A snapshot's views carry the renewal time of their app's last
-			// change; whether the lease is live is the live lease's call.
-			live, ok := p.cfg.Store.Instance(app.Name, iv.ID())
-			if !ok {
-				continue
-			}
-			iv = live
-			lease := 90 * time.Second // Eureka's default leaseInfo.durationInSecs
-			if iv.LeaseDurationSecs > 0 {
-				lease = time.Duration(iv.LeaseDurationSecs) * time.Second
-			}
-			if now.Sub(time.UnixMilli(iv.LastRenewalTimestamp)) > lease {
-				continue
-			}
-			p.b.add(Task{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: app.Name, ID: iv.ID()}, Instance: iv.Instance, CreatedAt: now}, now)
-			n++
-		}
+	for _, in := range p.cfg.Store.ClientLive() {
+		p.b.add(Task{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: in.App, ID: in.ID()}, Instance: in, CreatedAt: now}, now)
+		n++
 	}
 	p.c.CatchUps += uint64(n)
 	if n > 0 {
-		p.log.Info().Int(logCount, n).Msg("peer sender catching up: a heartbeat for every live instance")
+		p.log.Info().Int(logCount, n).Msg("peer sender catching up: a heartbeat for every instance renewing through this node")
 	}
 }
 

@@ -11,8 +11,11 @@ type Store interface {
 	Apply(registry.Op) (*registry.Instance, error)
 	// Instance looks up the local copy of an instance.
 	Instance(app, id string) (registry.InstanceView, bool)
-	// Snapshot returns the whole registry (catch-up and resync).
+	// Snapshot returns the whole registry (resync).
 	Snapshot() *registry.Snapshot
+	// ClientLive returns the instances whose clients renew through this
+	// node: what a catch-up replays (registry.Registry.ClientLive).
+	ClientLive() []*registry.Instance
 	// Subscribe, RenewalsReady and TakeRenewals are the change stream and
 	// the renewal feed the replicator reads (registry package docs).
 	Subscribe() *registry.Cursor

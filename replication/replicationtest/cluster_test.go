@@ -230,6 +230,62 @@ func TestCluster_lateJoinCatchesUpQuietApps(t *testing.T) {
 	}
 }
 
+// A node that was cut off long enough to be dropped from its peers' lists
+// comes back holding an instance that was cancelled meanwhile. The
+// catch-ups on both sides replay only what clients renew through each node,
+// so its stale copy is not registered again on the nodes that saw the
+// cancel; an instance whose client registered through it meanwhile does
+// reach them. (The stale copy itself is left to its lease: anti-entropy.)
+func TestCluster_returningPeerDoesNotResurrectCancels(t *testing.T) {
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			c := newCluster(t, seed, "a", "b", "c")
+			gone, kept := key("WEB", "gone"), key("WEB", "kept")
+			c.MustApply("a", register(gone.App, gone.ID))
+			c.MustApply("a", register(kept.App, kept.ID))
+			c.Settle(time.Second)
+			c.Heartbeats("a", []registry.InstanceKey{gone, kept})
+			c.Settle(time.Second)
+
+			// c is cut off and, as memberlist would, dropped by both sides.
+			c.Net.Partition([]string{"a", "b"}, []string{"c"})
+			without := func(self string) []replication.Peer {
+				var out []replication.Peer
+				for _, n := range []string{"a", "b", "c"} {
+					if n != self && (self == "c") == (n == "c") {
+						out = append(out, replication.Peer{Name: n, URL: "mem://" + n + "/eureka/", Zone: "default"})
+					}
+				}
+				return out
+			}
+			for _, n := range []string{"a", "b", "c"} {
+				c.Node(n).Rep.SetPeers(without(n))
+			}
+			c.MustApply("a", registry.CancelOp(gone.App, gone.ID))
+			c.MustApply("c", register("WEB", "new-on-c"))
+			c.Advance(10*time.Second, time.Second)
+			c.Heartbeats("a", []registry.InstanceKey{kept})
+			c.Settle(time.Second)
+			if _, ok := c.Node("c").Reg.Instance(gone.App, gone.ID); !ok {
+				t.Fatal("c heard of the cancel across the partition")
+			}
+
+			c.Net.Heal()
+			c.FullyConnect() // new senders everywhere: each catches up
+			c.Settle(10 * time.Second)
+			for _, n := range []string{"a", "b"} {
+				if _, ok := c.Node(n).Reg.Instance(gone.App, gone.ID); ok {
+					t.Fatalf("node %s: the cancelled instance came back from c's catch-up", n)
+				}
+				if _, ok := c.Node(n).Reg.Instance("WEB", "new-on-c"); !ok {
+					t.Fatalf("node %s: lacks the instance registered through c", n)
+				}
+			}
+			mustHave(t, c, kept, true)
+		})
+	}
+}
+
 // A partitioned node misses changes; after the partition heals, queued
 // changes (still young enough) and heartbeats bring it back in line.
 func TestCluster_partitionHeals(t *testing.T) {
