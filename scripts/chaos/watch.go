@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,8 +26,15 @@ func watchChaos(ctx context.Context, b *bench, r *report) error {
 	cfg := watchclient.DefaultConfig()
 	cfg.Servers = nil
 	for _, n := range nodes {
-		cfg.Servers = append(cfg.Servers, watchclient.Server{URL: "http://127.0.0.1:" + publishedPorts[n] + "/eureka/"})
+		// The secured cluster: https with the operator's certificate, and
+		// the admin's credentials in the URL as a Spring client has them.
+		u := strings.Replace(nodeBase, "https://", "https://"+adminUser+":"+adminPassword+"@", 1)
+		u = strings.Replace(u, "127.0.0.1:8761", "127.0.0.1:"+publishedPorts[n], 1)
+		cfg.Servers = append(cfg.Servers, watchclient.Server{URL: u + "/eureka/"})
 	}
+	// No client-wide timeout: held requests are bounded by the client's
+	// RequestTimeout plus the wait, per request.
+	cfg.HTTPClient = &http.Client{Transport: clients.Load().write.Transport}
 	// Short enough that a request held by a node that vanished from the
 	// network is given up, and the client fails over, within seconds.
 	cfg.WatchWait = 3 * time.Second
@@ -257,7 +265,7 @@ func (wr *chaosWriter) step() {
 	}
 	gone := 0
 	for _, n := range nodes {
-		base := "http://127.0.0.1:" + publishedPorts[n] + "/eureka/apps/WATCHED"
+		base := strings.Replace(nodeBase, "127.0.0.1:8761", "127.0.0.1:"+publishedPorts[n], 1) + "/eureka/apps/WATCHED"
 		var code int
 		if register {
 			code = post(base, watchedInstance(id))
@@ -292,7 +300,7 @@ func watchedInstance(id string) string {
 // watchedOn returns the WATCHED instance ids node holds, sorted; none when
 // it answers 404.
 func watchedOn(ctx context.Context, b *bench, node string) ([]string, error) {
-	body, err := b.get(ctx, node, "http://127.0.0.1:8761/eureka/apps/WATCHED")
+	body, err := b.get(ctx, node, nodeBase+"/eureka/apps/WATCHED")
 	if err != nil {
 		if strings.Contains(err.Error(), "HTTP 404") {
 			return nil, nil
