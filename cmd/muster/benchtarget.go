@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/muster-registry/muster/internal/logging"
 	"github.com/muster-registry/muster/internal/proccontrol"
 	"github.com/muster-registry/muster/registry"
 )
@@ -118,7 +119,7 @@ func benchStartNode(ctx context.Context, name string, clustered bool, join strin
 	if err != nil {
 		return nil, err
 	}
-	logger := newLogger(stderr, s.LogLevel, s.LogFormat).With().Str("node", name).Logger()
+	logger := logging.New(stderr, s.LogLevel, s.LogFormat).With().Str("node", name).Logger()
 	var opts nodeOptions
 	if clustered {
 		opts.memberlist = memberlist.DefaultLocalConfig()

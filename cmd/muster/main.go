@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/muster-registry/muster/internal/logging"
 )
 
 func main() {
@@ -110,7 +112,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(os.Stderr, settings.LogLevel, settings.LogFormat)
+	logger := logging.New(os.Stderr, settings.LogLevel, settings.LogFormat)
 	for _, nt := range notices {
 		if nt.Warn {
 			logger.Warn().Msg(nt.Msg)

@@ -69,6 +69,9 @@ var allowed = map[string]rule{
 	"tlsconfig": {
 		why: "a node's TLS identity from PEM files, its rotation, and muster tls's CA; crypto only",
 	},
+	"internal/logging": {
+		why: "the commands' zerolog set-up; zerolog only",
+	},
 	"internal/proccontrol": {
 		why: "process CPU/memory/profile control for benchmarked processes; stdlib only",
 	},
@@ -86,7 +89,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/persist", "registry/wire", "replication", "internal/proccontrol", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "httpapi", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "tlsconfig"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
@@ -100,7 +103,7 @@ var allowed = map[string]rule{
 		why:         "simulated Eureka clients on the client package, so every chaos run exercises it; never the server",
 	},
 	"tools/clients": {
-		imports: []string{"tools/simclient"},
+		imports: []string{"internal/logging", "tools/simclient"},
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {

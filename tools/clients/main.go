@@ -29,8 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/muster-registry/muster/internal/logging"
 	"github.com/muster-registry/muster/tools/simclient"
 )
 
@@ -92,7 +91,7 @@ func clientsCmd(args []string, stdout, stderr io.Writer) error {
 	cfg.RenewalInterval, cfg.LeaseDuration, cfg.FetchInterval, cfg.FetchDisabled = *renewal, *lease, *fetch, *noFetch
 	cfg.RequestTimeout, cfg.ConnectTimeout = *requestTimeout, *connectTimeout
 	cfg.ZoneRetryInterval, cfg.CancelTimeout, cfg.Workers = *zoneRetry, *cancelTimeout, *workers
-	cfg.Logger = newLogger(stderr, *logLevel, *logFormat)
+	cfg.Logger = logging.New(stderr, *logLevel, *logFormat)
 	if cfg.TLS, err = clientTLS(*caCert, *cert, *key); err != nil {
 		return err
 	}
@@ -178,34 +177,6 @@ func printSummary(w io.Writer, s simclient.Stats, ran time.Duration) error {
 	}
 	_, err = fmt.Fprintf(w, "summary: %s\n", b)
 	return err
-}
-
-func init() {
-	// Milliseconds in every log line, as the nodes log them: the chaos
-	// scenarios line events of clients and nodes up by them.
-	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
-}
-
-// newLogger logs to w: as a human-readable console on a terminal, as JSON
-// lines otherwise (or as format says).
-func newLogger(w io.Writer, level, format string) zerolog.Logger {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil {
-		lvl = zerolog.InfoLevel
-	}
-	if format == "console" || (format == "auto" && isTerminal(w)) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // clientTLS is the fleet's TLS: verify servers against caFile (system

@@ -1,4 +1,7 @@
-package main
+// Package logging builds the zerolog loggers of Muster's commands (the
+// server and the tools), so every process logs the same way: JSON lines
+// with millisecond timestamps, or a console format on a terminal.
+package logging
 
 import (
 	"io"
@@ -9,13 +12,14 @@ import (
 
 func init() {
 	// Milliseconds in every log line: the chaos scenarios (and operators)
-	// line events of different nodes up by them.
+	// line events of different nodes and clients up by them.
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 }
 
-// newLogger logs to w: as a human-readable console on a terminal, as JSON
-// lines otherwise (or as format says).
-func newLogger(w io.Writer, level, format string) zerolog.Logger {
+// New logs to w at level (info when it does not parse): as a
+// human-readable console when format is "console", or "auto" on a
+// terminal; as JSON lines otherwise.
+func New(w io.Writer, level, format string) zerolog.Logger {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
 		lvl = zerolog.InfoLevel
