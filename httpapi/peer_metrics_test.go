@@ -35,7 +35,9 @@ func TestMetrics_clusterPeersByState(t *testing.T) {
 	check(map[string]string{"alive": "0", "suspect": "0", "dead": "0", "left": "0", "static": "0"})
 }
 
-type fixedAntiEntropy struct{ stats []replication.AntiEntropyStats }
+type fixedAntiEntropy struct {
+	stats []replication.AntiEntropyStats
+}
 
 func (f fixedAntiEntropy) Stats() []replication.AntiEntropyStats { return f.stats }
 func (f fixedAntiEntropy) Totals() replication.Repairs {
