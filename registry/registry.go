@@ -323,6 +323,13 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 		return nil, nil
 	}
 	l := r.lookupLocked(in.App, id)
+	if l != nil && l.inst.WriteVersion != 0 && (op.Origin == OriginSync || op.Origin == OriginAntiEntropy) {
+		// An unversioned copy from a registry snapshot (syncUp over
+		// Eureka's wire) is older than any versioned write that already
+		// reached this node.
+		r.mu.Unlock()
+		return l.inst, nil
+	}
 	if op.OnlyIfNewer && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
 		r.mu.Unlock()
 		return nil, nil
