@@ -200,24 +200,32 @@ func TestAntiEntropy_nodesThatOpenedAloneMergeWhenTheyMeet(t *testing.T) {
 }
 
 // A write made more than the clock skew after another wins, whichever
-// node's clock is ahead.
+// node's clock is ahead: one node off by ±5 s and writes 5.1 s apart, or
+// both off in opposite directions (10 s between them) and writes 10.1 s
+// apart.
 func TestAntiEntropy_clockSkewDoesNotLetAnOlderWriteWin(t *testing.T) {
-	for _, skew := range []time.Duration{5 * time.Second, -5 * time.Second} {
-		t.Run(fmt.Sprint("a skewed ", skew), func(t *testing.T) {
+	for _, tc := range []struct {
+		skewA, skewB, gap time.Duration
+	}{
+		{5 * time.Second, 0, 5100 * time.Millisecond},
+		{-5 * time.Second, 0, 5100 * time.Millisecond},
+		{5 * time.Second, -5 * time.Second, 10100 * time.Millisecond},
+		{-5 * time.Second, 5 * time.Second, 10100 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("a %s b %s", tc.skewA, tc.skewB), func(t *testing.T) {
 			c := newAECluster(t, 7, false, "a", "b")
-			c.SetSkew("a", skew)
-			c.SetSkew("b", -skew)
+			c.SetSkew("a", tc.skewA)
+			c.SetSkew("b", tc.skewB)
 			c.MustApply("a", register("APP", "i-1"))
 			c.Settle(time.Second)
 			cutBoth(c, "a", "b")
+			// The node whose clock is ahead writes first, the other later.
 			first, second := "a", "b"
-			if skew < 0 {
+			if tc.skewA < tc.skewB {
 				first, second = "b", "a"
 			}
-			// The node whose clock is ahead writes first; the other, whose
-			// clock is behind by 2 × 5 s, writes 10.1 s later.
 			c.MustApply(first, registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
-			c.Clock.Advance(10*time.Second + 100*time.Millisecond)
+			c.Clock.Advance(tc.gap)
 			c.MustApply(second, registry.StatusOp("APP", "i-1", registry.StatusDown))
 			c.Net.Heal()
 			c.Settle(time.Minute)
