@@ -51,7 +51,8 @@
 //     a network error or timeout, the same with backoff(100 ms, failures,
 //     30 s) (Counters.Retries); 413, the peer's limit is lower than ours:
 //     the batch goes back and the byte budget for that peer halves; any
-//     other status, the batch is dropped (Drops.Permanent) and logged at
+//     other status, the batch is dropped (Drops.Permanent; anti-entropy
+//     repairs what it carried) and logged at
 //     error level. Re-queued tasks that have meanwhile been
 //     superseded by a newer task, or have expired, are left out.
 //  7. Each item of a 2xx answer is checked, in order: a heartbeat's 404 means
