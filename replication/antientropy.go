@@ -89,7 +89,7 @@ type RoundResult struct {
 // metrics.
 type AntiEntropyStats struct {
 	Peer string
-	// InSync: the last round that ran through found nothing different.
+	// InSync: the last round ran through and found nothing different.
 	InSync bool
 	// Last is when the last round that ran through ended; zero if never.
 	Last time.Time
@@ -295,6 +295,9 @@ func (a *AntiEntropy) roundLocked(ctx context.Context, p Peer) RoundResult {
 		st.stats.Unsupported, st.skip = true, unsupportedBackoff
 		st.stats.InSync = false
 	case res.Err != nil:
+		// Unknown is not in sync: a partitioned peer must not keep showing
+		// the verdict of its last good round.
+		st.stats.InSync = false
 		st.stats.LastError = res.Err.Error()
 		a.log.Debug().Err(res.Err).Str(logPeer, p.Name).Msg("anti-entropy round failed")
 	default:

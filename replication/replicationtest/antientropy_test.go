@@ -97,6 +97,12 @@ func TestAntiEntropy_overrideMadeWhileTheLinkWasDown(t *testing.T) {
 			t.Fatalf("round after convergence: %+v", r)
 		}
 	}
+	// Cut off, the peer no longer shows in sync.
+	cutBoth(c, "a", "b")
+	c.AntiEntropyRound()
+	if st := c.Node("b").AE.Stats(); st[0].InSync || st[0].LastError == "" {
+		t.Fatalf("unreachable peer shows %+v", st[0])
+	}
 }
 
 func TestAntiEntropy_droppedCancelWithSelfPreservation(t *testing.T) {
