@@ -1,6 +1,7 @@
 package replicationtest_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -275,5 +276,25 @@ func mustHaveOn(t *testing.T, c *replicationtest.Cluster, node string, k registr
 	t.Helper()
 	if _, ok := c.Node(node).Reg.Instance(k.App, k.ID); ok != want {
 		t.Fatalf("node %s: has %s = %v, want %v", node, k, ok, want)
+	}
+}
+
+// A static peer (not known to be a Muster node) gets Eureka's plain items;
+// once it has served anti-entropy, its batches carry versions.
+func TestAntiEntropy_staticMusterPeerGetsVersionsOnceKnown(t *testing.T) {
+	c := newCluster(t, 9, "a", "b") // no anti-entropy round unless asked
+	static := c.PeersExcept("a")
+	static[0].Muster = false
+	c.Node("a").Rep.SetPeers(static)
+	c.MustApply("a", register("APP", "i-1"))
+	c.Settle(time.Second)
+	if iv, _ := c.Node("b").Reg.Instance("APP", "i-1"); iv.WriteVersion != 0 {
+		t.Fatalf("plain Eureka items carried version %d", iv.WriteVersion)
+	}
+	c.Node("a").AE.RoundAll(context.Background()) // b serves anti-entropy: a Muster node
+	stored := c.MustApply("a", registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
+	c.Settle(time.Second)
+	if iv, _ := c.Node("b").Reg.Instance("APP", "i-1"); iv.WriteVersion != stored.WriteVersion {
+		t.Fatalf("b holds version %d, a wrote %d", iv.WriteVersion, stored.WriteVersion)
 	}
 }
