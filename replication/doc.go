@@ -87,7 +87,8 @@
 // registry's winner rule (the higher version wins). A heartbeat's version
 // replaces lastDirtyTimestamp in the 404/409 dialogue. Static peers may be
 // Java Eureka servers, whose Jackson mapping of ReplicationInstance may
-// refuse unknown properties: they get Eureka's plain items.
+// refuse unknown properties: they get Eureka's plain items until they
+// answer an anti-entropy round (Replicator.MarkMuster).
 //
 // # Anti-entropy
 //
