@@ -436,6 +436,9 @@ func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.T
 	}
 	v, d := in.WriteVersion, InstanceDigest(in)
 	nowMs := now.UnixMilli()
+	if err := r.checkVersionSkew(v, now); err != nil {
+		return nil, err
+	}
 
 	r.mu.Lock()
 	v0 := r.version
@@ -607,6 +610,11 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	app := upperASCII(op.App)
 	key := InstanceKey{app, op.ID}
+	if op.Version != 0 && op.Origin.fromPeer() {
+		if err := r.checkVersionSkew(op.Version, now); err != nil {
+			return nil, err
+		}
+	}
 	r.mu.Lock()
 	v0 := r.version
 	if r.sync != nil {

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -270,5 +271,54 @@ func TestDigests_propertyRunningSumsMatchRecount(t *testing.T) {
 				t.Fatalf("step %d: %s digest %x, recount %x", i, app, got[app], d)
 			}
 		}
+	}
+}
+
+// A peer whose clock runs far ahead (or a corrupt version) must not drag
+// this node's clock with it: every later write here would then carry that
+// future time, and the copy would win against every real later write made
+// on a node that has not seen it. Versions more than Limits.MaxClockSkew
+// ahead are refused (ErrClockSkew) and not observed; the maximum version
+// would otherwise wrap the clock to 0.
+func TestVersions_farFutureVersionIsRefusedAndNotObserved(t *testing.T) {
+	r, clk := mustNew(t)
+	in := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	skew := registry.DefaultLimits().MaxClockSkew
+	future := uint64(clk.Now().Add(skew+time.Second).UnixMilli()) << 16
+	for _, v := range []uint64{future, ^uint64(0)} {
+		bad := copyOf(in, func(c *registry.Instance) { c.Status = registry.StatusDown; c.WriteVersion = v })
+		if _, err := r.Apply(registry.RegisterOp(bad).From(registry.OriginPeer)); !errors.Is(err, registry.ErrClockSkew) {
+			t.Fatalf("copy at version %d: %v, want ErrClockSkew", v, err)
+		}
+		cancel := registry.CancelOp("APP", "i-1").From(registry.OriginAntiEntropy)
+		cancel.Version = v
+		if _, err := r.Apply(cancel); !errors.Is(err, registry.ErrClockSkew) {
+			t.Fatalf("cancel at version %d: %v, want ErrClockSkew", v, err)
+		}
+		gone := registry.CancelOp("APP", "never-here").From(registry.OriginPeer)
+		gone.Version = v
+		if _, err := r.Apply(gone); !errors.Is(err, registry.ErrClockSkew) {
+			t.Fatalf("cancel of an unknown instance at version %d: %v, want ErrClockSkew", v, err)
+		}
+	}
+	if _, ok := r.Tombstone("APP", "never-here"); ok {
+		t.Fatal("a far-future cancel left a tombstone")
+	}
+	iv, _ := r.Instance("APP", "i-1")
+	if iv.Status != registry.StatusUp || iv.WriteVersion != in.WriteVersion {
+		t.Fatalf("stored copy changed: %s at %d", iv.Status, iv.WriteVersion)
+	}
+	clk.Advance(time.Millisecond)
+	got, err := r.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vt := registry.VersionTime(got.WriteVersion); !vt.Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("next local write stamped %s, want the local clock %s", vt, clk.Now())
+	}
+	// Within the skew a copy is taken and observed, as before.
+	ahead := copyOf(got, func(c *registry.Instance) { c.WriteVersion = uint64(clk.Now().Add(skew-time.Second).UnixMilli()) << 16 })
+	if stored, err := r.Apply(registry.RegisterOp(ahead).From(registry.OriginPeer)); err != nil || stored.WriteVersion != ahead.WriteVersion {
+		t.Fatalf("copy within the skew: %v", err)
 	}
 }
