@@ -1,6 +1,9 @@
 package registry
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Digests let two nodes find out, cheaply, whether they hold the same
 // registry (anti-entropy, package replication). Each stored instance has a
@@ -221,4 +224,75 @@ func (r *Registry) Tombstone(app, id string) (uint64, bool) {
 	defer r.mu.RUnlock()
 	t, ok := r.tombs.byApp[app][id]
 	return t.version, ok
+}
+
+// Inside a large app anti-entropy narrows once more, to buckets: an
+// instance id's bucket among n is its FNV-1a hash mod n, and a bucket's
+// digest is the sum of its instances' digests, like an app's. They are
+// computed on demand (one pass over the app under the read lock, cheaper
+// than listing its entries) and only for apps that differ and are large,
+// so the write path keeps no per-bucket sums.
+
+// BucketOf is the bucket of instance id among n (n > 0).
+func BucketOf(id string, n int) int {
+	d := digester(fnvOffset)
+	for i := 0; i < len(id); i++ {
+		d = (d ^ digester(id[i])) * fnvPrime
+	}
+	return int(uint64(d) % uint64(n))
+}
+
+// AppBuckets returns app's bucket digests among n buckets (upper-cased
+// name) in dst, resized to n and cleared first.
+func (r *Registry) AppBuckets(app string, n int, dst []uint64) []uint64 {
+	dst = slices.Grow(dst[:0], n)[:n]
+	clear(dst)
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for id, l := range r.apps[app] {
+		dst[BucketOf(id, n)] += l.digest
+	}
+	return dst
+}
+
+// AppBucketEntries is AppEntries restricted to the instances and
+// tombstones whose bucket among len(in) buckets is set in in.
+func (r *Registry) AppBucketEntries(app string, in []bool, buf []DigestEntry) []DigestEntry {
+	n := len(in)
+	if n == 0 {
+		return buf
+	}
+	now := r.now()
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for id, l := range r.apps[app] {
+		if in[BucketOf(id, n)] {
+			buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+		}
+	}
+	for id, t := range r.tombs.byApp[app] {
+		if in[BucketOf(id, n)] {
+			buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true})
+		}
+	}
+	return buf
+}
+
+// AppSizes returns into dst (cleared first; nil: a new map) the instance
+// count of every app holding more than min instances.
+func (r *Registry) AppSizes(min int, dst map[string]int) map[string]int {
+	if dst == nil {
+		dst = map[string]int{}
+	}
+	clear(dst)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for app, byID := range r.apps {
+		if len(byID) > min {
+			dst[app] = len(byID)
+		}
+	}
+	return dst
 }

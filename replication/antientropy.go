@@ -356,10 +356,23 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	}
 	slices.Sort(differ)
 
-	var fetch []registry.InstanceKey
-	missing := map[registry.InstanceKey]bool{}
+	// Large apps (on either side) are compared bucket by bucket first.
+	sizes := src.AppSizes(BucketThreshold, nil)
+	for app, n := range reply.Sizes {
+		sizes[app] = max(sizes[app], n)
+	}
+	var whole, big []string
+	for _, app := range differ {
+		if sizes[app] > BucketThreshold {
+			big = append(big, app)
+		} else {
+			whole = append(whole, app)
+		}
+	}
+
+	cmp := appComparison{src: src, res: &res, missing: map[registry.InstanceKey]bool{}}
 	var local []registry.DigestEntry
-	for chunk := range slices.Chunk(differ, MaxDigestApps) {
+	for chunk := range slices.Chunk(whole, MaxDigestApps) {
 		reply, err := a.digest(ctx, p, DigestRequest{Root: root, Apps: chunk}, &res)
 		if err != nil {
 			res.Err = err
@@ -367,54 +380,16 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 		}
 		for _, app := range chunk {
 			local = src.AppEntries(app, local[:0])
-			byID := make(map[string]registry.DigestEntry, len(local))
-			for _, e := range local {
-				byID[e.ID] = e
-			}
-			for _, e := range reply.Entries[app] {
-				key := registry.InstanceKey{App: app, ID: e.ID}
-				loc, has := byID[e.ID]
-				delete(byID, e.ID)
-				switch {
-				case e.Tombstone:
-					if has && loc.Tombstone {
-						continue
-					}
-					if has && e.Version < loc.Version {
-						res.Divergent++ // written again after that cancel: the peer will take ours
-						continue
-					}
-					// A newer cancel: remove ours; or one we never heard of:
-					// keep its tombstone, so no stale copy brings it back.
-					op := registry.CancelOp(app, e.ID).From(registry.OriginAntiEntropy)
-					op.Version = e.Version
-					removed, err := src.Apply(op)
-					if has {
-						res.Divergent++
-						if err == nil && removed != nil {
-							res.Repaired.Cancelled++
-						}
-					}
-				case !has || loc.Tombstone:
-					res.Divergent++
-					if e.Live && (!has || e.Version > loc.Version) {
-						fetch = append(fetch, key)
-						missing[key] = true
-					}
-				case loc.Digest != e.Digest:
-					res.Divergent++
-					if newerVersion(e, loc) {
-						fetch = append(fetch, key)
-					}
-				}
-			}
-			for _, loc := range byID {
-				if !loc.Tombstone {
-					res.Divergent++ // the peer lacks it: it adopts ours on its round if ours is live
-				}
-			}
+			cmp.app(app, reply.Entries[app], local, nil)
 		}
 	}
+	for chunk := range slices.Chunk(big, MaxDigestApps) {
+		if err := a.compareBuckets(ctx, p, root, chunk, sizes, &cmp); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	fetch, missing := cmp.fetch, cmp.missing
 
 	for chunk := range slices.Chunk(fetch, MaxCopyKeys) {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
@@ -451,6 +426,128 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	}
 	res.InSync = res.Divergent == 0
 	return res
+}
+
+// appComparison is what comparing apps' entries with a peer's found: the
+// copies to fetch (those this node lacks are also in missing), counted
+// in res as they are found.
+type appComparison struct {
+	src     AntiEntropyStore
+	res     *RoundResult
+	fetch   []registry.InstanceKey
+	missing map[registry.InstanceKey]bool
+}
+
+// app compares the peer's entries of app with this node's (local) and
+// applies the peer's newer tombstones at once. With mask set, only the
+// entries of those buckets are compared: a peer that did not narrow its
+// answer to them sends them all, and the rest is not looked at.
+func (c *appComparison) app(app string, peer []Entry, local []registry.DigestEntry, mask []bool) {
+	res := c.res
+	byID := make(map[string]registry.DigestEntry, len(local))
+	for _, e := range local {
+		byID[e.ID] = e
+	}
+	for _, e := range peer {
+		if mask != nil && !mask[registry.BucketOf(e.ID, len(mask))] {
+			continue
+		}
+		key := registry.InstanceKey{App: app, ID: e.ID}
+		loc, has := byID[e.ID]
+		delete(byID, e.ID)
+		switch {
+		case e.Tombstone:
+			if has && loc.Tombstone {
+				continue
+			}
+			if has && e.Version < loc.Version {
+				res.Divergent++ // written again after that cancel: the peer will take ours
+				continue
+			}
+			// A newer cancel: remove ours; or one we never heard of:
+			// keep its tombstone, so no stale copy brings it back.
+			op := registry.CancelOp(app, e.ID).From(registry.OriginAntiEntropy)
+			op.Version = e.Version
+			removed, err := c.src.Apply(op)
+			if has {
+				res.Divergent++
+				if err == nil && removed != nil {
+					res.Repaired.Cancelled++
+				}
+			}
+		case !has || loc.Tombstone:
+			res.Divergent++
+			if e.Live && (!has || e.Version > loc.Version) {
+				c.fetch = append(c.fetch, key)
+				c.missing[key] = true
+			}
+		case loc.Digest != e.Digest:
+			res.Divergent++
+			if newerVersion(e, loc) {
+				c.fetch = append(c.fetch, key)
+			}
+		}
+	}
+	for _, loc := range byID {
+		if !loc.Tombstone {
+			res.Divergent++ // the peer lacks it: it adopts ours on its round if ours is live
+		}
+	}
+}
+
+// compareBuckets compares large apps bucket by bucket: the peer's bucket
+// digests, then the entries of the differing buckets only. A peer that
+// answers no bucket digests for an app gets the app compared whole.
+func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, apps []string, sizes map[string]int, cmp *appComparison) error {
+	buckets := make(map[string]int, len(apps))
+	for _, app := range apps {
+		buckets[app] = bucketsFor(sizes[app])
+	}
+	reply, err := a.digest(ctx, p, DigestRequest{Root: root, Buckets: buckets}, cmp.res)
+	if err != nil {
+		return err
+	}
+	req := DigestRequest{Root: root, Only: map[string]BucketSet{}}
+	masks := map[string][]bool{}
+	var mine []uint64
+	for _, app := range apps {
+		n := buckets[app]
+		theirs := reply.BucketDigests[app]
+		if len(theirs) != n {
+			req.Apps = append(req.Apps, app) // not narrowed: the whole app
+			continue
+		}
+		mine = a.cfg.Store.AppBuckets(app, n, mine)
+		set := BucketSet{N: n}
+		for b := range n {
+			if mine[b] != theirs[b] {
+				set.Buckets = append(set.Buckets, b)
+			}
+		}
+		if len(set.Buckets) == 0 {
+			continue // changed back meanwhile
+		}
+		req.Apps = append(req.Apps, app)
+		req.Only[app] = set
+		masks[app] = set.mask()
+	}
+	if len(req.Apps) == 0 {
+		return nil
+	}
+	reply, err = a.digest(ctx, p, req, cmp.res)
+	if err != nil {
+		return err
+	}
+	var local []registry.DigestEntry
+	for _, app := range req.Apps {
+		if m := masks[app]; m != nil {
+			local = a.cfg.Store.AppBucketEntries(app, m, local[:0])
+		} else {
+			local = a.cfg.Store.AppEntries(app, local[:0])
+		}
+		cmp.app(app, reply.Entries[app], local, masks[app])
+	}
+	return nil
 }
 
 // newerVersion is the winner rule (registry's newerCopy) on two entries.

@@ -2,6 +2,7 @@ package replicationtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -296,5 +297,102 @@ func TestAntiEntropy_staticMusterPeerGetsVersionsOnceKnown(t *testing.T) {
 	c.Settle(time.Second)
 	if iv, _ := c.Node("b").Reg.Instance("APP", "i-1"); iv.WriteVersion != stored.WriteVersion {
 		t.Fatalf("b holds version %d, a wrote %d", iv.WriteVersion, stored.WriteVersion)
+	}
+}
+
+// Inside a large app anti-entropy narrows to buckets of instance ids:
+// repairing one instance of a 20,000-instance app exchanges a small part
+// of what the app's whole entries would take, and repairs it all the
+// same: a stale copy, a missing one and a cancel, in three buckets.
+func TestAntiEntropy_largeAppNarrowsToBuckets(t *testing.T) {
+	const n = 20_000
+	c := newAECluster(t, 10, false, "a")
+	for i := range n {
+		c.MustApply("a", register("BIG", fmt.Sprint("i-", i)))
+	}
+	c.MustApply("a", register("SMALL", "s-1"))
+	c.Start("b") // copies a's registry
+	c.Settle(time.Minute)
+	if !c.InSync() {
+		t.Fatal("not in sync before the cut")
+	}
+	whole, err := json.Marshal(replication.DigestReply{Entries: map[string][]replication.Entry{"BIG": entriesOf(c.Node("a").Reg, "BIG")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cutBoth(c, "a", "b")
+	c.MustApply("a", registry.StatusOp("BIG", "i-17", registry.StatusOutOfService))
+	before := c.Net.Stats().AntiEntropyBytes
+	c.Net.Heal()
+	rs := c.Node("b").AE.Round(context.Background(), replication.Peer{Name: "a", URL: "mem://a/eureka/", Muster: true})
+	if rs.Err != nil || rs.Repaired != (replication.Repairs{Stale: 1}) {
+		t.Fatalf("round: %+v", rs)
+	}
+	one := c.Net.Stats().AntiEntropyBytes - before
+	t.Logf("repairing 1 instance of %d: %d bytes exchanged; the app's whole entries are %d bytes", n, one, len(whole))
+	if one*20 > uint64(len(whole)) {
+		t.Fatalf("repairing one instance exchanged %d bytes, over 1/20 of the app's entries (%d bytes)", one, len(whole))
+	}
+	c.EnsureSame(t)
+
+	// A missing copy, a cancel and a stale copy at once, both ways.
+	cutBoth(c, "a", "b")
+	c.MustApply("a", register("BIG", "new-on-a"))
+	c.MustApply("b", registry.CancelOp("BIG", "i-5"))
+	c.MustApply("b", registry.MetadataOp("BIG", "i-9000", map[string]string{"k": "v"}))
+	c.Net.Heal()
+	converge(t, c, 2)
+	mustHave(t, c, key("BIG", "new-on-a"), true)
+	mustHave(t, c, key("BIG", "i-5"), false)
+}
+
+func entriesOf(r *registry.Registry, app string) []replication.Entry {
+	var out []replication.Entry
+	for _, e := range r.AppEntries(app, nil) {
+		out = append(out, replication.Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone})
+	}
+	return out
+}
+
+// oldPeer is a transport to peers that know nothing of buckets: they
+// ignore the fields (as encoding/json does with unknown ones) and answer
+// without them.
+type oldPeer struct{ replication.Transport }
+
+func (o oldPeer) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	req.Buckets, req.Only = nil, nil
+	reply, err := o.Transport.Digest(ctx, p, req)
+	reply.Sizes, reply.BucketDigests = nil, nil
+	return reply, err
+}
+
+// A peer that answers no bucket digests gets large apps compared whole:
+// more bytes, the same repairs.
+func TestAntiEntropy_largeAppWithAPeerWithoutBuckets(t *testing.T) {
+	c := newAECluster(t, 11, false, "a")
+	for i := range 600 {
+		c.MustApply("a", register("BIG", fmt.Sprint("i-", i)))
+	}
+	c.Start("b")
+	c.Settle(time.Minute)
+	cutBoth(c, "a", "b")
+	c.MustApply("a", registry.StatusOp("BIG", "i-17", registry.StatusOutOfService))
+	c.MustApply("a", registry.CancelOp("BIG", "i-18"))
+	c.MustApply("a", register("BIG", "new"))
+	c.Net.Heal()
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: oldPeer{c.Net.From("b")},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ae.Round(context.Background(), c.PeersExcept("b")[0])
+	if rs.Err != nil || rs.Repaired != (replication.Repairs{Missing: 1, Stale: 1, Cancelled: 1}) {
+		t.Fatalf("round: %+v", rs)
+	}
+	if !c.InSync() {
+		t.Fatal("not in sync after the round")
 	}
 }
