@@ -175,8 +175,10 @@ func TestTombstones_bounded(t *testing.T) {
 	if _, ok := r.Tombstone("APP", keys[0].ID); ok {
 		t.Fatal("the oldest tombstone was kept")
 	}
-	if _, ok := r.Tombstone("APP", keys[4].ID); !ok {
-		t.Fatal("the newest tombstone was dropped")
+	for _, k := range keys[2:] {
+		if _, ok := r.Tombstone("APP", k.ID); !ok {
+			t.Fatalf("%s: a newer tombstone was dropped", k)
+		}
 	}
 }
 
@@ -320,5 +322,71 @@ func TestVersions_farFutureVersionIsRefusedAndNotObserved(t *testing.T) {
 	ahead := copyOf(got, func(c *registry.Instance) { c.WriteVersion = uint64(clk.Now().Add(skew-time.Second).UnixMilli()) << 16 })
 	if stored, err := r.Apply(registry.RegisterOp(ahead).From(registry.OriginPeer)); err != nil || stored.WriteVersion != ahead.WriteVersion {
 		t.Fatalf("copy within the skew: %v", err)
+	}
+}
+
+// Tombstones of different lease durations expire out of insertion order:
+// the cancel of a day-long lease must not hold back the pruning of the
+// 90-second ones made after it (they would pile up to the bound, and the
+// bound would then drop the long one, which still guards its instance,
+// first).
+func TestTombstones_longLeaseDoesNotStallPruning(t *testing.T) {
+	r, clk := mustNew(t, func(c *registry.Config) { c.MaxTombstones = 50; c.SelfPreservation = false })
+	mustRegister(t, r, registrytest.NewInstance("APP", "long", registrytest.WithLeaseDuration(86400)))
+	if _, err := r.Apply(registry.CancelOp("APP", "long")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // 2,000 s of churn: ~12 unexpired 90 s tombstones at a time
+		id := fmt.Sprint("short-", i)
+		mustRegister(t, r, registrytest.NewInstance("APP", id))
+		if _, err := r.Apply(registry.CancelOp("APP", id)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(10 * time.Second)
+		r.EvictExpired()
+	}
+	if _, ok := r.Tombstone("APP", "long"); !ok {
+		t.Fatal("the day-long lease's tombstone went after 2,000 s")
+	}
+	if st := r.Tombstones(); st.Dropped != 0 || st.Kept > 20 {
+		t.Fatalf("tombstones %+v: expired ones were not pruned", st)
+	}
+	clk.Advance(86400 * time.Second)
+	r.EvictExpired()
+	if st := r.Tombstones(); st.Kept != 0 {
+		t.Fatalf("%d tombstones kept a day later", st.Kept)
+	}
+}
+
+// A key cancelled and registered again over and over leaves one live
+// tombstone at a time (the heap drops the replaced ones as it goes), and
+// the last one still expires on time.
+func TestTombstones_registerCancelLoop(t *testing.T) {
+	r, clk := mustNew(t, func(c *registry.Config) { c.SelfPreservation = false })
+	for i := range 5000 {
+		mustRegister(t, r, registrytest.NewInstance("APP", "flap", registrytest.WithLeaseDuration(86400)))
+		if _, err := r.Apply(registry.CancelOp("APP", "flap")); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 { // and a short one alongside, expiring as it goes
+			id := fmt.Sprint("short-", i)
+			mustRegister(t, r, registrytest.NewInstance("APP", id))
+			if _, err := r.Apply(registry.CancelOp("APP", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(time.Second)
+		r.EvictExpired()
+	}
+	if st := r.Tombstones(); st.Dropped != 0 || st.Kept > 70 {
+		t.Fatalf("tombstones %+v", st)
+	}
+	if _, ok := r.Tombstone("APP", "flap"); !ok {
+		t.Fatal("the last cancel left no tombstone")
+	}
+	clk.Advance(86400*time.Second + time.Minute)
+	r.EvictExpired()
+	if st := r.Tombstones(); st.Kept != 0 {
+		t.Fatalf("%d tombstones kept after they all expired", st.Kept)
 	}
 }
