@@ -302,6 +302,12 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	key := InstanceKey{in.App, id}
 	replicated := op.Origin.fromPeer()
 
+	if op.Origin == OriginSync && in.WriteVersion != 0 && r.checkVersionSkew(in.WriteVersion, now) != nil {
+		// A start-up copy (syncUp, the data dir's snapshot) written under
+		// a clock far ahead of ours: loaded without its version rather
+		// than lost, it loses to any versioned copy (checkVersionSkew).
+		in.WriteVersion = 0
+	}
 	if replicated && in.WriteVersion != 0 {
 		return r.registerCopy(op, in, key, now)
 	}

@@ -318,6 +318,13 @@ func TestVersions_farFutureVersionIsRefusedAndNotObserved(t *testing.T) {
 	if vt := registry.VersionTime(got.WriteVersion); !vt.Equal(clk.Now().Truncate(time.Millisecond)) {
 		t.Fatalf("next local write stamped %s, want the local clock %s", vt, clk.Now())
 	}
+	// A start-up copy (syncUp, snapshot) is loaded without its version
+	// rather than lost.
+	farCopy := registrytest.NewInstance("APP", "from-snapshot")
+	farCopy.WriteVersion = future
+	if stored, err := r.Apply(registry.RegisterOp(farCopy).From(registry.OriginSync)); err != nil || stored.WriteVersion != 0 {
+		t.Fatalf("far-future start-up copy: %v %+v, want it stored at version 0", err, stored)
+	}
 	// Within the skew a copy is taken and observed, as before.
 	ahead := copyOf(got, func(c *registry.Instance) { c.WriteVersion = uint64(clk.Now().Add(skew-time.Second).UnixMilli()) << 16 })
 	if stored, err := r.Apply(registry.RegisterOp(ahead).From(registry.OriginPeer)); err != nil || stored.WriteVersion != ahead.WriteVersion {
