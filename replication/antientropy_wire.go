@@ -351,11 +351,15 @@ func (t *HTTPTransport) postPeer(ctx context.Context, p Peer, path string, body 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	respBody, err := io.ReadAll(io.LimitReader(resp.Body, t.maxResponseBytes))
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, t.maxResponseBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s answer from %s: %w", path, p.Name, err)
 	}
 	t.aeBytes.Add(uint64(len(body) + len(respBody)))
+	if int64(len(respBody)) > t.maxResponseBytes {
+		// Cut, it would only fail to decode: say why.
+		return nil, fmt.Errorf("%s answer from %s is larger than %d bytes", path, p.Name, t.maxResponseBytes)
+	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, fmt.Errorf("%s: %w", p.Name, ErrNoAntiEntropy)
