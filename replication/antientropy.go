@@ -41,6 +41,10 @@ type AntiEntropyConfig struct {
 	Interval time.Duration
 	// RequestTimeout bounds each request of a round. Default 10 s.
 	RequestTimeout time.Duration
+	// MaxEntries is about how many entries one answer of a large app's
+	// buckets may hold (about 80 bytes each); more are asked for in
+	// several requests. Default 100,000.
+	MaxEntries int
 	// Now is the clock; nil means time.Now. Rand jitters the interval; nil
 	// means a random seed.
 	Now    func() time.Time
@@ -152,6 +156,9 @@ func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = 100_000
 	}
 	a := &AntiEntropy{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
@@ -507,45 +514,65 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 	if err != nil {
 		return err
 	}
-	req := DigestRequest{Root: root, Only: map[string]BucketSet{}}
-	masks := map[string][]bool{}
+	// What to ask for: each app's differing buckets (or the whole app),
+	// split so that no answer holds more than about MaxEntries entries.
+	type piece struct {
+		app  string
+		set  *BucketSet // nil: the whole app
+		size int        // entries expected
+	}
+	var pieces []piece
 	var mine []uint64
 	for _, app := range apps {
 		n := buckets[app]
 		theirs := reply.BucketDigests[app]
 		if len(theirs) != n {
-			req.Apps = append(req.Apps, app) // not narrowed: the whole app
+			pieces = append(pieces, piece{app: app, size: sizes[app]}) // not narrowed
 			continue
 		}
 		mine = a.cfg.Store.AppBuckets(app, n, mine)
-		set := BucketSet{N: n}
+		var differ []int
 		for b := range n {
 			if mine[b] != theirs[b] {
-				set.Buckets = append(set.Buckets, b)
+				differ = append(differ, b)
 			}
 		}
-		if len(set.Buckets) == 0 {
-			continue // changed back meanwhile
+		perBucket := max(sizes[app]/n, 1)
+		for chunk := range slices.Chunk(differ, max(a.cfg.MaxEntries/perBucket, 1)) {
+			pieces = append(pieces, piece{app: app, set: &BucketSet{N: n, Buckets: chunk}, size: len(chunk) * perBucket})
 		}
-		req.Apps = append(req.Apps, app)
-		req.Only[app] = set
-		masks[app] = set.mask()
-	}
-	if len(req.Apps) == 0 {
-		return nil
-	}
-	reply, err = a.digest(ctx, p, req, cmp.res)
-	if err != nil {
-		return err
 	}
 	var local []registry.DigestEntry
-	for _, app := range req.Apps {
-		if m := masks[app]; m != nil {
-			local = a.cfg.Store.AppBucketEntries(app, m, local[:0])
-		} else {
-			local = a.cfg.Store.AppEntries(app, local[:0])
+	for len(pieces) > 0 {
+		req := DigestRequest{Root: root, Only: map[string]BucketSet{}}
+		masks := map[string][]bool{}
+		entries := 0
+		for len(pieces) > 0 && len(req.Apps) < MaxDigestApps {
+			pc := pieces[0]
+			if _, dup := masks[pc.app]; dup || len(req.Apps) > 0 && entries+pc.size > a.cfg.MaxEntries {
+				break
+			}
+			pieces = pieces[1:]
+			req.Apps = append(req.Apps, pc.app)
+			masks[pc.app] = nil
+			if pc.set != nil {
+				req.Only[pc.app] = *pc.set
+				masks[pc.app] = pc.set.mask()
+			}
+			entries += pc.size
 		}
-		cmp.app(app, reply.Entries[app], local, masks[app])
+		reply, err := a.digest(ctx, p, req, cmp.res)
+		if err != nil {
+			return err
+		}
+		for _, app := range req.Apps {
+			if m := masks[app]; m != nil {
+				local = a.cfg.Store.AppBucketEntries(app, m, local[:0])
+			} else {
+				local = a.cfg.Store.AppEntries(app, local[:0])
+			}
+			cmp.app(app, reply.Entries[app], local, masks[app])
+		}
 	}
 	return nil
 }

@@ -396,3 +396,48 @@ func TestAntiEntropy_largeAppWithAPeerWithoutBuckets(t *testing.T) {
 		t.Fatal("not in sync after the round")
 	}
 }
+
+// countingPeer records the largest number of entries one answer held.
+type countingPeer struct {
+	replication.Transport
+	most *int
+}
+
+func (cp countingPeer) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	reply, err := cp.Transport.Digest(ctx, p, req)
+	n := 0
+	for _, es := range reply.Entries {
+		n += len(es)
+	}
+	*cp.most = max(*cp.most, n)
+	return reply, err
+}
+
+// A large app that differs everywhere (a node that lost it) is asked for
+// in several answers of about MaxEntries entries, not one unbounded one.
+func TestAntiEntropy_largeAppAnswersAreBounded(t *testing.T) {
+	c := newAECluster(t, 12, false, "a", "b")
+	cutBoth(c, "a", "b")
+	for i := range 2000 {
+		c.MustApply("a", register("BIG", fmt.Sprint("i-", i)))
+	}
+	c.Net.Heal()
+	most := 0
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: countingPeer{c.Net.From("b"), &most},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") }, MaxEntries: 300,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ae.Round(context.Background(), c.PeersExcept("b")[0])
+	if rs.Err != nil || rs.Repaired.Missing != 2000 {
+		t.Fatalf("round: %+v", rs)
+	}
+	if most > 450 || rs.Requests < 2+2000/450 {
+		t.Fatalf("largest answer %d entries in %d requests, want about 300 each", most, rs.Requests)
+	}
+	if c.Node("a").Reg.RootDigest() != c.Node("b").Reg.RootDigest() {
+		t.Fatal("not in sync after the round")
+	}
+}
