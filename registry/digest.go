@@ -176,6 +176,11 @@ type DigestEntry struct {
 	Live bool
 	// Tombstone marks a cancel.
 	Tombstone bool
+	// TTL is how long a tombstone is kept still. A node that takes the
+	// tombstone from a peer keeps it that long, not a fresh lifetime:
+	// otherwise nodes that prune at different moments would hand it back
+	// and forth for good.
+	TTL time.Duration
 }
 
 // AppEntries lists app's instances and tombstones (upper-cased name),
@@ -189,7 +194,16 @@ func (r *Registry) AppEntries(app string, buf []DigestEntry) []DigestEntry {
 		buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
 	}
 	for id, t := range r.tombs.byApp[app] {
-		buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true})
+		buf = appendTombstone(buf, id, t, now)
+	}
+	return buf
+}
+
+// appendTombstone lists a tombstone that has not expired (one not pruned
+// yet is gone all the same).
+func appendTombstone(buf []DigestEntry, id string, t tombstone, now time.Time) []DigestEntry {
+	if ttl := t.expires.Sub(now); ttl > 0 {
+		buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true, TTL: ttl})
 	}
 	return buf
 }
@@ -274,7 +288,7 @@ func (r *Registry) AppBucketEntries(app string, in []bool, buf []DigestEntry) []
 	}
 	for id, t := range r.tombs.byApp[app] {
 		if in[BucketOf(id, n)] {
-			buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true})
+			buf = appendTombstone(buf, id, t, now)
 		}
 	}
 	return buf

@@ -189,11 +189,16 @@ func (r *Registry) Tombstones() TombstoneStats {
 }
 
 // tombstoneLocked records a cancel of k at version for in's lease duration
-// plus the grace.
-func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, in *Instance, now time.Time) {
+// plus the grace, or for ttl (a peer's tombstone's remaining life, at most
+// a maximal lease plus the grace) when it is set.
+func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, in *Instance, ttl time.Duration, now time.Time) {
 	d := r.cfg.DefaultLeaseDuration
 	if in != nil {
 		d = r.leaseDuration(in)
 	}
-	r.tombs.put(k, version, now.Add(d+r.cfg.TombstoneGrace), r.cfg.MaxTombstones)
+	d += r.cfg.TombstoneGrace
+	if ttl > 0 {
+		d = min(ttl, time.Duration(MaxLeaseDurationSecs)*time.Second+r.cfg.TombstoneGrace)
+	}
+	r.tombs.put(k, version, now.Add(d), r.cfg.MaxTombstones)
 }

@@ -475,6 +475,7 @@ func (c *appComparison) app(app string, peer []Entry, local []registry.DigestEnt
 			// keep its tombstone, so no stale copy brings it back.
 			op := registry.CancelOp(app, e.ID).From(registry.OriginAntiEntropy)
 			op.Version = e.Version
+			op.TombstoneTTL = time.Duration(min(max(e.TTL, 0), 1<<40)) * time.Millisecond
 			removed, err := c.src.Apply(op)
 			if has {
 				res.Divergent++

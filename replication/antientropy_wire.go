@@ -23,7 +23,7 @@ import (
 //	                             → {"root":R', "apps":{"APP":D,…}}
 //	  {"root":R,"apps":["APP",…]} → {"root":R', "entries":{"APP":[
 //	                                   {"id":"i-1","v":V,"d":D,"live":true},
-//	                                   {"id":"i-2","v":V,"tomb":true}, …]}}
+//	                                   {"id":"i-2","v":V,"tomb":true,"ttl":ms}, …]}}
 //	POST {peer}peerreplication/copies
 //	  {"keys":[{"app":"APP","id":"i-1"},…]}
 //	                             → {"copies":[{"instance":{…Eureka instance body…},
@@ -134,6 +134,9 @@ type Entry struct {
 	Digest    uint64 `json:"d,omitempty"`
 	Live      bool   `json:"live,omitempty"`
 	Tombstone bool   `json:"tomb,omitempty"`
+	// TTL is how long the peer keeps a tombstone still, in ms (absent: a
+	// node that does not say; the taker keeps it a lease and the grace).
+	TTL int64 `json:"ttl,omitempty"`
 }
 
 type copiesRequest struct {
@@ -225,6 +228,9 @@ func answerDigest(src DigestSource, req DigestRequest) (DigestReply, error) {
 			es := make([]Entry, len(buf))
 			for i, e := range buf {
 				es[i] = Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone}
+				if e.Tombstone {
+					es[i].TTL = max(e.TTL.Milliseconds(), 1)
+				}
 			}
 			reply.Entries[app] = es
 		}

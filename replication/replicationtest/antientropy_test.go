@@ -441,3 +441,33 @@ func TestAntiEntropy_largeAppAnswersAreBounded(t *testing.T) {
 		t.Fatal("not in sync after the round")
 	}
 }
+
+// A tombstone goes everywhere once its time is up: anti-entropy does not
+// hand it back and forth between nodes that prune at different moments
+// (each copy taken from a peer with a fresh lifetime would outlive the
+// one it came from, for good).
+func TestAntiEntropy_tombstonesExpireEverywhere(t *testing.T) {
+	c := newAECluster(t, 13, false, "a", "b", "c")
+	c.MustApply("a", register("APP", "i-1"))
+	c.MustApply("a", register("APP", "keep")) // so the app digests differ from empty
+	c.Settle(time.Minute)
+	cutBoth(c, "a", "c")
+	c.MustApply("a", registry.CancelOp("APP", "i-1")) // reaches b by replication, c by anti-entropy
+	c.Settle(time.Second)
+	c.Net.Heal()
+	for s := 10; s <= 30*60; s += 10 {
+		c.Clock.Advance(10 * time.Second)
+		c.Heartbeats("a", []registry.InstanceKey{key("APP", "keep")})
+		c.AntiEntropyRound()
+		for i, name := range []string{"a", "b", "c"} {
+			if s%60 == 20*i {
+				c.Node(name).Reg.EvictExpired()
+			}
+		}
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if st := c.Node(name).Reg.Tombstones(); st.Kept != 0 {
+			t.Errorf("%s still keeps %d tombstones 30 min after a 90 s lease's cancel", name, st.Kept)
+		}
+	}
+}
