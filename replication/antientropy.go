@@ -15,6 +15,10 @@ import (
 	"github.com/muster-registry/muster/registry"
 )
 
+// defaultMaxEntries is AntiEntropyConfig.MaxEntries's default: about
+// 8 MB of entries per answer.
+const defaultMaxEntries = 100_000
+
 // DefaultAntiEntropyInterval is muster.anti-entropy-interval-ms's default.
 const DefaultAntiEntropyInterval = 10 * time.Second
 
@@ -158,7 +162,7 @@ func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
 		cfg.RequestTimeout = 10 * time.Second
 	}
 	if cfg.MaxEntries <= 0 {
-		cfg.MaxEntries = 100_000
+		cfg.MaxEntries = defaultMaxEntries
 	}
 	a := &AntiEntropy{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
