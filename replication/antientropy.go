@@ -402,11 +402,19 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	}
 	fetch, missing := cmp.fetch, cmp.missing
 
-	for chunk := range slices.Chunk(fetch, MaxCopyKeys) {
+	pending := slices.Collect(slices.Chunk(fetch, MaxCopyKeys))
+	for len(pending) > 0 {
+		chunk := pending[0]
+		pending = pending[1:]
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 		copies, err := a.cfg.Transport.Copies(cctx, p, chunk)
 		cancel()
 		res.Requests++
+		if errors.Is(err, ErrAnswerTooLarge) && len(chunk) > 1 {
+			// Instances with large metadata: ask for half as many at once.
+			pending = append([][]registry.InstanceKey{chunk[:len(chunk)/2], chunk[len(chunk)/2:]}, pending...)
+			continue
+		}
 		if err != nil {
 			res.Err = err
 			return res

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,7 @@ func TestHTTPTransport_antiEntropyAnswerTooLarge(t *testing.T) {
 	tr := NewHTTPTransport(time.Second, 5*time.Second)
 	tr.maxResponseBytes = 100
 	_, err := tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{})
-	if err == nil || !strings.Contains(err.Error(), "larger than 100 bytes") {
+	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "larger than 100 bytes") {
 		t.Fatalf("err = %v, want the answer refused as too large", err)
 	}
 	tr.maxResponseBytes = 1 << 20

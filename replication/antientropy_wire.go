@@ -299,6 +299,10 @@ func EncodeCopiesRequest(keys []registry.InstanceKey) ([]byte, error) {
 	return json.Marshal(req)
 }
 
+// ErrAnswerTooLarge means a peer's anti-entropy answer was over the
+// transport's bound; copies are then asked for fewer at a time.
+var ErrAnswerTooLarge = errors.New("replication: anti-entropy answer too large")
+
 // ErrNoAntiEntropy means the peer does not serve anti-entropy (it answered
 // 404: a Java Eureka server, or an older Muster).
 var ErrNoAntiEntropy = errors.New("replication: peer does not serve anti-entropy")
@@ -364,7 +368,7 @@ func (t *HTTPTransport) postPeer(ctx context.Context, p Peer, path string, body 
 	t.aeBytes.Add(uint64(len(body) + len(respBody)))
 	if int64(len(respBody)) > t.maxResponseBytes {
 		// Cut, it would only fail to decode: say why.
-		return nil, fmt.Errorf("%s answer from %s is larger than %d bytes", path, p.Name, t.maxResponseBytes)
+		return nil, fmt.Errorf("%s answer from %s is larger than %d bytes: %w", path, p.Name, t.maxResponseBytes, ErrAnswerTooLarge)
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:

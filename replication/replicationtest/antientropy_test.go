@@ -471,3 +471,39 @@ func TestAntiEntropy_tombstonesExpireEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// smallAnswers is a transport to a peer whose copies answers are over the
+// bound when they hold more than max copies (instances with large
+// metadata).
+type smallAnswers struct {
+	replication.Transport
+	max int
+}
+
+func (s smallAnswers) Copies(ctx context.Context, p replication.Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	if len(keys) > s.max {
+		return nil, fmt.Errorf("copies answer: %w", replication.ErrAnswerTooLarge)
+	}
+	return s.Transport.Copies(ctx, p, keys)
+}
+
+// Copies whose answer would be too large are asked for fewer at a time,
+// instead of failing every round.
+func TestAntiEntropy_tooLargeCopiesAnswerIsSplit(t *testing.T) {
+	c := newAECluster(t, 14, false, "a", "b")
+	cutBoth(c, "a", "b")
+	for i := range 700 {
+		c.MustApply("a", register(fmt.Sprint("APP-", i%7), fmt.Sprint("i-", i)))
+	}
+	c.Net.Heal()
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: smallAnswers{c.Net.From("b"), 40},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := ae.Round(context.Background(), c.PeersExcept("b")[0]); rs.Err != nil || rs.Repaired.Missing != 700 {
+		t.Fatalf("round: %+v", rs)
+	}
+}
