@@ -397,3 +397,37 @@ func TestTombstones_registerCancelLoop(t *testing.T) {
 		t.Fatalf("%d tombstones kept after they all expired", st.Kept)
 	}
 }
+
+// Versions only grow: when the clock steps back (NTP, a VM restored), and
+// when more than 65,536 writes land within one millisecond (the counter
+// carries into the milliseconds).
+func TestVersions_monotonicWhenTheClockStepsBackOrTheCounterOverflows(t *testing.T) {
+	r, clk := mustNew(t)
+	last := mustRegister(t, r, registrytest.NewInstance("APP", "i-1")).WriteVersion
+	write := func(i int) {
+		t.Helper()
+		got, err := r.Apply(registry.MetadataOp("APP", "i-1", map[string]string{"n": fmt.Sprint(i)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.WriteVersion <= last {
+			t.Fatalf("write %d: version %d not above %d", i, got.WriteVersion, last)
+		}
+		last = got.WriteVersion
+	}
+	for i := range 70_000 { // one millisecond
+		write(i)
+	}
+	if registry.VersionTime(last).Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatal("70,000 writes in one ms did not carry into the next ms")
+	}
+	clk.Set(clk.Now().Add(-time.Hour))
+	for i := range 10 {
+		write(i)
+	}
+	clk.Set(clk.Now().Add(2 * time.Hour))
+	write(0)
+	if !registry.VersionTime(last).Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("after the clock caught up, version time %s, want %s", registry.VersionTime(last), clk.Now())
+	}
+}
