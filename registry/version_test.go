@@ -398,10 +398,9 @@ func TestTombstones_registerCancelLoop(t *testing.T) {
 	}
 }
 
-// Versions only grow: when the clock steps back (NTP, a VM restored), and
-// when more than 65,536 writes land within one millisecond (the counter
-// carries into the milliseconds).
-func TestVersions_monotonicWhenTheClockStepsBackOrTheCounterOverflows(t *testing.T) {
+// Versions only grow when the clock steps back (NTP, a VM restored), and
+// follow the clock again once it has caught up.
+func TestVersions_monotonicWhenTheClockStepsBack(t *testing.T) {
 	r, clk := mustNew(t)
 	last := mustRegister(t, r, registrytest.NewInstance("APP", "i-1")).WriteVersion
 	write := func(i int) {
@@ -415,11 +414,8 @@ func TestVersions_monotonicWhenTheClockStepsBackOrTheCounterOverflows(t *testing
 		}
 		last = got.WriteVersion
 	}
-	for i := range 70_000 { // one millisecond
+	for i := range 10 {
 		write(i)
-	}
-	if registry.VersionTime(last).Equal(clk.Now().Truncate(time.Millisecond)) {
-		t.Fatal("70,000 writes in one ms did not carry into the next ms")
 	}
 	clk.Set(clk.Now().Add(-time.Hour))
 	for i := range 10 {
