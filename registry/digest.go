@@ -186,15 +186,26 @@ type DigestEntry struct {
 // AppEntries lists app's instances and tombstones (upper-cased name),
 // appended to buf, in no particular order.
 func (r *Registry) AppEntries(app string, buf []DigestEntry) []DigestEntry {
+	return r.appEntries(app, nil, buf)
+}
+
+// appEntries lists app's entries, only those whose bucket among len(in)
+// is set in in when in is not nil.
+func (r *Registry) appEntries(app string, in []bool, buf []DigestEntry) []DigestEntry {
 	now := r.now()
 	app = upperASCII(app)
+	keep := func(id string) bool { return in == nil || in[BucketOf(id, len(in))] }
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for id, l := range r.apps[app] {
-		buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+		if keep(id) {
+			buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+		}
 	}
 	for id, t := range r.tombs.byApp[app] {
-		buf = appendTombstone(buf, id, t, now)
+		if keep(id) {
+			buf = appendTombstone(buf, id, t, now)
+		}
 	}
 	return buf
 }
@@ -273,25 +284,10 @@ func (r *Registry) AppBuckets(app string, n int, dst []uint64) []uint64 {
 // AppBucketEntries is AppEntries restricted to the instances and
 // tombstones whose bucket among len(in) buckets is set in in.
 func (r *Registry) AppBucketEntries(app string, in []bool, buf []DigestEntry) []DigestEntry {
-	n := len(in)
-	if n == 0 {
+	if len(in) == 0 {
 		return buf
 	}
-	now := r.now()
-	app = upperASCII(app)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for id, l := range r.apps[app] {
-		if in[BucketOf(id, n)] {
-			buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
-		}
-	}
-	for id, t := range r.tombs.byApp[app] {
-		if in[BucketOf(id, n)] {
-			buf = appendTombstone(buf, id, t, now)
-		}
-	}
-	return buf
+	return r.appEntries(app, in, buf)
 }
 
 // AppSizes returns into dst (cleared first; nil: a new map) the instance
