@@ -93,6 +93,10 @@ type Config struct {
 	Peers func() []PeerInfo
 	// Batch handles POST /peerreplication/batch. nil answers 501.
 	Batch BatchHandler
+	// Digests serves anti-entropy to peers (POST /peerreplication/digest
+	// and /peerreplication/copies, signed like batches): the registry.
+	// nil answers 404, as a Java Eureka server does.
+	Digests replication.DigestSource
 	// Replication reports the replication figures for /metrics. nil means
 	// no replication.
 	Replication ReplicationStats
@@ -302,6 +306,8 @@ func (s *Server) routes() {
 		get("/svips/:vip", s.getSVIP)
 		get("/status", s.getStatus)
 		post("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
+		post("/peerreplication/digest", s.peerDigest, s.limitBody(s.cfg.MaxBodyBytes))
+		post("/peerreplication/copies", s.peerCopies, s.limitBody(s.cfg.MaxBodyBytes))
 	}
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)

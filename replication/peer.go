@@ -286,7 +286,8 @@ func (p *peer) step(now time.Time) (f *flight, wait time.Duration) {
 	lag := max(now.Sub(oldestCreated(tasks)), 0)
 	p.lastLag = lag
 	p.maxLag = max(p.maxLag, lag)
-	p.flight = &flight{peer: *p.info.Load(), batch: Batch{Tasks: tasks}, started: now}
+	info := *p.info.Load()
+	p.flight = &flight{peer: info, batch: Batch{Tasks: tasks, Versioned: info.Muster}, started: now}
 	return p.flight, 0
 }
 

@@ -194,6 +194,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
 	hcfg.Batch = n.receiver.Handle
+	hcfg.Digests = n.reg
 	hcfg.Replication = n.rep
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
@@ -409,7 +410,7 @@ func (n *Node) currentPeers() []replication.Peer {
 			if m.Self || m.EurekaURL == "" || m.State == cluster.StateDead || m.State == cluster.StateLeft {
 				continue
 			}
-			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone})
+			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone, Muster: true})
 			seen[normalizeURL(m.EurekaURL)] = true
 		}
 	}

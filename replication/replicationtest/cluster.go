@@ -185,7 +185,7 @@ func (c *Cluster) peersOf(self string) []replication.Peer {
 	var out []replication.Peer
 	for _, n := range c.Names() {
 		if n != self {
-			out = append(out, replication.Peer{Name: n, URL: "mem://" + n + "/eureka/", Zone: "default"})
+			out = append(out, replication.Peer{Name: n, URL: "mem://" + n + "/eureka/", Zone: "default", Muster: true})
 		}
 	}
 	return out

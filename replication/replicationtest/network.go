@@ -2,6 +2,7 @@ package replicationtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,6 +42,9 @@ type Faults struct {
 // NetworkStats counts what the Network did.
 type NetworkStats struct {
 	Delivered, Dropped, Delayed, Duplicated, Reordered, Unreachable, Fetches uint64
+	// AntiEntropy counts anti-entropy requests answered; AntiEntropyBytes
+	// their request and answer bodies.
+	AntiEntropy, AntiEntropyBytes uint64
 }
 
 // Network is an in-memory network between the nodes of a Cluster: each
@@ -268,7 +272,7 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 	}
 	n.mu.Unlock()
 
-	shuffled := replication.Batch{Tasks: make([]replication.Task, len(order))}
+	shuffled := replication.Batch{Tasks: make([]replication.Task, len(order)), Versioned: b.Versioned}
 	for i, j := range order {
 		shuffled.Tasks[i] = b.Tasks[j]
 	}
@@ -342,6 +346,68 @@ func (l *link) FetchRegistry(ctx context.Context, p replication.Peer) ([]*regist
 		onFetch(l.from, p.Name)
 	}
 	return out, nil
+}
+
+// antiEntropy is the common part of the anti-entropy calls: the peer's
+// registry if the link is up and the request not dropped (Faults.Drop
+// applies to them as to batches; Cut and Partition too).
+func (l *link) antiEntropy(ctx context.Context, p replication.Peer) (*registry.Registry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n := l.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.reachableLocked(l.from, p.Name) {
+		n.stats.Unreachable++
+		return nil, ErrUnreachable
+	}
+	if n.rand.Float64() < n.faults.Drop {
+		n.stats.Dropped++
+		return nil, ErrUnreachable
+	}
+	n.stats.AntiEntropy++
+	return n.stores[p.Name], nil
+}
+
+// Digest implements replication.Transport, through the wire encoding.
+func (l *link) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	reg, err := l.antiEntropy(ctx, p)
+	if err != nil {
+		return replication.DigestReply{}, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return replication.DigestReply{}, err
+	}
+	resp, err := replication.AnswerDigest(reg, body)
+	if err != nil {
+		return replication.DigestReply{}, &replication.StatusError{Code: 400}
+	}
+	l.net.count(func(s *NetworkStats) { s.AntiEntropyBytes += uint64(len(body) + len(resp)) })
+	var reply replication.DigestReply
+	if err := json.Unmarshal(resp, &reply); err != nil {
+		return replication.DigestReply{}, err
+	}
+	return reply, nil
+}
+
+// Copies implements replication.Transport, through the wire encoding.
+func (l *link) Copies(ctx context.Context, p replication.Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	reg, err := l.antiEntropy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	body, err := replication.EncodeCopiesRequest(keys)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := replication.AnswerCopies(reg, body)
+	if err != nil {
+		return nil, &replication.StatusError{Code: 400}
+	}
+	l.net.count(func(s *NetworkStats) { s.AntiEntropyBytes += uint64(len(body) + len(resp)) })
+	return replication.DecodeCopies(resp)
 }
 
 func (n *Network) count(f func(*NetworkStats)) {
