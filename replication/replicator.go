@@ -438,6 +438,19 @@ func (r *Replicator) Peers() []PeerStats {
 	return out
 }
 
+// PeerList returns the current peers, sorted by name: whom anti-entropy
+// reconciles with.
+func (r *Replicator) PeerList() []Peer {
+	r.mu.Lock()
+	out := make([]Peer, 0, len(r.peers))
+	for _, p := range r.peers {
+		out = append(out, *p.info.Load())
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Totals returns the counters summed over all senders, including those of
 // peers already removed.
 func (r *Replicator) Totals() Counters {

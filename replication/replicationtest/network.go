@@ -71,6 +71,9 @@ type Network struct {
 	// before the fetching node applies it: the place to make changes that
 	// race the copy.
 	onFetch func(from, to string)
+	// fail holds, per link, HTTP statuses to answer the next batches with
+	// (FailNext).
+	fail map[[2]string][]int
 }
 
 type delayedBatch struct {
@@ -120,6 +123,19 @@ func (n *Network) OnFetch(f func(from, to string)) {
 	n.mu.Lock()
 	n.onFetch = f
 	n.mu.Unlock()
+}
+
+// FailNext makes the next batch from one node to another get HTTP code
+// (a *replication.StatusError) without being applied, as a proxy or a
+// peer's bug would answer; calls queue up.
+func (n *Network) FailNext(from, to string, code int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fail == nil {
+		n.fail = map[[2]string][]int{}
+	}
+	k := [2]string{from, to}
+	n.fail[k] = append(n.fail[k], code)
 }
 
 // Cut cuts the link from one node to another, one way.
@@ -254,6 +270,11 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 		return replication.BatchResult{}, ErrUnreachable
 	}
 	rc := n.receivers[p.Name]
+	if codes := n.fail[[2]string{l.from, p.Name}]; len(codes) > 0 {
+		n.fail[[2]string{l.from, p.Name}] = codes[1:]
+		n.mu.Unlock()
+		return replication.BatchResult{}, &replication.StatusError{Code: codes[0]}
+	}
 	f := n.faults
 	// Always draw all four, so one fault's probability does not shift the
 	// draws of the others.
