@@ -36,6 +36,19 @@ type PeerInfo struct {
 	QueueDepth      int    `json:"queueDepth"`
 	LastBatchMillis int64  `json:"lastBatchMillis"`
 	LastError       string `json:"lastError,omitempty"`
+	// Anti-entropy with this peer: InSync is true when the last round
+	// found nothing different; LastAntiEntropy is when that round ended
+	// (omitted if none has yet); Repairs counts what this node took from
+	// the peer since start (adopted, replaced or cancelled instances).
+	InSync          bool       `json:"inSync"`
+	LastAntiEntropy *time.Time `json:"lastAntiEntropy,omitempty"`
+	Repairs         uint64     `json:"repairs"`
+}
+
+// AntiEntropyStats is what /metrics reads from anti-entropy.
+type AntiEntropyStats interface {
+	Stats() []replication.AntiEntropyStats
+	Totals() replication.Repairs
 }
 
 // ReplicationStats is what /metrics reads from the replicator.
@@ -100,6 +113,9 @@ type Config struct {
 	// Replication reports the replication figures for /metrics. nil means
 	// no replication.
 	Replication ReplicationStats
+	// AntiEntropy reports the anti-entropy figures for /metrics. nil means
+	// none.
+	AntiEntropy AntiEntropyStats
 
 	// DisableDelta makes GET /apps/delta answer 403, so clients always do
 	// full fetches. eureka.server.disable-delta, default false.
