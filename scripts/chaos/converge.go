@@ -680,6 +680,9 @@ func converge(ctx context.Context, b *bench, r *report) error {
 	r.figure("test instances' heartbeats: %d ok, %d failed, %d answered 404 and registered again", c.renewOK, c.renewFailed, c.reregistered)
 	c.statsMu.Unlock()
 
+	for _, n := range nodes {
+		r.figure("%s logged: %s", n, antiEntropyLog(ctx, b, n, heal))
+	}
 	r.check(convErr == nil && took <= bound, "all nodes identical within %s of the heal (%s; %v)", bound, took.Round(10*time.Millisecond), errString(convErr))
 	r.check(inSyncErr == nil, "every node reports every peer inSync within %s of identical registries", bound)
 	if final != nil {
@@ -775,4 +778,30 @@ func (w want) describe(inst map[string]any) string {
 		got = fmt.Sprintf("status %v, overriddenStatus %v, metadata %v", inst["status"], inst["overriddenStatus"], inst["metadata"])
 	}
 	return "want " + want + ", got " + got
+}
+
+// antiEntropyLog sums up what a node logged about anti-entropy since the
+// heal: what an operator sees of the repairs.
+func antiEntropyLog(ctx context.Context, b *bench, node string, since time.Time) string {
+	logs, err := b.logs(ctx, node)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, line := range strings.Split(logs, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || !strings.Contains(line, "anti-entropy") {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(rec["time"])); err == nil && at.Before(since.Add(-time.Second)) {
+			continue
+		}
+		delete(rec, "time")
+		out, _ := json.Marshal(rec)
+		lines = append(lines, string(out))
+	}
+	if len(lines) == 0 {
+		return "nothing about anti-entropy"
+	}
+	return strings.Join(lines, " | ")
 }
