@@ -60,8 +60,12 @@ func TestAntiEntropy_overHTTP(t *testing.T) {
 	if local.RootDigest() != peer.reg.RootDigest() {
 		t.Fatal("root digests differ after a round")
 	}
+	before := tr.AntiEntropyBytes()
 	if res := ae.Round(context.Background(), p); !res.InSync || res.Requests != 1 {
 		t.Fatalf("second round %+v", res)
+	}
+	if b := tr.AntiEntropyBytes() - before; b > 100 {
+		t.Fatalf("a round in sync exchanged %d bytes", b)
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,9 @@ func TestAntiEntropy_shown(t *testing.T) {
 		if !strings.Contains(status, want) {
 			t.Errorf("/admin/status lacks %s: %s", want, status)
 		}
+	}
+	if want := fmt.Sprintf(`"digest": "%016x"`, n.reg.RootDigest()); !strings.Contains(status, want) {
+		t.Errorf("/admin/status lacks %s", want)
 	}
 	if strings.Count(status, `"lastAntiEntropy"`) != 1 {
 		t.Errorf("lastAntiEntropy shown for a peer without a round: %s", status)

@@ -128,12 +128,7 @@ func (r *Registry) swapDigestLocked(app string, old, new uint64) {
 		r.dig.apps = map[string]uint64{}
 	}
 	r.dig.root += new - old
-	a := r.dig.apps[app] + new - old
-	if a == 0 && new == 0 {
-		delete(r.dig.apps, app)
-		return
-	}
-	r.dig.apps[app] = a
+	r.dig.apps[app] += new - old
 }
 
 // setInstLocked stores in as l's instance and keeps the digests up to date.

@@ -323,6 +323,13 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 		return nil, nil
 	}
 	l := r.lookupLocked(in.App, id)
+	if l != nil && l.inst.WriteVersion != 0 && (op.Origin == OriginSync || op.Origin == OriginAntiEntropy) {
+		// An unversioned copy from a registry snapshot (syncUp over
+		// Eureka's wire) is older than any versioned write that already
+		// reached this node.
+		r.mu.Unlock()
+		return l.inst, nil
+	}
 	if op.OnlyIfNewer && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
 		r.mu.Unlock()
 		return nil, nil
@@ -643,10 +650,12 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 // removeLocked deletes a lease (cancel or eviction) and returns the DELETED
 // copy of its instance that went into the delta and the stream.
 func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Origin, now time.Time, version uint64) *Instance {
+	r.swapDigestLocked(app, l.digest, 0)
 	byID := r.apps[app]
 	delete(byID, id)
 	if len(byID) == 0 {
 		delete(r.apps, app)
+		delete(r.dig.apps, app) // its sum is 0 now
 	}
 	r.instances--
 	r.rerateArrivalLocked(l, 0)
@@ -655,7 +664,6 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 	if r.expected < 1e-9 {
 		r.expected = 0
 	}
-	r.swapDigestLocked(app, l.digest, 0)
 	in := l.inst.Clone()
 	in.WriteVersion = version
 	in.ActionType = ActionDeleted

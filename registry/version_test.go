@@ -1,6 +1,8 @@
 package registry_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -228,5 +230,45 @@ func TestAntiEntropyAdoption_keepsTheHoldersRenewal(t *testing.T) {
 	clk.Advance(11 * time.Second)
 	if c, _ := r.Copy("APP", "i-1"); c.Live {
 		t.Fatal("adopted copy outlived the holder's lease")
+	}
+}
+
+// The running digest sums equal a recount after any sequence of writes,
+// cancels, evictions and peer copies.
+func TestDigests_propertyRunningSumsMatchRecount(t *testing.T) {
+	r, clk := mustNew(t, selfPreservationOff)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 3000 {
+		registrytest.RandomChange(r, clk, rng, 4)
+		if i%7 == 0 {
+			// A peer's copy, older or newer than the stored one.
+			in := registrytest.NewInstance(fmt.Sprint("APP-", rng.IntN(4)), fmt.Sprint("i-", rng.IntN(30)))
+			in.WriteVersion = uint64(clk.Now().UnixMilli())<<16 + uint64(rng.IntN(1<<17)) - 1<<16
+			r.Apply(registry.RegisterOp(in).From(registry.OriginPeer))
+		}
+		if i%50 != 0 {
+			continue
+		}
+		apps := map[string]uint64{}
+		var root uint64
+		for _, app := range r.Snapshot().Apps {
+			for _, iv := range app.Instances {
+				d := registry.InstanceDigest(iv.Instance)
+				apps[app.Name] += d
+				root += d
+			}
+		}
+		if got := r.RootDigest(); got != root {
+			t.Fatalf("step %d: root %x, recount %x", i, got, root)
+		}
+		got := r.AppDigests(nil)
+		if len(got) != len(apps) {
+			t.Fatalf("step %d: %d app digests, %d apps", i, len(got), len(apps))
+		}
+		for app, d := range apps {
+			if got[app] != d {
+				t.Fatalf("step %d: %s digest %x, recount %x", i, app, got[app], d)
+			}
+		}
 	}
 }

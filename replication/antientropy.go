@@ -46,6 +46,10 @@ type AntiEntropyConfig struct {
 	Now    func() time.Time
 	Rand   *rand.Rand
 	Logger zerolog.Logger
+	// OnMuster, if set, is called with the name of a peer whose round ran
+	// through: it serves anti-entropy, so it is a Muster node
+	// (Replicator.MarkMuster).
+	OnMuster func(peer string)
 }
 
 // Repair kinds, as counted in metrics (muster_anti_entropy_repairs_total).
@@ -89,7 +93,7 @@ type RoundResult struct {
 // metrics.
 type AntiEntropyStats struct {
 	Peer string
-	// InSync: the last round that ran through found nothing different.
+	// InSync: the last round ran through and found nothing different.
 	InSync bool
 	// Last is when the last round that ran through ended; zero if never.
 	Last time.Time
@@ -282,7 +286,15 @@ func (a *AntiEntropy) roundLocked(ctx context.Context, p Peer) RoundResult {
 	a.mu.Unlock()
 
 	res := a.round(ctx, p)
+	if a.record(p, st, res) && a.cfg.OnMuster != nil {
+		a.cfg.OnMuster(p.Name)
+	}
+	return res
+}
 
+// record keeps a round's outcome for Stats and logs it. It reports whether
+// the peer served anti-entropy for the first time (or again).
+func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st.stats.Repairs.add(res.Repaired)
@@ -295,9 +307,13 @@ func (a *AntiEntropy) roundLocked(ctx context.Context, p Peer) RoundResult {
 		st.stats.Unsupported, st.skip = true, unsupportedBackoff
 		st.stats.InSync = false
 	case res.Err != nil:
+		// Unknown is not in sync: a partitioned peer must not keep showing
+		// the verdict of its last good round.
+		st.stats.InSync = false
 		st.stats.LastError = res.Err.Error()
 		a.log.Debug().Err(res.Err).Str(logPeer, p.Name).Msg("anti-entropy round failed")
 	default:
+		firstServed = st.stats.Last.IsZero() || st.stats.Unsupported
 		st.stats.Unsupported, st.stats.LastError = false, ""
 		st.stats.InSync, st.stats.Divergent, st.stats.Last = res.InSync, res.Divergent, a.now()
 	}
@@ -308,7 +324,7 @@ func (a *AntiEntropy) roundLocked(ctx context.Context, p Peer) RoundResult {
 	} else if res.Err == nil {
 		a.log.Debug().Str(logPeer, p.Name).Bool("in_sync", res.InSync).Int("divergent", res.Divergent).Msg("anti-entropy round")
 	}
-	return res
+	return firstServed
 }
 
 // round is one pull round with p: root, then app digests, then the

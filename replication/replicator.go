@@ -438,6 +438,19 @@ func (r *Replicator) Peers() []PeerStats {
 	return out
 }
 
+// MarkMuster records that the named peer is a Muster node (it served
+// anti-entropy): from its next batch on, items carry write versions, as
+// they do to memberlist members. A static peer that is a Muster node thus
+// takes part in the winner rule on the replication path too.
+func (r *Replicator) MarkMuster(name string) {
+	r.mu.Lock()
+	p := r.peers[name]
+	r.mu.Unlock()
+	if p != nil {
+		p.muster.Store(true)
+	}
+}
+
 // PeerList returns the current peers, sorted by name: whom anti-entropy
 // reconciles with.
 func (r *Replicator) PeerList() []Peer {

@@ -155,6 +155,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	if n.ae, err = replication.NewAntiEntropy(replication.AntiEntropyConfig{
 		Store: reg, Transport: transport, Peers: n.rep.PeerList,
 		Interval: s.AntiEntropyInterval, RequestTimeout: s.PeerReadTimeout, Logger: logger,
+		OnMuster: n.rep.MarkMuster,
 	}); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package replicationtest_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -96,6 +97,12 @@ func TestAntiEntropy_overrideMadeWhileTheLinkWasDown(t *testing.T) {
 		if !r.InSync || r.Requests != 1 || r.Divergent != 0 {
 			t.Fatalf("round after convergence: %+v", r)
 		}
+	}
+	// Cut off, the peer no longer shows in sync.
+	cutBoth(c, "a", "b")
+	c.AntiEntropyRound()
+	if st := c.Node("b").AE.Stats(); st[0].InSync || st[0].LastError == "" {
+		t.Fatalf("unreachable peer shows %+v", st[0])
 	}
 }
 
@@ -200,24 +207,32 @@ func TestAntiEntropy_nodesThatOpenedAloneMergeWhenTheyMeet(t *testing.T) {
 }
 
 // A write made more than the clock skew after another wins, whichever
-// node's clock is ahead.
+// node's clock is ahead: one node off by ±5 s and writes 5.1 s apart, or
+// both off in opposite directions (10 s between them) and writes 10.1 s
+// apart.
 func TestAntiEntropy_clockSkewDoesNotLetAnOlderWriteWin(t *testing.T) {
-	for _, skew := range []time.Duration{5 * time.Second, -5 * time.Second} {
-		t.Run(fmt.Sprint("a skewed ", skew), func(t *testing.T) {
+	for _, tc := range []struct {
+		skewA, skewB, gap time.Duration
+	}{
+		{5 * time.Second, 0, 5100 * time.Millisecond},
+		{-5 * time.Second, 0, 5100 * time.Millisecond},
+		{5 * time.Second, -5 * time.Second, 10100 * time.Millisecond},
+		{-5 * time.Second, 5 * time.Second, 10100 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("a %s b %s", tc.skewA, tc.skewB), func(t *testing.T) {
 			c := newAECluster(t, 7, false, "a", "b")
-			c.SetSkew("a", skew)
-			c.SetSkew("b", -skew)
+			c.SetSkew("a", tc.skewA)
+			c.SetSkew("b", tc.skewB)
 			c.MustApply("a", register("APP", "i-1"))
 			c.Settle(time.Second)
 			cutBoth(c, "a", "b")
+			// The node whose clock is ahead writes first, the other later.
 			first, second := "a", "b"
-			if skew < 0 {
+			if tc.skewA < tc.skewB {
 				first, second = "b", "a"
 			}
-			// The node whose clock is ahead writes first; the other, whose
-			// clock is behind by 2 × 5 s, writes 10.1 s later.
 			c.MustApply(first, registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
-			c.Clock.Advance(10*time.Second + 100*time.Millisecond)
+			c.Clock.Advance(tc.gap)
 			c.MustApply(second, registry.StatusOp("APP", "i-1", registry.StatusDown))
 			c.Net.Heal()
 			c.Settle(time.Minute)
@@ -261,5 +276,25 @@ func mustHaveOn(t *testing.T, c *replicationtest.Cluster, node string, k registr
 	t.Helper()
 	if _, ok := c.Node(node).Reg.Instance(k.App, k.ID); ok != want {
 		t.Fatalf("node %s: has %s = %v, want %v", node, k, ok, want)
+	}
+}
+
+// A static peer (not known to be a Muster node) gets Eureka's plain items;
+// once it has served anti-entropy, its batches carry versions.
+func TestAntiEntropy_staticMusterPeerGetsVersionsOnceKnown(t *testing.T) {
+	c := newCluster(t, 9, "a", "b") // no anti-entropy round unless asked
+	static := c.PeersExcept("a")
+	static[0].Muster = false
+	c.Node("a").Rep.SetPeers(static)
+	c.MustApply("a", register("APP", "i-1"))
+	c.Settle(time.Second)
+	if iv, _ := c.Node("b").Reg.Instance("APP", "i-1"); iv.WriteVersion != 0 {
+		t.Fatalf("plain Eureka items carried version %d", iv.WriteVersion)
+	}
+	c.Node("a").AE.RoundAll(context.Background()) // b serves anti-entropy: a Muster node
+	stored := c.MustApply("a", registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
+	c.Settle(time.Second)
+	if iv, _ := c.Node("b").Reg.Instance("APP", "i-1"); iv.WriteVersion != stored.WriteVersion {
+		t.Fatalf("b holds version %d, a wrote %d", iv.WriteVersion, stored.WriteVersion)
 	}
 }

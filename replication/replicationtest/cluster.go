@@ -151,6 +151,7 @@ func (c *Cluster) start(name string, connect bool) *Node {
 	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
 		Store: reg, Transport: pcfg.Transport, Peers: rep.PeerList,
 		Now: now, Rand: rand.New(rand.NewPCG(c.cfg.Seed, 7)), Logger: log,
+		OnMuster: rep.MarkMuster,
 	})
 	if err != nil {
 		c.tb.Fatal(err)

@@ -338,7 +338,8 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 }
 
 // FetchRegistry implements replication.Transport: a copy of every
-// instance the peer holds, as a peer's GET /apps would give it.
+// instance the peer holds, as a peer's GET /apps would give it (without
+// write versions: the syncer asks for them through Digest).
 func (l *link) FetchRegistry(ctx context.Context, p replication.Peer) ([]*registry.Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -360,7 +361,9 @@ func (l *link) FetchRegistry(ctx context.Context, p replication.Peer) ([]*regist
 	var out []*registry.Instance
 	for _, app := range reg.Snapshot().Apps {
 		for _, iv := range app.Instances {
-			out = append(out, iv.Instance.Clone())
+			c := iv.Instance.Clone()
+			c.WriteVersion = 0 // GET /apps is Eureka's wire: no versions
+			out = append(out, c)
 		}
 	}
 	if onFetch != nil {
