@@ -182,23 +182,9 @@ func (c *convergeRun) metadata(id, node, key, value string) error {
 // registryOf is a node's GET /eureka/apps (JSON, with the admin's
 // credentials): instance id → its client-visible fields.
 func (c *convergeRun) registryOf(ctx context.Context, node string) (map[string]map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base[node]+"/eureka/apps", nil)
+	data, err := hostGet(ctx, c.base[node]+"/eureka/apps", "application/json")
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	authorize(req)
-	resp, err := clients.Load().host.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /eureka/apps: HTTP %d", resp.StatusCode)
 	}
 	return clientVisible(data)
 }
@@ -352,23 +338,17 @@ type peerView struct {
 }
 
 func (c *convergeRun) peers(ctx context.Context, node string) ([]peerView, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base[node]+"/admin/status", nil)
+	data, err := hostGet(ctx, c.base[node]+"/admin/status")
 	if err != nil {
 		return nil, err
 	}
-	authorize(req)
-	resp, err := clients.Load().host.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var st struct {
 		Peers []peerView `json:"peers"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /admin/status: HTTP %d", resp.StatusCode)
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
 	}
-	return st.Peers, json.NewDecoder(resp.Body).Decode(&st)
+	return st.Peers, nil
 }
 
 func (p peerView) String() string {

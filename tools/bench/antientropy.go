@@ -218,7 +218,10 @@ func benchRoot(c *benchChild) (uint64, error) {
 	var reply struct {
 		Root uint64 `json:"root"`
 	}
-	return reply.Root, json.Unmarshal(body, &reply)
+	if err := json.Unmarshal(body, &reply); err != nil {
+		return 0, err
+	}
+	return reply.Root, nil
 }
 
 func (pr *benchAEPair) inSync() bool {
