@@ -15,6 +15,10 @@ import (
 	"github.com/muster-registry/muster/registry"
 )
 
+// maxAppSize bounds the app sizes a peer reports (above any registry's
+// limit).
+const maxAppSize = 1 << 20
+
 // defaultMaxEntries is AntiEntropyConfig.MaxEntries's default: about
 // 8 MB of entries per answer.
 const defaultMaxEntries = 100_000
@@ -370,7 +374,9 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	// Large apps (on either side) are compared bucket by bucket first.
 	sizes := src.AppSizes(BucketThreshold, nil)
 	for app, n := range reply.Sizes {
-		sizes[app] = max(sizes[app], n)
+		// The peer's count only steers how finely the app is compared;
+		// an absurd one must not split it into thousands of requests.
+		sizes[app] = max(sizes[app], min(n, maxAppSize))
 	}
 	var whole, big []string
 	for _, app := range differ {

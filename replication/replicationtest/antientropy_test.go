@@ -507,3 +507,39 @@ func TestAntiEntropy_tooLargeCopiesAnswerIsSplit(t *testing.T) {
 		t.Fatalf("round: %+v", rs)
 	}
 }
+
+// inflatedSizes is a peer that reports absurd app sizes.
+type inflatedSizes struct{ replication.Transport }
+
+func (s inflatedSizes) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	reply, err := s.Transport.Digest(ctx, p, req)
+	for app := range reply.AppDigests {
+		if reply.Sizes == nil {
+			reply.Sizes = map[string]int{}
+		}
+		reply.Sizes[app] = 1 << 50
+	}
+	return reply, err
+}
+
+// A peer's app sizes only steer how finely the app is compared: absurd
+// ones cost a few requests more, never thousands.
+func TestAntiEntropy_absurdSizesStayBounded(t *testing.T) {
+	c := newAECluster(t, 15, false, "a", "b")
+	cutBoth(c, "a", "b")
+	for i := range 50 {
+		c.MustApply("a", register("APP", fmt.Sprint("i-", i)))
+	}
+	c.Net.Heal()
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: inflatedSizes{c.Net.From("b")},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ae.Round(context.Background(), c.PeersExcept("b")[0])
+	if rs.Err != nil || rs.Repaired.Missing != 50 || rs.Requests > 20 {
+		t.Fatalf("round: %+v", rs)
+	}
+}
