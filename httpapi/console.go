@@ -84,7 +84,8 @@ type consolePage struct {
 
 type dashboardPeer struct {
 	PeerInfo
-	Available bool
+	Available           bool
+	SyncText, SyncClass string
 }
 
 type appRow struct {
@@ -224,7 +225,9 @@ func (s *Server) consoleOverview(c echo.Context) error {
 	var available, unavailable, registered []string
 	for _, peer := range s.cfg.Peers() {
 		ok := peer.State == "alive" || peer.State == "static"
-		p.Peers = append(p.Peers, dashboardPeer{PeerInfo: peer, Available: ok})
+		dp := dashboardPeer{PeerInfo: peer, Available: ok}
+		dp.SyncText, dp.SyncClass = peer.SyncLabel()
+		p.Peers = append(p.Peers, dp)
 		registered = append(registered, peer.URL)
 		if ok {
 			available = append(available, peer.URL)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/replication"
 )
 
 // statusCmd prints a node's state for a person at a terminal: identity,
@@ -235,15 +236,32 @@ func writeMembers(w io.Writer, st httpapi.AdminStatus) {
 		if p.LastBatchMillis > 0 {
 			last = fmt.Sprintf("%d ms", p.LastBatchMillis)
 		}
-		// Anti-entropy's verdict: yes when its last round with the peer
-		// found nothing different.
-		inSync := "no"
-		if p.InSync {
-			inSync = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, inSync, orDash(p.URL), oneLine(p.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, syncColumn(p), orDash(p.URL), oneLine(peerError(p)))
 	}
 	t.flush()
+}
+
+// syncColumn is anti-entropy's verdict: yes when its last round with the
+// peer found nothing different, no (and why when the round failed), pending
+// before the first round, n/a for a Eureka peer or with anti-entropy off.
+func syncColumn(p httpapi.PeerInfo) string {
+	text, class := p.SyncLabel()
+	switch {
+	case class == "ok":
+		return "yes"
+	case class == "bad":
+		return "no" + strings.TrimPrefix(text, "not in sync")
+	}
+	return text
+}
+
+// peerError is the last replication error, else the failing anti-entropy
+// round's.
+func peerError(p httpapi.PeerInfo) string {
+	if p.LastError == "" && p.AntiEntropy == replication.AEFailing {
+		return "anti-entropy: " + p.AntiEntropyError
+	}
+	return p.LastError
 }
 
 func oneLine(s string) string {
