@@ -199,6 +199,9 @@ func writeStatus(w io.Writer, st httpapi.AdminStatus) {
 	row("", "renewals last minute %d, threshold %d, expected %.0f/min, arriving %.0f/min",
 		sp.RenewsLastMin, sp.RenewsThreshold, sp.ExpectedRenewsPerMin, sp.ArrivingRenewsPerMin)
 	row("Peers", "%s", peerSummary(st.Peers))
+	if len(st.Peers) > 0 {
+		row("Anti-entropy", "%s", countInOrder(st.Peers, func(p httpapi.PeerInfo) string { text, _ := p.SyncLabel(); return text }))
+	}
 	t.flush()
 }
 
@@ -207,19 +210,26 @@ func peerSummary(peers []httpapi.PeerInfo) string {
 	if len(peers) == 0 {
 		return "none (a single node)"
 	}
+	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), countInOrder(peers, func(p httpapi.PeerInfo) string { return p.State }))
+}
+
+// countInOrder counts peers by a word, in the order the words first come:
+// "2 alive, 1 suspect".
+func countInOrder(peers []httpapi.PeerInfo, word func(httpapi.PeerInfo) string) string {
 	var order []string
 	count := map[string]int{}
 	for _, p := range peers {
-		if count[p.State] == 0 {
-			order = append(order, p.State)
+		w := word(p)
+		if count[w] == 0 {
+			order = append(order, w)
 		}
-		count[p.State]++
+		count[w]++
 	}
 	parts := make([]string, len(order))
 	for i, s := range order {
 		parts[i] = fmt.Sprintf("%d %s", count[s], s)
 	}
-	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 func writeMembers(w io.Writer, st httpapi.AdminStatus) {

@@ -47,6 +47,7 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 		`(?m)^Self-preservation\s+\S`,
 		`(?m)^\s+renewals last minute \d+, threshold \d+, expected \d+/min`,
 		`(?m)^Peers\s+1: 1 alive \(muster members lists them\)$`,
+		`(?m)^Anti-entropy\s+1 (in sync|pending|not in sync)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(status) {
 			t.Errorf("status output lacks %s:\n%s", want, status)
@@ -181,6 +182,12 @@ func TestMembers_antiEntropyColumn(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
 			t.Errorf("members lacks %s:\n%s", want, out.String())
 		}
+	}
+	out.Reset()
+	writeStatus(&out, st)
+	want := `(?m)^Anti-entropy\s+2 in sync, 1 not in sync, 1 n/a \(Eureka peer\), 1 not in sync \(round failed\), 1 pending, 1 n/a \(anti-entropy off\)$`
+	if !regexp.MustCompile(want).MatchString(out.String()) {
+		t.Errorf("status lacks %s:\n%s", want, out.String())
 	}
 }
 
