@@ -1,0 +1,193 @@
+package replication
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+)
+
+// slowItems reads body the way handleSlow does: per item, the decoded item
+// or nil when encoding/json refuses it; err when the body as a whole is
+// refused.
+func slowItems(body []byte) ([]*replicationItem, error) {
+	var list struct {
+		ReplicationList []json.RawMessage `json:"replicationList"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, err
+	}
+	if list.ReplicationList == nil {
+		return nil, ErrMalformedBatch
+	}
+	out := make([]*replicationItem, len(list.ReplicationList))
+	for i, raw := range list.ReplicationList {
+		var it replicationItem
+		if json.Unmarshal(raw, &it) == nil {
+			out[i] = &it
+		}
+	}
+	return out, nil
+}
+
+// checkScanMatchesJSON fails when scanBatch reads body differently from
+// encoding/json: a body it accepts must be one encoding/json accepts, with
+// the same items.
+func checkScanMatchesJSON(t *testing.T, body []byte) (fast bool) {
+	t.Helper()
+	items, ok := scanBatch(body)
+	want, err := slowItems(body)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("scanBatch read a body encoding/json refuses (%v): %q", err, body)
+	}
+	if len(items) != len(want) {
+		t.Fatalf("scanBatch found %d items, encoding/json %d: %q", len(items), len(want), body)
+	}
+	for i := range items {
+		got := &items[i].it
+		if raw := items[i].raw; raw != nil {
+			var it replicationItem
+			if json.Unmarshal(raw, &it) != nil {
+				got = nil
+			} else {
+				got = &it
+			}
+		}
+		if (got == nil) != (want[i] == nil) || got != nil && !reflect.DeepEqual(*got, *want[i]) {
+			t.Fatalf("item %d: scanBatch %+v, encoding/json %+v: %q", i, got, want[i], body)
+		}
+	}
+	return true
+}
+
+var batchSeeds = []string{
+	`{"replicationList":[]}`,
+	`{"replicationList":[{"appName":"A","id":"i-1","lastDirtyTimestamp":1718000000000,"status":"UP","action":"Heartbeat"}]}`,
+	` { "replicationList" : [ { "appName" : "A" , "id":"i-1","lastDirtyTimestamp":"17","overriddenStatus":"DOWN","action":"Heartbeat"} , {"appName":"B","id":"x","action":"Cancel"} ] } `,
+	`{"replicationList":[{"appName":"A","id":"i-1","lastDirtyTimestamp":null,"action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"A","id":"i-\u0031","action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"Ä","id":"i","action":"Heartbeat"}]}`,
+	`{"replicationList":[{"APPNAME":"A","id":"i","action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Heartbeat","extra":{"a":[1,2,"]"]}}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":1.5,"action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":0123,"action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":"x","action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","lastDirtyTimestamp":99999999999999999999,"action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":5,"id":"i","action":"Heartbeat"}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Register","instanceInfo":{"instanceId":"i","app":"A","hostName":"h","ipAddr":"1.2.3.4","status":"UP"}}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Register","instanceInfo":null}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Register","instanceInfo":{"a":}}]}`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Heartbeat"},]}`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Heartbeat"}]`,
+	`{"replicationList":[{"appName":"A","id":"i","action":"Heartbeat"}]}x`,
+	`{"replicationList":null}`,
+	`{"other":1,"replicationList":[{"appName":"A"}]}`,
+	`{"replicationList":[{"appName":"A"}],"replicationList":[]}`,
+	`{"replicationList":[{"appName":"A","appName":"B"}]}`,
+	`{"replicationList":[1,"x",null,[]]}`,
+	`{"replicationList":[{}]}`,
+	`{"replicationList":[{"appName":"A\tB"}]}`,
+	`[]`,
+	``,
+}
+
+func TestScanBatch_readsAsEncodingJSONDoes(t *testing.T) {
+	fast := 0
+	for _, s := range batchSeeds {
+		if checkScanMatchesJSON(t, []byte(s)) {
+			fast++
+		}
+	}
+	if fast < 10 {
+		t.Fatalf("scanBatch read only %d of %d seeds itself", fast, len(batchSeeds))
+	}
+	// What a Muster peer sends is read without encoding/json, every item.
+	in := &registry.Instance{InstanceID: "i-1", App: "APP", HostName: "h", IPAddr: "10.0.0.1", Status: registry.StatusUp, LastDirtyTimestamp: 1718000000000}
+	var b Batch
+	for _, a := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister, registry.ActionStatusUpdate, registry.ActionCancel, registry.ActionDeleteStatusOverride} {
+		b.Tasks = append(b.Tasks, Task{Action: a, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
+	}
+	body, err := EncodeBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !checkScanMatchesJSON(t, body) {
+		t.Fatalf("scanBatch did not read EncodeBatch's output: %s", body)
+	}
+	items, _ := scanBatch(body)
+	for i, it := range items {
+		if it.raw != nil {
+			t.Errorf("item %d (%s) went to encoding/json", i, b.Tasks[i].Action)
+		}
+	}
+}
+
+func FuzzScanBatch(f *testing.F) {
+	for _, s := range batchSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkScanMatchesJSON(t, body)
+	})
+}
+
+// The fast path and encoding/json give the same answers and leave the
+// same registry.
+func TestReceiver_Handle_fastAndSlowAnswerAlike(t *testing.T) {
+	clock := registrytest.NewClock()
+	newReg := func() *registry.Registry {
+		cfg := registry.DefaultConfig()
+		cfg.Now = clock.Now
+		reg, err := registry.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"i-1", "i-2"} {
+			in := registrytest.NewInstance("APP", id, registrytest.WithDirty(1718000000000))
+			if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return reg
+	}
+	body := []byte(`{"replicationList":[` +
+		`{"appName":"APP","id":"i-1","lastDirtyTimestamp":1718000000000,"status":"UP","action":"Heartbeat"},` +
+		`{"appName":"APP","id":"i-2","lastDirtyTimestamp":1718000000001,"status":"UP","action":"Heartbeat"},` +
+		`{"appName":"APP","id":"i-9","lastDirtyTimestamp":1718000000000,"status":"UP","action":"Heartbeat"},` +
+		`{"appName":"APP","id":"i-1","lastDirtyTimestamp":"1718000000005","status":"OUT_OF_SERVICE","action":"StatusUpdate"},` +
+		`{"appName":"APP","id":"i-2","action":"Cancel"},` +
+		`{"appName":"APP","id":"i-1","action":"Nope"},` +
+		`{"appName":7,"id":"i-1","action":"Heartbeat"}]}`)
+	fastReg, slowReg := newReg(), newReg()
+	fastRC, _ := NewReceiver(fastReg, zerolog.New(zerolog.NewTestWriter(t)))
+	slowRC, _ := NewReceiver(slowReg, zerolog.New(zerolog.NewTestWriter(t)))
+	fast, err := fastRC.Handle(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := slowRC.handleSlow(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	if json.Unmarshal(fast, &a) != nil || json.Unmarshal(slow, &b) != nil || !reflect.DeepEqual(a, b) {
+		t.Fatalf("answers differ:\nfast %s\nslow %s", fast, slow)
+	}
+	for _, id := range []string{"i-1", "i-2"} {
+		f, fok := fastReg.Instance("APP", id)
+		s, sok := slowReg.Instance("APP", id)
+		if fok != sok || fok && (f.Status != s.Status || f.LastDirtyTimestamp != s.LastDirtyTimestamp) {
+			t.Errorf("%s: fast %v %+v, slow %v %+v", id, fok, f.Instance, sok, s.Instance)
+		}
+	}
+	if _, err := fastRC.Handle([]byte(`{"replicationList":[{"appName":"A"},]}`)); err == nil {
+		t.Error("a malformed body was accepted")
+	}
+}
