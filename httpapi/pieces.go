@@ -92,6 +92,9 @@ type pieceStore struct {
 	mu     sync.Mutex
 	pieces map[pieceKey]*appPieces
 	chunks map[chunkKey]*chunk
+	// last is the pieces of the latest document of apps (0) and of delta
+	// groups (1), in order (ofAll).
+	last [2][]*appPieces
 
 	encodings atomic.Uint64 // pieces encoded, for metrics and tests
 }
@@ -108,15 +111,33 @@ func (ps *pieceStore) of(delta bool, view registry.AppView) *appPieces {
 	return ps.ofLocked(delta, view)
 }
 
-// ofAll is of for every app of a document, under one lock.
+// ofAll is of for every app of a document, under one lock. An app at the
+// same place with the same name and Version as in the previous document
+// of its kind takes that document's pieces without a lookup: at 1M
+// instances (20,000 apps) the lookups, each a few cache misses, cost
+// ~20 ms a document, and after one change all but one app are where they
+// were.
 func (ps *pieceStore) ofAll(delta bool, apps []registry.AppView) []*appPieces {
 	pcs := make([]*appPieces, len(apps))
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	prev := ps.last[b2i(delta)]
 	for i, a := range apps {
+		if i < len(prev) && prev[i].view.Version == a.Version && prev[i].view.Name == a.Name {
+			pcs[i] = prev[i]
+			continue
+		}
 		pcs[i] = ps.ofLocked(delta, a)
 	}
+	ps.last[b2i(delta)] = pcs
 	return pcs
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (ps *pieceStore) ofLocked(delta bool, view registry.AppView) *appPieces {
