@@ -382,3 +382,149 @@ func appendBatchResponse(b []byte, items []replicationResponse) []byte {
 	}
 	return append(b, "]}"...)
 }
+
+// The sender's side: a batch of heartbeats is encoded and its answer
+// decoded once per peer, so both skip reflection too. Fields are written
+// from the same table as above, in struct order and with omitempty as
+// encoding/json does; an item with a field of another type, or a string
+// that needs escaping, is written by encoding/json.
+
+// itemOrder is replicationItem's fields in struct order, for encoding.
+var itemOrder = func() []itemEncField {
+	var out []itemEncField
+	t := reflect.TypeFor[replicationItem]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		kind := itemFieldKind(0)
+		if k, ok := itemFields[name]; ok && k.index == i {
+			kind = k.kind
+		}
+		out = append(out, itemEncField{index: i, key: `"` + name + `":`, kind: kind, omitEmpty: strings.Contains(","+opts+",", ",omitempty,")})
+	}
+	return out
+}()
+
+type itemEncField struct {
+	index     int
+	key       string
+	kind      itemFieldKind // 0: a type only encoding/json writes
+	omitEmpty bool
+}
+
+// appendItem appends it as encoding/json would write it (same fields,
+// same order; strings needing escapes and other types through
+// encoding/json).
+func appendItem(b []byte, it *replicationItem) ([]byte, error) {
+	v := reflect.ValueOf(it).Elem()
+	start := len(b)
+	b = append(b, '{')
+	first := true
+	for _, f := range itemOrder {
+		fv := v.Field(f.index)
+		if f.omitEmpty && (fv.IsZero() || fv.Kind() == reflect.Slice && fv.Len() == 0) {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.key...)
+		switch f.kind {
+		case fieldString:
+			s := fv.String()
+			if !plainASCII(s) {
+				return appendItemJSON(b[:start], it)
+			}
+			b = append(b, '"')
+			b = append(b, s...)
+			b = append(b, '"')
+		case fieldFlexInt:
+			if fv.IsNil() {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendInt(b, int64(*fv.Interface().(*flexInt)), 10)
+			}
+		case fieldInt:
+			b = strconv.AppendInt(b, fv.Int(), 10)
+		case fieldUint:
+			b = strconv.AppendUint(b, fv.Uint(), 10)
+		case fieldObject:
+			raw := fv.Bytes()
+			switch {
+			case len(raw) == 0:
+				b = append(b, "null"...)
+			case !json.Valid(raw):
+				return appendItemJSON(b[:start], it) // its error
+			default:
+				b = append(b, raw...)
+			}
+		default:
+			return appendItemJSON(b[:start], it)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func appendItemJSON(b []byte, it *replicationItem) ([]byte, error) {
+	j, err := json.Marshal(it)
+	return append(b, j...), err
+}
+
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanBatchResponse reads a ReplicationListResponse whose items carry only
+// a status code, which is what a peer answers when nothing conflicts;
+// false for anything else (a 409's entity, another shape), which
+// DecodeBatchResponse leaves to encoding/json.
+func scanBatchResponse(body []byte) ([]ItemResult, bool) {
+	sc := batchScanner{s: body}
+	if !sc.byte('{') || !sc.key("responseList") || !sc.byte('[') {
+		return nil, false
+	}
+	out := make([]ItemResult, 0, 256)
+	if sc.peek() == ']' {
+		sc.i++
+	} else {
+		for {
+			if !sc.byte('{') || !sc.key("statusCode") {
+				return nil, false
+			}
+			text, ok := sc.integer()
+			if !ok || !sc.byte('}') {
+				return nil, false
+			}
+			code, err := strconv.Atoi(string(text))
+			if err != nil {
+				return nil, false
+			}
+			out = append(out, ItemResult{StatusCode: code})
+			if sc.peek() == ',' {
+				sc.i++
+				continue
+			}
+			if !sc.byte(']') {
+				return nil, false
+			}
+			break
+		}
+	}
+	if !sc.byte('}') {
+		return nil, false
+	}
+	sc.ws()
+	return out, sc.i == len(sc.s)
+}

@@ -191,3 +191,57 @@ func TestReceiver_Handle_fastAndSlowAnswerAlike(t *testing.T) {
 		t.Error("a malformed body was accepted")
 	}
 }
+
+// EncodeBatch writes what encoding/json writes, up to escaping.
+func TestEncodeBatch_asEncodingJSON(t *testing.T) {
+	dirty := flexInt(1718000000000)
+	items := []replicationItem{
+		{AppName: "APP", ID: "i-1", LastDirtyTimestamp: &dirty, Status: "UP", Action: "Heartbeat"},
+		{AppName: "APP", ID: "i-1", Action: "Cancel"},
+		{AppName: "APP", ID: "i-1", LastDirtyTimestamp: &dirty, OverriddenStatus: "OUT_OF_SERVICE", Status: "UP", Action: "Heartbeat"},
+		{AppName: "A<p>&\"q\"", ID: "é\t\\", Action: "StatusUpdate", Status: "DOWN"},
+		{AppName: "APP", ID: "i-1", Action: "Register", InstanceInfo: json.RawMessage(`{"instanceId":"i-1","app":"APP"}`)},
+		{AppName: "APP", ID: "i-1", Action: "Register", InstanceInfo: json.RawMessage{}},
+	}
+	for _, it := range items {
+		got, err := appendItem(nil, &it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(it)
+		var g, w any
+		if json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Errorf("appendItem %s, encoding/json %s", got, want)
+		}
+	}
+	bad := replicationItem{AppName: "APP", InstanceInfo: json.RawMessage(`{"a":`)}
+	if _, err := appendItem(nil, &bad); err == nil {
+		t.Error("invalid instanceInfo was written")
+	}
+}
+
+// DecodeBatchResponse reads plain answers itself and the rest as before.
+func TestDecodeBatchResponse_fastAndSlowAlike(t *testing.T) {
+	for _, body := range []string{
+		`{"responseList":[]}`,
+		`{"responseList":[{"statusCode":200},{"statusCode":404} , {"statusCode":200}]}`,
+		`{"responseList":[{"statusCode":200},{"statusCode":409,"responseEntity":{"instanceId":"i-1","app":"APP","hostName":"h","ipAddr":"1.2.3.4"}}]}`,
+		`{"responseList":[{"statusCode":"200"}]}`,
+	} {
+		fast, ok := scanBatchResponse([]byte(body))
+		res, err := DecodeBatchResponse([]byte(body))
+		if err != nil {
+			if ok {
+				t.Errorf("%s: scanned, but encoding/json refuses it: %v", body, err)
+			}
+			continue
+		}
+		if ok && !reflect.DeepEqual(fast, res.Items) {
+			t.Errorf("%s: scanned %+v, decoded %+v", body, fast, res.Items)
+		}
+		var resp replicationListResponse
+		if json.Unmarshal([]byte(body), &resp) != nil || len(resp.ResponseList) != len(res.Items) {
+			t.Errorf("%s: %d items, encoding/json %d", body, len(res.Items), len(resp.ResponseList))
+		}
+	}
+}

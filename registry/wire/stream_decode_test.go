@@ -56,7 +56,7 @@ func checkStreamMatches(t *testing.T, data []byte) {
 	}
 	whole, werr := wire.DecodeApplicationsJSON(data)
 	for name, wrap := range map[string]func(io.Reader) io.Reader{
-		"whole": func(r io.Reader) io.Reader { return r },
+		"whole":  func(r io.Reader) io.Reader { return r },
 		"1 byte": iotest.OneByteReader,
 		"half":   iotest.HalfReader,
 	} {

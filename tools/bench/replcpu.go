@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -190,6 +191,21 @@ func (e *benchEnv) replCluster() error {
 			}
 			return res, err
 		}}
+	if e.profileDir != "" {
+		var done []<-chan error
+		for i, nd := range nodes[:2] {
+			done = append(done, nd.profile(5*time.Second, filepath.Join(e.profileDir, fmt.Sprintf("replcpu-cluster-%c.cpu.pprof", 'a'+i))))
+		}
+		if _, err := e.loadSpread(nodes, loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb, Duration: 5500 * time.Millisecond}); err != nil {
+			return err
+		}
+		for _, d := range done {
+			if err := <-d; err != nil {
+				return err
+			}
+		}
+		e.logf("   CPU profiles of two cluster nodes under spread heartbeats in %s", e.profileDir)
+	}
 	singleRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb}}
 	sides, err := e.alternate([]benchRun{singleRun, clusterRun})
 	if err != nil {
