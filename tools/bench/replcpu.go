@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -206,12 +207,38 @@ func (e *benchEnv) replCluster() error {
 		}
 		e.logf("   CPU profiles of two cluster nodes under spread heartbeats in %s", e.profileDir)
 	}
+	// What the nodes cost doing nothing (memberlist, tickers), measured
+	// together: part of every figure below, and three times over for the
+	// cluster.
+	idle := func(nodes []*benchChild) []time.Duration {
+		out := make([]time.Duration, len(nodes))
+		for i, nd := range nodes {
+			out[i] = nd.cpu()
+		}
+		return out
+	}
+	all := append(slices.Clone(nodes), single)
+	idle0 := idle(all)
+	time.Sleep(3 * time.Second)
+	idle1 := idle(all)
+	var idleCluster time.Duration
+	for i := range nodes {
+		idleCluster += idle1[i] - idle0[i]
+	}
+	idleSingle := idle1[3] - idle0[3]
 	singleRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb}}
-	sides, err := e.alternate([]benchRun{singleRun, clusterRun})
+	// Clients that all talk to one node (the first URL of their list):
+	// the other two only apply batches.
+	oneRun := benchRun{target: nodes[0], cpuOf: nodes, cfg: singleRun.cfg}
+	// The single node at a third of the rate, as each node of the spread
+	// cluster serves its clients: what a request costs a node that is
+	// idle between requests.
+	thirdRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns / 3, Interval: interval, Next: hb}}
+	sides, err := e.alternate([]benchRun{singleRun, clusterRun, oneRun, thirdRun})
 	if err != nil {
 		return err
 	}
-	s, c := sides[0], sides[1]
+	s, c, one, third := sides[0], sides[1], sides[2], sides[3]
 	for _, side := range sides {
 		if bad := side.res.NotOK(); bad > 0 {
 			return fmt.Errorf("replcpu: %d heartbeats failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
@@ -219,8 +246,13 @@ func (e *benchEnv) replCluster() error {
 	}
 	ratio := c.cpuPerReq() / s.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(ratio <= 1.5),
-		fmt.Sprintf("ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes",
-			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1)))
+		fmt.Sprintf("ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; idle CPU %.1f ms/s for the cluster, %.1f for the single node",
+			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1), float64(idleCluster.Microseconds())/3e3, float64(idleSingle.Microseconds())/3e3))
+	oneRatio := one.cpuPerReq() / s.cpuPerReq()
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(oneRatio <= 1.5),
+		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))
+	e.addCompared(sc, "single node's CPU per client heartbeat at a third of the rate", third.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
+		fmt.Sprintf("%.0f heartbeats/s, what each node of the spread cluster serves; ceiling = the same node at %.0f/s", third.res.RPS(), s.res.RPS()))
 	for _, nd := range append(nodes, single) {
 		nd.stop()
 	}
