@@ -39,7 +39,7 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 	}
 	// As in a node, a consumer reads the change stream and takes the
 	// renewal feed when woken, at most every 20 ms (replication's feed takes
-	// it every 250 ms, replication.renewalTakeInterval: 20 ms is harder).
+	// it every 100 ms, replication.renewalTakeInterval: 20 ms is harder).
 	ready := r.RenewalsReady()
 	cur := r.Subscribe()
 	defer cur.Close()
