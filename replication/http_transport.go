@@ -37,7 +37,7 @@ type HTTPTransport struct {
 	// fetchClient fetches whole registries for syncUp: the same connections,
 	// but no request timeout of its own, as the batch timeout is far too
 	// short for a large registry; the caller's context bounds it
-	// (SyncConfig.FetchTimeout).
+	// (SyncConfig.FetchTimeout, as an idle timeout).
 	fetchClient *http.Client
 	// maxRegistryBytes caps a registry read for syncUp (SetSyncLimit).
 	maxRegistryBytes int64
@@ -123,6 +123,16 @@ func (t *HTTPTransport) SetSyncLimit(maxBytes int64) {
 // ~1.2 GB, which reading whole cost twice that in memory and most of the
 // copy's time.
 func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error) {
+	return t.FetchRegistryProgress(ctx, p, nil)
+}
+
+// FetchRegistryProgress is FetchRegistry calling progress (when not nil)
+// whenever bytes arrive or an application is decoded; Syncer uses it to
+// time out a stalled copy rather than a long one.
+func (t *HTTPTransport) FetchRegistryProgress(ctx context.Context, p Peer, progress func()) ([]*registry.Instance, error) {
+	if progress == nil {
+		progress = func() {}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
 	if err != nil {
 		return nil, err
@@ -157,9 +167,10 @@ func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.
 		body = zr
 	}
 	maxBytes := t.maxRegistryBytes
-	limited := &limitedReader{r: body, left: maxBytes}
+	limited := &limitedReader{r: body, left: maxBytes, progress: progress}
 	var out []*registry.Instance
 	err = wire.ReadApplicationsJSON(limited, func(app registry.AppView) error {
+		progress()
 		for _, iv := range app.Instances {
 			out = append(out, iv.Instance)
 		}
@@ -179,8 +190,9 @@ var errReadLimit = errors.New("replication: read limit reached")
 // limitedReader reads at most left bytes of r and fails with errReadLimit
 // past them, where io.LimitReader would end quietly.
 type limitedReader struct {
-	r    io.Reader
-	left int64
+	r        io.Reader
+	left     int64
+	progress func() // called when bytes arrive
 }
 
 func (l *limitedReader) Read(p []byte) (int, error) {
@@ -188,6 +200,9 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 		p = p[:l.left+1]
 	}
 	n, err := l.r.Read(p)
+	if n > 0 {
+		l.progress()
+	}
 	if l.left -= int64(n); l.left < 0 {
 		return n, errReadLimit
 	}
