@@ -365,7 +365,8 @@ func (sc *batchScanner) skipValue(depth int) bool {
 }
 
 // appendBatchResponse writes a ReplicationListResponse as json.Marshal
-// does (responseEntity is already compact JSON).
+// does (responseEntity is already compact JSON). A field added to
+// replicationResponse must be added here: a test fills every field.
 func appendBatchResponse(b []byte, items []replicationResponse) []byte {
 	b = append(b, `{"responseList":[`...)
 	for i, r := range items {
@@ -377,6 +378,10 @@ func appendBatchResponse(b []byte, items []replicationResponse) []byte {
 		if len(r.ResponseEntity) > 0 {
 			b = append(b, `,"responseEntity":`...)
 			b = append(b, r.ResponseEntity...)
+		}
+		if r.Version != 0 {
+			b = append(b, `,"version":`...)
+			b = strconv.AppendUint(b, r.Version, 10)
 		}
 		b = append(b, '}')
 	}

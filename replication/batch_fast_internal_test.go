@@ -114,17 +114,24 @@ func TestScanBatch_readsAsEncodingJSONDoes(t *testing.T) {
 	for _, a := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister, registry.ActionStatusUpdate, registry.ActionCancel, registry.ActionDeleteStatusOverride} {
 		b.Tasks = append(b.Tasks, Task{Action: a, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
 	}
-	body, err := EncodeBatch(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !checkScanMatchesJSON(t, body) {
-		t.Fatalf("scanBatch did not read EncodeBatch's output: %s", body)
-	}
-	items, _ := scanBatch(body)
-	for i, it := range items {
-		if it.raw != nil {
-			t.Errorf("item %d (%s) went to encoding/json", i, b.Tasks[i].Action)
+	in.WriteVersion = 42
+	for _, versioned := range []bool{false, true} {
+		b.Versioned = versioned
+		body, err := EncodeBatch(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !checkScanMatchesJSON(t, body) {
+			t.Fatalf("scanBatch did not read EncodeBatch's output: %s", body)
+		}
+		items, _ := scanBatch(body)
+		for i, it := range items {
+			if it.raw != nil {
+				t.Errorf("item %d (%s, versioned %v) went to encoding/json", i, b.Tasks[i].Action, versioned)
+			}
+			if versioned && it.it.Version != 42 {
+				t.Errorf("item %d: version %d, want 42", i, it.it.Version)
+			}
 		}
 	}
 }
@@ -243,5 +250,33 @@ func TestDecodeBatchResponse_fastAndSlowAlike(t *testing.T) {
 		if json.Unmarshal([]byte(body), &resp) != nil || len(resp.ResponseList) != len(res.Items) {
 			t.Errorf("%s: %d items, encoding/json %d", body, len(res.Items), len(resp.ResponseList))
 		}
+	}
+}
+
+// appendBatchResponse writes every field of replicationResponse: each is
+// set here by reflection, so a new one fails this test until it is added.
+func TestAppendBatchResponse_writesEveryField(t *testing.T) {
+	var r replicationResponse
+	v := reflect.ValueOf(&r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			f.SetInt(409)
+		case reflect.Uint64:
+			f.SetUint(7)
+		case reflect.Slice:
+			f.SetBytes([]byte(`{"instanceId":"i-1"}`))
+		case reflect.String:
+			f.SetString("x")
+		default:
+			t.Fatalf("field %s of kind %s: teach this test and appendBatchResponse", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	got := appendBatchResponse(nil, []replicationResponse{r})
+	want, _ := json.Marshal(replicationListResponse{ResponseList: []replicationResponse{r}})
+	var g, w any
+	if json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
+		t.Fatalf("appendBatchResponse %s, encoding/json %s", got, want)
 	}
 }

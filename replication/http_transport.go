@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -42,6 +43,9 @@ type HTTPTransport struct {
 	// maxRegistryBytes caps a registry read for syncUp (SetSyncLimit).
 	maxRegistryBytes int64
 	sign             RequestSigner // nil: requests go unsigned
+	// aeBytes counts anti-entropy request and answer bodies
+	// (AntiEntropyBytes).
+	aeBytes atomic.Uint64
 }
 
 // NewHTTPTransport returns a transport with the given connect and whole

@@ -128,7 +128,19 @@ func TestConfig_Validate(t *testing.T) {
 	}
 }
 
-type nopTransport struct{}
+type nopTransport struct{ noAntiEntropy }
+
+// noAntiEntropy gives a test transport the anti-entropy calls of a peer
+// that does not serve them.
+type noAntiEntropy struct{}
+
+func (noAntiEntropy) Digest(context.Context, Peer, DigestRequest) (DigestReply, error) {
+	return DigestReply{}, ErrNoAntiEntropy
+}
+
+func (noAntiEntropy) Copies(context.Context, Peer, []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	return nil, ErrNoAntiEntropy
+}
 
 func (nopTransport) Send(context.Context, Peer, Batch) (BatchResult, error) {
 	return BatchResult{}, nil

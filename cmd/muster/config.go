@@ -43,6 +43,7 @@ type Settings struct {
 
 	MaxReplicationQueue int
 	MaxTimeReplication  time.Duration
+	AntiEntropyInterval time.Duration
 	PeerConnectTimeout  time.Duration
 	PeerReadTimeout     time.Duration
 
@@ -172,6 +173,7 @@ var settings = []setting{
 	enumKey("muster.dashboard.actions-without-auth", "loopback", []string{"loopback", "any", "none"}, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *string { return &s.DashboardActions }),
 	msKey("muster.shutdown-timeout-ms", 10000, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
 	strKey("muster.data-dir", "", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
+	msOrZeroKey("muster.anti-entropy-interval-ms", 10000, "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropyInterval }),
 	msKey("muster.snapshot-interval-ms", 30000, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "muster", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
 	msOrZeroKey("muster.cold-start-wait-ms", 35000, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),

@@ -52,6 +52,7 @@ type Node struct {
 	api       *httpapi.Server
 	metrics   *prometheus.Registry
 	rep       *replication.Replicator
+	ae        *replication.AntiEntropy
 	transport replication.Transport
 	receiver  *replication.Receiver
 	syncer    *replication.Syncer
@@ -109,6 +110,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	rcfg.DeltaRetentionInterval = s.DeltaRetentionInterval
 	rcfg.SyncWhenTimestampDiffers = s.SyncWhenTimestampDiffers
 	rcfg.RenewalRateWindow = s.MeasuredRateWindow
+	rcfg.TombstoneGrace = max(rcfg.TombstoneGrace, s.AntiEntropyInterval)
 	rcfg.Limits = registry.Limits{
 		MaxInstances: s.MaxInstances, MaxInstancesPerApp: s.MaxInstancesPerApp,
 		MaxMetadataEntries: s.MaxMetadataEntries, MaxMetadataBytes: s.MaxMetadataBytes,
@@ -151,6 +153,13 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 	n.transport = repCfg.Transport
+	if n.ae, err = replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: reg, Transport: transport, Peers: n.rep.PeerList,
+		Interval: s.AntiEntropyInterval, RequestTimeout: s.PeerReadTimeout, Logger: logger,
+		OnMuster: n.rep.MarkMuster,
+	}); err != nil {
+		return nil, err
+	}
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -195,7 +204,9 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
 	hcfg.Batch = n.receiver.Handle
+	hcfg.Digests = n.reg
 	hcfg.Replication = n.rep
+	hcfg.AntiEntropy = n.ae
 	hcfg.DisableDelta = s.DisableDelta
 	hcfg.MaxBodyBytes = s.MaxBodyBytes
 	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
@@ -339,6 +350,10 @@ func (n *Node) startUp(ctx context.Context) {
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
 	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
+	// A first round with every peer at once: what changed while this node
+	// was syncing (or down) is reconciled now, not an interval later.
+	n.ae.PeersChanged()
+	n.goRun(func() { n.ae.Run(ctx) })
 	if n.settings.DataDir != "" {
 		n.goRun(func() { n.snapshotLoop(ctx.Done()) })
 	}
@@ -398,6 +413,7 @@ func (n *Node) watchPeers(ctx context.Context) {
 		case <-tick.C:
 		}
 		n.rep.SetPeers(n.currentPeers())
+		n.ae.PeersChanged() // a peer that joined or came back gets a round at once
 	}
 }
 
@@ -411,7 +427,7 @@ func (n *Node) currentPeers() []replication.Peer {
 			if m.Self || m.EurekaURL == "" || m.State == cluster.StateDead || m.State == cluster.StateLeft {
 				continue
 			}
-			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone})
+			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone, Muster: true})
 			seen[normalizeURL(m.EurekaURL)] = true
 		}
 	}
@@ -474,11 +490,22 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 	for _, ps := range n.rep.Peers() {
 		stats[ps.Name] = ps
 	}
+	ae := map[string]replication.AntiEntropyStats{}
+	for _, as := range n.ae.Stats() {
+		ae[as.Peer] = as
+	}
 	var out []httpapi.PeerInfo
 	add := func(name, zone, url, state string) {
 		pi := httpapi.PeerInfo{Name: name, Zone: zone, URL: url, State: state}
 		if ps, ok := stats[name]; ok {
 			pi.QueueDepth, pi.LastBatchMillis, pi.LastError = ps.QueueDepth, ps.LastBatchMillis, ps.LastError
+		}
+		if as, ok := ae[name]; ok {
+			pi.InSync, pi.Repairs = as.InSync, as.Repairs.Total()
+			if !as.Last.IsZero() {
+				last := as.Last.UTC()
+				pi.LastAntiEntropy = &last
+			}
 		}
 		out = append(out, pi)
 	}
