@@ -439,7 +439,7 @@ func (s *Server) instanceRow(iv *registry.InstanceView, now time.Time) instanceR
 	if renewed > 0 {
 		r.LastRenewal = formatAge(now.Sub(time.UnixMilli(renewed))) + " ago"
 	}
-	if s.origins.local(in) {
+	if s.reg.IsClientLive(in.App, in.ID()) {
 		r.Origin = "this node"
 	} else {
 		r.Origin = "a peer"

@@ -121,6 +121,9 @@ type Registry interface {
 	// The change stream, for blocking fetches and watch streams.
 	Subscribe() *registry.Cursor
 	SubscribeAfter(seq uint64) (*registry.Cursor, bool)
+	// IsClientLive: the instance's client talks to this node (the
+	// console's origin column).
+	IsClientLive(app, id string) bool
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -258,7 +261,6 @@ type Server struct {
 	history    *spHistory
 	consoleIdx consoleIndexCache
 	csrf       csrfKeys
-	origins    origins
 
 	watch      *watchHub
 	watchTimer func(d time.Duration) (<-chan time.Time, func())

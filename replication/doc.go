@@ -16,7 +16,7 @@
 //     lease in the renewal feed. Neither calls into replication.
 //  2. The replicator's feed goroutine, woken by the registry without
 //     blocking, reads the stream from its cursor to the head, outside
-//     every registry lock; at most every 20 ms it first takes the renewals
+//     every registry lock; at most every 100 ms it first takes the renewals
 //     (so a heartbeat may lag a change by that much, and a flood of them is
 //     collected in bulk). A change that did not come
 //     from a client (a peer's write, a syncUp copy, an eviction) stops

@@ -70,7 +70,8 @@ type Node struct {
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
 	syncResult replication.SyncResult
-	startState string // how the node opened (coldstart.go)
+	syncTook   time.Duration // how long syncUp ran (bench-target reports it)
+	startState string        // how the node opened (coldstart.go)
 
 	snapMetrics *snapshotMetrics
 	snapWriter  snapshotWriter
@@ -311,11 +312,12 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 
 // startUp is syncUp then openForTraffic (ARCHITECTURE.md decision 8).
 func (n *Node) startUp(ctx context.Context) {
+	t0 := time.Now()
 	res := n.syncer.Run(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	n.syncResult = res
+	n.syncResult, n.syncTook = res, time.Since(t0)
 	restored := false
 	switch {
 	case n.settings.DataDir == "":
