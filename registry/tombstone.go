@@ -1,6 +1,10 @@
 package registry
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // A cancel leaves a tombstone: the key and the cancel's write version.
 // Replication, syncUp and anti-entropy all apply copies under one rule
@@ -201,4 +205,37 @@ func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, in *Instance, 
 		d = min(ttl, time.Duration(MaxLeaseDurationSecs)*time.Second+r.cfg.TombstoneGrace)
 	}
 	r.tombs.put(k, version, now.Add(d), r.cfg.MaxTombstones)
+}
+
+// TombstoneEntry is a live tombstone as the data-dir snapshot keeps it
+// (registry/persist): the cancelled key, the cancel's write version and
+// how long the tombstone is kept still.
+type TombstoneEntry struct {
+	Key     InstanceKey
+	Version uint64
+	TTL     time.Duration
+}
+
+// LiveTombstones lists the tombstones that have not expired on the
+// registry's clock, with their remaining lifetime, sorted by key so a
+// snapshot written twice from the same state is the same file.
+func (r *Registry) LiveTombstones() []TombstoneEntry {
+	now := r.now()
+	r.mu.RLock()
+	out := make([]TombstoneEntry, 0, r.tombs.n)
+	for app, byID := range r.tombs.byApp {
+		for id, t := range byID {
+			if ttl := t.expires.Sub(now); ttl > 0 {
+				out = append(out, TombstoneEntry{Key: InstanceKey{App: app, ID: id}, Version: t.version, TTL: ttl})
+			}
+		}
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b TombstoneEntry) int {
+		if c := cmp.Compare(a.Key.App, b.Key.App); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key.ID, b.Key.ID)
+	})
+	return out
 }

@@ -108,7 +108,8 @@ type snapshotWriter struct {
 // restored at least one instance.
 func (n *Node) restoreSnapshot() bool {
 	dir := n.settings.DataDir
-	h, instances, err := persist.Read(dir, n.settings.ClusterName)
+	f, err := persist.ReadFile(dir, n.settings.ClusterName)
+	h, instances := f.Header, f.Instances
 	switch {
 	case errors.Is(err, persist.ErrNotFound):
 		n.snapMetrics.load.WithLabelValues("not_found").Set(1)
@@ -129,11 +130,17 @@ func (n *Node) restoreSnapshot() bool {
 		ev.Msg("registry snapshot refused, nothing of it loaded")
 		return false
 	case len(instances) == 0:
+		// The cancels still count: without their tombstones a peer's
+		// older copy could bring them back.
+		persist.RestoreTombstones(n.reg, h.Written, f.Tombstones, time.Now())
 		n.snapMetrics.load.WithLabelValues("empty").Set(1)
 		n.log.Info().Str("file", persist.Path(dir)).Time("written", h.Written).Msg("registry snapshot holds no instance")
 		return false
 	}
 	stored, refused := persist.Restore(n.reg, instances)
+	// After the instances, so a cancel newer than a restored copy removes
+	// it under the winner rule.
+	tombs := persist.RestoreTombstones(n.reg, h.Written, f.Tombstones, time.Now())
 	for i, err := range refused {
 		if i == 3 {
 			n.log.Warn().Int("more", len(refused)-3).Msg("snapshot: more instances refused")
@@ -143,7 +150,7 @@ func (n *Node) restoreSnapshot() bool {
 	}
 	n.snapMetrics.load.WithLabelValues("loaded").Set(1)
 	n.log.Info().Str("file", persist.Path(dir)).Str("written_by", h.Node).Time("written", h.Written).
-		Dur("age", time.Since(h.Written).Round(time.Second)).Int("instances", stored).
+		Dur("age", time.Since(h.Written).Round(time.Second)).Int("instances", stored).Int("tombstones", tombs).
 		Msg("no peer had the registry: loaded the snapshot, every lease counted as renewed now")
 	return stored > 0
 }
@@ -164,7 +171,7 @@ func (n *Node) writeSnapshot(why string) {
 		return
 	}
 	start := time.Now()
-	info, err := persist.Write(n.settings.DataDir, n.settings.ClusterName, n.name, snap, start)
+	info, err := persist.Write(n.settings.DataDir, n.settings.ClusterName, n.name, snap, n.reg.LiveTombstones(), start)
 	took := time.Since(start)
 	if err != nil {
 		n.snapMetrics.writes.WithLabelValues("error").Inc()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,10 +52,21 @@ type Header struct {
 
 // Info describes a written snapshot.
 type Info struct {
-	Path      string
-	Bytes     int64
-	Instances int
-	Version   uint64 // the registry version written
+	Path       string
+	Bytes      int64
+	Instances  int
+	Tombstones int
+	Version    uint64 // the registry version written
+}
+
+// File is a whole snapshot as ReadFile returns it.
+type File struct {
+	Header
+	Instances []*registry.Instance
+	// Tombstones are the cancels the writer still kept, each with its
+	// remaining lifetime at Header.Written; none in a file written
+	// before tombstones were kept.
+	Tombstones []registry.TombstoneEntry
 }
 
 // Path is the snapshot file of a data directory.
@@ -63,7 +75,9 @@ func Path(dir string) string { return filepath.Join(dir, FileName) }
 // Write stores snap in dir atomically (temp file, fsync, rename, directory
 // fsync). cluster names the cluster (muster.cluster-name); node is written
 // for the operator's benefit only.
-func Write(dir, cluster, node string, snap *registry.Snapshot, now time.Time) (Info, error) {
+// tombs are the registry's live tombstones (Registry.LiveTombstones), kept
+// in the file with their remaining lifetime; nil for none.
+func Write(dir, cluster, node string, snap *registry.Snapshot, tombs []registry.TombstoneEntry, now time.Time) (Info, error) {
 	if err := validName("cluster", cluster); err != nil {
 		return Info{}, err
 	}
@@ -101,6 +115,9 @@ func Write(dir, cluster, node string, snap *registry.Snapshot, now time.Time) (I
 	if err := writeVersions(body, snap); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
+	if err := writeTombstones(body, tombs); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
 	trailer := fmt.Sprintf("crc32c: %08x bytes: %d\n", sum.Sum32(), counter.n)
 	if _, err := io.WriteString(bw, trailer); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
@@ -122,7 +139,7 @@ func Write(dir, cluster, node string, snap *registry.Snapshot, now time.Time) (I
 	if err := syncDir(dir); err != nil {
 		return Info{}, fmt.Errorf("snapshot: fsync directory %s: %w", dir, err)
 	}
-	return Info{Path: final, Bytes: counter.n + int64(len(trailer)), Instances: snap.Instances, Version: snap.Version}, nil
+	return Info{Path: final, Bytes: counter.n + int64(len(trailer)), Instances: snap.Instances, Tombstones: len(tombs), Version: snap.Version}, nil
 }
 
 // CheckDir makes sure dir exists (creating it) and that a file can be
@@ -156,93 +173,110 @@ func SetAside(dir string) (string, error) {
 // the whole file is sound and was written by cluster. Errors wrap
 // ErrNotFound, ErrCorrupt, ErrForeign or ErrVersion and name the file.
 func Read(dir, cluster string) (Header, []*registry.Instance, error) {
+	f, err := ReadFile(dir, cluster)
+	return f.Header, f.Instances, err
+}
+
+// ReadFile is Read with the snapshot's tombstones.
+func ReadFile(dir, cluster string) (File, error) {
 	path := Path(dir)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Header{}, nil, fmt.Errorf("%s: %w", path, ErrNotFound)
+		return File{}, fmt.Errorf("%s: %w", path, ErrNotFound)
 	}
 	if err != nil {
-		return Header{}, nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+		return File{}, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
 	}
-	h, instances, err := parse(data, cluster)
+	f, err := parse(data, cluster)
 	if err != nil {
-		return Header{}, nil, fmt.Errorf("%s: %w", path, err)
+		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return h, instances, nil
+	return f, nil
 }
 
-func parse(data []byte, cluster string) (Header, []*registry.Instance, error) {
-	var h Header
+func parse(data []byte, cluster string) (File, error) {
+	h, instances, tombs, err := parseParts(data, cluster)
+	if err != nil {
+		return File{}, err
+	}
+	return File{Header: h, Instances: instances, Tombstones: tombs}, nil
+}
+
+func parseParts(data []byte, cluster string) (h Header, _ []*registry.Instance, _ []registry.TombstoneEntry, _ error) {
 	first, _, ok := bytes.Cut(data, []byte("\n"))
 	if !ok || !bytes.HasPrefix(first, []byte(magic+" ")) {
-		return h, nil, fmt.Errorf("%w: does not start with %q", ErrCorrupt, magic)
+		return h, nil, nil, fmt.Errorf("%w: does not start with %q", ErrCorrupt, magic)
 	}
 	if v := string(first[len(magic)+1:]); v != strconv.Itoa(formatVersion) {
-		return h, nil, fmt.Errorf("%w: format %q, this build reads %d", ErrVersion, v, formatVersion)
+		return h, nil, nil, fmt.Errorf("%w: format %q, this build reads %d", ErrVersion, v, formatVersion)
 	}
 	// The trailer is the last line; everything before it is checksummed.
 	if len(data) == 0 || data[len(data)-1] != '\n' {
-		return h, nil, fmt.Errorf("%w: truncated (no complete trailer line)", ErrCorrupt)
+		return h, nil, nil, fmt.Errorf("%w: truncated (no complete trailer line)", ErrCorrupt)
 	}
 	cut := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
 	content, trailer := data[:cut], string(data[cut:len(data)-1])
 	var wantSum uint32
 	var wantLen int64
 	if _, err := fmt.Sscanf(trailer, "crc32c: %08x bytes: %d", &wantSum, &wantLen); err != nil {
-		return h, nil, fmt.Errorf("%w: truncated or damaged trailer", ErrCorrupt)
+		return h, nil, nil, fmt.Errorf("%w: truncated or damaged trailer", ErrCorrupt)
 	}
 	if int64(len(content)) != wantLen {
-		return h, nil, fmt.Errorf("%w: %d bytes before the trailer, the trailer says %d", ErrCorrupt, len(content), wantLen)
+		return h, nil, nil, fmt.Errorf("%w: %d bytes before the trailer, the trailer says %d", ErrCorrupt, len(content), wantLen)
 	}
 	if got := crc32.Checksum(content, castagnoli); got != wantSum {
-		return h, nil, fmt.Errorf("%w: checksum %08x, the trailer says %08x", ErrCorrupt, got, wantSum)
+		return h, nil, nil, fmt.Errorf("%w: checksum %08x, the trailer says %08x", ErrCorrupt, got, wantSum)
 	}
 
 	head, body, ok := bytes.Cut(content, []byte("\n\n"))
 	if !ok {
-		return h, nil, fmt.Errorf("%w: no blank line after the header", ErrCorrupt)
+		return h, nil, nil, fmt.Errorf("%w: no blank line after the header", ErrCorrupt)
 	}
 	fields := map[string]string{}
 	for _, line := range strings.Split(string(head), "\n")[1:] {
 		k, v, ok := strings.Cut(line, ": ")
 		if !ok {
-			return h, nil, fmt.Errorf("%w: header line %q", ErrCorrupt, line)
+			return h, nil, nil, fmt.Errorf("%w: header line %q", ErrCorrupt, line)
 		}
 		fields[k] = v
 	}
 	h.Cluster, h.Node = fields["cluster"], fields["node"]
 	if h.Cluster != cluster {
-		return h, nil, fmt.Errorf("%w: written by cluster %q, this node is in %q (muster.cluster-name)", ErrForeign, h.Cluster, cluster)
+		return h, nil, nil, fmt.Errorf("%w: written by cluster %q, this node is in %q (muster.cluster-name)", ErrForeign, h.Cluster, cluster)
 	}
 	var err error
 	if h.Written, err = time.Parse(time.RFC3339Nano, fields["written"]); err != nil {
-		return h, nil, fmt.Errorf("%w: header written: %v", ErrCorrupt, err)
+		return h, nil, nil, fmt.Errorf("%w: header written: %v", ErrCorrupt, err)
 	}
 	if h.Instances, err = strconv.Atoi(fields["instances"]); err != nil || h.Instances < 0 {
-		return h, nil, fmt.Errorf("%w: header instances %q", ErrCorrupt, fields["instances"])
+		return h, nil, nil, fmt.Errorf("%w: header instances %q", ErrCorrupt, fields["instances"])
 	}
-	body, versions, err := cutVersions(body)
+	body, tail, err := cutVersions(body)
 	if err != nil {
-		return h, nil, err
+		return h, nil, nil, err
+	}
+	versions, tombs, err := parseTail(tail)
+	if err != nil {
+		return h, nil, nil, err
 	}
 	apps, err := wire.DecodeApplicationsJSON(bytes.TrimSuffix(body, []byte("\n")))
 	if err != nil {
-		return h, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return h, nil, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	instances := make([]*registry.Instance, 0, h.Instances)
 	for _, app := range apps.Apps {
 		for _, iv := range app.Instances {
 			if err := iv.Instance.Validate(); err != nil {
-				return h, nil, fmt.Errorf("%w: instance %s/%s: %v", ErrCorrupt, app.Name, iv.ID(), err)
+				return h, nil, nil, fmt.Errorf("%w: instance %s/%s: %v", ErrCorrupt, app.Name, iv.ID(), err)
 			}
 			iv.Instance.WriteVersion = versions[registry.InstanceKey{App: app.Name, ID: iv.ID()}]
 			instances = append(instances, iv.Instance)
 		}
 	}
 	if len(instances) != h.Instances {
-		return h, nil, fmt.Errorf("%w: %d instances, the header says %d", ErrCorrupt, len(instances), h.Instances)
+		return h, nil, nil, fmt.Errorf("%w: %d instances, the header says %d", ErrCorrupt, len(instances), h.Instances)
 	}
-	return h, instances, nil
+	return h, instances, tombs, nil
 }
 
 // Store is the part of the registry Restore needs.
@@ -271,6 +305,30 @@ func Restore(st Store, instances []*registry.Instance) (stored int, refused []er
 		}
 	}
 	return stored, refused
+}
+
+// RestoreTombstones applies a snapshot's tombstones as versioned cancels
+// from OriginSync, each kept for what was left of it at written less the
+// time since (now, on the registry's clock): one whose lifetime ran out
+// while the node was down is dropped. Applied after Restore, a tombstone
+// removes a restored copy it is newer than, under the winner rule, and a
+// syncUp or anti-entropy copy older than the cancel stays out. It returns
+// how many were kept.
+func RestoreTombstones(st Store, written time.Time, tombs []registry.TombstoneEntry, now time.Time) int {
+	elapsed := max(now.Sub(written), 0)
+	kept := 0
+	for _, t := range tombs {
+		ttl := t.TTL - elapsed
+		if ttl <= 0 {
+			continue
+		}
+		op := registry.CancelOp(t.Key.App, t.Key.ID).From(registry.OriginSync)
+		op.Version, op.TombstoneTTL = t.Version, ttl
+		if _, err := st.Apply(op); err == nil || errors.Is(err, registry.ErrInstanceNotFound) {
+			kept++
+		}
+	}
+	return kept
 }
 
 // ValidClusterName checks a muster.cluster-name value.
@@ -343,33 +401,116 @@ func writeVersions(w io.Writer, snap *registry.Snapshot) error {
 	return nil
 }
 
-// cutVersions splits the body into the registry's JSON and the versions
-// section, if any. The JSON is one line, so the section starts after its
-// first newline.
-func cutVersions(body []byte) ([]byte, map[registry.InstanceKey]uint64, error) {
+// tombstonesMark starts the section after the versions that keeps the
+// live tombstones (registry.LiveTombstones): one JSON array per line,
+// ["APP","id",<cancel's write version>,<remaining lifetime in ms at the
+// header's written time>]. A file without it (written before tombstones
+// were kept) loads with none.
+const tombstonesMark = "tombstones\n"
+
+func writeTombstones(w io.Writer, tombs []registry.TombstoneEntry) error {
+	if _, err := io.WriteString(w, tombstonesMark); err != nil {
+		return err
+	}
+	for _, t := range tombs {
+		line, err := json.Marshal([]any{t.Key.App, t.Key.ID, t.Version, t.TTL.Milliseconds()})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cutVersions splits the body into the registry's JSON and what follows
+// it (the sections), if anything. The JSON is one line, so the sections
+// start after its first newline.
+func cutVersions(body []byte) ([]byte, []byte, error) {
 	i := bytes.IndexByte(body, '\n')
 	if i < 0 || !bytes.HasPrefix(body[i+1:], []byte(versionsMark)) {
 		return body, nil, nil
 	}
+	return body[:i+1], body[i+1:], nil
+}
+
+// parseTail reads the sections after the JSON: versions, then
+// tombstones, each optional only in that a file written before it
+// existed ends before it. Any line that is not a well-formed row of its
+// section refuses the whole file.
+func parseTail(tail []byte) (map[registry.InstanceKey]uint64, []registry.TombstoneEntry, error) {
+	if len(tail) == 0 {
+		return nil, nil, nil
+	}
+	rest := tail[len(versionsMark):]
+	var tombPart []byte
+	hasTombs := false
+	if bytes.HasPrefix(rest, []byte(tombstonesMark)) {
+		rest, tombPart, hasTombs = nil, rest[len(tombstonesMark):], true
+	} else if j := bytes.Index(rest, []byte("\n"+tombstonesMark)); j >= 0 {
+		rest, tombPart, hasTombs = rest[:j+1], rest[j+1+len(tombstonesMark):], true
+	}
 	versions := map[registry.InstanceKey]uint64{}
-	for _, line := range bytes.Split(bytes.TrimSuffix(body[i+1+len(versionsMark):], []byte("\n")), []byte("\n")) {
+	for _, line := range lines(rest) {
 		if len(line) == 0 {
 			continue
 		}
-		var row []any
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		if err := dec.Decode(&row); err != nil || len(row) != 3 {
+		app, id, nums, err := parseRow(line, 1)
+		if err != nil {
 			return nil, nil, fmt.Errorf("%w: versions line %q", ErrCorrupt, oneLine(string(line)))
 		}
-		app, ok1 := row[0].(string)
-		id, ok2 := row[1].(string)
-		num, ok3 := row[2].(json.Number)
-		v, err := strconv.ParseUint(string(num), 10, 64)
-		if !ok1 || !ok2 || !ok3 || err != nil {
-			return nil, nil, fmt.Errorf("%w: versions line %q", ErrCorrupt, oneLine(string(line)))
-		}
-		versions[registry.InstanceKey{App: app, ID: id}] = v
+		versions[registry.InstanceKey{App: app, ID: id}] = nums[0]
 	}
-	return body[:i+1], versions, nil
+	if !hasTombs {
+		return versions, nil, nil
+	}
+	var tombs []registry.TombstoneEntry
+	for _, line := range lines(tombPart) {
+		if len(line) == 0 {
+			continue
+		}
+		app, id, nums, err := parseRow(line, 2)
+		if err != nil || app == "" || id == "" || nums[0] == 0 || nums[1] > uint64(math.MaxInt64/time.Millisecond) {
+			return nil, nil, fmt.Errorf("%w: tombstones line %q", ErrCorrupt, oneLine(string(line)))
+		}
+		tombs = append(tombs, registry.TombstoneEntry{
+			Key:     registry.InstanceKey{App: app, ID: id},
+			Version: nums[0],
+			TTL:     time.Duration(nums[1]) * time.Millisecond,
+		})
+	}
+	return versions, tombs, nil
+}
+
+func lines(b []byte) [][]byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Split(b, []byte("\n"))
+}
+
+// parseRow reads ["app","id",<n unsigned integers>].
+func parseRow(line []byte, n int) (app, id string, nums []uint64, err error) {
+	var row []any
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if err := dec.Decode(&row); err != nil || len(row) != 2+n || dec.More() {
+		return "", "", nil, errors.New("bad row")
+	}
+	app, ok1 := row[0].(string)
+	id, ok2 := row[1].(string)
+	if !ok1 || !ok2 {
+		return "", "", nil, errors.New("bad row")
+	}
+	for _, x := range row[2:] {
+		num, ok := x.(json.Number)
+		v, err := strconv.ParseUint(string(num), 10, 64)
+		if !ok || err != nil {
+			return "", "", nil, errors.New("bad row")
+		}
+		nums = append(nums, v)
+	}
+	return app, id, nums, nil
 }

@@ -62,7 +62,7 @@ func TestWriteRead_roundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	info, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), clock.Now())
+	info, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), nil, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRead_refusesBadFiles(t *testing.T) {
 	src := newRegistry(t, clock)
 	fill(t, src, 20)
 	dir := t.TempDir()
-	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), clock.Now()); err != nil {
+	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), nil, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	good, err := os.ReadFile(persist.Path(dir))
@@ -226,7 +226,7 @@ func TestWrite_crashMidWriteKeepsTheOldSnapshot(t *testing.T) {
 	clock := registrytest.NewClock()
 	r := newRegistry(t, clock)
 	fill(t, r, 10)
-	if _, err := persist.Write(dir, "prod", "old", r.Snapshot(), clock.Now()); err != nil {
+	if _, err := persist.Write(dir, "prod", "old", r.Snapshot(), nil, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for round := 0; round < 3; round++ {
@@ -284,7 +284,7 @@ func crashWriter(dir string) {
 	}
 	snap := r.Snapshot()
 	for {
-		if _, err := persist.Write(dir, "prod", "crasher", snap, clock.Now()); err != nil {
+		if _, err := persist.Write(dir, "prod", "crasher", snap, nil, clock.Now()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -319,7 +319,7 @@ func BenchmarkWrite(b *testing.B) {
 			var info persist.Info
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if info, err = persist.Write(dir, "bench", "node", snap, time.Now()); err != nil {
+				if info, err = persist.Write(dir, "bench", "node", snap, nil, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -345,7 +345,7 @@ func TestWriteRead_keepsWriteVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), clock.Now()); err != nil {
+	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), nil, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	_, instances, err := persist.Read(dir, "prod")
