@@ -101,7 +101,15 @@ func (c *Cluster) Names() []string {
 // network and opens for traffic.
 func (c *Cluster) Start(name string) *Node {
 	c.tb.Helper()
-	return c.start(name, true)
+	return c.start(name, true, nil)
+}
+
+// StartWith is Start with beforeOpen run after syncUp and before the node
+// opens for traffic: where cmd/muster loads its data dir's snapshot when
+// no peer had the registry (the test's beforeOpen decides, from n.Sync).
+func (c *Cluster) StartWith(name string, beforeOpen func(n *Node)) *Node {
+	c.tb.Helper()
+	return c.start(name, true, beforeOpen)
 }
 
 // Join starts a node that syncs up from the running nodes and opens for
@@ -109,10 +117,10 @@ func (c *Cluster) Start(name string) *Node {
 // told every node about it. FullyConnect ends that.
 func (c *Cluster) Join(name string) *Node {
 	c.tb.Helper()
-	return c.start(name, false)
+	return c.start(name, false, nil)
 }
 
-func (c *Cluster) start(name string, connect bool) *Node {
+func (c *Cluster) start(name string, connect bool, beforeOpen func(*Node)) *Node {
 	c.tb.Helper()
 	if c.nodes[name] != nil {
 		c.tb.Fatalf("replicationtest: node %s is already running", name)
@@ -180,6 +188,9 @@ func (c *Cluster) start(name string, connect bool) *Node {
 		c.tb.Fatal(err)
 	}
 	n.Sync = syncer.Run(context.Background())
+	if beforeOpen != nil {
+		beforeOpen(n)
+	}
 	reg.OpenForTraffic()
 	return n
 }
