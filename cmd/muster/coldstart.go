@@ -155,6 +155,27 @@ func (n *Node) restoreSnapshot() bool {
 	return stored > 0
 }
 
+// restoreSnapshotTombstones applies the snapshot's tombstones after
+// syncUp copied the registry from a peer: that peer may have restarted
+// from an older snapshot that still holds an instance cancelled here, and
+// the cancel, newer under the winner rule, removes the copy (anti-entropy
+// then carries it to the peer). The instances of the file are not used.
+// A file that cannot be read is left as it is (the next write replaces
+// it), as before tombstones were kept.
+func (n *Node) restoreSnapshotTombstones() {
+	dir := n.settings.DataDir
+	f, err := persist.ReadFile(dir, n.settings.ClusterName)
+	if errors.Is(err, persist.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		n.log.Warn().Err(err).Msg("registry snapshot not read for its tombstones; the next write replaces it")
+		return
+	}
+	kept := persist.RestoreTombstones(n.reg, f.Written, f.Tombstones, time.Now())
+	n.log.Info().Str("file", persist.Path(dir)).Int("tombstones", kept).Msg("registry copied from a peer: the snapshot's cancels applied over it")
+}
+
 // writeSnapshot writes the registry to the data dir if it changed since
 // the last write. A node that refuses reads (it opened without the
 // registry) writes nothing: what it holds may be a fraction of the fleet,

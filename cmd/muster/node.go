@@ -324,6 +324,7 @@ func (n *Node) startUp(ctx context.Context) {
 		n.snapMetrics.load.WithLabelValues("disabled").Set(1)
 	case res.Source != "":
 		n.snapMetrics.load.WithLabelValues("not_needed").Set(1)
+		n.restoreSnapshotTombstones()
 	default:
 		restored = n.restoreSnapshot()
 	}
