@@ -163,6 +163,12 @@ type Op struct {
 	// goes at the same time (at most a maximal lease and the grace from
 	// now). Zero: the cancelled lease's duration plus the grace.
 	TombstoneTTL time.Duration
+	// LeaseDuration is, for a cancel a Muster peer replicates, the
+	// cancelled instance's lease duration: a node that never had the
+	// instance keeps the tombstone for that lease plus the grace, as the
+	// node that cancelled it does, not for the default lease. Zero: the
+	// stored instance's lease, or the default when there is none.
+	LeaseDuration time.Duration
 	// RenewedAt is, for an instance anti-entropy adopts, the holder's last
 	// renewal: the new lease counts as renewed then, not now, so a copy
 	// does not outlive its original. Zero means now.

@@ -634,7 +634,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 		if op.Version != 0 && op.Origin.fromPeer() {
 			// Cancelled before its register got here: the tombstone keeps
 			// a late register out.
-			r.tombstoneLocked(key, op.Version, nil, op.TombstoneTTL, now)
+			r.tombstoneLocked(key, op.Version, op.LeaseDuration, op.TombstoneTTL, now)
 		}
 		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
@@ -654,7 +654,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 		version = l.inst.WriteVersion
 	}
 	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
-	r.tombstoneLocked(key, version, l.inst, op.TombstoneTTL, now)
+	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
 	r.cancels.Add(1)
 	r.unlock(v0)
 	r.log.Debug().Str("app", app).Str("instance_id", op.ID).Stringer("origin", op.Origin).Msg("cancelled")

@@ -192,13 +192,14 @@ func (r *Registry) Tombstones() TombstoneStats {
 	return TombstoneStats{Kept: r.tombs.n, Dropped: r.tombs.dropped}
 }
 
-// tombstoneLocked records a cancel of k at version for in's lease duration
-// plus the grace, or for ttl (a peer's tombstone's remaining life, at most
-// a maximal lease plus the grace) when it is set.
-func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, in *Instance, ttl time.Duration, now time.Time) {
+// tombstoneLocked records a cancel of k at version for the cancelled
+// lease's duration (the default when 0; at most a maximal lease) plus the
+// grace, or for ttl (a peer's tombstone's remaining life, at most a
+// maximal lease plus the grace) when it is set.
+func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, lease, ttl time.Duration, now time.Time) {
 	d := r.cfg.DefaultLeaseDuration
-	if in != nil {
-		d = r.leaseDuration(in)
+	if lease > 0 {
+		d = min(lease, time.Duration(MaxLeaseDurationSecs)*time.Second)
 	}
 	d += r.cfg.TombstoneGrace
 	if ttl > 0 {

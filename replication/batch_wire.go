@@ -34,6 +34,11 @@ type replicationItem struct {
 	// property, and whether a Java server's Jackson mapper ignores unknown
 	// ones depends on its set-up.
 	Version uint64 `json:"version,omitempty"`
+	// LeaseDurationInSecs is, for a cancel sent to a Muster peer, the
+	// cancelled instance's lease duration: a peer that never had the
+	// instance keeps its tombstone for that lease (up to a day), not for
+	// the default 90 s, so a stale copy elsewhere cannot outlive it.
+	LeaseDurationInSecs uint32 `json:"leaseDurationInSecs,omitempty"`
 }
 
 type replicationListResponse struct {
@@ -117,6 +122,9 @@ func itemOf(t Task, versioned bool) replicationItem {
 	}
 	if versioned {
 		it.Version = in.WriteVersion
+		if t.Action == registry.ActionCancel && in.LeaseDurationSecs > 0 {
+			it.LeaseDurationInSecs = uint32(min(in.LeaseDurationSecs, registry.MaxLeaseDurationSecs))
+		}
 	}
 	return it
 }

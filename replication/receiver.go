@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -133,6 +134,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 	case registry.ActionCancel:
 		op := registry.CancelOp(it.AppName, it.ID)
 		op.Version = it.Version
+		op.LeaseDuration = time.Duration(it.LeaseDurationInSecs) * time.Second
 		apply(op)
 	case registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
 		if it.Version != 0 && len(it.InstanceInfo) > 0 {

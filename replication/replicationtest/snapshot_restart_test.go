@@ -95,3 +95,29 @@ func TestSnapshotRestart_cancelledInstanceStaysCancelled(t *testing.T) {
 		})
 	}
 }
+
+// A replicated cancel of an instance b never had (its register expired
+// while the link was down) leaves b a tombstone for the instance's hour
+// lease, as on a, not the default 90 s: the cancel carries the lease.
+func TestReplicatedCancel_unknownInstanceKeepsItsLease(t *testing.T) {
+	c := newAECluster(t, 5, false, "a", "b")
+	k := key("APP", "i-1")
+	cutBoth(c, "a", "b")
+	c.MustApply("a", register(k.App, k.ID, registrytest.WithLeaseDuration(3600)))
+	expireQueued(c)
+	c.Net.Heal()
+	c.MustApply("a", registry.CancelOp(k.App, k.ID))
+	c.Settle(time.Second)
+	ttl := func(node string) time.Duration {
+		for _, ts := range c.Node(node).Reg.LiveTombstones() {
+			if ts.Key == k {
+				return ts.TTL
+			}
+		}
+		return 0
+	}
+	want := time.Hour + registry.DefaultConfig().TombstoneGrace
+	if a, b := ttl("a"), ttl("b"); a < want-2*time.Second || b < want-2*time.Second {
+		t.Fatalf("tombstones kept %s on a, %s on b; want about %s on both", a, b, want)
+	}
+}
