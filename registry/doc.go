@@ -159,8 +159,11 @@
 // Config.TombstoneGrace, at most Config.MaxTombstones of them (the oldest
 // goes first), and a copy with a version not above it is refused, so no
 // late register, syncUp copy or anti-entropy repair brings a cancelled
-// instance back. A peer's cancel older than the stored copy is ignored.
-// Evictions leave none: each node evicts on its own.
+// instance back. A peer's cancel older than the stored copy is ignored;
+// one of an instance this node never had keeps the lease the cancel
+// carries (Op.LeaseDuration), the default lease without one. The live
+// tombstones outlive a restart in the data-dir snapshot (LiveTombstones,
+// registry/persist). Evictions leave none: each node evicts on its own.
 //
 // # Digests
 //

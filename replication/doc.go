@@ -82,7 +82,9 @@
 //
 // Batches to Muster peers (Peer.Muster: memberlist members) carry each
 // change's write version (registry.Instance.WriteVersion; a cancel's is its
-// tombstone's), and status changes carry the whole instance, so the
+// tombstone's, with the cancelled instance's lease in leaseDurationInSecs,
+// so a peer that never had the instance keeps the tombstone as long as
+// this node does), and status changes carry the whole instance, so the
 // receiver stores exactly the copy that version names, under the
 // registry's winner rule (the higher version wins). A heartbeat's version
 // replaces lastDirtyTimestamp in the 404/409 dialogue. Static peers may be

@@ -14,6 +14,8 @@
 //	{"applications":{…}}            (registry/wire, every instance)
 //	versions
 //	["APP","instance-id",<write version>]   (one line per versioned instance)
+//	tombstones
+//	["APP","instance-id",<cancel's version>,<ms left>]   (one per live tombstone)
 //	crc32c: <8 hex digits> bytes: <length of everything above>
 //
 // The versions section keeps what Eureka's JSON has no field for: each
@@ -21,6 +23,19 @@
 // full restart the winner rule between nodes still knows which copy is
 // newer. A file without it (written before versions existed) loads with
 // version 0, which any versioned copy from a peer beats.
+//
+// The tombstones section keeps the cancels the registry still remembers
+// (registry.Registry.LiveTombstones): key, the cancel's write version and
+// how long the tombstone was to be kept still when the file was written.
+// Without it, a node restarted from its snapshot forgot its cancels, and
+// a peer restarted from an older snapshot that still held a cancelled
+// instance brought it back (by syncUp or anti-entropy) for one lease,
+// which can be a day. A file without the section (written before it
+// existed) loads with no tombstones; a line in it that is not a
+// well-formed row refuses the whole file, like any other damage. Builds
+// that predate the section read its rows as malformed versions and refuse
+// the file: a downgrade starts as without a snapshot, it never misreads
+// one.
 //
 // The trailer's CRC-32C (Castagnoli) covers every byte before it, header
 // included, so a flipped bit, a cut-off write or an edited cluster name is
@@ -50,4 +65,10 @@
 // through the registry's syncUp path (BeginSync, registers from
 // OriginSync, EndSync): every lease counts as renewed at that moment, so a
 // vanished instance is evicted one lease later, not at once.
+// RestoreTombstones then applies the file's tombstones (ReadFile returns
+// them) as versioned cancels from OriginSync, each for its remaining
+// lifetime less the time since the file was written, on the caller's
+// clock. After the instances, so a cancel removes a restored copy it is
+// newer than; and cmd/muster applies them also when syncUp copied the
+// registry from a peer, whose copy may come from an older snapshot.
 package persist
