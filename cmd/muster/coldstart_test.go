@@ -329,6 +329,9 @@ func TestNode_dataDirRoundTrip(t *testing.T) {
 	if code := call(t, "PUT", n1.URL()+"apps/ORDERS/o-3/status?value=OUT_OF_SERVICE", ""); code != 200 {
 		t.Fatalf("status: %d", code)
 	}
+	if code := call(t, "DELETE", n1.URL()+"apps/ORDERS/o-4", ""); code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
 	if err := n1.Shutdown(context.Background()); err != nil { // writes the snapshot
 		t.Fatal(err)
 	}
@@ -339,8 +342,12 @@ func TestNode_dataDirRoundTrip(t *testing.T) {
 	if err != nil || code != 200 || !strings.Contains(body, "<status>OUT_OF_SERVICE</status>") || !strings.Contains(body, "<overriddenstatus>OUT_OF_SERVICE</overriddenstatus>") {
 		t.Fatalf("o-3 after the restart: %d %v %s", code, err, body)
 	}
-	if n2.reg.Len() != 5 || n2.startState != startRestored {
+	if n2.reg.Len() != 4 || n2.startState != startRestored {
 		t.Fatalf("restarted node holds %d instances, start state %q", n2.reg.Len(), n2.startState)
+	}
+	// The cancel's tombstone came back with the snapshot.
+	if _, ok := n2.reg.Tombstone("ORDERS", "o-4"); !ok {
+		t.Fatal("the restarted node forgot the cancel of o-4")
 	}
 	if v := metricValue(t, n2, `muster_snapshot_load{outcome="loaded"}`); v != 1 {
 		t.Fatalf("load outcome metric %v", v)
