@@ -205,7 +205,7 @@ func (n *Node) writeSnapshot(why string) {
 	n.snapMetrics.bytes.Set(float64(info.Bytes))
 	n.snapMetrics.instances.Set(float64(info.Instances))
 	n.snapMetrics.lastSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
-	n.log.Debug().Str("file", info.Path).Str("why", why).Int("instances", info.Instances).Int64("bytes", info.Bytes).
+	n.log.Debug().Str("file", info.Path).Str("why", why).Int("instances", info.Instances).Int("tombstones", info.Tombstones).Int64("bytes", info.Bytes).
 		Dur("took", took).Msg("registry snapshot written")
 }
 
