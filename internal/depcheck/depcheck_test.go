@@ -55,7 +55,7 @@ var allowed = map[string]rule{
 	},
 	"replication/replicationtest": {
 		imports:     []string{"registry", "registry/registrytest", "replication"},
-		testImports: []string{"registry/wire"},
+		testImports: []string{"registry/wire", "registry/persist"}, // persist: restarts from data-dir snapshots
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
 	"auth": {
