@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"strings"
 	"time"
 
@@ -112,18 +111,13 @@ func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconf
 	return store, nil
 }
 
-// peerDialer is the connection dialer of calls to peers.
-func peerDialer(connectTimeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
-}
-
 // peerDialTLS dials https peers with the node's identity; nil when TLS is
 // off.
 func (n *Node) peerDialTLS() replication.DialTLSFunc {
 	if n.tls == nil {
 		return nil
 	}
-	return n.tls.DialTLSContext(peerDialer(n.settings.PeerConnectTimeout))
+	return n.tls.DialTLSContext(replication.PeerDialer(n.settings.Transport.ConnectTimeout))
 }
 
 // httpErrorLog routes net/http's own messages to the node's log: refused
