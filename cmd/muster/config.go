@@ -160,6 +160,12 @@ type setting struct {
 
 // settings lists every key Muster reads. README's configuration table is
 // checked against it by a test.
+//
+// A key for a package's knob points at the field of that package's Config
+// in Settings (intKey, msKey… only parse; the default and the limits are
+// the package's DefaultConfig and Validate). A setting of the node itself
+// points at a field of Settings whose default is in defaultSettings;
+// rangeKey and cmdMsKey bound it.
 var settings = []setting{
 	rangeKey("server.port", 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
 	strKey("server.address", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
