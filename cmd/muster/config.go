@@ -22,6 +22,7 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // Settings is the whole configuration of a node, after defaults, the
@@ -78,7 +79,7 @@ type Settings struct {
 	SSLCertificate    string
 	SSLKey            string
 	SSLTrust          string
-	SSLClientAuth     string
+	SSLClientAuth     tlsconfig.ClientAuth
 	ClusterSecretKeys []string
 	explicit          map[string]bool
 	// raw holds the value of each key as the user wrote it, for errors.
@@ -120,7 +121,6 @@ func defaultSettings() Settings {
 		ColdStartWait:    reg.ExpectedRenewalInterval + 5*time.Second,
 		ClusterEnabled:   true,
 		SSLEnabled:       true, // Spring's: TLS is on once a server.ssl.* key is set
-		SSLClientAuth:    "none",
 		PeerMaxClockSkew: auth.DefaultMaxSkew,
 		ServiceURLs:      map[string][]string{},
 		InstanceMetadata: map[string]string{},
@@ -175,7 +175,7 @@ var settings = []setting{
 	strKey("server.ssl.certificate", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
 	strKey("server.ssl.certificate-private-key", "PEM private key of server.ssl.certificate (PKCS#8, EC or RSA).", func(s *Settings) *string { return &s.SSLKey }),
 	strKey("server.ssl.trust-certificate", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need.", func(s *Settings) *string { return &s.SSLTrust }),
-	enumKey("server.ssl.client-auth", []string{"none", "want", "need"}, "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *string { return &s.SSLClientAuth }),
+	clientAuthKey("server.ssl.client-auth", "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *tlsconfig.ClientAuth { return &s.SSLClientAuth }),
 	strKey("spring.application.name", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
 	strKey("eureka.environment", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Environment }),
 	strKey("eureka.datacenter", "Data center label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Datacenter }),
@@ -827,6 +827,16 @@ func enumKey[T ~string](key string, allowed []T, help string, field func(*Settin
 		}
 		return v, fmt.Errorf("want one of %s", list)
 	}, func(v T) string { return string(v) })
+}
+
+// clientAuthKey reads none, want or need as tlsconfig does.
+func clientAuthKey(key, help string, field func(*Settings) *tlsconfig.ClientAuth) setting {
+	all := []tlsconfig.ClientAuth{tlsconfig.ClientAuthNone, tlsconfig.ClientAuthWant, tlsconfig.ClientAuthNeed}
+	names := make([]string, len(all))
+	for i, a := range all {
+		names[i] = a.String()
+	}
+	return bind(key, help+" One of: "+strings.Join(names, ", ")+".", field, tlsconfig.ParseClientAuth, tlsconfig.ClientAuth.String)
 }
 
 func listKey(key, help string, field func(*Settings) *[]string) setting {

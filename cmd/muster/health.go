@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // healthCmd probes a node's /readyz and exits non-zero unless it answers
@@ -66,7 +68,7 @@ func probeDefaults(env []string) probe {
 	p.url = s.scheme() + "://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
 	if s.tlsOn() {
 		p.ca = s.SSLTrust
-		if s.SSLClientAuth != "none" {
+		if s.SSLClientAuth != tlsconfig.ClientAuthNone {
 			p.cert, p.key = s.SSLCertificate, s.SSLKey
 		}
 	}

@@ -170,7 +170,7 @@ func (sec *nodeSecurity) sign() replication.RequestSigner {
 func (sec *nodeSecurity) report(s *Settings) httpapi.Security {
 	clientAuth := "none"
 	if s.tlsOn() {
-		clientAuth = s.SSLClientAuth
+		clientAuth = s.SSLClientAuth.String()
 	}
 	return httpapi.Security{
 		Auth:            sec.users != nil,

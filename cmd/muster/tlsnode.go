@@ -22,7 +22,7 @@ func (s *Settings) tlsOn() bool {
 		return false
 	}
 	return s.explicit["server.ssl.enabled"] || s.SSLCertificate != "" || s.SSLKey != "" || s.SSLTrust != "" ||
-		(s.SSLClientAuth != "" && s.SSLClientAuth != "none")
+		s.SSLClientAuth != tlsconfig.ClientAuthNone
 }
 
 // scheme is the scheme of the node's advertised URLs.
@@ -42,7 +42,7 @@ func (s *Settings) validateSecurityTransport() error {
 			return errors.New("setting server.ssl.certificate: required when TLS is on (a server.ssl.* key is set and server.ssl.enabled is not false)")
 		case s.SSLKey == "":
 			return errors.New("setting server.ssl.certificate-private-key: required with server.ssl.certificate")
-		case s.SSLTrust == "" && s.SSLClientAuth != "none":
+		case s.SSLTrust == "" && s.SSLClientAuth != tlsconfig.ClientAuthNone:
 			return fmt.Errorf("setting server.ssl.trust-certificate: required with server.ssl.client-auth = %s (client certificates are verified against it)", s.SSLClientAuth)
 		}
 	}
@@ -86,15 +86,11 @@ func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconf
 	if !s.tlsOn() {
 		return nil, nil
 	}
-	auth, err := tlsconfig.ParseClientAuth(s.SSLClientAuth)
-	if err != nil {
-		return nil, fmt.Errorf("setting server.ssl.client-auth: %w", err)
-	}
 	store, err := tlsconfig.Load(tlsconfig.Config{
 		CertFile:       s.SSLCertificate,
 		KeyFile:        s.SSLKey,
 		TrustFile:      s.SSLTrust,
-		ClientAuth:     auth,
+		ClientAuth:     s.SSLClientAuth,
 		ReloadInterval: reload,
 		Logger:         logger,
 	})
