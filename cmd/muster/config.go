@@ -92,6 +92,9 @@ type Settings struct {
 	PeerMaxClockSkew   time.Duration
 }
 
+// defaultServerPort is Eureka's port, server.port's default.
+const defaultServerPort = 8761
+
 // defaultSettings is where every default lives: the packages' own
 // DefaultConfig, and the node's settings.
 func defaultSettings() Settings {
@@ -104,7 +107,7 @@ func defaultSettings() Settings {
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 
-		ServerPort:        8761,
+		ServerPort:        defaultServerPort,
 		AppName:           "muster",
 		WaitWhenSyncEmpty: 5 * time.Minute, // Eureka's wait-time-in-ms-when-sync-empty
 		// The node's own lease is what the registry assumes of a client

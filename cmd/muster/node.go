@@ -161,7 +161,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
-		if s.ServerPort != 8761 {
+		if s.ServerPort != defaultServerPort {
 			// Two nodes on one host must not share a name.
 			n.name += "-" + strconv.Itoa(n.port)
 		}
