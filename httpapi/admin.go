@@ -41,10 +41,14 @@ type SelfPreservationDoc struct {
 
 // RegistryDoc is the registry part of AdminStatus.
 type RegistryDoc struct {
-	Apps          int    `json:"apps"`
-	Instances     int    `json:"instances"`
-	Version       uint64 `json:"version"`
-	AppsHashcode  string `json:"appsHashcode"`
+	Apps         int    `json:"apps"`
+	Instances    int    `json:"instances"`
+	Version      uint64 `json:"version"`
+	AppsHashcode string `json:"appsHashcode"`
+	// Digest is anti-entropy's root digest (16 hex digits): two nodes
+	// with the same one hold the same instances, every client-visible
+	// field and write version alike. Omitted without anti-entropy.
+	Digest        string `json:"digest,omitempty"`
 	Registrations uint64 `json:"registrations"`
 	Renewals      uint64 `json:"renewals"`
 	Cancels       uint64 `json:"cancels"`
@@ -59,7 +63,7 @@ func (s *Server) status() AdminStatus {
 	if peers == nil {
 		peers = []PeerInfo{}
 	}
-	return AdminStatus{
+	doc := AdminStatus{
 		Node:           s.cfg.Node.Name,
 		Zone:           s.cfg.Node.Zone,
 		URL:            s.cfg.Node.URL,
@@ -90,6 +94,10 @@ func (s *Server) status() AdminStatus {
 		Peers:    peers,
 		Security: s.cfg.Security,
 	}
+	if s.cfg.Digests != nil {
+		doc.Registry.Digest = fmt.Sprintf("%016x", s.cfg.Digests.RootDigest())
+	}
+	return doc
 }
 
 func (s *Server) adminStatus(c echo.Context) error {

@@ -60,7 +60,7 @@ func accessFor(method, route string) access {
 	for _, base := range []string{"/eureka/v2/", "/eureka/", "/v2/"} {
 		if rest, ok := strings.CutPrefix(route, base); ok {
 			switch {
-			case rest == "peerreplication/batch":
+			case rest == "peerreplication/batch", rest == "peerreplication/digest", rest == "peerreplication/copies":
 				return accessPeer
 			case method == http.MethodGet || method == http.MethodHead:
 				return accessRead

@@ -25,7 +25,8 @@ func statusFor(err error) int {
 	case errors.As(err, &maxBytes):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, wire.ErrMalformed),
-		errors.Is(err, replication.ErrMalformedBatch):
+		errors.Is(err, replication.ErrMalformedBatch),
+		errors.Is(err, replication.ErrBadRequest):
 		return http.StatusBadRequest
 	}
 	if code, ok := registry.StatusCode(err); ok {

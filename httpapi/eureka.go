@@ -519,3 +519,31 @@ func (s *Server) peerBatch(c echo.Context) error {
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, resp)
 }
+
+// peerDigest is POST /peerreplication/digest: the registry's anti-entropy
+// digests for a peer (replication.AnswerDigest).
+func (s *Server) peerDigest(c echo.Context) error {
+	return s.antiEntropyAnswer(c, replication.AnswerDigest)
+}
+
+// peerCopies is POST /peerreplication/copies: stored copies for a peer's
+// anti-entropy repair (replication.AnswerCopies).
+func (s *Server) peerCopies(c echo.Context) error {
+	return s.antiEntropyAnswer(c, replication.AnswerCopies)
+}
+
+func (s *Server) antiEntropyAnswer(c echo.Context, answer func(replication.DigestSource, []byte) ([]byte, error)) error {
+	if s.cfg.Digests == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "anti-entropy is not served by this node")
+	}
+	body, release, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	resp, err := answer(s.cfg.Digests, body)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, resp)
+}

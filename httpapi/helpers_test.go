@@ -49,6 +49,9 @@ func newTestNode(t *testing.T, opts ...func(*registry.Config, *httpapi.Config)) 
 	}
 	reg.OpenForTraffic()
 	hcfg.Registry = reg
+	if hcfg.Digests == nil {
+		hcfg.Digests = reg
+	}
 	if hcfg.Batch == nil {
 		rc, err := replication.NewReceiver(reg, logger)
 		if err != nil {

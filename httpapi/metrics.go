@@ -89,6 +89,9 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 	if s.cfg.Replication != nil {
 		cs = append(cs, newReplicationCollector(s.cfg.Replication))
 	}
+	if s.cfg.AntiEntropy != nil {
+		cs = append(cs, newAntiEntropyCollector(s.cfg.AntiEntropy))
+	}
 	cs = append(cs, newPeerCollector(s.cfg.Peers))
 	cs = append(cs, newLimitsCollector(s))
 	for _, c := range cs {

@@ -36,6 +36,19 @@ type PeerInfo struct {
 	QueueDepth      int    `json:"queueDepth"`
 	LastBatchMillis int64  `json:"lastBatchMillis"`
 	LastError       string `json:"lastError,omitempty"`
+	// Anti-entropy with this peer: InSync is true when the last round
+	// found nothing different; LastAntiEntropy is when that round ended
+	// (omitted if none has yet); Repairs counts what this node took from
+	// the peer since start (adopted, replaced or cancelled instances).
+	InSync          bool       `json:"inSync"`
+	LastAntiEntropy *time.Time `json:"lastAntiEntropy,omitempty"`
+	Repairs         uint64     `json:"repairs"`
+}
+
+// AntiEntropyStats is what /metrics reads from anti-entropy.
+type AntiEntropyStats interface {
+	Stats() []replication.AntiEntropyStats
+	Totals() replication.Repairs
 }
 
 // ReplicationStats is what /metrics reads from the replicator.
@@ -93,9 +106,16 @@ type Config struct {
 	Peers func() []PeerInfo
 	// Batch handles POST /peerreplication/batch. nil answers 501.
 	Batch BatchHandler
+	// Digests serves anti-entropy to peers (POST /peerreplication/digest
+	// and /peerreplication/copies, signed like batches): the registry.
+	// nil answers 404, as a Java Eureka server does.
+	Digests replication.DigestSource
 	// Replication reports the replication figures for /metrics. nil means
 	// no replication.
 	Replication ReplicationStats
+	// AntiEntropy reports the anti-entropy figures for /metrics. nil means
+	// none.
+	AntiEntropy AntiEntropyStats
 
 	// DisableDelta makes GET /apps/delta answer 403, so clients always do
 	// full fetches. eureka.server.disable-delta, default false.
@@ -323,6 +343,8 @@ func (s *Server) routes() {
 		get("/svips/:vip", s.getSVIP)
 		get("/status", s.getStatus)
 		post("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
+		post("/peerreplication/digest", s.peerDigest, s.limitBody(s.cfg.MaxBodyBytes))
+		post("/peerreplication/copies", s.peerCopies, s.limitBody(s.cfg.MaxBodyBytes))
 	}
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)

@@ -73,6 +73,17 @@ type Config struct {
 	// instances fits, and replication reads it in microseconds.
 	OutboxSize int
 
+	// TombstoneGrace is how long a cancel's tombstone outlives the
+	// cancelled instance's lease (tombstone.go): at least one
+	// anti-entropy interval, so the cancel reaches every peer before the
+	// tombstone goes. cmd/muster sets max(30 s, muster.anti-entropy-interval-ms).
+	// Default 30 s.
+	TombstoneGrace time.Duration
+	// MaxTombstones bounds the tombstones kept; beyond it the oldest is
+	// dropped (TombstoneStats.Dropped). Default 131072 (about 150 bytes
+	// each).
+	MaxTombstones int
+
 	// Limits bound what clients can make the node hold; see Limits.
 	Limits Limits
 }
@@ -91,6 +102,8 @@ func DefaultConfig() Config {
 		DeltaRetentionInterval:       30 * time.Second,
 		SyncWhenTimestampDiffers:     true,
 		OutboxSize:                   16384,
+		TombstoneGrace:               30 * time.Second,
+		MaxTombstones:                1 << 17,
 		Limits:                       DefaultLimits(),
 	}
 }
@@ -116,6 +129,7 @@ func (c Config) Validate() error {
 		{"RenewalRateWindow", c.RenewalRateWindow},
 		{"DeltaRetention", c.DeltaRetention},
 		{"DeltaRetentionInterval", c.DeltaRetentionInterval},
+		{"TombstoneGrace", c.TombstoneGrace},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -127,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if c.OutboxSize < 1 {
 		return bad("OutboxSize", "must be at least 1, got %d", c.OutboxSize)
+	}
+	if c.MaxTombstones < 1 {
+		return fmt.Errorf("registry: MaxTombstones must be at least 1, got %d", c.MaxTombstones)
 	}
 	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
 		return bad("RenewalPercentThreshold", "must be in (0, 1], got %v", c.RenewalPercentThreshold)

@@ -130,6 +130,50 @@
 // counters, so heartbeats on different cores share no lock and no hot
 // cache line.
 //
+// # Write versions and the winner rule
+//
+// Every write accepted from a client (register, status, override removal,
+// metadata, cancel) stamps the instance with a write version from the
+// registry's hybrid logical clock (hlc.go): Unix ms of Config.Now << 16 |
+// a 16-bit counter, always above every version issued or observed here.
+// Every versioned copy that arrives from a peer, syncUp or anti-entropy is
+// observed, so a write made after seeing another gets a larger version
+// whatever the two clocks say; writes that never saw each other are
+// ordered by their nodes' clocks (a skew of s cannot reorder writes made
+// more than s apart). Renewals change no version. Instance.WriteVersion
+// never goes to Eureka clients.
+//
+// One rule decides between two copies of an instance, wherever they meet
+// (a replicated item, a 409 answer, a syncUp copy, an anti-entropy
+// repair): the higher version wins; equal versions with different content
+// go to the higher InstanceDigest, so every node picks the same one. A
+// winning copy is taken whole (status and override as the accepting node
+// resolved them); a losing one changes nothing. A write from a peer
+// without a version (a Java Eureka server) follows Eureka's
+// lastDirtyTimestamp rules and stores version 0, which any versioned copy
+// beats; an unversioned snapshot copy (syncUp over GET /apps) never
+// replaces a versioned one.
+//
+// A cancel is a copy too: it leaves a tombstone with its version
+// (tombstone.go) for the instance's lease duration plus
+// Config.TombstoneGrace, at most Config.MaxTombstones of them (the oldest
+// goes first), and a copy with a version not above it is refused, so no
+// late register, syncUp copy or anti-entropy repair brings a cancelled
+// instance back. A peer's cancel older than the stored copy is ignored.
+// Evictions leave none: each node evicts on its own.
+//
+// # Digests
+//
+// Each stored instance has a 64-bit digest over every client-visible field
+// and its version (not the lease stamps each node sets itself); an app's
+// digest is the sum of its instances', the root the sum of all. Both are
+// updated on every change in O(1), so anti-entropy (package replication)
+// compares two registries with one number and narrows down to apps
+// (AppDigests) and instances (AppEntries, with tombstones) only where they
+// differ, then copies what it lacks (Copy) and applies it from
+// OriginAntiEntropy: a missing instance's lease counts as renewed at the
+// holder's last renewal (Op.RenewedAt), a replaced one keeps its own.
+//
 // # Start-up
 //
 // BeginSync/EndSync bracket a syncUp copy (Origin OriginSync): cancels

@@ -42,6 +42,7 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	v0 := r.version
 	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
 	r.lastEvictionAt = now
+	r.tombs.prune(now)
 	sp := r.selfPreservationLocked(now)
 	transition := sp.Active != r.spActive
 	r.spActive = sp.Active
@@ -91,7 +92,7 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	n := min(len(expired), limit)
 	keys := make([]InstanceKey, 0, n+len(unproven))
 	for _, c := range append(expired[:n], unproven...) {
-		r.removeLocked(c.key.App, c.key.ID, c.l, OpEvict, OriginNode, now)
+		r.removeLocked(c.key.App, c.key.ID, c.l, OpEvict, OriginNode, now, c.l.inst.WriteVersion)
 		keys = append(keys, c.key)
 	}
 	r.evictions.Add(uint64(len(keys)))

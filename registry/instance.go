@@ -183,6 +183,14 @@ type Instance struct {
 	RegistrationTimestamp int64
 	EvictionTimestamp     int64
 	ServiceUpTimestamp    int64
+
+	// WriteVersion orders writes of this instance across nodes: the
+	// hybrid-logical-clock version (hlc.go) of the write that made this
+	// copy, stamped by the node that accepted it from a client. Between
+	// Muster nodes the higher version wins (replication, syncUp,
+	// anti-entropy); 0 means unknown (a copy from a Java Eureka peer), which
+	// any versioned copy beats. Never shown to Eureka clients.
+	WriteVersion uint64
 }
 
 // ID is the effective instance id, as Eureka's InstanceInfo.getId computes

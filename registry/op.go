@@ -153,6 +153,15 @@ type Op struct {
 	// nothing when the instance is gone here: it was cancelled meanwhile, and
 	// adopting it would bring it back on this node alone.
 	OnlyIfNewer bool
+	// Version is a peer's write version: for a cancel, the cancel's (its
+	// tombstone's); for a heartbeat, the version of the sender's copy,
+	// which decides 404 / 409 instead of lastDirtyTimestamp. 0 for none
+	// (a Java Eureka peer). A register carries it in Instance.WriteVersion.
+	Version uint64
+	// RenewedAt is, for an instance anti-entropy adopts, the holder's last
+	// renewal: the new lease counts as renewed then, not now, so a copy
+	// does not outlive its original. Zero means now.
+	RenewedAt time.Time
 }
 
 // RegisterOp stores in (POST /apps/{app}).

@@ -31,6 +31,8 @@ type lease struct {
 	// through this node (Unix nanoseconds; 0 if never): what a peer's
 	// catch-up may replay (ClientLive).
 	clientSeen atomic.Int64
+	// digest is InstanceDigest(inst), kept for anti-entropy (digest.go).
+	digest uint64
 	// proven is set by the lease's first renewal (see selfpreservation.go):
 	// until then it is not held to the renewal threshold.
 	proven atomic.Bool
@@ -122,6 +124,9 @@ type Registry struct {
 	lastEvictionAt time.Time
 	spActive       bool       // self-preservation was active at the last check (for logging transitions)
 	sync           *syncState // non-nil while a syncUp copy is being applied (sync.go)
+	clock          hlc        // write versions (hlc.go)
+	dig            digests    // digest sums (digest.go)
+	tombs          tombstones // cancels (tombstone.go)
 
 	// snapMu makes concurrent readers build a new snapshot only once.
 	snapMu sync.Mutex
@@ -305,13 +310,34 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	key := InstanceKey{in.App, id}
 	replicated := op.Origin.fromPeer()
 
+	if replicated && in.WriteVersion != 0 {
+		return r.registerCopy(op, in, key, now)
+	}
+	if replicated {
+		in.WriteVersion = 0 // a write from a peer without versions
+	}
+
 	r.mu.Lock()
 	v0 := r.version
 	if r.sync != nil && r.sync.skipLocked(op, key) {
 		r.mu.Unlock()
 		return nil, nil
 	}
+	if _, gone := r.tombs.get(key); gone && (op.Origin == OriginSync || op.Origin == OriginAntiEntropy) {
+		// An unversioned copy (from a Java peer's registry) of an instance
+		// cancelled here: the cancel is newer than anything the copy can
+		// prove.
+		r.mu.Unlock()
+		return nil, nil
+	}
 	l := r.lookupLocked(in.App, id)
+	if l != nil && l.inst.WriteVersion != 0 && (op.Origin == OriginSync || op.Origin == OriginAntiEntropy) {
+		// An unversioned copy from a registry snapshot (syncUp over
+		// Eureka's wire) is older than any versioned write that already
+		// reached this node.
+		r.mu.Unlock()
+		return l.inst, nil
+	}
 	if op.OnlyIfNewer && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
 		r.mu.Unlock()
 		return nil, nil
@@ -359,7 +385,21 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
 	}
+	if !replicated {
+		in.WriteVersion = r.clock.next(now)
+	}
+	r.storeLocked(l, in, op, key, now, now)
+	r.unlock(v0)
+	if existing == nil {
+		r.log.Debug().Str("app", in.App).Str("instance_id", id).Stringer("origin", op.Origin).Msg("registered")
+	}
+	return in, nil
+}
 
+// storeLocked stores in (a new instance when l is nil) with its lease
+// renewed at renewedAt, as a visible change, and lifts the key's
+// tombstone: the instance is back for real.
+func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) {
 	rate := r.renewsPerMin(in)
 	if l == nil {
 		l = &lease{appRenewals: r.appRenewals.counter(in.App)}
@@ -368,7 +408,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 			byID = map[string]*lease{}
 			r.apps[in.App] = byID
 		}
-		byID[id] = l
+		byID[key.ID] = l
 		r.instances++
 		r.expected += rate
 		r.addArrivalLocked(l, arrival{at: now, renewsPerMin: rate})
@@ -378,20 +418,84 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 		r.rerateArrivalLocked(l, rate)
 		r.rerateUnprovenLocked(l, l.renewsPerMin, rate)
 	}
-	l.inst = in
+	r.setInstLocked(l, in)
 	l.duration = r.leaseDuration(in)
 	l.renewsPerMin = rate
-	l.lastRenewal.Store(now.UnixNano())
+	l.lastRenewal.Store(renewedAt.UnixNano())
 	r.noteClientLocked(l, op, now)
 	r.changeLocked(OpRegister, op.Origin, in, now)
 	r.registrations.Add(1)
+	r.tombs.remove(key)
 	if r.sync != nil {
 		r.sync.copiedLocked(op, key)
 	}
-	r.unlock(v0)
-	if existing == nil {
-		r.log.Debug().Str("app", in.App).Str("instance_id", id).Stringer("origin", op.Origin).Msg("registered")
+}
+
+// registerCopy applies a versioned copy from a peer, syncUp or
+// anti-entropy under the one winner rule: it is stored only if its version
+// beats the stored copy's (a tie goes to the higher digest) and the key's
+// tombstone, if any. The copy is taken whole — status and override as the
+// accepting node resolved them — and only this node's lease stamps are
+// its own. A copy that loses changes nothing and returns the stored
+// instance (nil when cancelled here).
+func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.Time) (*Instance, error) {
+	if in.OverriddenStatus == "" {
+		in.OverriddenStatus = StatusUnknown
 	}
+	v, d := in.WriteVersion, InstanceDigest(in)
+	nowMs := now.UnixMilli()
+
+	r.mu.Lock()
+	v0 := r.version
+	r.clock.observe(v)
+	if r.sync != nil && r.sync.skipLocked(op, key) {
+		r.mu.Unlock()
+		return nil, nil
+	}
+	if t, gone := r.tombs.get(key); gone && t.version >= v {
+		r.mu.Unlock()
+		return nil, nil
+	}
+	l := r.lookupLocked(key.App, key.ID)
+	if l == nil && op.OnlyIfNewer {
+		r.mu.Unlock()
+		return nil, nil
+	}
+	var existing *Instance
+	renewedAt := now
+	if l != nil {
+		existing = l.inst
+		if !newerCopy(v, d, existing.WriteVersion, l.digest) {
+			r.mu.Unlock()
+			return existing, nil
+		}
+		if op.Origin == OriginAntiEntropy {
+			renewedAt = time.Unix(0, l.lastRenewal.Load())
+		}
+	} else {
+		if err := r.checkCapacityLocked(key.App); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		if !op.RenewedAt.IsZero() && op.RenewedAt.Before(now) {
+			renewedAt = op.RenewedAt
+		}
+	}
+	in.ActionType = ActionAdded
+	in.LastUpdatedTimestamp = nowMs
+	in.EvictionTimestamp = 0
+	in.RegistrationTimestamp = nowMs
+	in.ServiceUpTimestamp = 0
+	if existing != nil {
+		in.ActionType = ActionModified
+		in.RegistrationTimestamp = existing.RegistrationTimestamp
+		in.ServiceUpTimestamp = existing.ServiceUpTimestamp
+	}
+	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
+		in.ServiceUpTimestamp = nowMs
+	}
+	r.storeLocked(l, in, op, key, now, renewedAt)
+	r.unlock(v0)
 	return in, nil
 }
 
@@ -446,6 +550,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 	if resolved != in.Status {
 		in = in.Clone()
 		in.Status = resolved
+		in.WriteVersion = r.clock.next(now) // this node's own correction
 		r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
@@ -460,10 +565,21 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 
 // checkDirtyTimestamp applies EUREKA.md §5.3 after a successful renewal.
 func (r *Registry) checkDirtyTimestamp(op Op, app string, in *Instance, now time.Time) (*Instance, error) {
+	replicated := op.Origin.fromPeer()
+	if replicated && op.Version != 0 && r.cfg.SyncWhenTimestampDiffers {
+		// A Muster peer: its copy's write version decides, as everywhere
+		// else. 404 makes it send its copy, 409 gives it ours.
+		switch {
+		case op.Version > in.WriteVersion:
+			return in, ErrNewerDirtyTimestamp
+		case op.Version < in.WriteVersion:
+			return in, ErrStaleDirtyTimestamp
+		}
+		return in, nil
+	}
 	if op.LastDirtyTimestamp == 0 || !r.cfg.SyncWhenTimestampDiffers {
 		return in, nil
 	}
-	replicated := op.Origin.fromPeer()
 	switch {
 	case op.LastDirtyTimestamp > in.LastDirtyTimestamp:
 		if replicated && op.OverriddenStatus != "" && op.OverriddenStatus != StatusUnknown &&
@@ -491,23 +607,48 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 	in := l.inst.Clone()
 	in.OverriddenStatus = override
 	in.Status = resolveStatus(in.Status, override, l.inst, true)
+	in.WriteVersion = 0 // from a peer without versions
 	r.modifyLocked(l, in, OpStatus, origin, now)
 	return in
 }
 
 func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	app := upperASCII(op.App)
+	key := InstanceKey{app, op.ID}
 	r.mu.Lock()
 	v0 := r.version
 	if r.sync != nil {
-		r.sync.cancelledLocked(InstanceKey{app, op.ID})
+		r.sync.cancelledLocked(key)
+	}
+	if op.Version != 0 && op.Origin.fromPeer() {
+		r.clock.observe(op.Version)
 	}
 	l := r.lookupLocked(app, op.ID)
 	if l == nil {
+		if op.Version != 0 && op.Origin.fromPeer() {
+			// Cancelled before its register got here: the tombstone keeps
+			// a late register out.
+			r.tombstoneLocked(key, op.Version, nil, now)
+		}
 		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
 	}
-	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now)
+	var version uint64
+	switch {
+	case !op.Origin.fromPeer():
+		version = r.clock.next(now)
+	case op.Version != 0:
+		if op.Version < l.inst.WriteVersion {
+			// Stale: the instance was written again after this cancel.
+			r.mu.Unlock()
+			return nil, nil
+		}
+		version = op.Version
+	default: // a peer without versions
+		version = l.inst.WriteVersion
+	}
+	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
+	r.tombstoneLocked(key, version, l.inst, now)
 	r.cancels.Add(1)
 	r.unlock(v0)
 	r.log.Debug().Str("app", app).Str("instance_id", op.ID).Stringer("origin", op.Origin).Msg("cancelled")
@@ -516,11 +657,13 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 
 // removeLocked deletes a lease (cancel or eviction) and returns the DELETED
 // copy of its instance that went into the delta and the stream.
-func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Origin, now time.Time) *Instance {
+func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Origin, now time.Time, version uint64) *Instance {
+	r.swapDigestLocked(app, l.digest, 0)
 	byID := r.apps[app]
 	delete(byID, id)
 	if len(byID) == 0 {
 		delete(r.apps, app)
+		delete(r.dig.apps, app) // its sum is 0 now
 	}
 	r.instances--
 	r.rerateArrivalLocked(l, 0)
@@ -530,6 +673,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 		r.expected = 0
 	}
 	in := l.inst.Clone()
+	in.WriteVersion = version
 	in.ActionType = ActionDeleted
 	in.LastUpdatedTimestamp = now.UnixMilli()
 	in.EvictionTimestamp = now.UnixMilli()
@@ -555,12 +699,23 @@ func (r *Registry) lockLease(op Op, app string, now time.Time) (*lease, error) {
 	return l, nil
 }
 
+// stampLocked gives in, a changed copy, its write version: the next one
+// for a write accepted here, 0 (unknown) for a peer's write that came
+// without one (a Java Eureka peer): any versioned copy beats it.
+func (r *Registry) stampLocked(in *Instance, op Op, now time.Time) {
+	if op.Origin.fromPeer() {
+		in.WriteVersion = 0
+		return
+	}
+	in.WriteVersion = r.clock.next(now)
+}
+
 // modifyLocked stores in, a changed copy of l's instance, as a visible
 // MODIFIED change.
 func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
 	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = now.UnixMilli()
-	l.inst = in
+	r.setInstLocked(l, in)
 	r.changeLocked(kind, origin, in, now)
 }
 
@@ -591,6 +746,7 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
 		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
+		r.stampLocked(in, op, now)
 		r.modifyLocked(l, in, OpStatus, op.Origin, now)
 	} else {
 		r.eventLocked(OpStatus, op.Origin, in, now)
@@ -628,6 +784,7 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 		in.OverriddenStatus = StatusUnknown
 		in.Status = status
 		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
+		r.stampLocked(in, op, now)
 		r.modifyLocked(l, in, OpDeleteOverride, op.Origin, now)
 	} else {
 		r.eventLocked(OpDeleteOverride, op.Origin, in, now)
@@ -659,6 +816,7 @@ func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
 		return nil, err
 	}
 	l.lastRenewal.Store(now.UnixNano())
+	r.stampLocked(in, op, now)
 	r.modifyLocked(l, in, OpMetadata, op.Origin, now)
 	r.unlock(v0)
 	return in, nil

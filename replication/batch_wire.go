@@ -28,6 +28,12 @@ type replicationItem struct {
 	Status             string          `json:"status,omitempty"`
 	InstanceInfo       json.RawMessage `json:"instanceInfo,omitempty"` // bare instance, no "instance" wrapper
 	Action             string          `json:"action"`
+	// Version is the write version of the change (registry.Instance.
+	// WriteVersion; for a cancel, its tombstone's), sent only to Muster
+	// peers (Batch.Versioned): Eureka's ReplicationInstance has no such
+	// property, and whether a Java server's Jackson mapper ignores unknown
+	// ones depends on its set-up.
+	Version uint64 `json:"version,omitempty"`
 }
 
 type replicationListResponse struct {
@@ -37,6 +43,9 @@ type replicationListResponse struct {
 type replicationResponse struct {
 	StatusCode     int             `json:"statusCode"`
 	ResponseEntity json.RawMessage `json:"responseEntity,omitempty"`
+	// Version is the write version of ResponseEntity, answered only to an
+	// item that carried one (a Muster peer).
+	Version uint64 `json:"version,omitempty"`
 }
 
 // flexInt reads a number or a numeric string; Java writes longs as numbers,
@@ -62,15 +71,18 @@ func (f *flexInt) UnmarshalJSON(b []byte) error {
 func EncodeBatch(b Batch) ([]byte, error) {
 	list := replicationList{ReplicationList: make([]replicationItem, 0, len(b.Tasks))}
 	for _, t := range b.Tasks {
-		list.ReplicationList = append(list.ReplicationList, itemOf(t))
+		list.ReplicationList = append(list.ReplicationList, itemOf(t, b.Versioned))
 	}
 	return json.Marshal(list)
 }
 
 // itemOf builds the wire item of a task (ReplicationTaskProcessor#
 // createReplicationInstanceOf): the full instance only for Register; status,
-// lastDirtyTimestamp and, for heartbeats, the override for the rest.
-func itemOf(t Task) replicationItem {
+// lastDirtyTimestamp and, for heartbeats, the override for the rest. For a
+// Muster peer (versioned) every item carries the write version, and status
+// changes carry the whole instance too, so the receiver stores exactly the
+// copy that version names (a Java server ignores instanceInfo there).
+func itemOf(t Task, versioned bool) replicationItem {
 	it := replicationItem{AppName: t.Key.App, ID: t.Key.ID, Action: string(t.Action)}
 	in := t.Instance
 	if in == nil {
@@ -91,6 +103,12 @@ func itemOf(t Task) replicationItem {
 	case registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
 		it.LastDirtyTimestamp = &dirty
 		it.Status = string(in.Status)
+		if versioned {
+			it.InstanceInfo = wire.AppendInstanceBodyJSON(nil, registry.InstanceView{Instance: in})
+		}
+	}
+	if versioned {
+		it.Version = in.WriteVersion
 	}
 	return it
 }
@@ -100,7 +118,7 @@ func itemOf(t Task) replicationItem {
 // with every character of the key escaped (\u00XX) in the worst case.
 func taskWireSize(t *Task) int {
 	n := 200 + 6*(len(t.Key.App)+len(t.Key.ID))
-	if t.Action == registry.ActionRegister && t.Instance != nil {
+	if t.Instance != nil && (t.Action == registry.ActionRegister || t.Action == registry.ActionStatusUpdate || t.Action == registry.ActionDeleteStatusOverride) {
 		n += len(wire.AppendInstanceBodyJSON(nil, registry.InstanceView{Instance: t.Instance}))
 	}
 	return n
@@ -121,6 +139,7 @@ func DecodeBatchResponse(body []byte) (BatchResult, error) {
 			// An entity we cannot read costs that item its 409 handling,
 			// not the whole batch its answers.
 			if in, err := wire.DecodeInstanceBodyJSON(r.ResponseEntity); err == nil {
+				in.WriteVersion = r.Version
 				res.Items[i].Instance = in
 			}
 		}

@@ -52,7 +52,8 @@
 //     5 s), so a restarted peer hears from us within seconds
 //     (Counters.Retries); 413, the peer's limit is lower than ours:
 //     the batch goes back and the byte budget for that peer halves; any
-//     other status, the batch is dropped (Drops.Permanent) and logged at
+//     other status, the batch is dropped (Drops.Permanent; anti-entropy
+//     repairs what it carried) and logged at
 //     error level. Re-queued tasks that have meanwhile been
 //     superseded by a newer task, or have expired, are left out.
 //  7. Each item of a 2xx answer is checked, in order: a heartbeat's 404 means
@@ -80,8 +81,51 @@
 // after some changes were handed out hears of them through the 404/409
 // dialogue (Counters.CatchUps).
 //
-// syncUp (Syncer) fetches a peer's registry through the same Transport and
-// applies it from OriginSync between Store.BeginSync and EndSync; the
+// Batches to Muster peers (Peer.Muster: memberlist members) carry each
+// change's write version (registry.Instance.WriteVersion; a cancel's is its
+// tombstone's), and status changes carry the whole instance, so the
+// receiver stores exactly the copy that version names, under the
+// registry's winner rule (the higher version wins). A heartbeat's version
+// replaces lastDirtyTimestamp in the 404/409 dialogue. Static peers may be
+// Java Eureka servers, whose Jackson mapping of ReplicationInstance may
+// refuse unknown properties: they get Eureka's plain items until they
+// answer an anti-entropy round (Replicator.MarkMuster).
+//
+// # Anti-entropy
+//
+// Replication can lose a change for good (an expired task, a batch
+// answered 500, a peer declared dead). AntiEntropy repairs that: every
+// Interval (muster.anti-entropy-interval-ms, 10 s, ±20 % jitter; 0 turns
+// it off), and at once with a peer that joins or comes back
+// (PeersChanged), each node runs a pull round with each peer:
+//
+//  1. POST peerreplication/digest {root}: the peer answers its root digest,
+//     and its app digests only if the roots differ. In sync, that is all:
+//     a few dozen bytes each way.
+//  2. For the apps whose digests differ: the same request naming them; the
+//     peer answers each app's entries (id, digest, version, lease live,
+//     and its tombstones).
+//  3. POST peerreplication/copies: the copies this node lacks (only if
+//     live at the peer and no newer tombstone is kept here: an instance
+//     expired everywhere is not resurrected) or holds older versions of.
+//  4. Each copy is applied from registry.OriginAntiEntropy under the
+//     winner rule (so a write that lands meanwhile is not undone), and a
+//     peer's newer tombstone cancels the instance here.
+//
+// Nothing is removed for being absent at the peer: an instance renewing
+// through another node stays, and the peer adopts it on its own round.
+// Rounds are never forwarded (their origin is not a client). Stats and
+// Totals report, per peer, whether the last round found nothing different
+// (InSync), when it ran, the instances that differed and the repairs by
+// kind (missing, stale, cancelled). A peer that answers 404 (a Java Eureka
+// server) is left to Eureka's own repair and asked again 30 rounds later.
+// The endpoints are signed and bounded like batches (MaxDigestApps apps,
+// MaxCopyKeys keys per request; bodies under muster.max-body-bytes).
+//
+// syncUp (Syncer) fetches a peer's registry through the same Transport,
+// takes the copies' write versions from the peer's anti-entropy entries
+// (where the digests match) and applies it from OriginSync between
+// Store.BeginSync and EndSync; the
 // registry keeps cancels and status writes replicated meanwhile. The
 // Receiver applies inbound batches as operations from OriginPeer through
 // a one-method Applier. Peers and Totals report queue depths, lag and

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/muster-registry/muster/registry"
@@ -37,6 +38,9 @@ type HTTPTransport struct {
 	// (HTTPTransportConfig.MaxSyncBodyBytes).
 	maxRegistryBytes int64
 	sign             RequestSigner // nil: requests go unsigned
+	// aeBytes counts anti-entropy request and answer bodies
+	// (AntiEntropyBytes).
+	aeBytes atomic.Uint64
 }
 
 // HTTPTransportConfig configures an HTTPTransport. Start from

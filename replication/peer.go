@@ -49,6 +49,10 @@ type peer struct {
 	// info is the peer's current name, URL and zone. SetPeers replaces it
 	// when the URL or zone changes; the next batch uses the new one.
 	info atomic.Pointer[Peer]
+	// muster is set once the peer has shown it is a Muster node (it
+	// answered anti-entropy): its batches carry versions even if it is a
+	// static peer.
+	muster atomic.Bool
 	// inbox hands tasks from Enqueue to the owner; producers never block.
 	inbox chan Task
 	// inboxFull counts tasks Enqueue dropped because inbox was full.
@@ -286,7 +290,8 @@ func (p *peer) step(now time.Time) (f *flight, wait time.Duration) {
 	lag := max(now.Sub(oldestCreated(tasks)), 0)
 	p.lastLag = lag
 	p.maxLag = max(p.maxLag, lag)
-	p.flight = &flight{peer: *p.info.Load(), batch: Batch{Tasks: tasks}, started: now}
+	info := *p.info.Load()
+	p.flight = &flight{peer: info, batch: Batch{Tasks: tasks, Versioned: info.Muster || p.muster.Load()}, started: now}
 	return p.flight, 0
 }
 

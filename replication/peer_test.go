@@ -17,6 +17,7 @@ import (
 // fakeTransport records each batch and answers through respond (200 for
 // every item when nil). The peer tests call it from one goroutine only.
 type fakeTransport struct {
+	noAntiEntropy
 	respond func(Peer, Batch) (BatchResult, error)
 	sent    []Batch
 	peers   []Peer

@@ -89,34 +89,54 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 		var body *registry.Instance
 		if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
 			// The instance carries its own lastDirtyTimestamp.
+			body.WriteVersion = it.Version
 			_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 		}
 	case registry.ActionHeartbeat:
 		op := registry.RenewOp(it.AppName, it.ID)
+		op.Version = it.Version
 		if it.OverriddenStatus != "" {
 			op.OverriddenStatus = registry.LenientStatus(it.OverriddenStatus)
 		}
 		apply(op)
 		if errors.Is(err, registry.ErrStaleDirtyTimestamp) && in != nil {
-			return replicationResponse{
+			resp := replicationResponse{
 				StatusCode:     http.StatusConflict,
 				ResponseEntity: wire.AppendInstanceBodyJSON(nil, registry.InstanceView{Instance: in}),
 			}
+			if it.Version != 0 {
+				resp.Version = in.WriteVersion
+			}
+			return resp
 		}
 	case registry.ActionCancel:
-		apply(registry.CancelOp(it.AppName, it.ID))
-	case registry.ActionStatusUpdate:
+		op := registry.CancelOp(it.AppName, it.ID)
+		op.Version = it.Version
+		apply(op)
+	case registry.ActionStatusUpdate, registry.ActionDeleteStatusOverride:
+		if it.Version != 0 && len(it.InstanceInfo) > 0 {
+			// A Muster peer sends the whole copy its write made: stored
+			// under the winner rule like any other copy.
+			var body *registry.Instance
+			if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
+				body.WriteVersion = it.Version
+				_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
+			}
+			break
+		}
+		if registry.Action(it.Action) == registry.ActionDeleteStatusOverride {
+			st := registry.StatusUnknown
+			if it.Status != "" {
+				st, err = registry.ParseStatus(it.Status)
+			}
+			if err == nil {
+				apply(registry.DeleteOverrideOp(it.AppName, it.ID, st))
+			}
+			break
+		}
 		var st registry.Status
 		if st, err = registry.ParseStatus(it.Status); err == nil {
 			apply(registry.StatusOp(it.AppName, it.ID, st))
-		}
-	case registry.ActionDeleteStatusOverride:
-		st := registry.StatusUnknown
-		if it.Status != "" {
-			st, err = registry.ParseStatus(it.Status)
-		}
-		if err == nil {
-			apply(registry.DeleteOverrideOp(it.AppName, it.ID, st))
 		}
 	default:
 		rc.log.Warn().Str("action", it.Action).Msg("unknown replication action")

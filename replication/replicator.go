@@ -444,6 +444,32 @@ func (r *Replicator) Peers() []PeerStats {
 	return out
 }
 
+// MarkMuster records that the named peer is a Muster node (it served
+// anti-entropy): from its next batch on, items carry write versions, as
+// they do to memberlist members. A static peer that is a Muster node thus
+// takes part in the winner rule on the replication path too.
+func (r *Replicator) MarkMuster(name string) {
+	r.mu.Lock()
+	p := r.peers[name]
+	r.mu.Unlock()
+	if p != nil {
+		p.muster.Store(true)
+	}
+}
+
+// PeerList returns the current peers, sorted by name: whom anti-entropy
+// reconciles with.
+func (r *Replicator) PeerList() []Peer {
+	r.mu.Lock()
+	out := make([]Peer, 0, len(r.peers))
+	for _, p := range r.peers {
+		out = append(out, *p.info.Load())
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Totals returns the counters summed over all senders, including those of
 // peers already removed.
 func (r *Replicator) Totals() Counters {

@@ -226,6 +226,7 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.addVersions(fetchCtx, p, instances)
 	copied, refused := 0, 0
 	defer func() {
 		if refused > 1 {
@@ -243,6 +244,58 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 		}
 	}
 	return copied, nil
+}
+
+// addVersions gives the copied instances their write versions, which a
+// peer's GET /apps (Eureka's wire) does not carry: it asks the peer for
+// the anti-entropy entries of every app copied and takes an entry's
+// version where the copy, with that version, has the entry's digest (the
+// same content). A copy that changed in between, or a peer that does not
+// serve anti-entropy (a Java Eureka server), leaves version 0: the copy
+// loses to any versioned one, and anti-entropy brings the version later.
+func (s *Syncer) addVersions(ctx context.Context, p Peer, instances []*registry.Instance) {
+	byApp := map[string][]*registry.Instance{}
+	for _, in := range instances {
+		byApp[in.App] = append(byApp[in.App], in)
+	}
+	apps := make([]string, 0, len(byApp))
+	for app := range byApp {
+		apps = append(apps, app)
+	}
+	sort.Strings(apps)
+	matched := 0
+	for start := 0; start < len(apps); start += MaxDigestApps {
+		chunk := apps[start:min(start+MaxDigestApps, len(apps))]
+		reply, err := s.cfg.Transport.Digest(ctx, p, DigestRequest{Apps: chunk})
+		if err != nil {
+			s.log.Info().Err(err).Str("peer", p.Name).Msg("syncUp: copied without write versions; anti-entropy adds them later")
+			return
+		}
+		for _, app := range chunk {
+			entries := map[string]Entry{}
+			for _, e := range reply.Entries[app] {
+				if !e.Tombstone {
+					entries[e.ID] = e
+				}
+			}
+			for _, in := range byApp[app] {
+				e, ok := entries[in.ID()]
+				if !ok {
+					continue
+				}
+				in.WriteVersion = e.Version
+				if registry.InstanceDigest(in) != e.Digest {
+					in.WriteVersion = 0
+					continue
+				}
+				matched++
+			}
+		}
+	}
+	if matched < len(instances) {
+		s.log.Info().Int("versioned", matched).Int("instances", len(instances)).Str("peer", p.Name).
+			Msg("syncUp: some copies changed on the peer meanwhile and came without write versions")
+	}
 }
 
 // orderByZone puts peers of zone first, each group by name.

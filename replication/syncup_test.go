@@ -260,3 +260,87 @@ func TestSyncer_Run_clientCancelDuringCopyIsKept(t *testing.T) {
 		t.Fatal("a tombstone outlived the copy")
 	}
 }
+
+// A peer's cancels racing the syncUp copy (issue 11: the copy once checked
+// "was it cancelled?", unlocked, then registered, and brought 2 cancelled
+// instances back in 40 rounds of 3,000). The check and the write are one
+// step under the registry's lock, and a cancel leaves a versioned
+// tombstone, so no interleaving brings one back; run with -race.
+func TestSyncer_Run_concurrentCancelsNeverComeBack(t *testing.T) {
+	const n = 3000
+	rounds := 10
+	if testing.Short() {
+		rounds = 2
+	}
+	for round := range rounds {
+		// Odd rounds copy without versions, as from GET /apps over HTTP.
+		versioned := round%2 == 0
+		src := newSyncFixture(t).reg
+		for i := range n {
+			if _, err := src.Apply(registry.RegisterOp(registrytest.NewInstance("APP", fmt.Sprint("i-", i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copies := snapshotInstances(src)
+		if !versioned {
+			for _, in := range copies {
+				in.WriteVersion = 0
+			}
+		}
+		dst := newSyncFixture(t).reg
+		start := make(chan struct{})
+		done := make(chan struct{})
+		// The source cancels every third instance after the copy was taken;
+		// its cancels reach dst (replicated, with their versions) while dst
+		// applies the copy.
+		cancels := make([]registry.Op, 0, n/3)
+		for i := 0; i < n; i += 3 {
+			removed, err := src.Apply(registry.CancelOp("APP", fmt.Sprint("i-", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := registry.CancelOp("APP", removed.ID()).From(registry.OriginPeer)
+			op.Version = removed.WriteVersion
+			cancels = append(cancels, op)
+		}
+		go func() {
+			defer close(done)
+			<-start
+			for _, op := range cancels {
+				_, _ = dst.Apply(op)
+			}
+		}()
+		tr := replicationtest.NewTransport()
+		tr.Fetch = func(context.Context, replication.Peer) ([]*registry.Instance, error) {
+			close(start)
+			return copies, nil
+		}
+		s, err := replication.NewSyncer(replication.SyncConfig{
+			Store: dst, Transport: tr, Attempts: 1,
+			Candidates: func() []replication.Peer { return []replication.Peer{{Name: "src"}} },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Run(context.Background())
+		<-done
+		for _, op := range cancels {
+			if _, ok := dst.Instance(op.App, op.ID); ok {
+				t.Fatalf("round %d (versioned %v): %s/%s was cancelled during the copy and came back", round, versioned, op.App, op.ID)
+			}
+		}
+		if got, want := dst.Len(), n-len(cancels); got != want {
+			t.Fatalf("round %d: %d instances, want %d", round, got, want)
+		}
+	}
+}
+
+func snapshotInstances(r *registry.Registry) []*registry.Instance {
+	var out []*registry.Instance
+	for _, app := range r.Snapshot().Apps {
+		for _, iv := range app.Instances {
+			out = append(out, iv.Instance.Clone())
+		}
+	}
+	return out
+}

@@ -18,12 +18,20 @@ type Peer struct {
 	URL string
 	// Zone is the peer's availability zone ("default" when unknown).
 	Zone string
+	// Muster is true for a peer known to be a Muster node (a memberlist
+	// member): batches to it carry write versions (Batch.Versioned). A
+	// static peer may be a Java Eureka server, which is left to Eureka's
+	// lastDirtyTimestamp rules and 404/409 repair.
+	Muster bool
 }
 
 // Batch is what one POST /peerreplication/batch carries: Eureka's
 // replicationList, in queue order.
 type Batch struct {
 	Tasks []Task
+	// Versioned makes every item carry its write version (the peer is a
+	// Muster node).
+	Versioned bool
 }
 
 // BatchResult is the peer's answer: Eureka's responseList, one item per
@@ -58,6 +66,13 @@ type Transport interface {
 	// still copying (it has no registry to give). Safe for concurrent use;
 	// it must return soon after ctx ends.
 	FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error)
+	// Digest asks p for its anti-entropy digests (antientropy_wire.go);
+	// Copies fetches p's stored copies of keys (at most MaxCopyKeys), with
+	// versions and lease renewals. A peer that does not serve anti-entropy
+	// (a Java Eureka server) gives an error wrapping ErrNoAntiEntropy.
+	// Both are safe for concurrent use and return soon after ctx ends.
+	Digest(ctx context.Context, p Peer, req DigestRequest) (DigestReply, error)
+	Copies(ctx context.Context, p Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error)
 }
 
 // StatusError is a non-2xx HTTP reply to a whole batch.

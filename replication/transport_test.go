@@ -136,7 +136,19 @@ func TestConfig_Validate(t *testing.T) {
 	}
 }
 
-type nopTransport struct{}
+type nopTransport struct{ noAntiEntropy }
+
+// noAntiEntropy gives a test transport the anti-entropy calls of a peer
+// that does not serve them.
+type noAntiEntropy struct{}
+
+func (noAntiEntropy) Digest(context.Context, Peer, DigestRequest) (DigestReply, error) {
+	return DigestReply{}, ErrNoAntiEntropy
+}
+
+func (noAntiEntropy) Copies(context.Context, Peer, []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	return nil, ErrNoAntiEntropy
+}
 
 func (nopTransport) Send(context.Context, Peer, Batch) (BatchResult, error) {
 	return BatchResult{}, nil
@@ -187,6 +199,29 @@ func TestSyncConfig_Validate(t *testing.T) {
 		c.Store, c.Transport, c.Candidates = newFakeStore(t), nopTransport{}, func() []Peer { return nil }
 		if s, err := NewSyncer(c); err == nil || s != nil {
 			t.Errorf("NewSyncer accepted what Validate refuses: %v", err)
+		}
+	}
+}
+
+func TestAntiEntropyConfig_Validate(t *testing.T) {
+	if err := DefaultAntiEntropyConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tt := range []struct {
+		change func(*AntiEntropyConfig)
+		want   string
+	}{
+		{func(c *AntiEntropyConfig) { c.Interval = -1 }, "replication: Interval must not be negative (0 turns anti-entropy off), got -1ns"},
+		{func(c *AntiEntropyConfig) { c.RequestTimeout = -time.Second }, "replication: RequestTimeout must not be negative, got -1s"},
+	} {
+		c := DefaultAntiEntropyConfig()
+		tt.change(&c)
+		if err := c.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("Validate() = %v, want %q", err, tt.want)
+		}
+		c.Store, c.Transport, c.Peers = newFakeStore(t), nopTransport{}, func() []Peer { return nil }
+		if a, err := NewAntiEntropy(c); err == nil || a != nil {
+			t.Errorf("NewAntiEntropy accepted what Validate refuses: %v", err)
 		}
 	}
 }

@@ -39,6 +39,7 @@ type Settings struct {
 	Replication replication.Config
 	Transport   replication.HTTPTransportConfig
 	Sync        replication.SyncConfig
+	AntiEntropy replication.AntiEntropyConfig
 	HTTP        httpapi.Config
 	Cluster     cluster.Config
 
@@ -104,6 +105,7 @@ func defaultSettings() Settings {
 		Replication: replication.DefaultConfig(),
 		Transport:   replication.DefaultHTTPTransportConfig(),
 		Sync:        replication.DefaultSyncConfig(),
+		AntiEntropy: replication.DefaultAntiEntropyConfig(),
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 
@@ -145,6 +147,10 @@ func (s *Settings) derive() {
 	s.Replication.MaxBatchBytes = int(s.HTTP.MaxBatchBodyBytes / 4 * 3)
 	s.HTTP.Node.Zone = s.Cluster.Zone
 	s.Sync.Zone = s.Cluster.Zone
+	s.AntiEntropy.RequestTimeout = s.Transport.RequestTimeout
+	// A cancel's tombstone must outlive one anti-entropy round, so the
+	// cancel reaches every peer before the tombstone goes.
+	s.Registry.TombstoneGrace = max(registry.DefaultConfig().TombstoneGrace, s.AntiEntropy.Interval)
 }
 
 // setting is one configuration key: its Spring-style name, its default as
@@ -219,6 +225,7 @@ var settings = []setting{
 	enumKey("muster.dashboard.actions-without-auth", httpapi.ConsoleActionsPolicies, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *httpapi.ConsoleActionsPolicy { return &s.HTTP.ConsoleActions }),
 	cmdMsKey("muster.shutdown-timeout-ms", 1, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
 	strKey("muster.data-dir", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
+	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
 	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
@@ -683,6 +690,7 @@ var packageConfigs = []packageConfig{
 	{"HTTP", func(s *Settings) error { return s.HTTP.Validate() }},
 	{"Transport", func(s *Settings) error { return s.Transport.Validate() }},
 	{"Sync", func(s *Settings) error { return s.Sync.Validate() }},
+	{"AntiEntropy", func(s *Settings) error { return s.AntiEntropy.Validate() }},
 	{"Replication", func(s *Settings) error { return s.Replication.Validate() }},
 	{"Cluster", func(s *Settings) error { return s.Cluster.Validate() }},
 }

@@ -209,6 +209,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		Replication: replication.DefaultConfig(),
 		Transport:   replication.DefaultHTTPTransportConfig(),
 		Sync:        replication.DefaultSyncConfig(),
+		AntiEntropy: replication.DefaultAntiEntropyConfig(),
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 	}

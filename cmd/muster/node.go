@@ -52,6 +52,7 @@ type Node struct {
 	api       *httpapi.Server
 	metrics   *prometheus.Registry
 	rep       *replication.Replicator
+	ae        *replication.AntiEntropy
 	transport replication.Transport
 	receiver  *replication.Receiver
 	syncer    *replication.Syncer
@@ -133,6 +134,12 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 	n.transport = repCfg.Transport
+	acfg := s.AntiEntropy
+	acfg.Store, acfg.Transport, acfg.Peers = reg, transport, n.rep.PeerList
+	acfg.Logger, acfg.OnMuster = logger, n.rep.MarkMuster
+	if n.ae, err = replication.NewAntiEntropy(acfg); err != nil {
+		return nil, err
+	}
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -177,7 +184,9 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
 	hcfg.Batch = n.receiver.Handle
+	hcfg.Digests = n.reg
 	hcfg.Replication = n.rep
+	hcfg.AntiEntropy = n.ae
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
@@ -303,6 +312,10 @@ func (n *Node) startUp(ctx context.Context) {
 	close(n.opened)
 	n.goRun(func() { n.reg.Run(ctx) })
 	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
+	// A first round with every peer at once: what changed while this node
+	// was syncing (or down) is reconciled now, not an interval later.
+	n.ae.PeersChanged()
+	n.goRun(func() { n.ae.Run(ctx) })
 	if n.settings.DataDir != "" {
 		n.goRun(func() { n.snapshotLoop(ctx.Done()) })
 	}
@@ -362,6 +375,7 @@ func (n *Node) watchPeers(ctx context.Context) {
 		case <-tick.C:
 		}
 		n.rep.SetPeers(n.currentPeers())
+		n.ae.PeersChanged() // a peer that joined or came back gets a round at once
 	}
 }
 
@@ -375,7 +389,7 @@ func (n *Node) currentPeers() []replication.Peer {
 			if m.Self || m.EurekaURL == "" || m.State == cluster.StateDead || m.State == cluster.StateLeft {
 				continue
 			}
-			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone})
+			peers = append(peers, replication.Peer{Name: m.Name, URL: m.EurekaURL, Zone: m.Zone, Muster: true})
 			seen[normalizeURL(m.EurekaURL)] = true
 		}
 	}
@@ -438,11 +452,22 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 	for _, ps := range n.rep.Peers() {
 		stats[ps.Name] = ps
 	}
+	ae := map[string]replication.AntiEntropyStats{}
+	for _, as := range n.ae.Stats() {
+		ae[as.Peer] = as
+	}
 	var out []httpapi.PeerInfo
 	add := func(name, zone, url, state string) {
 		pi := httpapi.PeerInfo{Name: name, Zone: zone, URL: url, State: state}
 		if ps, ok := stats[name]; ok {
 			pi.QueueDepth, pi.LastBatchMillis, pi.LastError = ps.QueueDepth, ps.LastBatchMillis, ps.LastError
+		}
+		if as, ok := ae[name]; ok {
+			pi.InSync, pi.Repairs = as.InSync, as.Repairs.Total()
+			if !as.Last.IsZero() {
+				last := as.Last.UTC()
+				pi.LastAntiEntropy = &last
+			}
 		}
 		out = append(out, pi)
 	}

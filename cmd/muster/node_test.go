@@ -370,3 +370,47 @@ func TestNode_shutdownWhileSyncing(t *testing.T) {
 		t.Fatalf("self-registration started on a node being shut down")
 	}
 }
+
+// Two nodes that opened alone, each with instances of its own, reconcile
+// as soon as they meet (anti-entropy's round with a new peer), signed with
+// the peer secret: status overrides included, which replication's catch-up
+// heartbeats alone never carried.
+func TestCluster_nodesThatOpenedAloneReconcileWhenTheyMeet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	port := freeGossipPort(t)
+	seed := "127.0.0.1:" + strconv.Itoa(port)
+	secret, ae := "cluster.peer-secret="+testSecret, "muster.anti-entropy-interval-ms=1000"
+	late := startTestNode(t, "late-joiner", "zone-a", []string{seed}, "cluster.bind-port=0", secret, ae)
+	waitOpened(t, late)
+	if code := call(t, "POST", late.URL()+"apps/WEB", instanceBody("WEB", "w1", 90)); code != 204 {
+		t.Fatal(code)
+	}
+	if code := call(t, "PUT", late.URL()+"apps/WEB/w1/status?value=OUT_OF_SERVICE", ""); code != 200 {
+		t.Fatal(code)
+	}
+	first := startTestNode(t, "seed", "zone-a", nil, "cluster.bind-port="+strconv.Itoa(port), secret, ae)
+	waitOpened(t, first)
+	if code := call(t, "POST", first.URL()+"apps/API", instanceBody("API", "a1", 90)); code != 204 {
+		t.Fatal(code)
+	}
+	waitFor(t, 30*time.Second, "both nodes to hold both instances, override included", func() bool {
+		for _, n := range []*Node{late, first} {
+			iv, ok := n.reg.Instance("WEB", "w1")
+			if !ok || iv.Status != "OUT_OF_SERVICE" || n.reg.Len() != 2 {
+				return false
+			}
+		}
+		return late.reg.RootDigest() == first.reg.RootDigest()
+	})
+	waitFor(t, 30*time.Second, "the peers to show in sync", func() bool {
+		for _, n := range []*Node{late, first} {
+			ps := n.peerInfos()
+			if len(ps) != 1 || !ps[0].InSync || ps[0].LastAntiEntropy == nil {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -224,18 +224,24 @@ func peerSummary(peers []httpapi.PeerInfo) string {
 func writeMembers(w io.Writer, st httpapi.AdminStatus) {
 	t := newTable(w)
 	tw := t.tw
-	fmt.Fprintln(tw, "NAME\tZONE\tSTATE\tQUEUE\tLAST BATCH\tURL\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tZONE\tSTATE\tQUEUE\tLAST BATCH\tIN SYNC\tURL\tLAST ERROR")
 	self := "self"
 	if !st.OpenForTraffic {
 		self = "self (syncing)"
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t%s\t\n", st.Node, orDash(st.Zone), self, orDash(st.URL))
+	fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t\n", st.Node, orDash(st.Zone), self, orDash(st.URL))
 	for _, p := range st.Peers {
 		last := "-"
 		if p.LastBatchMillis > 0 {
 			last = fmt.Sprintf("%d ms", p.LastBatchMillis)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, orDash(p.URL), oneLine(p.LastError))
+		// Anti-entropy's verdict: yes when its last round with the peer
+		// found nothing different.
+		inSync := "no"
+		if p.InSync {
+			inSync = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, inSync, orDash(p.URL), oneLine(p.LastError))
 	}
 	t.flush()
 }

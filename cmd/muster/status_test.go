@@ -61,9 +61,9 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 		t.Fatalf("members: want a header, self and one peer:\n%s", out.String())
 	}
 	for i, want := range []string{
-		`^NAME\s+ZONE\s+STATE\s+QUEUE\s+LAST BATCH\s+URL\s+LAST ERROR$`,
-		`^beta\s+zone-b\s+self\s+-\s+-\s+http://127\.0\.0\.1:\d+/eureka/$`,
-		`^alpha\s+zone-a\s+alive\s+\d+\s+(-|\d+ ms)\s+` + regexp.QuoteMeta(n1.URL()) + `\s*$`,
+		`^NAME\s+ZONE\s+STATE\s+QUEUE\s+LAST BATCH\s+IN SYNC\s+URL\s+LAST ERROR$`,
+		`^beta\s+zone-b\s+self\s+-\s+-\s+-\s+http://127\.0\.0\.1:\d+/eureka/$`,
+		`^alpha\s+zone-a\s+alive\s+\d+\s+(-|\d+ ms)\s+(yes|no)\s+` + regexp.QuoteMeta(n1.URL()) + `\s*$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
 			t.Errorf("members line %d = %q, want %s", i+1, lines[i], want)

@@ -12,7 +12,15 @@
 //	instances: <n>
 //
 //	{"applications":{…}}            (registry/wire, every instance)
+//	versions
+//	["APP","instance-id",<write version>]   (one line per versioned instance)
 //	crc32c: <8 hex digits> bytes: <length of everything above>
+//
+// The versions section keeps what Eureka's JSON has no field for: each
+// instance's write version (registry.Instance.WriteVersion), so after a
+// full restart the winner rule between nodes still knows which copy is
+// newer. A file without it (written before versions existed) loads with
+// version 0, which any versioned copy from a peer beats.
 //
 // The trailer's CRC-32C (Castagnoli) covers every byte before it, header
 // included, so a flipped bit, a cut-off write or an edited cluster name is

@@ -3,6 +3,7 @@ package persist
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -95,6 +96,9 @@ func Write(dir, cluster, node string, snap *registry.Snapshot, now time.Time) (I
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
 	if _, err := io.WriteString(body, "\n"); err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
+	}
+	if err := writeVersions(body, snap); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
 	trailer := fmt.Sprintf("crc32c: %08x bytes: %d\n", sum.Sum32(), counter.n)
@@ -217,6 +221,10 @@ func parse(data []byte, cluster string) (Header, []*registry.Instance, error) {
 	if h.Instances, err = strconv.Atoi(fields["instances"]); err != nil || h.Instances < 0 {
 		return h, nil, fmt.Errorf("%w: header instances %q", ErrCorrupt, fields["instances"])
 	}
+	body, versions, err := cutVersions(body)
+	if err != nil {
+		return h, nil, err
+	}
 	apps, err := wire.DecodeApplicationsJSON(bytes.TrimSuffix(body, []byte("\n")))
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -227,6 +235,7 @@ func parse(data []byte, cluster string) (Header, []*registry.Instance, error) {
 			if err := iv.Instance.Validate(); err != nil {
 				return h, nil, fmt.Errorf("%w: instance %s/%s: %v", ErrCorrupt, app.Name, iv.ID(), err)
 			}
+			iv.Instance.WriteVersion = versions[registry.InstanceKey{App: app.Name, ID: iv.ID()}]
 			instances = append(instances, iv.Instance)
 		}
 	}
@@ -304,4 +313,63 @@ type countingWriter struct{ n int64 }
 func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(len(p))
 	return len(p), nil
+}
+
+// versionsMark starts the section after the registry's JSON that keeps
+// the instances' write versions (registry.Instance.WriteVersion), which
+// Eureka's JSON has no field for: one JSON array per line, ["APP","id",v].
+// A file without it (written before versions existed) loads with version
+// 0, which any versioned copy from a peer beats.
+const versionsMark = "versions\n"
+
+func writeVersions(w io.Writer, snap *registry.Snapshot) error {
+	if _, err := io.WriteString(w, versionsMark); err != nil {
+		return err
+	}
+	for _, app := range snap.Apps {
+		for _, iv := range app.Instances {
+			if iv.WriteVersion == 0 {
+				continue
+			}
+			line, err := json.Marshal([]any{app.Name, iv.ID(), iv.WriteVersion})
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cutVersions splits the body into the registry's JSON and the versions
+// section, if any. The JSON is one line, so the section starts after its
+// first newline.
+func cutVersions(body []byte) ([]byte, map[registry.InstanceKey]uint64, error) {
+	i := bytes.IndexByte(body, '\n')
+	if i < 0 || !bytes.HasPrefix(body[i+1:], []byte(versionsMark)) {
+		return body, nil, nil
+	}
+	versions := map[registry.InstanceKey]uint64{}
+	for _, line := range bytes.Split(bytes.TrimSuffix(body[i+1+len(versionsMark):], []byte("\n")), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var row []any
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&row); err != nil || len(row) != 3 {
+			return nil, nil, fmt.Errorf("%w: versions line %q", ErrCorrupt, oneLine(string(line)))
+		}
+		app, ok1 := row[0].(string)
+		id, ok2 := row[1].(string)
+		num, ok3 := row[2].(json.Number)
+		v, err := strconv.ParseUint(string(num), 10, 64)
+		if !ok1 || !ok2 || !ok3 || err != nil {
+			return nil, nil, fmt.Errorf("%w: versions line %q", ErrCorrupt, oneLine(string(line)))
+		}
+		versions[registry.InstanceKey{App: app, ID: id}] = v
+	}
+	return body[:i+1], versions, nil
 }

@@ -333,3 +333,49 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+// Write versions survive the snapshot, so after a full restart the winner
+// rule still knows which copy is newer; a file without them (written
+// before versions existed) loads with version 0.
+func TestWriteRead_keepsWriteVersions(t *testing.T) {
+	clock := registrytest.NewClock()
+	src := newRegistry(t, clock)
+	fill(t, src, 20)
+	if _, err := src.Apply(registry.StatusOp("APP-1", "i-1", registry.StatusOutOfService)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, instances, err := persist.Read(dir, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := newRegistry(t, clock)
+	if stored, refused := persist.Restore(dst, instances); stored != 20 || len(refused) != 0 {
+		t.Fatalf("restored %d, refused %v", stored, refused)
+	}
+	if dst.RootDigest() != src.RootDigest() {
+		t.Fatal("restored registry's digest differs: versions lost")
+	}
+
+	// The same file without its versions section, checksum redone.
+	data, err := os.ReadFile(persist.Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := bytes.Index(data, []byte("\nversions\n")) + 1
+	content := append([]byte{}, data[:start]...)
+	old := append(content, fmt.Sprintf("crc32c: %08x bytes: %d\n", crc32.Checksum(content, crc32.MakeTable(crc32.Castagnoli)), len(content))...)
+	if err := os.WriteFile(persist.Path(dir), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, instances, err = persist.Read(dir, "prod")
+	if err != nil {
+		t.Fatalf("a snapshot without versions: %v", err)
+	}
+	if len(instances) != 20 || instances[0].WriteVersion != 0 {
+		t.Fatalf("%d instances, version %d", len(instances), instances[0].WriteVersion)
+	}
+}

@@ -34,6 +34,7 @@ type Cluster struct {
 
 	nodes map[string]*Node
 	names []string // in start order
+	skew  map[string]time.Duration
 }
 
 // ClusterConfig changes the nodes' configurations.
@@ -48,6 +49,11 @@ type ClusterConfig struct {
 	// Logger, when set, receives every node's logs (tests pass a
 	// zerolog.NewTestWriter logger); the zero value logs nothing.
 	Logger zerolog.Logger
+	// AntiEntropy makes every node run an anti-entropy round with each
+	// peer that joins or comes back, as cmd/muster does (rounds on the
+	// interval are the test's: AntiEntropyRound). Off, anti-entropy runs
+	// only when the test asks.
+	AntiEntropy bool
 }
 
 // Node is one member of a Cluster.
@@ -56,6 +62,7 @@ type Node struct {
 	Reg      *registry.Registry
 	Rep      *replication.Replicator
 	Receiver *replication.Receiver
+	AE       *replication.AntiEntropy
 	// Sync is what the node's syncUp did when it started.
 	Sync replication.SyncResult
 }
@@ -66,7 +73,7 @@ type Node struct {
 func NewCluster(tb testing.TB, cfg ClusterConfig, names ...string) *Cluster {
 	tb.Helper()
 	clk := registrytest.NewClock()
-	c := &Cluster{tb: tb, Clock: clk, Net: NewNetwork(clk, cfg.Seed), cfg: cfg, nodes: map[string]*Node{}}
+	c := &Cluster{tb: tb, Clock: clk, Net: NewNetwork(clk, cfg.Seed), cfg: cfg, nodes: map[string]*Node{}, skew: map[string]time.Duration{}}
 	for _, name := range names {
 		c.Start(name)
 	}
@@ -111,8 +118,9 @@ func (c *Cluster) start(name string, connect bool) *Node {
 		c.tb.Fatalf("replicationtest: node %s is already running", name)
 	}
 	log := c.cfg.Logger.With().Str("node", name).Logger()
+	now := func() time.Time { return c.Clock.Now().Add(c.skew[name]) }
 	rcfg := registry.DefaultConfig()
-	rcfg.Now = c.Clock.Now
+	rcfg.Now = now
 	rcfg.Rand = rand.New(rand.NewPCG(c.cfg.Seed, uint64(len(c.names))))
 	rcfg.Logger = log
 	if c.cfg.Registry != nil {
@@ -123,7 +131,7 @@ func (c *Cluster) start(name string, connect bool) *Node {
 		c.tb.Fatal(err)
 	}
 	pcfg := replication.DefaultConfig()
-	pcfg.Now = c.Clock.Now
+	pcfg.Now = now
 	pcfg.Transport = c.Net.From(name)
 	pcfg.Store = reg
 	pcfg.InboxSize = 1 << 16
@@ -140,7 +148,15 @@ func (c *Cluster) start(name string, connect bool) *Node {
 	if err != nil {
 		c.tb.Fatal(err)
 	}
-	n := &Node{Name: name, Reg: reg, Rep: rep, Receiver: rc}
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: reg, Transport: pcfg.Transport, Peers: rep.PeerList,
+		Now: now, Rand: rand.New(rand.NewPCG(c.cfg.Seed, 7)), Logger: log,
+		OnMuster: rep.MarkMuster,
+	})
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	n := &Node{Name: name, Reg: reg, Rep: rep, Receiver: rc, AE: ae}
 	if !slices.Contains(c.names, name) {
 		c.names = append(c.names, name)
 	}
@@ -185,17 +201,79 @@ func (c *Cluster) peersOf(self string) []replication.Peer {
 	var out []replication.Peer
 	for _, n := range c.Names() {
 		if n != self {
-			out = append(out, replication.Peer{Name: n, URL: "mem://" + n + "/eureka/", Zone: "default"})
+			out = append(out, replication.Peer{Name: n, URL: "mem://" + n + "/eureka/", Zone: "default", Muster: true})
 		}
 	}
 	return out
 }
 
-// FullyConnect gives every running node every other node as a peer.
+// FullyConnect gives every running node every other node as a peer. With
+// ClusterConfig.AntiEntropy, each node then runs a round with every peer
+// that is new to it.
 func (c *Cluster) FullyConnect() {
 	for _, name := range c.Names() {
 		c.nodes[name].Rep.SetPeers(c.peersOf(name))
 	}
+	if c.cfg.AntiEntropy {
+		for _, name := range c.Names() {
+			if n := c.nodes[name]; n.Reg.Opened() {
+				n.AE.RoundNewPeers(context.Background())
+			}
+		}
+	}
+}
+
+// SetPeers replaces one node's peer list, as memberlist does when it
+// declares a peer dead or alive; with ClusterConfig.AntiEntropy the node
+// then runs a round with each peer new to it (one that came back too).
+func (c *Cluster) SetPeers(node string, peers []replication.Peer) {
+	n := c.nodes[node]
+	n.Rep.SetPeers(peers)
+	if c.cfg.AntiEntropy && n.Reg.Opened() {
+		n.AE.RoundNewPeers(context.Background())
+	}
+}
+
+// PeersExcept is the peer list of node in a converged membership, without
+// the nodes named in except: what memberlist gives when it declares them
+// dead.
+func (c *Cluster) PeersExcept(node string, except ...string) []replication.Peer {
+	var out []replication.Peer
+	for _, p := range c.peersOf(node) {
+		if !slices.Contains(except, p.Name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SetSkew sets how far the named node's clock is off the cluster's (its
+// registry's and replicator's clock; the network keeps the cluster's).
+func (c *Cluster) SetSkew(name string, d time.Duration) { c.skew[name] = d }
+
+// AntiEntropyRound runs one anti-entropy round on every running node, in
+// start order, with each of its peers, and returns what they did.
+func (c *Cluster) AntiEntropyRound() []replication.RoundResult {
+	var out []replication.RoundResult
+	for _, name := range c.Names() {
+		for _, r := range c.nodes[name].AE.RoundAll(context.Background()) {
+			r.Peer = name + "←" + r.Peer
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// InSync reports whether every running node has the same root digest:
+// the same instances at the same write versions.
+func (c *Cluster) InSync() bool {
+	names := c.Names()
+	for _, name := range names[1:] {
+		if c.nodes[name].Reg.RootDigest() != c.nodes[names[0]].Reg.RootDigest() {
+			return false
+		}
+	}
+	return true
 }
 
 // Apply applies a client's operation on the named node, as its HTTP API

@@ -2,6 +2,7 @@ package replicationtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,6 +42,9 @@ type Faults struct {
 // NetworkStats counts what the Network did.
 type NetworkStats struct {
 	Delivered, Dropped, Delayed, Duplicated, Reordered, Unreachable, Fetches uint64
+	// AntiEntropy counts anti-entropy requests answered; AntiEntropyBytes
+	// their request and answer bodies.
+	AntiEntropy, AntiEntropyBytes uint64
 }
 
 // Network is an in-memory network between the nodes of a Cluster: each
@@ -67,6 +71,9 @@ type Network struct {
 	// before the fetching node applies it: the place to make changes that
 	// race the copy.
 	onFetch func(from, to string)
+	// fail holds, per link, HTTP statuses to answer the next batches with
+	// (FailNext).
+	fail map[[2]string][]int
 }
 
 type delayedBatch struct {
@@ -116,6 +123,19 @@ func (n *Network) OnFetch(f func(from, to string)) {
 	n.mu.Lock()
 	n.onFetch = f
 	n.mu.Unlock()
+}
+
+// FailNext makes the next batch from one node to another get HTTP code
+// (a *replication.StatusError) without being applied, as a proxy or a
+// peer's bug would answer; calls queue up.
+func (n *Network) FailNext(from, to string, code int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fail == nil {
+		n.fail = map[[2]string][]int{}
+	}
+	k := [2]string{from, to}
+	n.fail[k] = append(n.fail[k], code)
 }
 
 // Cut cuts the link from one node to another, one way.
@@ -250,6 +270,11 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 		return replication.BatchResult{}, ErrUnreachable
 	}
 	rc := n.receivers[p.Name]
+	if codes := n.fail[[2]string{l.from, p.Name}]; len(codes) > 0 {
+		n.fail[[2]string{l.from, p.Name}] = codes[1:]
+		n.mu.Unlock()
+		return replication.BatchResult{}, &replication.StatusError{Code: codes[0]}
+	}
 	f := n.faults
 	// Always draw all four, so one fault's probability does not shift the
 	// draws of the others.
@@ -268,7 +293,7 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 	}
 	n.mu.Unlock()
 
-	shuffled := replication.Batch{Tasks: make([]replication.Task, len(order))}
+	shuffled := replication.Batch{Tasks: make([]replication.Task, len(order)), Versioned: b.Versioned}
 	for i, j := range order {
 		shuffled.Tasks[i] = b.Tasks[j]
 	}
@@ -313,7 +338,8 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 }
 
 // FetchRegistry implements replication.Transport: a copy of every
-// instance the peer holds, as a peer's GET /apps would give it.
+// instance the peer holds, as a peer's GET /apps would give it (without
+// write versions: the syncer asks for them through Digest).
 func (l *link) FetchRegistry(ctx context.Context, p replication.Peer) ([]*registry.Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -335,13 +361,77 @@ func (l *link) FetchRegistry(ctx context.Context, p replication.Peer) ([]*regist
 	var out []*registry.Instance
 	for _, app := range reg.Snapshot().Apps {
 		for _, iv := range app.Instances {
-			out = append(out, iv.Instance.Clone())
+			c := iv.Instance.Clone()
+			c.WriteVersion = 0 // GET /apps is Eureka's wire: no versions
+			out = append(out, c)
 		}
 	}
 	if onFetch != nil {
 		onFetch(l.from, p.Name)
 	}
 	return out, nil
+}
+
+// antiEntropy is the common part of the anti-entropy calls: the peer's
+// registry if the link is up and the request not dropped (Faults.Drop
+// applies to them as to batches; Cut and Partition too).
+func (l *link) antiEntropy(ctx context.Context, p replication.Peer) (*registry.Registry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n := l.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.reachableLocked(l.from, p.Name) {
+		n.stats.Unreachable++
+		return nil, ErrUnreachable
+	}
+	if n.rand.Float64() < n.faults.Drop {
+		n.stats.Dropped++
+		return nil, ErrUnreachable
+	}
+	n.stats.AntiEntropy++
+	return n.stores[p.Name], nil
+}
+
+// Digest implements replication.Transport, through the wire encoding.
+func (l *link) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	reg, err := l.antiEntropy(ctx, p)
+	if err != nil {
+		return replication.DigestReply{}, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return replication.DigestReply{}, err
+	}
+	resp, err := replication.AnswerDigest(reg, body)
+	if err != nil {
+		return replication.DigestReply{}, &replication.StatusError{Code: 400}
+	}
+	l.net.count(func(s *NetworkStats) { s.AntiEntropyBytes += uint64(len(body) + len(resp)) })
+	var reply replication.DigestReply
+	if err := json.Unmarshal(resp, &reply); err != nil {
+		return replication.DigestReply{}, err
+	}
+	return reply, nil
+}
+
+// Copies implements replication.Transport, through the wire encoding.
+func (l *link) Copies(ctx context.Context, p replication.Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	reg, err := l.antiEntropy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	body, err := replication.EncodeCopiesRequest(keys)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := replication.AnswerCopies(reg, body)
+	if err != nil {
+		return nil, &replication.StatusError{Code: 400}
+	}
+	l.net.count(func(s *NetworkStats) { s.AntiEntropyBytes += uint64(len(body) + len(resp)) })
+	return replication.DecodeCopies(resp)
 }
 
 func (n *Network) count(f func(*NetworkStats)) {

@@ -38,6 +38,11 @@ type Transport struct {
 	// Fetch answers FetchRegistry for a reachable peer; nil answers with an
 	// error. Set it before the first call.
 	Fetch func(context.Context, replication.Peer) ([]*registry.Instance, error)
+	// RespondDigest and RespondCopies answer the anti-entropy calls for a reachable peer;
+	// nil answers replication.ErrNoAntiEntropy (a peer that does not serve
+	// it). Set them before the first call.
+	RespondDigest func(context.Context, replication.Peer, replication.DigestRequest) (replication.DigestReply, error)
+	RespondCopies func(context.Context, replication.Peer, []registry.InstanceKey) ([]registry.VersionedCopy, error)
 
 	sent chan Sent
 
@@ -93,6 +98,32 @@ func (t *Transport) FetchRegistry(ctx context.Context, p replication.Peer) ([]*r
 		return nil, errors.New("replicationtest: no registry to fetch")
 	}
 	return t.Fetch(ctx, p)
+}
+
+// Digest implements replication.Transport.
+func (t *Transport) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	switch {
+	case ctx.Err() != nil:
+		return replication.DigestReply{}, ctx.Err()
+	case !t.reachable(p.Name):
+		return replication.DigestReply{}, ErrUnreachable
+	case t.RespondDigest == nil:
+		return replication.DigestReply{}, replication.ErrNoAntiEntropy
+	}
+	return t.RespondDigest(ctx, p, req)
+}
+
+// Copies implements replication.Transport.
+func (t *Transport) Copies(ctx context.Context, p replication.Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case !t.reachable(p.Name):
+		return nil, ErrUnreachable
+	case t.RespondCopies == nil:
+		return nil, replication.ErrNoAntiEntropy
+	}
+	return t.RespondCopies(ctx, p, keys)
 }
 
 // Sent returns a channel that receives every Send call as it returns, so

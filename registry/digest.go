@@ -1,0 +1,224 @@
+package registry
+
+import "time"
+
+// Digests let two nodes find out, cheaply, whether they hold the same
+// registry (anti-entropy, package replication). Each stored instance has a
+// 64-bit digest over everything a client sees of it plus its write
+// version; an app's digest is the sum of its instances' digests and the
+// root digest the sum of all of them. Both sums are kept up to date on
+// every change (O(1) per change, no scan): two nodes with equal roots hold
+// the same instances at the same versions, with overwhelming probability.
+// Lease timestamps, lastUpdatedTimestamp and actionType are left out: each
+// node stamps them for itself.
+
+// fnv-1a, 64 bit: small, stable across versions and processes (a seeded
+// hash such as hash/maphash would differ between nodes).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+type digester uint64
+
+func (d *digester) byte(b byte) {
+	*d = (*d ^ digester(b)) * fnvPrime
+}
+
+func (d *digester) str(s string) {
+	for i := 0; i < len(s); i++ {
+		*d = (*d ^ digester(s[i])) * fnvPrime
+	}
+	d.byte(0xff) // separator: ("ab","c") ≠ ("a","bc")
+}
+
+func (d *digester) u64(v uint64) {
+	for i := 0; i < 8; i++ {
+		d.byte(byte(v >> (8 * i)))
+	}
+}
+
+func (d *digester) bool(b bool) {
+	if b {
+		d.byte(1)
+	} else {
+		d.byte(0)
+	}
+}
+
+func (d *digester) metadata(md Metadata) {
+	d.u64(uint64(len(md)))
+	for _, kv := range md {
+		d.str(kv.Key)
+		d.str(kv.Value)
+	}
+}
+
+// InstanceDigest is the digest of in: every client-visible field (as the
+// wire shows it: a missing override is UNKNOWN, missing lease figures are
+// 30 s and 90 s) and the write version. Never 0.
+func InstanceDigest(in *Instance) uint64 {
+	d := digester(fnvOffset)
+	d.str(in.App)
+	d.str(in.ID())
+	d.str(in.InstanceID)
+	d.str(in.HostName)
+	d.str(in.IPAddr)
+	d.str(in.Sid)
+	d.str(string(in.Status))
+	override := in.OverriddenStatus
+	if override == "" {
+		override = StatusUnknown
+	}
+	d.str(string(override))
+	d.u64(uint64(in.Port.Number))
+	d.bool(in.Port.Enabled)
+	d.u64(uint64(in.SecurePort.Number))
+	d.bool(in.SecurePort.Enabled)
+	d.u64(uint64(in.CountryID))
+	d.str(in.DataCenterInfo.Class)
+	d.str(in.DataCenterInfo.Name)
+	d.metadata(in.DataCenterInfo.Metadata)
+	renew, duration := in.RenewalIntervalSecs, in.LeaseDurationSecs
+	if renew == 0 {
+		renew = 30
+	}
+	if duration == 0 {
+		duration = 90
+	}
+	d.u64(uint64(renew))
+	d.u64(uint64(duration))
+	d.metadata(in.Metadata)
+	d.str(in.AppGroupName)
+	d.str(in.HomePageURL)
+	d.str(in.StatusPageURL)
+	d.str(in.HealthCheckURL)
+	d.str(in.SecureHealthCheckURL)
+	d.str(in.VIPAddress)
+	d.str(in.SecureVIPAddress)
+	d.str(in.ASGName)
+	d.bool(in.IsCoordinatingDiscoveryServer)
+	d.u64(uint64(in.LastDirtyTimestamp))
+	d.u64(in.WriteVersion)
+	if d == 0 {
+		d = 1
+	}
+	return uint64(d)
+}
+
+// newerCopy is the one winner rule between two copies of an instance (or
+// an instance and a tombstone): the higher write version wins; on a tie,
+// the higher digest, so every node picks the same copy.
+func newerCopy(v, digest, thanV, thanDigest uint64) bool {
+	if v != thanV {
+		return v > thanV
+	}
+	return digest > thanDigest
+}
+
+// digests are the running sums; guarded by Registry.mu.
+type digests struct {
+	root uint64
+	apps map[string]uint64
+}
+
+// swapLocked replaces old (0: none) with new (0: none) in app's sums.
+func (r *Registry) swapDigestLocked(app string, old, new uint64) {
+	if r.dig.apps == nil {
+		r.dig.apps = map[string]uint64{}
+	}
+	r.dig.root += new - old
+	r.dig.apps[app] += new - old
+}
+
+// setInstLocked stores in as l's instance and keeps the digests up to date.
+func (r *Registry) setInstLocked(l *lease, in *Instance) {
+	d := InstanceDigest(in)
+	r.swapDigestLocked(in.App, l.digest, d)
+	l.inst, l.digest = in, d
+}
+
+// RootDigest is the sum of every instance's digest: equal on two nodes
+// that hold the same registry.
+func (r *Registry) RootDigest() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.dig.root
+}
+
+// AppDigests returns every app's digest (the sum of its instances'
+// digests) into dst, cleared first (nil: a new map).
+func (r *Registry) AppDigests(dst map[string]uint64) map[string]uint64 {
+	if dst == nil {
+		dst = map[string]uint64{}
+	}
+	clear(dst)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for app, d := range r.dig.apps {
+		dst[app] = d
+	}
+	return dst
+}
+
+// DigestEntry is what anti-entropy compares of one instance of an app, or
+// of one tombstone (a cancel).
+type DigestEntry struct {
+	ID string
+	// Version is the instance's write version, or the cancel's.
+	Version uint64
+	// Digest is InstanceDigest of the stored instance; 0 for a tombstone.
+	Digest uint64
+	// Live is true when the lease has not expired on this node.
+	Live bool
+	// Tombstone marks a cancel.
+	Tombstone bool
+}
+
+// AppEntries lists app's instances and tombstones (upper-cased name),
+// appended to buf, in no particular order.
+func (r *Registry) AppEntries(app string, buf []DigestEntry) []DigestEntry {
+	now := r.now()
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for id, l := range r.apps[app] {
+		buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+	}
+	for id, t := range r.tombs.byApp[app] {
+		buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true})
+	}
+	return buf
+}
+
+// VersionedCopy is a stored instance as anti-entropy hands it to a peer:
+// the instance (with its WriteVersion) and its lease's last renewal.
+type VersionedCopy struct {
+	Instance    *Instance
+	LastRenewal time.Time
+	// Live is true when the lease has not expired on this node.
+	Live bool
+}
+
+// Copy returns the stored copy of app/id.
+func (r *Registry) Copy(app, id string) (VersionedCopy, bool) {
+	now := r.now()
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	l := r.lookupLocked(app, id)
+	if l == nil {
+		return VersionedCopy{}, false
+	}
+	return VersionedCopy{Instance: l.inst, LastRenewal: time.Unix(0, l.lastRenewal.Load()), Live: !l.expired(now, 0)}, true
+}
+
+// Tombstone returns the write version of app/id's cancel while its
+// tombstone is kept.
+func (r *Registry) Tombstone(app, id string) (uint64, bool) {
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tombs.byApp[app][id]
+	return t.version, ok
+}

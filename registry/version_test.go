@@ -1,0 +1,274 @@
+package registry_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+)
+
+// copyOf returns a versioned copy of in as a peer would send it.
+func copyOf(in *registry.Instance, mutate func(*registry.Instance)) *registry.Instance {
+	c := in.Clone()
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+func TestVersions_everyClientWriteGetsALargerVersion(t *testing.T) {
+	r, clk := mustNew(t)
+	in := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	v := in.WriteVersion
+	if v == 0 || !registry.VersionTime(v).Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("register version %d (%s), want the clock's ms", v, registry.VersionTime(v))
+	}
+	ops := []registry.Op{
+		registry.StatusOp("APP", "i-1", registry.StatusOutOfService),
+		registry.DeleteOverrideOp("APP", "i-1", registry.StatusUp),
+		registry.MetadataOp("APP", "i-1", map[string]string{"k": "v"}),
+		registry.RegisterOp(registrytest.NewInstance("APP", "i-1")),
+	}
+	for _, op := range ops {
+		got, err := r.Apply(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.WriteVersion <= v {
+			t.Fatalf("%s: version %d not above %d", op.Kind, got.WriteVersion, v)
+		}
+		v = got.WriteVersion
+	}
+	before := r.RootDigest()
+	if _, err := r.Apply(registry.RenewOp("APP", "i-1")); err != nil {
+		t.Fatal(err)
+	}
+	if iv, _ := r.Instance("APP", "i-1"); iv.WriteVersion != v || r.RootDigest() != before {
+		t.Fatalf("a renewal changed the version or digest")
+	}
+	removed, err := r.Apply(registry.CancelOp("APP", "i-1"))
+	if err != nil || removed.WriteVersion <= v {
+		t.Fatalf("cancel: %v, version %d, want > %d", err, removed.WriteVersion, v)
+	}
+	if tv, ok := r.Tombstone("APP", "i-1"); !ok || tv != removed.WriteVersion {
+		t.Fatalf("tombstone %d %v, want %d", tv, ok, removed.WriteVersion)
+	}
+	if r.RootDigest() != 0 {
+		t.Fatalf("empty registry has root digest %x", r.RootDigest())
+	}
+}
+
+func TestVersions_peerCopyWinsOnlyWhenNewer(t *testing.T) {
+	r, clk := mustNew(t)
+	in := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	older := copyOf(in, func(c *registry.Instance) { c.Status = registry.StatusDown; c.WriteVersion-- })
+	if got, _ := r.Apply(registry.RegisterOp(older).From(registry.OriginPeer)); got.Status != registry.StatusUp {
+		t.Fatalf("an older copy replaced a newer one: %s", got.Status)
+	}
+	newer := copyOf(in, func(c *registry.Instance) {
+		c.Status, c.OverriddenStatus = registry.StatusOutOfService, registry.StatusOutOfService
+		c.WriteVersion += 5 << 16
+	})
+	got, err := r.Apply(registry.RegisterOp(newer).From(registry.OriginPeer))
+	if err != nil || got.Status != registry.StatusOutOfService || got.WriteVersion != newer.WriteVersion {
+		t.Fatalf("newer copy: %v %+v", err, got)
+	}
+	// The clock observed the peer's version: the next local write is later.
+	clk.Advance(time.Millisecond)
+	local, err := r.Apply(registry.MetadataOp("APP", "i-1", map[string]string{"a": "b"}))
+	if err != nil || local.WriteVersion <= newer.WriteVersion {
+		t.Fatalf("local write after a copy from a clock ahead: %d ≤ %d (%v)", local.WriteVersion, newer.WriteVersion, err)
+	}
+	// Equal versions, different content: the higher digest wins on every node.
+	tieA := copyOf(local, func(c *registry.Instance) { c.HostName = "a" })
+	tieB := copyOf(local, func(c *registry.Instance) { c.HostName = "b" })
+	want := tieA
+	if registry.InstanceDigest(tieB) > registry.InstanceDigest(tieA) {
+		want = tieB
+	}
+	r.Apply(registry.RegisterOp(tieA).From(registry.OriginPeer))
+	r.Apply(registry.RegisterOp(tieB).From(registry.OriginPeer))
+	r2, _ := mustNew(t)
+	r2.Apply(registry.RegisterOp(tieB.Clone()).From(registry.OriginPeer))
+	r2.Apply(registry.RegisterOp(tieA.Clone()).From(registry.OriginPeer))
+	for _, reg := range []*registry.Registry{r, r2} {
+		if iv, _ := reg.Instance("APP", "i-1"); iv.HostName != want.HostName {
+			t.Fatalf("tie went to %s, want %s", iv.HostName, want.HostName)
+		}
+	}
+}
+
+func TestTombstones_keepLateCopiesOut(t *testing.T) {
+	r, clk := mustNew(t)
+	in := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	removed, err := r.Apply(registry.CancelOp("APP", "i-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []registry.Origin{registry.OriginPeer, registry.OriginSync, registry.OriginAntiEntropy} {
+		if got, _ := r.Apply(registry.RegisterOp(in.Clone()).From(o)); got != nil {
+			t.Fatalf("a late copy from %s brought a cancelled instance back", o)
+		}
+	}
+	// Unversioned copies (a Java peer's registry) from syncUp or
+	// anti-entropy are kept out as well.
+	for _, o := range []registry.Origin{registry.OriginSync, registry.OriginAntiEntropy} {
+		c := in.Clone()
+		c.WriteVersion = 0
+		if got, _ := r.Apply(registry.RegisterOp(c).From(o)); got != nil {
+			t.Fatalf("an unversioned copy from %s came back", o)
+		}
+	}
+	// A newer write (made after the cancel elsewhere) does come back.
+	back := in.Clone()
+	back.WriteVersion = removed.WriteVersion + 1
+	if got, _ := r.Apply(registry.RegisterOp(back).From(registry.OriginPeer)); got == nil {
+		t.Fatal("a register newer than the cancel was refused")
+	}
+	if _, ok := r.Tombstone("APP", "i-1"); ok {
+		t.Fatal("tombstone kept after the instance came back")
+	}
+	// A stale cancel (older than the stored copy) changes nothing.
+	stale := registry.CancelOp("APP", "i-1").From(registry.OriginPeer)
+	stale.Version = removed.WriteVersion
+	if _, err := r.Apply(stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Instance("APP", "i-1"); !ok {
+		t.Fatal("a stale cancel removed a newer instance")
+	}
+	// A peer's cancel of an instance not here yet leaves a tombstone.
+	early := registry.CancelOp("APP", "i-2").From(registry.OriginPeer)
+	early.Version = back.WriteVersion + 10
+	if _, err := r.Apply(early); err == nil {
+		t.Fatal("cancel of an unknown instance: want not found")
+	}
+	late := registrytest.NewInstance("APP", "i-2")
+	late.WriteVersion = early.Version - 1
+	if got, _ := r.Apply(registry.RegisterOp(late).From(registry.OriginPeer)); got != nil {
+		t.Fatal("a register older than a cancel that came first was applied")
+	}
+	// Tombstones expire after lease + grace, at an eviction run.
+	clk.Advance(90*time.Second + registry.DefaultConfig().TombstoneGrace + time.Second)
+	r.EvictExpired()
+	if st := r.Tombstones(); st.Kept != 0 {
+		t.Fatalf("%d tombstones kept after their time", st.Kept)
+	}
+}
+
+func TestTombstones_bounded(t *testing.T) {
+	r, _ := mustNew(t, func(c *registry.Config) { c.MaxTombstones = 3 })
+	keys := registerN(t, r, 5)
+	for _, k := range keys {
+		if _, err := r.Apply(registry.CancelOp(k.App, k.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := r.Tombstones()
+	if st.Kept != 3 || st.Dropped != 2 {
+		t.Fatalf("tombstones %+v, want 3 kept, 2 dropped", st)
+	}
+	if _, ok := r.Tombstone("APP", keys[0].ID); ok {
+		t.Fatal("the oldest tombstone was kept")
+	}
+	if _, ok := r.Tombstone("APP", keys[4].ID); !ok {
+		t.Fatal("the newest tombstone was dropped")
+	}
+}
+
+func TestDigests_incrementalMatchesRecount(t *testing.T) {
+	r, clk := mustNew(t)
+	r2, _ := mustNew(t)
+	keys := registerN(t, r, 20)
+	r.Apply(registry.StatusOp("APP", keys[3].ID, registry.StatusOutOfService))
+	r.Apply(registry.MetadataOp("APP", keys[4].ID, map[string]string{"x": "y"}))
+	r.Apply(registry.CancelOp("APP", keys[5].ID))
+	clk.Advance(time.Minute)
+	// Another registry holding the same copies has the same digests.
+	for _, app := range r.Snapshot().Apps {
+		for _, iv := range app.Instances {
+			r2.Apply(registry.RegisterOp(iv.Instance.Clone()).From(registry.OriginAntiEntropy))
+		}
+	}
+	if r.RootDigest() != r2.RootDigest() || r.RootDigest() == 0 {
+		t.Fatalf("root digests %x and %x", r.RootDigest(), r2.RootDigest())
+	}
+	var sum uint64
+	for _, app := range r.Snapshot().Apps {
+		for _, iv := range app.Instances {
+			sum += registry.InstanceDigest(iv.Instance)
+		}
+	}
+	if sum != r.RootDigest() {
+		t.Fatalf("root %x, recount %x", r.RootDigest(), sum)
+	}
+	if d := r.AppDigests(nil); len(d) != 1 || d["APP"] != sum {
+		t.Fatalf("app digests %v", d)
+	}
+	if n := len(r.AppEntries("APP", nil)); n != 20 { // 19 instances + 1 tombstone
+		t.Fatalf("%d entries", n)
+	}
+}
+
+func TestAntiEntropyAdoption_keepsTheHoldersRenewal(t *testing.T) {
+	r, clk := mustNew(t)
+	src, _ := mustNew(t)
+	in := mustRegister(t, src, registrytest.NewInstance("APP", "i-1"))
+	renewed := clk.Now().Add(-80 * time.Second)
+	op := registry.RegisterOp(in.Clone()).From(registry.OriginAntiEntropy)
+	op.RenewedAt = renewed
+	if _, err := r.Apply(op); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := r.Copy("APP", "i-1")
+	if !c.LastRenewal.Equal(renewed) {
+		t.Fatalf("adopted lease renewed at %s, want %s", c.LastRenewal, renewed)
+	}
+	clk.Advance(11 * time.Second)
+	if c, _ := r.Copy("APP", "i-1"); c.Live {
+		t.Fatal("adopted copy outlived the holder's lease")
+	}
+}
+
+// The running digest sums equal a recount after any sequence of writes,
+// cancels, evictions and peer copies.
+func TestDigests_propertyRunningSumsMatchRecount(t *testing.T) {
+	r, clk := mustNew(t, selfPreservationOff)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 3000 {
+		registrytest.RandomChange(r, clk, rng, 4)
+		if i%7 == 0 {
+			// A peer's copy, older or newer than the stored one.
+			in := registrytest.NewInstance(fmt.Sprint("APP-", rng.IntN(4)), fmt.Sprint("i-", rng.IntN(30)))
+			in.WriteVersion = uint64(clk.Now().UnixMilli())<<16 + uint64(rng.IntN(1<<17)) - 1<<16
+			r.Apply(registry.RegisterOp(in).From(registry.OriginPeer))
+		}
+		if i%50 != 0 {
+			continue
+		}
+		apps := map[string]uint64{}
+		var root uint64
+		for _, app := range r.Snapshot().Apps {
+			for _, iv := range app.Instances {
+				d := registry.InstanceDigest(iv.Instance)
+				apps[app.Name] += d
+				root += d
+			}
+		}
+		if got := r.RootDigest(); got != root {
+			t.Fatalf("step %d: root %x, recount %x", i, got, root)
+		}
+		got := r.AppDigests(nil)
+		if len(got) != len(apps) {
+			t.Fatalf("step %d: %d app digests, %d apps", i, len(got), len(apps))
+		}
+		for app, d := range apps {
+			if got[app] != d {
+				t.Fatalf("step %d: %s digest %x, recount %x", i, app, got[app], d)
+			}
+		}
+	}
+}

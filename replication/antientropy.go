@@ -1,0 +1,511 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+)
+
+// DefaultAntiEntropyInterval is muster.anti-entropy-interval-ms's default.
+const DefaultAntiEntropyInterval = 10 * time.Second
+
+// AntiEntropyStore is the local registry as anti-entropy uses it:
+// *registry.Registry implements it.
+type AntiEntropyStore interface {
+	DigestSource
+	Apply(registry.Op) (*registry.Instance, error)
+}
+
+// AntiEntropyConfig configures anti-entropy.
+type AntiEntropyConfig struct {
+	// Store is the local registry. Required.
+	Store AntiEntropyStore
+	// Transport asks peers for digests and copies. Required.
+	Transport Transport
+	// Peers returns the peers to reconcile with (the replicator's peers).
+	// Required. A peer that answers ErrNoAntiEntropy (a Java Eureka server)
+	// is left alone for unsupportedBackoff rounds.
+	Peers func() []Peer
+	// Interval is the time between rounds, jittered by ±20 % so that nodes
+	// do not ask each other in lockstep. 0 disables Run (rounds can still
+	// be driven by hand). muster.anti-entropy-interval-ms, default 10 s.
+	Interval time.Duration
+	// RequestTimeout bounds each request of a round. Default 5 s, as
+	// batches (eureka.server.peer-node-read-timeout-ms); 0 means that too.
+	RequestTimeout time.Duration
+	// Now is the clock; nil means time.Now. Rand jitters the interval; nil
+	// means a random seed.
+	Now    func() time.Time
+	Rand   *rand.Rand
+	Logger zerolog.Logger
+	// OnMuster, if set, is called with the name of a peer whose round ran
+	// through: it serves anti-entropy, so it is a Muster node
+	// (Replicator.MarkMuster).
+	OnMuster func(peer string)
+}
+
+// DefaultAntiEntropyConfig returns the defaults: a round every 10 s, 5 s
+// per request. Store, Transport and Peers must still be set.
+func DefaultAntiEntropyConfig() AntiEntropyConfig {
+	return AntiEntropyConfig{
+		Interval:       10 * time.Second, // muster.anti-entropy-interval-ms
+		RequestTimeout: 5 * time.Second,  // peer-node-read-timeout-ms, as batches
+	}
+}
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field. The wiring (Store, Transport, Peers) is
+// NewAntiEntropy's to check.
+func (c AntiEntropyConfig) Validate() error {
+	if c.Interval < 0 {
+		return fmt.Errorf("replication: Interval must not be negative (0 turns anti-entropy off), got %s", c.Interval)
+	}
+	if c.RequestTimeout < 0 {
+		return fmt.Errorf("replication: RequestTimeout must not be negative, got %s", c.RequestTimeout)
+	}
+	return nil
+}
+
+// Repair kinds, as counted in metrics (muster_anti_entropy_repairs_total).
+const (
+	RepairMissing   = "missing"   // an instance adopted from a peer
+	RepairStale     = "stale"     // a copy replaced by a peer's newer one
+	RepairCancelled = "cancelled" // an instance removed by a peer's newer tombstone
+)
+
+// Repairs counts repairs by kind.
+type Repairs struct {
+	Missing, Stale, Cancelled uint64
+}
+
+// Total is the sum of every kind.
+func (r Repairs) Total() uint64 { return r.Missing + r.Stale + r.Cancelled }
+
+func (r *Repairs) add(o Repairs) {
+	r.Missing += o.Missing
+	r.Stale += o.Stale
+	r.Cancelled += o.Cancelled
+}
+
+// RoundResult is what one round with one peer found and did.
+type RoundResult struct {
+	Peer string
+	// InSync is true when the round found nothing different.
+	InSync bool
+	// Divergent is how many instances differed (on either side, including
+	// those the peer will repair from this node on its own round).
+	Divergent int
+	// Repaired counts what this node changed.
+	Repaired Repairs
+	// Requests is how many requests the round made (1 when in sync).
+	Requests int
+	// Err is why the round stopped early; nil when it ran through.
+	Err error
+}
+
+// AntiEntropyStats is one peer's anti-entropy state, for /admin/status and
+// metrics.
+type AntiEntropyStats struct {
+	Peer string
+	// InSync: the last round ran through and found nothing different.
+	InSync bool
+	// Last is when the last round that ran through ended; zero if never.
+	Last time.Time
+	// Divergent is the last completed round's count.
+	Divergent int
+	// Repairs counts this node's repairs from this peer since start.
+	Repairs Repairs
+	// Unsupported: the peer does not serve anti-entropy (a Java Eureka
+	// server).
+	Unsupported bool
+	LastError   string
+}
+
+// unsupportedBackoff is how many rounds a peer that does not serve
+// anti-entropy is skipped before it is asked again (it may have been
+// upgraded).
+const unsupportedBackoff = 30
+
+type aePeer struct {
+	stats AntiEntropyStats
+	skip  int // rounds left to skip (unsupported)
+}
+
+// AntiEntropy reconciles this node's registry with its peers'. Each round
+// is pull-only: the node compares digests with one peer, narrowing from
+// the root to apps to instances, fetches the copies it lacks or holds
+// older versions of, and applies them (and the peer's newer tombstones)
+// from registry.OriginAntiEntropy under the one winner rule. It never
+// removes an instance for being absent at the peer; every pair of nodes is
+// covered because both run rounds. See the package documentation.
+type AntiEntropy struct {
+	cfg AntiEntropyConfig
+	now func() time.Time
+	log zerolog.Logger
+
+	poke chan struct{}
+
+	// roundMu serialises rounds (Run and hand-driven ones).
+	roundMu sync.Mutex
+	known   map[string]bool // peers seen at the last look (roundMu)
+
+	mu     sync.Mutex
+	peers  map[string]*aePeer
+	totals Repairs
+	rand   *rand.Rand
+}
+
+// NewAntiEntropy returns an anti-entropy runner; nothing runs until Run or
+// a round is driven by hand.
+func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Store == nil || cfg.Transport == nil || cfg.Peers == nil {
+		return nil, errors.New("replication: AntiEntropyConfig needs a Store, a Transport and Peers")
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultAntiEntropyConfig().RequestTimeout
+	}
+	a := &AntiEntropy{
+		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
+		log:   cfg.Logger.With().Str(logComponent, "anti-entropy").Logger(),
+		poke:  make(chan struct{}, 1),
+		known: map[string]bool{},
+		peers: map[string]*aePeer{},
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.rand == nil {
+		a.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return a, nil
+}
+
+// Run does a round with every peer every Interval (±20 %), and at once
+// with a peer that joined or came back (PeersChanged), until ctx ends. It
+// returns at once when Interval is 0.
+func (a *AntiEntropy) Run(ctx context.Context) {
+	if a.cfg.Interval <= 0 {
+		return
+	}
+	t := time.NewTimer(a.jittered())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.poke:
+			a.RoundNewPeers(ctx)
+		case <-t.C:
+			a.RoundAll(ctx)
+			t.Reset(a.jittered())
+		}
+	}
+}
+
+func (a *AntiEntropy) jittered() time.Duration {
+	a.mu.Lock()
+	f := 0.8 + 0.4*a.rand.Float64()
+	a.mu.Unlock()
+	return time.Duration(float64(a.cfg.Interval) * f)
+}
+
+// PeersChanged tells Run that the peer list changed: a peer that joined or
+// came back (memberlist alive after dead, a partition healed and the
+// member re-added) gets a round at once, so what was made while it was
+// away reaches it, and what it made reaches this node, without waiting
+// for the next interval. It never blocks.
+func (a *AntiEntropy) PeersChanged() {
+	select {
+	case a.poke <- struct{}{}:
+	default:
+	}
+}
+
+// RoundAll runs one round with every peer, in name order.
+func (a *AntiEntropy) RoundAll(ctx context.Context) []RoundResult {
+	a.roundMu.Lock()
+	defer a.roundMu.Unlock()
+	peers := a.lookLocked()
+	out := make([]RoundResult, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, a.roundLocked(ctx, p))
+	}
+	return out
+}
+
+// RoundNewPeers runs a round with each peer that was not in the list at
+// the previous look (RoundAll or RoundNewPeers).
+func (a *AntiEntropy) RoundNewPeers(ctx context.Context) []RoundResult {
+	a.roundMu.Lock()
+	defer a.roundMu.Unlock()
+	before := copySet(a.known)
+	var out []RoundResult
+	for _, p := range a.lookLocked() {
+		if !before[p.Name] {
+			out = append(out, a.roundLocked(ctx, p))
+		}
+	}
+	return out
+}
+
+func copySet(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// lookLocked returns the peers sorted by name and remembers them; a peer
+// that left is forgotten, so it counts as new when it comes back.
+func (a *AntiEntropy) lookLocked() []Peer {
+	peers := slices.Clone(a.cfg.Peers())
+	slices.SortFunc(peers, func(x, y Peer) int { return strings.Compare(x.Name, y.Name) })
+	clear(a.known)
+	for _, p := range peers {
+		a.known[p.Name] = true
+	}
+	a.mu.Lock()
+	for name := range a.peers {
+		if !a.known[name] {
+			delete(a.peers, name)
+		}
+	}
+	a.mu.Unlock()
+	return peers
+}
+
+// Round runs one round with p.
+func (a *AntiEntropy) Round(ctx context.Context, p Peer) RoundResult {
+	a.roundMu.Lock()
+	defer a.roundMu.Unlock()
+	return a.roundLocked(ctx, p)
+}
+
+func (a *AntiEntropy) roundLocked(ctx context.Context, p Peer) RoundResult {
+	a.mu.Lock()
+	st := a.peers[p.Name]
+	if st == nil {
+		st = &aePeer{stats: AntiEntropyStats{Peer: p.Name}}
+		a.peers[p.Name] = st
+	}
+	if st.skip > 0 {
+		st.skip--
+		a.mu.Unlock()
+		return RoundResult{Peer: p.Name, Err: ErrNoAntiEntropy}
+	}
+	a.mu.Unlock()
+
+	res := a.round(ctx, p)
+	if a.record(p, st, res) && a.cfg.OnMuster != nil {
+		a.cfg.OnMuster(p.Name)
+	}
+	return res
+}
+
+// record keeps a round's outcome for Stats and logs it. It reports whether
+// the peer served anti-entropy for the first time (or again).
+func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.stats.Repairs.add(res.Repaired)
+	a.totals.add(res.Repaired)
+	switch {
+	case errors.Is(res.Err, ErrNoAntiEntropy):
+		if !st.stats.Unsupported {
+			a.log.Info().Str(logPeer, p.Name).Msg("peer does not serve anti-entropy (a Eureka server?): left to Eureka's own repair")
+		}
+		st.stats.Unsupported, st.skip = true, unsupportedBackoff
+		st.stats.InSync = false
+	case res.Err != nil:
+		// Unknown is not in sync: a partitioned peer must not keep showing
+		// the verdict of its last good round.
+		st.stats.InSync = false
+		st.stats.LastError = res.Err.Error()
+		a.log.Debug().Err(res.Err).Str(logPeer, p.Name).Msg("anti-entropy round failed")
+	default:
+		firstServed = st.stats.Last.IsZero() || st.stats.Unsupported
+		st.stats.Unsupported, st.stats.LastError = false, ""
+		st.stats.InSync, st.stats.Divergent, st.stats.Last = res.InSync, res.Divergent, a.now()
+	}
+	if n := res.Repaired.Total(); n > 0 {
+		a.log.Info().Str(logPeer, p.Name).Uint64(RepairMissing, res.Repaired.Missing).
+			Uint64(RepairStale, res.Repaired.Stale).Uint64(RepairCancelled, res.Repaired.Cancelled).
+			Int("divergent", res.Divergent).Msg("anti-entropy repaired the registry")
+	} else if res.Err == nil {
+		a.log.Debug().Str(logPeer, p.Name).Bool("in_sync", res.InSync).Int("divergent", res.Divergent).Msg("anti-entropy round")
+	}
+	return firstServed
+}
+
+// round is one pull round with p: root, then app digests, then the
+// entries of the differing apps, then the copies to adopt.
+func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
+	res.Peer = p.Name
+	src := a.cfg.Store
+	root := src.RootDigest()
+	reply, err := a.digest(ctx, p, DigestRequest{Root: root}, &res)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if reply.Root == root {
+		res.InSync = true
+		return res
+	}
+	mine := src.AppDigests(nil)
+	var differ []string
+	for app, d := range reply.AppDigests {
+		if mine[app] != d {
+			differ = append(differ, app)
+		}
+	}
+	for app := range mine {
+		if _, ok := reply.AppDigests[app]; !ok {
+			differ = append(differ, app)
+		}
+	}
+	slices.Sort(differ)
+
+	var fetch []registry.InstanceKey
+	missing := map[registry.InstanceKey]bool{}
+	var local []registry.DigestEntry
+	for chunk := range slices.Chunk(differ, MaxDigestApps) {
+		reply, err := a.digest(ctx, p, DigestRequest{Root: root, Apps: chunk}, &res)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		for _, app := range chunk {
+			local = src.AppEntries(app, local[:0])
+			byID := make(map[string]registry.DigestEntry, len(local))
+			for _, e := range local {
+				byID[e.ID] = e
+			}
+			for _, e := range reply.Entries[app] {
+				key := registry.InstanceKey{App: app, ID: e.ID}
+				loc, has := byID[e.ID]
+				delete(byID, e.ID)
+				switch {
+				case e.Tombstone:
+					if has && loc.Tombstone {
+						continue
+					}
+					if has && e.Version < loc.Version {
+						res.Divergent++ // written again after that cancel: the peer will take ours
+						continue
+					}
+					// A newer cancel: remove ours; or one we never heard of:
+					// keep its tombstone, so no stale copy brings it back.
+					op := registry.CancelOp(app, e.ID).From(registry.OriginAntiEntropy)
+					op.Version = e.Version
+					removed, err := src.Apply(op)
+					if has {
+						res.Divergent++
+						if err == nil && removed != nil {
+							res.Repaired.Cancelled++
+						}
+					}
+				case !has || loc.Tombstone:
+					res.Divergent++
+					if e.Live && (!has || e.Version > loc.Version) {
+						fetch = append(fetch, key)
+						missing[key] = true
+					}
+				case loc.Digest != e.Digest:
+					res.Divergent++
+					if newerVersion(e, loc) {
+						fetch = append(fetch, key)
+					}
+				}
+			}
+			for _, loc := range byID {
+				if !loc.Tombstone {
+					res.Divergent++ // the peer lacks it: it adopts ours on its round if ours is live
+				}
+			}
+		}
+	}
+
+	for chunk := range slices.Chunk(fetch, MaxCopyKeys) {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+		copies, err := a.cfg.Transport.Copies(cctx, p, chunk)
+		cancel()
+		res.Requests++
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		for _, c := range copies {
+			in := c.Instance
+			key := registry.InstanceKey{App: in.App, ID: in.ID()}
+			if missing[key] && !c.Live {
+				continue // expired there meanwhile: not to be resurrected
+			}
+			op := registry.RegisterOp(in).From(registry.OriginAntiEntropy)
+			op.RenewedAt = c.LastRenewal
+			v := in.WriteVersion
+			stored, err := src.Apply(op)
+			if err != nil {
+				a.log.Warn().Err(err).Str(logPeer, p.Name).Str(logApp, key.App).Str(logInstanceID, key.ID).Msg("anti-entropy copy refused")
+				continue
+			}
+			if stored == nil || stored.WriteVersion != v {
+				continue // lost to a newer write or tombstone here meanwhile
+			}
+			if missing[key] {
+				res.Repaired.Missing++
+			} else {
+				res.Repaired.Stale++
+			}
+		}
+	}
+	res.InSync = res.Divergent == 0
+	return res
+}
+
+// newerVersion is the winner rule (registry's newerCopy) on two entries.
+func newerVersion(e Entry, loc registry.DigestEntry) bool {
+	if e.Version != loc.Version {
+		return e.Version > loc.Version
+	}
+	return e.Digest > loc.Digest
+}
+
+func (a *AntiEntropy) digest(ctx context.Context, p Peer, req DigestRequest, res *RoundResult) (DigestReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	res.Requests++
+	return a.cfg.Transport.Digest(ctx, p, req)
+}
+
+// Stats returns each current peer's anti-entropy state, sorted by name.
+func (a *AntiEntropy) Stats() []AntiEntropyStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]AntiEntropyStats, 0, len(a.peers))
+	for _, st := range a.peers {
+		out = append(out, st.stats)
+	}
+	slices.SortFunc(out, func(x, y AntiEntropyStats) int { return strings.Compare(x.Peer, y.Peer) })
+	return out
+}
+
+// Totals returns the repairs made since start, from every peer.
+func (a *AntiEntropy) Totals() Repairs {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.totals
+}
