@@ -2,7 +2,7 @@
 # Builds the image and runs the chaos scenarios against a three-zone
 # docker-compose cluster (see README, "Chaos testing").
 #   scripts/chaos.sh                      # all scenarios
-#   scripts/chaos.sh -scenario partition  # one (partition, crash, rolling, deaths, failover, fullrestart, watch)
+#   scripts/chaos.sh -scenario partition  # one (partition, crash, rolling, deaths, failover, fullrestart, converge, watch)
 #   MUSTER_IMAGE=muster:mine scripts/chaos.sh   # another image tag (the compose files read it)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -110,10 +110,15 @@ func (b *bench) get(ctx context.Context, service, url string) ([]byte, error) {
 	return out, err
 }
 
-func hostGet(ctx context.Context, url string) ([]byte, error) {
+// hostGet fetches a node URL as the operator, with an Accept header if
+// one is given; an answer other than 200 is an error.
+func hostGet(ctx context.Context, url string, accept ...string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
+	}
+	if len(accept) > 0 {
+		req.Header.Set("Accept", accept[0])
 	}
 	authorize(req)
 	resp, err := clients.Load().host.Do(req)

@@ -6,7 +6,7 @@
 // exits non-zero if any scenario failed. Run it through scripts/chaos.sh,
 // which builds the image first.
 //
-//	go run ./scripts/chaos [-scenario partition,crash,rolling,deaths,failover,fullrestart,watch] [-keep]
+//	go run ./scripts/chaos [-scenario partition,crash,rolling,deaths,failover,fullrestart,converge,watch] [-keep]
 package main
 
 import (
@@ -47,11 +47,12 @@ var scenarios = []scenario{
 	{"deaths", "10 % of instances dying are evicted on every node within lease + one eviction interval; 50 % dying turns self-preservation and the EMERGENCY banner on everywhere, evicts nothing, and recovers when they return", deaths},
 	{"failover", "with one node down every client keeps renewing through another node", failover},
 	{"fullrestart", "stopping all three nodes and starting them again, with and without a data dir, never serves a registry with fewer instances than are alive", fullRestartScenario},
+	{"converge", "a node cut off until its queued replication tasks expire and memberlist declares it dead, while both sides register, override, remove overrides, change metadata and cancel, holds the same registry as the others (every client-visible field of every instance) within two anti-entropy intervals of the heal", converge},
 	{"watch", "a watcher (client.Watch, blocking fetches) of an app that changes every 300 ms shows exactly its last state while nodes restart one by one, after a crash and during and after a partition: no stuck watcher, no missed final state", watchChaos},
 }
 
 func main() {
-	only := flag.String("scenario", "all", "comma-separated scenarios to run: partition, crash, rolling, deaths, failover, fullrestart, watch, or all")
+	only := flag.String("scenario", "all", "comma-separated scenarios to run: partition, crash, rolling, deaths, failover, fullrestart, converge, watch, or all")
 	keep := flag.Bool("keep", false, "leave the cluster of the last scenario running")
 	project := flag.String("project", "muster-chaos", "docker-compose project name")
 	flag.Parse()

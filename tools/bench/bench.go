@@ -63,7 +63,7 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // benchScenarios are the scenarios of the bench, in report order.
-var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "watch", "memory", "dashboard", "abuse", "micro"}
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "antientropy", "watch", "memory", "dashboard", "abuse", "micro"}
 
 // benchCmd runs the scenarios and prints and saves the report.
 func benchCmd(args []string, stdout, stderr io.Writer) error {
@@ -154,7 +154,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
-	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "watch", "abuse", "micro"}
+	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "antientropy", "watch", "abuse", "micro"}
 	var failures []string
 	for _, s := range order {
 		if !selected[s] || ctx.Err() != nil {
@@ -241,6 +241,8 @@ func benchRunScenario(e *benchEnv, s string) error {
 		return e.registration()
 	case "propagation":
 		return e.propagation()
+	case "antientropy":
+		return e.antiEntropy()
 	case "watch":
 		return e.watch()
 	case "memory":

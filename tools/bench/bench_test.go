@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -58,5 +61,49 @@ func TestBenchPrintTable_showsCeilingRatioAndTarget(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestBenchPeerProxy_countsRoundsBytesAndCuts(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"root":7}`)
+	}))
+	defer upstream.Close()
+	p, err := newBenchPeerProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	p.point(strings.TrimPrefix(upstream.URL, "http://"))
+	post := func(path, body string) error {
+		resp, err := http.Post("http://"+p.addr+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); string(b) != `{"root":7}` {
+			t.Errorf("%s answered %q through the proxy", path, b)
+		}
+		return nil
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/eureka/peerreplication/digest", `{"root":1}`},
+		{"/eureka/peerreplication/digest", `{"root":1,"apps":["A"]}`},
+		{"/eureka/peerreplication/copies", `{"keys":[]}`},
+		{"/eureka/peerreplication/digest", `{"root":2}`},
+	} {
+		if err := post(c.path, c.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, a := p.rounds.Load(), p.asks.Load(); r != 2 || a != 2 {
+		t.Errorf("rounds %d, narrowing requests %d; want 2 and 2", r, a)
+	}
+	if p.bytes.Load() < 4*int64(len(`{"root":7}`)) {
+		t.Errorf("%d bytes counted on the wire for four exchanges", p.bytes.Load())
+	}
+	p.cut.Store(true)
+	if err := post("/eureka/peerreplication/digest", `{"root":3}`); err == nil {
+		t.Error("a request went through a cut link")
 	}
 }
