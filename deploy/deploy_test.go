@@ -55,7 +55,7 @@ func (stubReplication) Totals() replication.Counters {
 type stubAntiEntropy struct{}
 
 func (stubAntiEntropy) Stats() []replication.AntiEntropyStats {
-	return []replication.AntiEntropyStats{{Peer: "peer-b", InSync: false, Divergent: 2}}
+	return []replication.AntiEntropyStats{{Peer: "peer-b", InSync: false, Divergent: 2, Last: time.Unix(1700000000, 0), RoundsOK: 3, RoundsFailed: 1}}
 }
 func (stubAntiEntropy) Totals() replication.Repairs { return replication.Repairs{Missing: 1} }
 

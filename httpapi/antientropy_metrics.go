@@ -6,11 +6,13 @@ import (
 	"github.com/muster-registry/muster/replication"
 )
 
-// antiEntropyCollector exports anti-entropy's repairs and per-peer
-// divergence at scrape time.
+// antiEntropyCollector exports anti-entropy's repairs and per-peer state at
+// scrape time. Peers that do not serve anti-entropy (Java Eureka servers)
+// have no per-peer series: they are never in sync, and never out of it.
 type antiEntropyCollector struct {
-	stats              AntiEntropyStats
-	repairs, divergent *prometheus.Desc
+	stats                              AntiEntropyStats
+	repairs, divergent, rounds, inSync *prometheus.Desc
+	lastSuccess                        *prometheus.Desc
 }
 
 func newAntiEntropyCollector(stats AntiEntropyStats) *antiEntropyCollector {
@@ -20,7 +22,16 @@ func newAntiEntropyCollector(stats AntiEntropyStats) *antiEntropyCollector {
 			"Instances anti-entropy repaired on this node, by kind: missing (adopted from a peer), stale (replaced by a peer's newer copy), cancelled (removed by a peer's newer tombstone).",
 			[]string{"kind"}, nil),
 		divergent: prometheus.NewDesc("muster_peer_divergent_instances",
-			"Instances that differed between this node and the peer in the last anti-entropy round (0: in sync).",
+			"Instances that differed between this node and the peer in the last anti-entropy round that ran through (0: in sync); kept while rounds fail, see muster_peer_in_sync.",
+			[]string{"peer"}, nil),
+		rounds: prometheus.NewDesc("muster_anti_entropy_rounds_total",
+			"Anti-entropy rounds with the peer, by result: ok (ran through) or failed (the peer unreachable, refusing or answering an error).",
+			[]string{"peer", "result"}, nil),
+		inSync: prometheus.NewDesc("muster_peer_in_sync",
+			"1 if the last anti-entropy round with the peer ran through and found nothing different, 0 otherwise (differences, a failed round, no round yet).",
+			[]string{"peer"}, nil),
+		lastSuccess: prometheus.NewDesc("muster_anti_entropy_last_success_timestamp_seconds",
+			"When the last anti-entropy round with the peer that ran through ended (Unix seconds); absent before the first.",
 			[]string{"peer"}, nil),
 	}
 }
@@ -28,6 +39,9 @@ func newAntiEntropyCollector(stats AntiEntropyStats) *antiEntropyCollector {
 func (ac *antiEntropyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- ac.repairs
 	ch <- ac.divergent
+	ch <- ac.rounds
+	ch <- ac.inSync
+	ch <- ac.lastSuccess
 }
 
 func (ac *antiEntropyCollector) Collect(ch chan<- prometheus.Metric) {
@@ -42,5 +56,15 @@ func (ac *antiEntropyCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(ac.divergent, prometheus.GaugeValue, float64(p.Divergent), p.Peer)
+		ch <- prometheus.MustNewConstMetric(ac.rounds, prometheus.CounterValue, float64(p.RoundsOK), p.Peer, "ok")
+		ch <- prometheus.MustNewConstMetric(ac.rounds, prometheus.CounterValue, float64(p.RoundsFailed), p.Peer, "failed")
+		in := 0.0
+		if p.InSync {
+			in = 1
+		}
+		ch <- prometheus.MustNewConstMetric(ac.inSync, prometheus.GaugeValue, in, p.Peer)
+		if !p.Last.IsZero() {
+			ch <- prometheus.MustNewConstMetric(ac.lastSuccess, prometheus.GaugeValue, float64(p.Last.UnixMilli())/1000, p.Peer)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
@@ -174,4 +176,46 @@ func manyKeys(n int) string {
 	}
 	b.WriteString(`]}`)
 	return b.String()
+}
+
+// A peer that refuses anti-entropy (403) or cannot be reached is warned
+// about at the default level, with the error, and never with the
+// credentials of its URL.
+func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	}))
+	defer refusing.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	goneURL := gone.URL
+	gone.Close()
+	cfg := registry.DefaultConfig()
+	local, _ := registry.New(cfg)
+	var logs strings.Builder
+	tr := newPeerTransport(t, 5*time.Second)
+	var peers []replication.Peer
+	for _, u := range []string{refusing.URL, goneURL} {
+		raw := strings.Replace(u, "http://", "http://admin:s3cr3t@", 1) + "/eureka/"
+		peers = append(peers, replication.Peer{Name: replication.RedactURL(raw), URL: raw, Muster: true})
+	}
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: local, Transport: tr, Peers: func() []replication.Peer { return peers },
+		Logger: zerolog.New(&logs).Level(zerolog.InfoLevel),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ae.RoundAll(context.Background())
+	out := logs.String()
+	if strings.Count(out, `"level":"warn"`) != 2 || !strings.Contains(out, "403") {
+		t.Errorf("want a warning per peer, the 403 named:\n%s", out)
+	}
+	if strings.Contains(out, "s3cr3t") {
+		t.Errorf("the log carries a password:\n%s", out)
+	}
+	for _, st := range ae.Stats() {
+		if st.State() != replication.AEFailing || strings.Contains(st.LastError, "s3cr3t") {
+			t.Errorf("%+v", st)
+		}
+	}
 }

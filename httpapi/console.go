@@ -84,7 +84,8 @@ type consolePage struct {
 
 type dashboardPeer struct {
 	PeerInfo
-	Available bool
+	Available           bool
+	SyncText, SyncClass string
 }
 
 type appRow struct {
@@ -224,7 +225,9 @@ func (s *Server) consoleOverview(c echo.Context) error {
 	var available, unavailable, registered []string
 	for _, peer := range s.cfg.Peers() {
 		ok := peer.State == "alive" || peer.State == "static"
-		p.Peers = append(p.Peers, dashboardPeer{PeerInfo: peer, Available: ok})
+		dp := dashboardPeer{PeerInfo: peer, Available: ok}
+		dp.SyncText, dp.SyncClass = peer.SyncLabel()
+		p.Peers = append(p.Peers, dp)
 		registered = append(registered, peer.URL)
 		if ok {
 			available = append(available, peer.URL)
@@ -436,7 +439,7 @@ func (s *Server) instanceRow(iv *registry.InstanceView, now time.Time) instanceR
 	if renewed > 0 {
 		r.LastRenewal = formatAge(now.Sub(time.UnixMilli(renewed))) + " ago"
 	}
-	if s.origins.local(in) {
+	if s.reg.IsClientLive(in.App, in.ID()) {
 		r.Origin = "this node"
 	} else {
 		r.Origin = "a peer"

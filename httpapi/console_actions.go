@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 
@@ -209,53 +208,6 @@ func (s *Server) checkCSRF(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token: open the page again and retry")
 	}
 	return nil
-}
-
-// origins remembers which instances registered through this node's API
-// (not through a peer's replication or syncUp), by registration time: the
-// registry itself does not record through which node an instance came.
-// An instance registered again elsewhere gets a new registration time and
-// no longer matches. Entries of instances that are gone are pruned with
-// each console sample, so it holds at most about one entry per instance.
-type origins struct {
-	mu sync.Mutex
-	m  map[registry.InstanceKey]int64
-}
-
-func (o *origins) record(in *registry.Instance) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[registry.InstanceKey]int64{}
-	}
-	o.m[registry.InstanceKey{App: in.App, ID: in.ID()}] = in.RegistrationTimestamp
-}
-
-func (o *origins) local(in *registry.Instance) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	ts, ok := o.m[registry.InstanceKey{App: in.App, ID: in.ID()}]
-	return ok && ts == in.RegistrationTimestamp
-}
-
-// prune drops the entries whose instance is gone or registered again.
-func (o *origins) prune(snap *registry.Snapshot) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for k, ts := range o.m {
-		app, ok := snap.App(k.App)
-		if !ok {
-			delete(o.m, k)
-			continue
-		}
-		// Instances are sorted by id.
-		i, found := slices.BinarySearchFunc(app.Instances, k.ID, func(iv registry.InstanceView, id string) int {
-			return strings.Compare(iv.ID(), id)
-		})
-		if !found || app.Instances[i].RegistrationTimestamp != ts {
-			delete(o.m, k)
-		}
-	}
 }
 
 // flashSignature signs the "done" message of a redirect after an action.

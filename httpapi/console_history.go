@@ -99,9 +99,6 @@ func (s *Server) Run(ctx context.Context) {
 // the per-app renewal totals, at the server's clock.
 func (s *Server) SampleConsole() {
 	s.history.sample(s.now(), s.reg.SelfPreservationState(), s.reg)
-	if s.history.seq.Load()%6 == 0 {
-		s.origins.prune(s.reg.Snapshot())
-	}
 }
 
 func (h *spHistory) sample(now time.Time, sp registry.SelfPreservation, reg Registry) {

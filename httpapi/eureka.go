@@ -249,12 +249,8 @@ func (s *Server) register(c echo.Context) error {
 		return badRequest("mismatched appName: the path says %s but the body says %s",
 			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
-	stored, err := s.reg.Apply(registry.RegisterOp(in).From(originOf(c)))
-	if err != nil {
+	if _, err := s.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
 		return err
-	}
-	if !isReplication(c) {
-		s.origins.record(stored)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

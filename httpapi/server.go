@@ -36,13 +36,53 @@ type PeerInfo struct {
 	QueueDepth      int    `json:"queueDepth"`
 	LastBatchMillis int64  `json:"lastBatchMillis"`
 	LastError       string `json:"lastError,omitempty"`
-	// Anti-entropy with this peer: InSync is true when the last round
-	// found nothing different; LastAntiEntropy is when that round ended
-	// (omitted if none has yet); Repairs counts what this node took from
-	// the peer since start (adopted, replaced or cancelled instances).
-	InSync          bool       `json:"inSync"`
-	LastAntiEntropy *time.Time `json:"lastAntiEntropy,omitempty"`
-	Repairs         uint64     `json:"repairs"`
+	// Anti-entropy with this peer. AntiEntropy is its state in one word:
+	// AntiEntropyOff, or replication's AEPending, AEInSync, AEDivergent,
+	// AEFailing (the last round failed: unknown, so not in sync) or
+	// AEUnsupported (a Java Eureka server). InSync is true only in
+	// AEInSync, and omitted when anti-entropy does not apply (off,
+	// unsupported). LastAntiEntropy is when the last round that ran
+	// through ended (omitted if none has yet); AntiEntropyError and
+	// AntiEntropyErrorAt the last failed round's error and time, kept after
+	// later good rounds. Repairs counts what this node took from the peer
+	// since start (adopted, replaced or cancelled instances).
+	AntiEntropy        string     `json:"antiEntropy,omitempty"`
+	InSync             *bool      `json:"inSync,omitempty"`
+	LastAntiEntropy    *time.Time `json:"lastAntiEntropy,omitempty"`
+	AntiEntropyError   string     `json:"antiEntropyError,omitempty"`
+	AntiEntropyErrorAt *time.Time `json:"antiEntropyErrorAt,omitempty"`
+	Repairs            uint64     `json:"repairs"`
+}
+
+// AntiEntropyOff is PeerInfo.AntiEntropy on a node whose anti-entropy is
+// turned off (muster.anti-entropy-interval-ms 0).
+const AntiEntropyOff = "off"
+
+// SyncLabel is the anti-entropy verdict as the console and the CLI show
+// it, and whether it is good, bad or neither ("ok", "bad", "").
+func (p PeerInfo) SyncLabel() (text, class string) {
+	switch p.AntiEntropy {
+	case replication.AEInSync:
+		return "in sync", "ok"
+	case replication.AEDivergent:
+		return "not in sync", "bad"
+	case replication.AEFailing:
+		return "not in sync (round failed)", "bad"
+	case replication.AEPending:
+		return "pending", ""
+	case replication.AEUnsupported:
+		return "n/a (Eureka peer)", ""
+	case AntiEntropyOff:
+		return "n/a (anti-entropy off)", ""
+	}
+	// A node from before the state was reported.
+	switch {
+	case p.InSync == nil:
+		return "n/a", ""
+	case *p.InSync:
+		return "in sync", "ok"
+	}
+	return "not in sync", "bad"
 }
 
 // AntiEntropyStats is what /metrics reads from anti-entropy.
@@ -81,6 +121,9 @@ type Registry interface {
 	// The change stream, for blocking fetches and watch streams.
 	Subscribe() *registry.Cursor
 	SubscribeAfter(seq uint64) (*registry.Cursor, bool)
+	// IsClientLive: the instance's client talks to this node (the
+	// console's origin column).
+	IsClientLive(app, id string) bool
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -236,7 +279,6 @@ type Server struct {
 	history    *spHistory
 	consoleIdx consoleIndexCache
 	csrf       csrfKeys
-	origins    origins
 
 	watch      *watchHub
 	watchTimer func(d time.Duration) (<-chan time.Time, func())

@@ -38,8 +38,8 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 		ids[i] = fmt.Sprintf("i-%d", i)
 	}
 	// As in a node, a consumer reads the change stream and takes the
-	// renewal feed when woken, at most every 20 ms, as replication's feed
-	// does (replication.renewalTakeInterval).
+	// renewal feed when woken, at most every 20 ms (replication's feed takes
+	// it every 100 ms, replication.renewalTakeInterval: 20 ms is harder).
 	ready := r.RenewalsReady()
 	cur := r.Subscribe()
 	defer cur.Close()

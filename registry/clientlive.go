@@ -27,18 +27,34 @@ func (r *Registry) ClientLive() []*Instance {
 	var out []*Instance
 	for _, byID := range r.apps {
 		for _, l := range byID {
-			seen := l.clientSeen.Load()
-			if seen == 0 {
-				continue
-			}
-			interval := r.cfg.ExpectedRenewalInterval
-			if l.inst.RenewalIntervalSecs > 0 {
-				interval = time.Duration(l.inst.RenewalIntervalSecs) * time.Second
-			}
-			if now.Sub(time.Unix(0, seen)) <= 2*interval {
+			if r.clientLiveLocked(l, now) {
 				out = append(out, l.inst)
 			}
 		}
 	}
 	return out
+}
+
+// IsClientLive tells whether the instance is one ClientLive returns: its
+// client registered or renewed it through this node within the last two
+// of its renewal intervals (the console shows it as "this node").
+func (r *Registry) IsClientLive(app, id string) bool {
+	now := r.now()
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	l := r.lookupLocked(app, id)
+	return l != nil && r.clientLiveLocked(l, now)
+}
+
+func (r *Registry) clientLiveLocked(l *lease, now time.Time) bool {
+	seen := l.clientSeen.Load()
+	if seen == 0 {
+		return false
+	}
+	interval := r.cfg.ExpectedRenewalInterval
+	if l.inst.RenewalIntervalSecs > 0 {
+		interval = time.Duration(l.inst.RenewalIntervalSecs) * time.Second
+	}
+	return now.Sub(time.Unix(0, seen)) <= 2*interval
 }

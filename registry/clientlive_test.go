@@ -19,6 +19,12 @@ func TestRegistry_ClientLive(t *testing.T) {
 			out = append(out, in.ID())
 		}
 		slices.Sort(out)
+		// IsClientLive answers the same, one instance at a time.
+		for _, id := range []string{"client", "peer", "synced", "absent"} {
+			if got, want := r.IsClientLive("web", id), slices.Contains(out, id); got != want {
+				t.Errorf("IsClientLive(web, %s) = %v, ClientLive lists it: %v", id, got, want)
+			}
+		}
 		return out
 	}
 	mustRegister(t, r, registrytest.NewInstance("WEB", "client"))

@@ -57,8 +57,8 @@ type AntiEntropyConfig struct {
 // per request. Store, Transport and Peers must still be set.
 func DefaultAntiEntropyConfig() AntiEntropyConfig {
 	return AntiEntropyConfig{
-		Interval:       10 * time.Second, // muster.anti-entropy-interval-ms
-		RequestTimeout: 5 * time.Second,  // peer-node-read-timeout-ms, as batches
+		Interval:       DefaultAntiEntropyInterval,
+		RequestTimeout: 5 * time.Second, // peer-node-read-timeout-ms, as batches
 	}
 }
 
@@ -104,19 +104,60 @@ type RoundResult struct {
 	// Divergent is how many instances differed (on either side, including
 	// those the peer will repair from this node on its own round).
 	Divergent int
-	// Repaired counts what this node changed.
+	// Repaired counts what this node changed; Changed names the first
+	// maxRepairsNamed of those instances (for the log line).
 	Repaired Repairs
+	Changed  []RepairedInstance
 	// Requests is how many requests the round made (1 when in sync).
 	Requests int
 	// Err is why the round stopped early; nil when it ran through.
 	Err error
 }
 
+// RepairedInstance is one instance a round changed, and how (RepairMissing,
+// RepairStale or RepairCancelled).
+type RepairedInstance struct {
+	Key  registry.InstanceKey
+	Kind string
+}
+
+func (r RepairedInstance) String() string { return r.Key.App + "/" + r.Key.ID + " (" + r.Kind + ")" }
+
+// maxRepairsNamed caps the instances a repair log line names: a round after
+// a long partition may repair thousands.
+const maxRepairsNamed = 10
+
+func (r *RoundResult) repaired(kind string, key registry.InstanceKey) {
+	switch kind {
+	case RepairMissing:
+		r.Repaired.Missing++
+	case RepairStale:
+		r.Repaired.Stale++
+	case RepairCancelled:
+		r.Repaired.Cancelled++
+	}
+	if len(r.Changed) < maxRepairsNamed {
+		r.Changed = append(r.Changed, RepairedInstance{Key: key, Kind: kind})
+	}
+}
+
+// Anti-entropy states of a peer (AntiEntropyStats.State), as /admin/status
+// shows them.
+const (
+	AEPending     = "pending"     // no round has ended yet
+	AEInSync      = "in-sync"     // the last round ran through and found nothing different
+	AEDivergent   = "divergent"   // the last round ran through and found differences
+	AEFailing     = "failing"     // the last round failed: whether the peer agrees is unknown
+	AEUnsupported = "unsupported" // the peer does not serve anti-entropy (a Java Eureka server)
+)
+
 // AntiEntropyStats is one peer's anti-entropy state, for /admin/status and
 // metrics.
 type AntiEntropyStats struct {
 	Peer string
-	// InSync: the last round ran through and found nothing different.
+	// InSync: the last round ran through and found nothing different. A
+	// failed round clears it: unknown is not in sync, so a partitioned or
+	// refusing peer never keeps showing the verdict of its last good round.
 	InSync bool
 	// Last is when the last round that ran through ended; zero if never.
 	Last time.Time
@@ -127,8 +168,37 @@ type AntiEntropyStats struct {
 	// Unsupported: the peer does not serve anti-entropy (a Java Eureka
 	// server).
 	Unsupported bool
+	// Failing: the last round failed.
+	Failing bool
+	// LastError is the last failed round's error ("" if none yet) and
+	// LastErrorAt when it happened; kept after later good rounds (compare
+	// with Last), as replication's PeerStats.LastError is.
 	LastError   string
+	LastErrorAt time.Time
+	// RoundsOK and RoundsFailed count the rounds with this peer since start
+	// (an unsupported peer's are neither).
+	RoundsOK, RoundsFailed uint64
 }
+
+// State is the peer's anti-entropy state in one word (AEInSync...).
+func (s AntiEntropyStats) State() string {
+	switch {
+	case s.Unsupported:
+		return AEUnsupported
+	case s.Failing:
+		return AEFailing
+	case s.Last.IsZero():
+		return AEPending
+	case s.InSync:
+		return AEInSync
+	}
+	return AEDivergent
+}
+
+// failureLogEvery rate-limits the warnings of a peer whose rounds keep
+// failing: the first failure is logged, then one line at most this often
+// with the count of those not logged.
+const failureLogEvery = time.Minute
 
 // unsupportedBackoff is how many rounds a peer that does not serve
 // anti-entropy is skipped before it is asked again (it may have been
@@ -138,6 +208,11 @@ const unsupportedBackoff = 30
 type aePeer struct {
 	stats AntiEntropyStats
 	skip  int // rounds left to skip (unsupported)
+	// failed counts the rounds failed in a row; warnedAt is when the last
+	// warning about them was logged, quiet how many failed since unlogged.
+	failed   int
+	warnedAt time.Time
+	quiet    int
 }
 
 // AntiEntropy reconciles this node's registry with its peers'. Each round
@@ -322,6 +397,7 @@ func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed b
 	defer a.mu.Unlock()
 	st.stats.Repairs.add(res.Repaired)
 	a.totals.add(res.Repaired)
+	now := a.now()
 	switch {
 	case errors.Is(res.Err, ErrNoAntiEntropy):
 		if !st.stats.Unsupported {
@@ -332,22 +408,56 @@ func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed b
 	case res.Err != nil:
 		// Unknown is not in sync: a partitioned peer must not keep showing
 		// the verdict of its last good round.
-		st.stats.InSync = false
-		st.stats.LastError = res.Err.Error()
-		a.log.Debug().Err(res.Err).Str(logPeer, p.Name).Msg("anti-entropy round failed")
+		st.stats.InSync, st.stats.Failing = false, true
+		st.stats.LastError, st.stats.LastErrorAt = res.Err.Error(), now
+		st.stats.RoundsFailed++
+		a.logFailure(p, st, res.Err, now)
 	default:
 		firstServed = st.stats.Last.IsZero() || st.stats.Unsupported
-		st.stats.Unsupported, st.stats.LastError = false, ""
-		st.stats.InSync, st.stats.Divergent, st.stats.Last = res.InSync, res.Divergent, a.now()
+		if st.failed > 0 {
+			a.log.Info().Str(logPeer, p.Name).Int("failed_rounds", st.failed).Msg("anti-entropy rounds with the peer run through again")
+		}
+		st.failed, st.quiet = 0, 0
+		st.stats.Unsupported, st.stats.Failing = false, false
+		st.stats.InSync, st.stats.Divergent, st.stats.Last = res.InSync, res.Divergent, now
+		st.stats.RoundsOK++
 	}
 	if n := res.Repaired.Total(); n > 0 {
-		a.log.Info().Str(logPeer, p.Name).Uint64(RepairMissing, res.Repaired.Missing).
+		names := make([]string, len(res.Changed))
+		for i, c := range res.Changed {
+			names[i] = c.String()
+		}
+		ev := a.log.Info().Str(logPeer, p.Name).Uint64(RepairMissing, res.Repaired.Missing).
 			Uint64(RepairStale, res.Repaired.Stale).Uint64(RepairCancelled, res.Repaired.Cancelled).
-			Int("divergent", res.Divergent).Msg("anti-entropy repaired the registry")
+			Int("divergent", res.Divergent).Strs("instances", names)
+		if more := n - uint64(len(names)); more > 0 {
+			ev = ev.Uint64("more", more)
+		}
+		ev.Msg("anti-entropy repaired the registry")
 	} else if res.Err == nil {
 		a.log.Debug().Str(logPeer, p.Name).Bool("in_sync", res.InSync).Int("divergent", res.Divergent).Msg("anti-entropy round")
 	}
 	return firstServed
+}
+
+// logFailure warns about a failed round: the first of a run of failures,
+// then at most once per failureLogEvery with how many went unlogged, so a
+// lasting refusal (peer secret, TLS, 403) shows at the default level without
+// a line per round. Errors never carry credentials: peer names are redacted
+// URLs and net/http strips passwords from its errors.
+func (a *AntiEntropy) logFailure(p Peer, st *aePeer, err error, now time.Time) {
+	st.failed++
+	if st.failed > 1 && now.Sub(st.warnedAt) < failureLogEvery {
+		st.quiet++
+		a.log.Debug().Err(err).Str(logPeer, p.Name).Msg("anti-entropy round failed")
+		return
+	}
+	ev := a.log.Warn().Err(err).Str(logPeer, p.Name).Int("failed_rounds", st.failed)
+	if st.quiet > 0 {
+		ev = ev.Int("suppressed", st.quiet)
+	}
+	ev.Msg("anti-entropy round failed")
+	st.warnedAt, st.quiet = now, 0
 }
 
 // round is one pull round with p: root, then app digests, then the
@@ -415,7 +525,7 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 					if has {
 						res.Divergent++
 						if err == nil && removed != nil {
-							res.Repaired.Cancelled++
+							res.repaired(RepairCancelled, key)
 						}
 					}
 				case !has || loc.Tombstone:
@@ -466,9 +576,9 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 				continue // lost to a newer write or tombstone here meanwhile
 			}
 			if missing[key] {
-				res.Repaired.Missing++
+				res.repaired(RepairMissing, key)
 			} else {
-				res.Repaired.Stale++
+				res.repaired(RepairStale, key)
 			}
 		}
 	}

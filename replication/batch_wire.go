@@ -69,11 +69,19 @@ func (f *flexInt) UnmarshalJSON(b []byte) error {
 // EncodeBatch writes a batch as Eureka's ReplicationList: the body
 // HTTPTransport posts (and the in-memory network of replicationtest).
 func EncodeBatch(b Batch) ([]byte, error) {
-	list := replicationList{ReplicationList: make([]replicationItem, 0, len(b.Tasks))}
-	for _, t := range b.Tasks {
-		list.ReplicationList = append(list.ReplicationList, itemOf(t, b.Versioned))
+	out := make([]byte, 0, 64+160*len(b.Tasks))
+	out = append(out, `{"replicationList":[`...)
+	for i, t := range b.Tasks {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		it := itemOf(t, b.Versioned)
+		var err error
+		if out, err = appendItem(out, &it); err != nil { // batch_fast.go
+			return nil, err
+		}
 	}
-	return json.Marshal(list)
+	return append(out, "]}"...), nil
 }
 
 // itemOf builds the wire item of a task (ReplicationTaskProcessor#
@@ -127,6 +135,9 @@ func taskWireSize(t *Task) int {
 // DecodeBatchResponse reads a ReplicationListResponse, the answer to a
 // batch.
 func DecodeBatchResponse(body []byte) (BatchResult, error) {
+	if items, ok := scanBatchResponse(body); ok { // batch_fast.go
+		return BatchResult{Items: items}, nil
+	}
 
 	var resp replicationListResponse
 	if err := json.Unmarshal(body, &resp); err != nil {

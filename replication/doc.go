@@ -16,7 +16,7 @@
 //     lease in the renewal feed. Neither calls into replication.
 //  2. The replicator's feed goroutine, woken by the registry without
 //     blocking, reads the stream from its cursor to the head, outside
-//     every registry lock; at most every 20 ms it first takes the renewals
+//     every registry lock; at most every 100 ms it first takes the renewals
 //     (so a heartbeat may lag a change by that much, and a flood of them is
 //     collected in bulk). A change that did not come
 //     from a client (a peer's write, a syncUp copy, an eviction) stops
@@ -116,8 +116,11 @@
 // through another node stays, and the peer adopts it on its own round.
 // Rounds are never forwarded (their origin is not a client). Stats and
 // Totals report, per peer, whether the last round found nothing different
-// (InSync), when it ran, the instances that differed and the repairs by
-// kind (missing, stale, cancelled). A peer that answers 404 (a Java Eureka
+// (InSync; a failed round clears it: unknown is not in sync), its State in
+// one word, when the last good round ran, the instances that differed, the
+// rounds by outcome, the last error and when, and the repairs by kind
+// (missing, stale, cancelled). Failures are warned about once per run and
+// then at most once a minute per peer. A peer that answers 404 (a Java Eureka
 // server) is left to Eureka's own repair and asked again 30 rounds later.
 // The endpoints are signed and bounded like batches (MaxDigestApps apps,
 // MaxCopyKeys keys per request; bodies under muster.max-body-bytes).

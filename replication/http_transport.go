@@ -3,6 +3,7 @@ package replication
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
@@ -32,7 +35,7 @@ type HTTPTransport struct {
 	// fetchClient fetches whole registries for syncUp: the same connections,
 	// but no request timeout of its own, as the batch timeout is far too
 	// short for a large registry; the caller's context bounds it
-	// (SyncConfig.FetchTimeout).
+	// (SyncConfig.FetchTimeout, as an idle timeout).
 	fetchClient *http.Client
 	// maxRegistryBytes caps a registry read for syncUp
 	// (HTTPTransportConfig.MaxSyncBodyBytes).
@@ -168,16 +171,32 @@ func joinURL(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
 }
 
-// FetchRegistry implements Transport: GET {peer}apps as JSON, marked as
-// replication (and signed, with a peer secret) so a peer that is itself
+// FetchRegistry implements Transport: GET {peer}apps as gzip JSON, marked
+// as replication (and signed, with a peer secret) so a peer that is itself
 // still syncing answers 503 (it has no registry to give) instead of a
-// client's 403.
+// client's 403. The registry is decoded as it arrives, one application at
+// a time (wire.ReadApplicationsJSON): at 1M instances the plain document is
+// ~1.2 GB, which reading whole cost twice that in memory and most of the
+// copy's time.
 func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error) {
+	return t.FetchRegistryProgress(ctx, p, nil)
+}
+
+// FetchRegistryProgress is FetchRegistry calling progress (when not nil)
+// whenever bytes arrive or an application is decoded; Syncer uses it to
+// time out a stalled copy rather than a long one.
+func (t *HTTPTransport) FetchRegistryProgress(ctx context.Context, p Peer, progress func()) ([]*registry.Instance, error) {
+	if progress == nil {
+		progress = func() {}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(p.URL, "apps"), nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	// Asked for explicitly, so the transport leaves it to us: klauspost's
+	// inflate is faster than compress/gzip's.
+	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set(HeaderReplication, "true")
 	if t.sign != nil {
 		t.sign(req, nil)
@@ -187,29 +206,61 @@ func (t *HTTPTransport) FetchRegistry(ctx context.Context, p Peer) ([]*registry.
 		return nil, err
 	}
 	defer resp.Body.Close()
-	maxBytes := t.maxRegistryBytes
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read registry of %s: %w", p.Name, err)
-	}
-	if int64(len(body)) > maxBytes {
-		return nil, fmt.Errorf("registry of %s: %w (%d bytes, muster.max-sync-body-bytes)", p.Name, ErrSyncTooLarge, maxBytes)
-	}
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		return nil, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrPeerStarting)
-	}
 	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return nil, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrPeerStarting)
+		}
 		return nil, fmt.Errorf("GET %s answered %d", req.URL.Redacted(), resp.StatusCode)
 	}
-	apps, err := wire.DecodeApplicationsJSON(body)
-	if err != nil {
-		return nil, fmt.Errorf("registry of %s: %w", p.Name, err)
+	var body io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("registry of %s: %w", p.Name, err)
+		}
+		defer zr.Close()
+		body = zr
 	}
+	maxBytes := t.maxRegistryBytes
+	limited := &limitedReader{r: body, left: maxBytes, progress: progress}
 	var out []*registry.Instance
-	for _, app := range apps.Apps {
+	err = wire.ReadApplicationsJSON(limited, func(app registry.AppView) error {
+		progress()
 		for _, iv := range app.Instances {
 			out = append(out, iv.Instance)
 		}
+		return nil
+	})
+	if errors.Is(err, errReadLimit) {
+		return nil, fmt.Errorf("registry of %s: %w (%d bytes, muster.max-sync-body-bytes)", p.Name, ErrSyncTooLarge, maxBytes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry of %s: %w", p.Name, err)
 	}
 	return out, nil
+}
+
+var errReadLimit = errors.New("replication: read limit reached")
+
+// limitedReader reads at most left bytes of r and fails with errReadLimit
+// past them, where io.LimitReader would end quietly.
+type limitedReader struct {
+	r        io.Reader
+	left     int64
+	progress func() // called when bytes arrive
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.progress()
+	}
+	if l.left -= int64(n); l.left < 0 {
+		return n, errReadLimit
+	}
+	return n, err
 }

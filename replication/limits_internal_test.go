@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -129,5 +131,26 @@ func TestPeer_OnResult_refusedItemsHaveTheirOwnLogLimit(t *testing.T) {
 	}
 	if h.p.errRefused.next.IsZero() {
 		t.Fatal("no error line was allowed for the refused items")
+	}
+}
+
+// Heartbeats fill a peer's inbox to three quarters at most: a change
+// offered after a flood of them still gets in.
+func TestPeer_Offer_heartbeatsLeaveRoomForChanges(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.InboxSize = 8
+	p := newPeer(&cfg, time.Now, zerolog.Nop(), Peer{Name: "b"})
+	in := registrytest.NewInstance("APP", "i-1")
+	for range 20 {
+		p.offer(Task{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
+	}
+	for range 2 {
+		p.offer(Task{Action: registry.ActionStatusUpdate, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
+	}
+	if got := len(p.inbox); got != 8 {
+		t.Fatalf("inbox holds %d, want 6 heartbeats and 2 changes", got)
+	}
+	if p.inboxFull.Load() != 14 {
+		t.Fatalf("%d dropped, want 14 heartbeats", p.inboxFull.Load())
 	}
 }

@@ -130,8 +130,15 @@ func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *
 }
 
 // offer hands t to the sender without blocking; a full inbox drops it, and
-// the drop is counted. Safe for concurrent use.
+// the drop is counted. A heartbeat finds it full at three quarters, so a
+// take of many renewals cannot crowd out the changes that follow it (a
+// dropped heartbeat is replaced by the instance's next one). Safe for
+// concurrent use.
 func (p *peer) offer(t Task) {
+	if t.Action == registry.ActionHeartbeat && len(p.inbox) >= cap(p.inbox)-cap(p.inbox)/4 {
+		p.inboxFull.Add(1)
+		return
+	}
 	select {
 	case p.inbox <- t:
 	default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,7 +50,11 @@ type SyncConfig struct {
 	// RetryWait is the pause between rounds
 	// (eureka.server.registry-sync-retry-wait-ms).
 	RetryWait time.Duration
-	// FetchTimeout bounds one fetch of a peer's registry. Default 30 s
+	// FetchTimeout bounds how long a fetch of a peer's registry may go
+	// without progress: with HTTPTransport, without bytes arriving or an
+	// application decoded; with a transport that does not report progress,
+	// the whole fetch. A registry of 1M instances takes longer than that to
+	// copy on a busy machine, and is not stuck. Default 30 s
 	// (DefaultSyncConfig; 0 means that too).
 	FetchTimeout time.Duration
 	// After is the timer between rounds; nil means time.After. Tests pass
@@ -220,13 +225,13 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 	st.BeginSync()
 	defer st.EndSync()
 
-	fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
-	defer cancel()
-	instances, err := s.cfg.Transport.FetchRegistry(fetchCtx, p)
+	instances, err := s.fetch(ctx, p)
 	if err != nil {
 		return 0, err
 	}
-	s.addVersions(fetchCtx, p, instances)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+	s.addVersions(vctx, p, instances)
+	cancel()
 	copied, refused := 0, 0
 	defer func() {
 		if refused > 1 {
@@ -309,4 +314,47 @@ func orderByZone(peers []Peer, zone string) []Peer {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// progressFetcher is a Transport whose fetch reports progress, so a slow
+// but moving copy is not cut off (HTTPTransport).
+type progressFetcher interface {
+	FetchRegistryProgress(ctx context.Context, p Peer, progress func()) ([]*registry.Instance, error)
+}
+
+// fetch runs the transport's FetchRegistry under FetchTimeout: as an
+// idle timeout when the transport reports progress, else as a deadline.
+func (s *Syncer) fetch(ctx context.Context, p Peer) ([]*registry.Instance, error) {
+	pf, ok := s.cfg.Transport.(progressFetcher)
+	if !ok {
+		fetchCtx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+		defer cancel()
+		return s.cfg.Transport.FetchRegistry(fetchCtx, p)
+	}
+	fetchCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(max(s.cfg.FetchTimeout/8, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				if now.Sub(time.Unix(0, last.Load())) > s.cfg.FetchTimeout {
+					cancel(fmt.Errorf("no progress for %s", s.cfg.FetchTimeout))
+					return
+				}
+			}
+		}
+	}()
+	in, err := pf.FetchRegistryProgress(fetchCtx, p, func() { last.Store(time.Now().UnixNano()) })
+	if err != nil && context.Cause(fetchCtx) != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w (%w)", err, context.Cause(fetchCtx))
+	}
+	return in, err
 }

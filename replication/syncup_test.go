@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -258,6 +261,43 @@ func TestSyncer_Run_clientCancelDuringCopyIsKept(t *testing.T) {
 	}
 	if _, ok := f.reg.Instance("A", "gone"); !ok {
 		t.Fatal("a tombstone outlived the copy")
+	}
+}
+
+// Over HTTP, FetchTimeout cuts a copy that stops making progress (here a
+// peer that sends the start of its registry and then nothing), not one
+// that is merely long.
+func TestSyncer_HTTP_stalledCopyTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"applications":{"application":[{"name":"A","instance":[]},`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	f := newSyncFixture(t)
+	tcfg := replication.DefaultHTTPTransportConfig()
+	tcfg.RequestTimeout = time.Second
+	tr, err := replication.NewHTTPTransport(tcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := replication.NewSyncer(replication.SyncConfig{
+		Store: f.reg, Transport: tr, Attempts: 1,
+		FetchTimeout: 50 * time.Millisecond,
+		Candidates:   peers(replication.Peer{Name: "stalled", URL: srv.URL + "/eureka/"}),
+		Logger:       zerolog.New(zerolog.NewTestWriter(t)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Run(context.Background()); res.Reached {
+		t.Fatalf("a stalled copy counted as reached: %+v", res)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -35,7 +36,7 @@ import (
 //
 //	GET  /cpu                   user+system CPU seconds of this process
 //	GET  /mem[?free=1]          heap after two GCs, RSS (optionally after FreeOSMemory)
-//	GET  /status                opened, peers, instances, version
+//	GET  /status                opened, peers, instances, version, syncUp's duration and copy
 //	GET  /snapshot              build the registry snapshot
 //	GET  /watch?app&id[&status] flush "armed", then answer when the registry shows it
 //	GET  /profile?seconds=N     CPU profile of this process (kind=heap: heap profile)
@@ -45,6 +46,7 @@ func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
 	name := fs.String("name", "bench", "node name")
 	clustered := fs.Bool("cluster", false, "run memberlist on loopback with fast timings (memberlist.DefaultLocalConfig)")
 	join := fs.String("join", "", "gossip seed host:port (with --cluster)")
+	startProfile := fs.String("start-profile", "", "write a CPU profile of the start-up (syncUp included) to this file")
 	var sets stringList
 	fs.Var(&sets, "set", "key=value for the node (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -64,7 +66,20 @@ func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
 
 	ctl := http.NewServeMux()
 	proccontrol.Handle(ctl)
+	if *startProfile != "" {
+		f, err := os.Create(*startProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+	}
 	n, err := benchStartNode(ctx, *name, *clustered, *join, sets, stderr)
+	if *startProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}
@@ -133,8 +148,8 @@ func benchStartNode(ctx context.Context, name string, clustered bool, join strin
 	}
 	select {
 	case <-n.Opened():
-	case <-time.After(60 * time.Second):
-		return nil, errors.New("bench-target: node did not open for traffic within 60 s")
+	case <-time.After(10 * time.Minute): // syncUp of a 1M-instance registry takes a while
+		return nil, errors.New("bench-target: node did not open for traffic within 10 minutes")
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -149,6 +164,9 @@ func benchNodeControl(ctl *http.ServeMux, n *Node) {
 			"peers":     len(n.rep.Peers()),
 			"instances": n.reg.Len(),
 			"version":   n.reg.Version(),
+			// Written before Opened, which benchStartNode waited for.
+			"syncSeconds":   n.syncTook.Seconds(),
+			"syncInstances": n.syncResult.Instances,
 		})
 	})
 	ctl.HandleFunc("/snapshot", func(w http.ResponseWriter, r *http.Request) {

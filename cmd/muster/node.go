@@ -70,7 +70,8 @@ type Node struct {
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
 	syncResult replication.SyncResult
-	startState string // how the node opened (coldstart.go)
+	syncTook   time.Duration // how long syncUp ran (bench-target reports it)
+	startState string        // how the node opened (coldstart.go)
 
 	snapMetrics *snapshotMetrics
 	snapWriter  snapshotWriter
@@ -275,11 +276,12 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 
 // startUp is syncUp then openForTraffic (ARCHITECTURE.md decision 8).
 func (n *Node) startUp(ctx context.Context) {
+	t0 := time.Now()
 	res := n.syncer.Run(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	n.syncResult = res
+	n.syncResult, n.syncTook = res, time.Since(t0)
 	restored := false
 	switch {
 	case n.settings.DataDir == "":
@@ -462,13 +464,7 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 		if ps, ok := stats[name]; ok {
 			pi.QueueDepth, pi.LastBatchMillis, pi.LastError = ps.QueueDepth, ps.LastBatchMillis, ps.LastError
 		}
-		if as, ok := ae[name]; ok {
-			pi.InSync, pi.Repairs = as.InSync, as.Repairs.Total()
-			if !as.Last.IsZero() {
-				last := as.Last.UTC()
-				pi.LastAntiEntropy = &last
-			}
-		}
+		n.antiEntropyInfo(&pi, ae[name])
 		out = append(out, pi)
 	}
 	seen := map[string]bool{}
@@ -487,6 +483,32 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 		}
 	}
 	return out
+}
+
+// antiEntropyInfo fills in anti-entropy's view of a peer; as is zero for a
+// peer without a round yet.
+func (n *Node) antiEntropyInfo(pi *httpapi.PeerInfo, as replication.AntiEntropyStats) {
+	if n.settings.AntiEntropy.Interval <= 0 {
+		pi.AntiEntropy = httpapi.AntiEntropyOff
+		return
+	}
+	pi.AntiEntropy, pi.Repairs = as.State(), as.Repairs.Total()
+	if !as.Unsupported {
+		in := as.InSync
+		pi.InSync = &in
+	}
+	pi.LastAntiEntropy = utcOrNil(as.Last)
+	if as.LastError != "" {
+		pi.AntiEntropyError, pi.AntiEntropyErrorAt = as.LastError, utcOrNil(as.LastErrorAt)
+	}
+}
+
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // URL is the node's advertised Eureka base URL.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/replication"
 )
 
 // startTestNode starts a node on loopback with its own free ports and fast
@@ -407,7 +408,7 @@ func TestCluster_nodesThatOpenedAloneReconcileWhenTheyMeet(t *testing.T) {
 	waitFor(t, 30*time.Second, "the peers to show in sync", func() bool {
 		for _, n := range []*Node{late, first} {
 			ps := n.peerInfos()
-			if len(ps) != 1 || !ps[0].InSync || ps[0].LastAntiEntropy == nil {
+			if len(ps) != 1 || ps[0].InSync == nil || !*ps[0].InSync || ps[0].AntiEntropy != replication.AEInSync || ps[0].LastAntiEntropy == nil {
 				return false
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/replication"
 )
 
 // statusCmd prints a node's state for a person at a terminal: identity,
@@ -198,6 +199,9 @@ func writeStatus(w io.Writer, st httpapi.AdminStatus) {
 	row("", "renewals last minute %d, threshold %d, expected %.0f/min, arriving %.0f/min",
 		sp.RenewsLastMin, sp.RenewsThreshold, sp.ExpectedRenewsPerMin, sp.ArrivingRenewsPerMin)
 	row("Peers", "%s", peerSummary(st.Peers))
+	if len(st.Peers) > 0 {
+		row("Anti-entropy", "%s", countInOrder(st.Peers, func(p httpapi.PeerInfo) string { text, _ := p.SyncLabel(); return text }))
+	}
 	t.flush()
 }
 
@@ -206,19 +210,26 @@ func peerSummary(peers []httpapi.PeerInfo) string {
 	if len(peers) == 0 {
 		return "none (a single node)"
 	}
+	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), countInOrder(peers, func(p httpapi.PeerInfo) string { return p.State }))
+}
+
+// countInOrder counts peers by a word, in the order the words first come:
+// "2 alive, 1 suspect".
+func countInOrder(peers []httpapi.PeerInfo, word func(httpapi.PeerInfo) string) string {
 	var order []string
 	count := map[string]int{}
 	for _, p := range peers {
-		if count[p.State] == 0 {
-			order = append(order, p.State)
+		w := word(p)
+		if count[w] == 0 {
+			order = append(order, w)
 		}
-		count[p.State]++
+		count[w]++
 	}
 	parts := make([]string, len(order))
 	for i, s := range order {
 		parts[i] = fmt.Sprintf("%d %s", count[s], s)
 	}
-	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 func writeMembers(w io.Writer, st httpapi.AdminStatus) {
@@ -235,15 +246,32 @@ func writeMembers(w io.Writer, st httpapi.AdminStatus) {
 		if p.LastBatchMillis > 0 {
 			last = fmt.Sprintf("%d ms", p.LastBatchMillis)
 		}
-		// Anti-entropy's verdict: yes when its last round with the peer
-		// found nothing different.
-		inSync := "no"
-		if p.InSync {
-			inSync = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, inSync, orDash(p.URL), oneLine(p.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Zone), p.State, p.QueueDepth, last, syncColumn(p), orDash(p.URL), oneLine(peerError(p)))
 	}
 	t.flush()
+}
+
+// syncColumn is anti-entropy's verdict: yes when its last round with the
+// peer found nothing different, no (and why when the round failed), pending
+// before the first round, n/a for a Eureka peer or with anti-entropy off.
+func syncColumn(p httpapi.PeerInfo) string {
+	text, class := p.SyncLabel()
+	switch {
+	case class == "ok":
+		return "yes"
+	case class == "bad":
+		return "no" + strings.TrimPrefix(text, "not in sync")
+	}
+	return text
+}
+
+// peerError is the last replication error, else the failing anti-entropy
+// round's.
+func peerError(p httpapi.PeerInfo) string {
+	if p.LastError == "" && p.AntiEntropy == replication.AEFailing {
+		return "anti-entropy: " + p.AntiEntropyError
+	}
+	return p.LastError
 }
 
 func oneLine(s string) string {

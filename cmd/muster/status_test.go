@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/replication"
 )
 
 // TestStatusAndMembers_twoNodes runs both commands against two real nodes
@@ -46,6 +47,7 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 		`(?m)^Self-preservation\s+\S`,
 		`(?m)^\s+renewals last minute \d+, threshold \d+, expected \d+/min`,
 		`(?m)^Peers\s+1: 1 alive \(muster members lists them\)$`,
+		`(?m)^Anti-entropy\s+1 (in sync|pending|not in sync)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(status) {
 			t.Errorf("status output lacks %s:\n%s", want, status)
@@ -63,7 +65,7 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 	for i, want := range []string{
 		`^NAME\s+ZONE\s+STATE\s+QUEUE\s+LAST BATCH\s+IN SYNC\s+URL\s+LAST ERROR$`,
 		`^beta\s+zone-b\s+self\s+-\s+-\s+-\s+http://127\.0\.0\.1:\d+/eureka/$`,
-		`^alpha\s+zone-a\s+alive\s+\d+\s+(-|\d+ ms)\s+(yes|no)\s+` + regexp.QuoteMeta(n1.URL()) + `\s*$`,
+		`^alpha\s+zone-a\s+alive\s+\d+\s+(-|\d+ ms)\s+(yes|no|pending)\s+` + regexp.QuoteMeta(n1.URL()) + `\s*$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[i]) {
 			t.Errorf("members line %d = %q, want %s", i+1, lines[i], want)
@@ -149,5 +151,74 @@ func TestHumanDuration(t *testing.T) {
 		if got := humanDuration(d); got != want {
 			t.Errorf("humanDuration(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestMembers_antiEntropyColumn: IN SYNC says n/a for a Eureka peer (it
+// never serves anti-entropy) and why a Muster peer is not in sync; a failed
+// round's error shows when replication has none.
+func TestMembers_antiEntropyColumn(t *testing.T) {
+	yes, no := true, false
+	st := httpapi.AdminStatus{Node: "a", Peers: []httpapi.PeerInfo{
+		{Name: "b", State: "alive", AntiEntropy: replication.AEInSync, InSync: &yes},
+		{Name: "c", State: "alive", AntiEntropy: replication.AEDivergent, InSync: &no},
+		{Name: "d", State: "static", AntiEntropy: replication.AEUnsupported},
+		{Name: "e", State: "suspect", AntiEntropy: replication.AEFailing, InSync: &no, AntiEntropyError: "digest from e: 403"},
+		{Name: "f", State: "alive", AntiEntropy: replication.AEPending, InSync: &no},
+		{Name: "g", State: "alive", AntiEntropy: httpapi.AntiEntropyOff},
+		{Name: "h", State: "alive", InSync: &yes}, // an older node: no state
+	}}
+	var out bytes.Buffer
+	writeMembers(&out, st)
+	for _, want := range []string{
+		`(?m)^b\s+-\s+alive\s+0\s+-\s+yes\s+-\s*$`,
+		`(?m)^c\s+-\s+alive\s+0\s+-\s+no\s+-\s*$`,
+		`(?m)^d\s+-\s+static\s+0\s+-\s+n/a \(Eureka peer\)\s+-\s*$`,
+		`(?m)^e\s+-\s+suspect\s+0\s+-\s+no \(round failed\)\s+-\s+anti-entropy: digest from e: 403$`,
+		`(?m)^f\s+-\s+alive\s+0\s+-\s+pending\s+-\s*$`,
+		`(?m)^g\s+-\s+alive\s+0\s+-\s+n/a \(anti-entropy off\)\s+-\s*$`,
+		`(?m)^h\s+-\s+alive\s+0\s+-\s+yes\s+-\s*$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("members lacks %s:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	writeStatus(&out, st)
+	want := `(?m)^Anti-entropy\s+2 in sync, 1 not in sync, 1 n/a \(Eureka peer\), 1 not in sync \(round failed\), 1 pending, 1 n/a \(anti-entropy off\)$`
+	if !regexp.MustCompile(want).MatchString(out.String()) {
+		t.Errorf("status lacks %s:\n%s", want, out.String())
+	}
+}
+
+// TestNode_antiEntropyInfo: a node passes anti-entropy's state through to
+// /admin/status: inSync only for a peer that serves anti-entropy, the
+// failed round's error and time.
+func TestNode_antiEntropyInfo(t *testing.T) {
+	n := &Node{settings: &Settings{AntiEntropy: replication.AntiEntropyConfig{Interval: time.Second}}}
+	at := time.Date(2024, 6, 10, 6, 0, 0, 0, time.FixedZone("x", 3600))
+	for _, c := range []struct {
+		as    replication.AntiEntropyStats
+		state string
+		sync  *bool
+	}{
+		{replication.AntiEntropyStats{}, replication.AEPending, new(bool)},
+		{replication.AntiEntropyStats{Unsupported: true}, replication.AEUnsupported, nil},
+		{replication.AntiEntropyStats{InSync: true, Last: at, LastError: "x", LastErrorAt: at, Failing: true}, replication.AEFailing, new(bool)},
+	} {
+		var pi httpapi.PeerInfo
+		n.antiEntropyInfo(&pi, c.as)
+		if pi.AntiEntropy != c.state || (pi.InSync == nil) != (c.sync == nil) {
+			t.Errorf("%+v: got %s, inSync %v", c.as, pi.AntiEntropy, pi.InSync)
+		}
+		if c.as.LastError != "" && (pi.AntiEntropyError != "x" || pi.AntiEntropyErrorAt == nil || pi.AntiEntropyErrorAt.Location() != time.UTC) {
+			t.Errorf("%+v: error %q at %v", c.as, pi.AntiEntropyError, pi.AntiEntropyErrorAt)
+		}
+	}
+	n.settings.AntiEntropy.Interval = 0
+	var pi httpapi.PeerInfo
+	n.antiEntropyInfo(&pi, replication.AntiEntropyStats{})
+	if pi.AntiEntropy != httpapi.AntiEntropyOff || pi.InSync != nil {
+		t.Errorf("anti-entropy off: %+v", pi)
 	}
 }

@@ -107,8 +107,8 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"client", "httpapi", "registry", "registry/wire", "internal/proccontrol", "tools/loadgen", "tlsconfig"},
-		why:     "runs the muster binary as a child; micro benchmarks call the packages in process; watchers are the client package's",
+		imports: []string{"client", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tools/loadgen", "tlsconfig"},
+		why:     "runs the muster binary as a child; micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding",
 	},
 	"deploy": {
 		testImports: []string{"auth", "httpapi", "registry", "replication"},

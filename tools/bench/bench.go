@@ -63,7 +63,11 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // benchScenarios are the scenarios of the bench, in report order.
-var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "antientropy", "watch", "memory", "dashboard", "abuse", "micro"}
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "dashboard", "abuse", "micro"}
+
+// benchOnDemand are left out of a run unless asked for (--only or their
+// own flag): they take long or need a lot of memory.
+var benchOnDemand = []string{"million"}
 
 // benchCmd runs the scenarios and prints and saves the report.
 func benchCmd(args []string, stdout, stderr io.Writer) error {
@@ -80,6 +84,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	profileDir := fs.String("profile", "", "directory to save CPU profiles of the server under heartbeat and fetch load")
 	verbose := fs.Bool("v", false, "show the servers' logs")
 	fetchSizes := fs.String("fetch-sizes", "10000,100000", "registry sizes of the full-fetch scenario")
+	million := fs.Bool("million", false, "also run the million scenario (a 1M-instance node: several minutes, ~3 GB)")
+	millionN := fs.Int("million-size", benchMillionN, "registry size of the million scenario")
 	musterBin := fs.String("muster", "", "muster binary to measure (empty: go build ./cmd/muster into a temporary folder)")
 	var sets stringList
 	fs.Var(&sets, "set", "key=value for the muster servers under test (repeatable)")
@@ -96,7 +102,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	selected := map[string]bool{}
 	if *only == "" {
 		for _, s := range benchScenarios {
-			selected[s] = true
+			selected[s] = !slices.Contains(benchOnDemand, s)
 		}
 	} else {
 		for _, s := range strings.Split(*only, ",") {
@@ -108,6 +114,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	if *million {
+		selected["million"] = true
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	tmp, err := os.MkdirTemp("", "muster-bench-")
@@ -117,7 +127,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	e := &benchEnv{
 		ctx: ctx, quick: *quick, conc: *conc, client: lc, sets: sets, verbose: *verbose,
 		tmpDir: tmp, profileDir: *profileDir, log: stderr,
-		rounds: 3, dur: 5 * time.Second, warmup: 2 * time.Second,
+		rounds: 3, dur: 5 * time.Second, warmup: 2 * time.Second, millionN: *millionN,
+	}
+	if e.millionN < benchPerApp {
+		return fmt.Errorf("bench: --million-size %d is too small", e.millionN)
 	}
 	if e.quick {
 		e.rounds, e.dur, e.warmup = 2, 1500*time.Millisecond, 500*time.Millisecond
@@ -154,7 +167,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
-	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "antientropy", "watch", "abuse", "micro"}
+	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "micro", "million"}
 	var failures []string
 	for _, s := range order {
 		if !selected[s] || ctx.Err() != nil {
@@ -253,6 +266,10 @@ func benchRunScenario(e *benchEnv, s string) error {
 		return e.micro()
 	case "dashboard":
 		return e.dashboard()
+	case "million":
+		return e.million()
+	case "replcpu":
+		return e.replCPU()
 	}
 	return fmt.Errorf("no scenario %q", s)
 }
@@ -274,6 +291,7 @@ type benchEnv struct {
 	profileDir string
 	log        io.Writer
 	fetchSizes []int
+	millionN   int
 
 	children []*benchChild
 	big      *benchChild     // the 100k-instance node, shared by memory and fetch
@@ -350,7 +368,9 @@ func (e *benchEnv) sortedRows() []benchRow {
 		rank[s] = i
 	}
 	rows := slices.Clone(e.rows)
-	slices.SortStableFunc(rows, func(a, b benchRow) int { return rank[a.Scenario] - rank[b.Scenario] })
+	// "fetch 10k" sorts with fetch.
+	rankOf := func(s string) int { return rank[strings.Fields(s + " ")[0]] }
+	slices.SortStableFunc(rows, func(a, b benchRow) int { return rankOf(a.Scenario) - rankOf(b.Scenario) })
 	return rows
 }
 

@@ -38,6 +38,12 @@ var benchCtl = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport
 // muster runs `muster bench-target` from the muster binary, mode bare
 // re-executes this binary as `bench ceiling`.
 func (e *benchEnv) startChild(name, mode string, args ...string) (*benchChild, error) {
+	return e.startChildWait(name, mode, 90*time.Second, args...)
+}
+
+// startChildWait is startChild waiting up to wait for the ready line (a
+// node that copies a large registry at start-up is ready only after it).
+func (e *benchEnv) startChildWait(name, mode string, wait time.Duration, args ...string) (*benchChild, error) {
 	var exe string
 	var argv []string
 	switch mode {
@@ -107,9 +113,9 @@ func (e *benchEnv) startChild(name, mode string, args ...string) (*benchChild, e
 			c.stop()
 			return nil, fmt.Errorf("bench server %s: bad ready line %q", name, line)
 		}
-	case <-time.After(90 * time.Second):
+	case <-time.After(wait):
 		c.stop()
-		return nil, fmt.Errorf("bench server %s not ready after 90 s (log: %s)", name, logPath)
+		return nil, fmt.Errorf("bench server %s not ready after %s (log: %s)", name, wait, logPath)
 	}
 	e.children = append(e.children, c)
 	return c, nil
@@ -194,6 +200,10 @@ type benchNodeStatus struct {
 	Peers     int    `json:"peers"`
 	Instances int    `json:"instances"`
 	Version   uint64 `json:"version"`
+	// SyncSeconds is how long the node's syncUp ran, SyncInstances what it
+	// copied.
+	SyncSeconds   float64 `json:"syncSeconds"`
+	SyncInstances int     `json:"syncInstances"`
 }
 
 func (c *benchChild) status() (benchNodeStatus, error) {

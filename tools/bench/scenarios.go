@@ -648,40 +648,15 @@ func (e *benchEnv) registration() error {
 func (e *benchEnv) propagation() error {
 	const n = 10_000 // registered on A, heartbeated in the loaded phase
 	const base = 50  // instances whose status the bench toggles
-	a, err := e.startChild("prop-a", "muster", "--cluster")
+	nodes, err := e.startCluster("prop")
 	if err != nil {
 		return err
 	}
-	b, err := e.startChild("prop-b", "muster", "--cluster", "--join", a.Gossip)
-	if err != nil {
-		return err
-	}
-	c, err := e.startChild("prop-c", "muster", "--cluster", "--join", a.Gossip)
-	if err != nil {
-		return err
-	}
-	nodes := []*benchChild{a, b, c}
-	if err := benchWait(e.ctx, 30*time.Second, "three nodes to see two peers each", func() bool {
-		for _, nd := range nodes {
-			if st, err := nd.status(); err != nil || st.Peers != 2 || !st.Opened {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		return err
-	}
+	a, b := nodes[0], nodes[1]
 	if _, err := e.registerFleet(a, 0, n+base); err != nil {
 		return err
 	}
-	if err := benchWait(e.ctx, 60*time.Second, "replication of the fleet to B and C", func() bool {
-		for _, nd := range nodes[1:] {
-			if st, err := nd.status(); err != nil || st.Instances != n+base {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
+	if err := e.waitInstances(nodes[1:], n+base); err != nil {
 		return err
 	}
 

@@ -1,0 +1,535 @@
+package replication
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// A peer's batch under load is 250 heartbeats, each a handful of short
+// ASCII strings and a timestamp. Read with encoding/json (validate the
+// body, split it into raw items, unmarshal each by reflection) it cost the
+// receiver ~7 µs per item, as much as a fifth of a client's whole HTTP
+// heartbeat; this reads the same body in one pass and decodes such items
+// without reflection. Whatever it is not sure about goes to encoding/json:
+// an item with a field it does not know, a value with escapes, non-ASCII
+// bytes, a fraction or a type it does not expect (item by item), and a
+// body of any other shape (as a whole), so every answer, error or not, is
+// the one encoding/json gives.
+
+// scannedItem is one item of a batch: decoded, or raw for encoding/json.
+type scannedItem struct {
+	it  replicationItem
+	raw []byte
+}
+
+// itemField is how the scanner sets one field of replicationItem.
+type itemField struct {
+	index int
+	kind  itemFieldKind
+}
+
+type itemFieldKind uint8
+
+const (
+	fieldString  itemFieldKind = iota + 1 // string
+	fieldFlexInt                          // *flexInt: integer, numeric string or null
+	fieldObject                           // json.RawMessage holding an object
+	fieldInt                              // a signed integer type
+	fieldUint                             // an unsigned integer type
+)
+
+// itemFields maps replicationItem's JSON names to its fields, from the
+// struct tags, so a field added there is read here too when its type is
+// one of the kinds above (other types go to encoding/json).
+var itemFields = func() map[string]itemField {
+	out := map[string]itemField{}
+	t := reflect.TypeFor[replicationItem]()
+	flex, raw := reflect.TypeFor[*flexInt](), reflect.TypeFor[json.RawMessage]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		var kind itemFieldKind
+		switch {
+		case f.Type == flex:
+			kind = fieldFlexInt
+		case f.Type == raw:
+			kind = fieldObject
+		case f.Type.Kind() == reflect.String:
+			kind = fieldString
+		case f.Type.Kind() >= reflect.Int && f.Type.Kind() <= reflect.Int64:
+			kind = fieldInt
+		case f.Type.Kind() >= reflect.Uint && f.Type.Kind() <= reflect.Uint64:
+			kind = fieldUint
+		default:
+			continue
+		}
+		out[name] = itemField{index: i, kind: kind}
+	}
+	return out
+}()
+
+// batchScanner reads a batch body; every method leaves i after what it
+// read and reports false when the input is not what it handles.
+type batchScanner struct {
+	s []byte
+	i int
+}
+
+// scanBatch reads {"replicationList":[item, …]} into items. ok is false
+// when the body has another shape or is not valid JSON: Handle then leaves
+// it all to encoding/json.
+func scanBatch(body []byte) (items []scannedItem, ok bool) {
+	sc := batchScanner{s: body}
+	if !sc.byte('{') || !sc.key("replicationList") || !sc.byte('[') {
+		return nil, false
+	}
+	items = make([]scannedItem, 0, 64)
+	if sc.peek() == ']' {
+		sc.i++
+	} else {
+		for {
+			sc.ws()
+			start := sc.i
+			var si scannedItem
+			if !sc.item(&si.it) {
+				sc.i = start
+				if !sc.skipValue(0) || !json.Valid(body[start:sc.i]) {
+					return nil, false
+				}
+				si = scannedItem{raw: body[start:sc.i]}
+			}
+			items = append(items, si)
+			if sc.peek() == ',' {
+				sc.i++
+				continue
+			}
+			if !sc.byte(']') {
+				return nil, false
+			}
+			break
+		}
+	}
+	if !sc.byte('}') {
+		return nil, false
+	}
+	sc.ws()
+	return items, sc.i == len(sc.s)
+}
+
+func (sc *batchScanner) ws() {
+	for sc.i < len(sc.s) {
+		switch sc.s[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips white space and returns the next byte (0 at the end).
+func (sc *batchScanner) peek() byte {
+	sc.ws()
+	if sc.i < len(sc.s) {
+		return sc.s[sc.i]
+	}
+	return 0
+}
+
+func (sc *batchScanner) byte(c byte) bool {
+	if sc.peek() != c {
+		return false
+	}
+	sc.i++
+	return true
+}
+
+// key reads "name": and reports whether it was that name.
+func (sc *batchScanner) key(name string) bool {
+	k, ok := sc.plainString()
+	return ok && string(k) == name && sc.byte(':')
+}
+
+// plainString reads a string of printable ASCII without escapes and
+// returns its content (a slice of the body).
+func (sc *batchScanner) plainString() ([]byte, bool) {
+	if !sc.byte('"') {
+		return nil, false
+	}
+	start := sc.i
+	for ; sc.i < len(sc.s); sc.i++ {
+		switch c := sc.s[sc.i]; {
+		case c == '"':
+			sc.i++
+			return sc.s[start : sc.i-1], true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// integer reads -?(0|[1-9][0-9]*) not followed by a fraction or exponent.
+func (sc *batchScanner) integer() ([]byte, bool) {
+	sc.ws()
+	start := sc.i
+	if sc.i < len(sc.s) && sc.s[sc.i] == '-' {
+		sc.i++
+	}
+	digits := sc.i
+	for sc.i < len(sc.s) && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
+		sc.i++
+	}
+	n := sc.i - digits
+	if n == 0 || n > 1 && sc.s[digits] == '0' {
+		return nil, false
+	}
+	if sc.i < len(sc.s) {
+		if c := sc.s[sc.i]; c == '.' || c == 'e' || c == 'E' {
+			return nil, false
+		}
+	}
+	return sc.s[start:sc.i], true
+}
+
+// item decodes one item object; false sends it to encoding/json.
+func (sc *batchScanner) item(it *replicationItem) bool {
+	if !sc.byte('{') {
+		return false
+	}
+	if sc.peek() == '}' {
+		sc.i++
+		return true
+	}
+	v := reflect.ValueOf(it).Elem()
+	for {
+		k, ok := sc.plainString()
+		if !ok || !sc.byte(':') {
+			return false
+		}
+		f, known := itemFields[string(k)]
+		if !known || !sc.field(v.Field(f.index), f.kind) {
+			return false
+		}
+		switch sc.peek() {
+		case ',':
+			sc.i++
+		case '}':
+			sc.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (sc *batchScanner) field(dst reflect.Value, kind itemFieldKind) bool {
+	switch kind {
+	case fieldString:
+		s, ok := sc.plainString()
+		if ok {
+			dst.SetString(string(s))
+		}
+		return ok
+	case fieldFlexInt:
+		var text []byte
+		var ok bool
+		switch sc.peek() {
+		case 'n':
+			if ok = sc.literal("null"); ok {
+				dst.SetZero()
+			}
+			return ok
+		case '"':
+			// flexInt takes the number quoted; only digits here.
+			if text, ok = sc.plainString(); ok {
+				inner := batchScanner{s: text}
+				_, ok = inner.integer()
+				ok = ok && inner.i == len(text)
+			}
+		default:
+			text, ok = sc.integer()
+		}
+		if !ok {
+			return false
+		}
+		n, err := strconv.ParseInt(string(text), 10, 64)
+		if err != nil {
+			return false
+		}
+		f := flexInt(n)
+		dst.Set(reflect.ValueOf(&f))
+		return true
+	case fieldObject:
+		if sc.peek() != '{' {
+			return false
+		}
+		start := sc.i
+		if !sc.skipValue(0) || !json.Valid(sc.s[start:sc.i]) {
+			return false
+		}
+		dst.SetBytes(sc.s[start:sc.i])
+		return true
+	case fieldInt, fieldUint:
+		text, ok := sc.integer()
+		if !ok {
+			return false
+		}
+		if kind == fieldInt {
+			n, err := strconv.ParseInt(string(text), 10, dst.Type().Bits())
+			if err != nil {
+				return false
+			}
+			dst.SetInt(n)
+			return true
+		}
+		n, err := strconv.ParseUint(string(text), 10, dst.Type().Bits())
+		if err != nil {
+			return false
+		}
+		dst.SetUint(n)
+		return true
+	}
+	return false
+}
+
+func (sc *batchScanner) literal(word string) bool {
+	sc.ws()
+	if !strings.HasPrefix(string(sc.s[sc.i:min(sc.i+len(word), len(sc.s))]), word) {
+		return false
+	}
+	sc.i += len(word)
+	return true
+}
+
+// skipValue moves past one value, finding its end by its strings and
+// brackets only; the caller checks the bytes with json.Valid.
+func (sc *batchScanner) skipValue(depth int) bool {
+	if depth > 256 {
+		return false
+	}
+	switch sc.peek() {
+	case '{', '[':
+		closer := byte('}')
+		if sc.s[sc.i] == '[' {
+			closer = ']'
+		}
+		sc.i++
+		for {
+			switch c := sc.peek(); {
+			case c == 0:
+				return false
+			case c == closer:
+				sc.i++
+				return true
+			case c == ',' || c == ':':
+				sc.i++
+			default:
+				if !sc.skipValue(depth + 1) {
+					return false
+				}
+			}
+		}
+	case '"':
+		for sc.i++; sc.i < len(sc.s); sc.i++ {
+			switch sc.s[sc.i] {
+			case '\\':
+				sc.i++
+			case '"':
+				sc.i++
+				return true
+			}
+		}
+		return false
+	case 0:
+		return false
+	default:
+		start := sc.i
+		for sc.i < len(sc.s) {
+			switch sc.s[sc.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
+				return sc.i > start
+			}
+			sc.i++
+		}
+		return sc.i > start
+	}
+}
+
+// appendBatchResponse writes a ReplicationListResponse as json.Marshal
+// does (responseEntity is already compact JSON). A field added to
+// replicationResponse must be added here: a test fills every field.
+func appendBatchResponse(b []byte, items []replicationResponse) []byte {
+	b = append(b, `{"responseList":[`...)
+	for i, r := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"statusCode":`...)
+		b = strconv.AppendInt(b, int64(r.StatusCode), 10)
+		if len(r.ResponseEntity) > 0 {
+			b = append(b, `,"responseEntity":`...)
+			b = append(b, r.ResponseEntity...)
+		}
+		if r.Version != 0 {
+			b = append(b, `,"version":`...)
+			b = strconv.AppendUint(b, r.Version, 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// The sender's side: a batch of heartbeats is encoded and its answer
+// decoded once per peer, so both skip reflection too. Fields are written
+// from the same table as above, in struct order and with omitempty as
+// encoding/json does; an item with a field of another type, or a string
+// that needs escaping, is written by encoding/json.
+
+// itemOrder is replicationItem's fields in struct order, for encoding.
+var itemOrder = func() []itemEncField {
+	var out []itemEncField
+	t := reflect.TypeFor[replicationItem]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		kind := itemFieldKind(0)
+		if k, ok := itemFields[name]; ok && k.index == i {
+			kind = k.kind
+		}
+		out = append(out, itemEncField{index: i, key: `"` + name + `":`, kind: kind, omitEmpty: strings.Contains(","+opts+",", ",omitempty,")})
+	}
+	return out
+}()
+
+type itemEncField struct {
+	index     int
+	key       string
+	kind      itemFieldKind // 0: a type only encoding/json writes
+	omitEmpty bool
+}
+
+// appendItem appends it as encoding/json would write it (same fields,
+// same order; strings needing escapes and other types through
+// encoding/json).
+func appendItem(b []byte, it *replicationItem) ([]byte, error) {
+	v := reflect.ValueOf(it).Elem()
+	start := len(b)
+	b = append(b, '{')
+	first := true
+	for _, f := range itemOrder {
+		fv := v.Field(f.index)
+		if f.omitEmpty && (fv.IsZero() || fv.Kind() == reflect.Slice && fv.Len() == 0) {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.key...)
+		switch f.kind {
+		case fieldString:
+			s := fv.String()
+			if !plainASCII(s) {
+				return appendItemJSON(b[:start], it)
+			}
+			b = append(b, '"')
+			b = append(b, s...)
+			b = append(b, '"')
+		case fieldFlexInt:
+			if fv.IsNil() {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendInt(b, int64(*fv.Interface().(*flexInt)), 10)
+			}
+		case fieldInt:
+			b = strconv.AppendInt(b, fv.Int(), 10)
+		case fieldUint:
+			b = strconv.AppendUint(b, fv.Uint(), 10)
+		case fieldObject:
+			raw := fv.Bytes()
+			switch {
+			case len(raw) == 0:
+				b = append(b, "null"...)
+			case !json.Valid(raw):
+				return appendItemJSON(b[:start], it) // its error
+			default:
+				b = append(b, raw...)
+			}
+		default:
+			return appendItemJSON(b[:start], it)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func appendItemJSON(b []byte, it *replicationItem) ([]byte, error) {
+	j, err := json.Marshal(it)
+	return append(b, j...), err
+}
+
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanBatchResponse reads a ReplicationListResponse whose items carry only
+// a status code, which is what a peer answers when nothing conflicts;
+// false for anything else (a 409's entity, another shape), which
+// DecodeBatchResponse leaves to encoding/json.
+func scanBatchResponse(body []byte) ([]ItemResult, bool) {
+	sc := batchScanner{s: body}
+	if !sc.byte('{') || !sc.key("responseList") || !sc.byte('[') {
+		return nil, false
+	}
+	out := make([]ItemResult, 0, 256)
+	if sc.peek() == ']' {
+		sc.i++
+	} else {
+		for {
+			if !sc.byte('{') || !sc.key("statusCode") {
+				return nil, false
+			}
+			text, ok := sc.integer()
+			if !ok || !sc.byte('}') {
+				return nil, false
+			}
+			code, err := strconv.Atoi(string(text))
+			if err != nil {
+				return nil, false
+			}
+			out = append(out, ItemResult{StatusCode: code})
+			if sc.peek() == ',' {
+				sc.i++
+				continue
+			}
+			if !sc.byte(']') {
+				return nil, false
+			}
+			break
+		}
+	}
+	if !sc.byte('}') {
+		return nil, false
+	}
+	sc.ws()
+	return out, sc.i == len(sc.s)
+}

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/tools/loadgen"
+)
+
+// ---- 7. A million instances (on demand: --million or --only million) ----
+//
+// One node is filled with the Spring-like fleet from cold, then measured
+// the way the 100k node is: live heap with the payloads cached, the first
+// full fetch after one change, heartbeats against the ceiling (and against
+// a 10k node in the same rounds), and a second node copying the whole
+// registry from it through syncUp (replication.Syncer and
+// HTTPTransport.FetchRegistry, over loopback HTTP). It takes several
+// minutes and ~3 GB for the two nodes, so a normal run leaves it out.
+
+// benchMillionN is the size of the million scenario (--million-size).
+const benchMillionN = 1_000_000
+
+func benchMillionLabel(n int) string {
+	if n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM", n/1_000_000)
+	}
+	return benchSize(n)
+}
+
+// benchRun is one side of an alternation: load cfg against target (or
+// drive runs it), CPU summed over the processes in cpuOf (target alone when
+// empty).
+type benchRun struct {
+	target *benchChild
+	cpuOf  []*benchChild
+	cfg    loadgen.Config
+	drive  func(loadgen.Config) (loadgen.Result, error)
+}
+
+func (r benchRun) cpu() time.Duration {
+	procs := r.cpuOf
+	if len(procs) == 0 {
+		procs = []*benchChild{r.target}
+	}
+	var t time.Duration
+	for _, c := range procs {
+		t += c.cpu()
+	}
+	return t
+}
+
+// alternate is compare for any number of sides: a warm-up of each, then
+// e.rounds rounds, each starting one side later than the round before, so
+// drift on a noisy machine hits all of them alike.
+func (e *benchEnv) alternate(runs []benchRun) ([]benchSide, error) {
+	sides := make([]benchSide, len(runs))
+	one := func(i int, d time.Duration) (loadgen.Result, time.Duration, error) {
+		cfg := runs[i].cfg
+		cfg.Duration = d
+		cpu0 := runs[i].cpu()
+		var res loadgen.Result
+		var err error
+		if runs[i].drive != nil {
+			res, err = runs[i].drive(cfg)
+		} else {
+			res, err = e.load(runs[i].target, cfg)
+		}
+		return res, runs[i].cpu() - cpu0, err
+	}
+	for i := range runs {
+		if _, _, err := one(i, e.warmup); err != nil {
+			return nil, err
+		}
+	}
+	for r := 0; r < e.rounds; r++ {
+		for k := range runs {
+			i := (r + k) % len(runs)
+			res, cpu, err := one(i, e.dur)
+			if err != nil {
+				return nil, err
+			}
+			sides[i].add(res, cpu)
+		}
+	}
+	return sides, nil
+}
+
+func (e *benchEnv) million() error {
+	n := e.millionN
+	label := benchMillionLabel(n)
+	const sc = "million"
+
+	// 1. Registration from cold. Bodies are made as they are sent (a
+	// million of them would take 1.1 GB in this process).
+	mu, err := e.startChild("million-muster", "muster",
+		"--set", "eureka.server.retention-time-in-m-s-in-delta-queue=3000",
+		"--set", "eureka.server.delta-retention-timer-interval-in-ms=500")
+	if err != nil {
+		return err
+	}
+	empty, err := mu.mem(true)
+	if err != nil {
+		return err
+	}
+	regPaths := make([]string, n/benchPerApp+1)
+	for a := range regPaths {
+		regPaths[a] = "/eureka/apps/" + benchAppName(a*benchPerApp)
+	}
+	cpu0 := mu.cpu()
+	res, err := e.load(mu, loadgen.Config{Total: uint64(n), Next: func(w int, seq uint64) loadgen.Request {
+		i := int(seq)
+		return loadgen.Request{Method: http.MethodPost, Path: regPaths[i/benchPerApp], Header: benchJSONBodyHeaders, Body: benchRegisterBody(i)}
+	}})
+	if err != nil {
+		return err
+	}
+	regCPU := mu.cpu() - cpu0
+	if res.NotOK() > 0 {
+		return fmt.Errorf("registering %d instances: %d failed (statuses %v, first error %v)", n, res.NotOK(), res.Status, res.FirstErr)
+	}
+	if st, err := mu.status(); err != nil || st.Instances != n {
+		return fmt.Errorf("after registering %d: %+v %v", n, st, err)
+	}
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("registration of %s instances from cold, 64 conns", label), Value: res.Elapsed.Seconds(), Unit: "s",
+		Note: fmt.Sprintf("%.0f registrations/s, p99 %.1f ms; server CPU %.1f µs per registration (bodies made by the load generator as it sends)",
+			res.RPS(), ms(res.Latency.Quantile(0.99)), float64(regCPU.Microseconds())/float64(n))})
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("registrations from cold (%s)/s", label), Value: res.RPS(), Unit: "req/s",
+		Note: "compare: the registration row at 10k"})
+	time.Sleep(4 * time.Second) // retention 3 s + a pruning run, as the 100k node
+
+	if err := e.millionMemory(mu, empty, n, label); err != nil {
+		return err
+	}
+	if err := e.millionFirstFetch(mu, label); err != nil {
+		return err
+	}
+	if err := e.millionHeartbeat(mu, n, label); err != nil {
+		return err
+	}
+	return e.millionSync(mu, n, label)
+}
+
+// millionMemory: live heap per instance, registry and snapshot, then with
+// the gzip JSON full payload cached (the figure with a target, as at 100k),
+// then with the gzip XML one too.
+func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, label string) error {
+	const sc = "million"
+	per := func(v, base uint64) float64 { return (float64(v) - float64(base)) / float64(n) }
+	if _, err := mu.ctl("GET", "/snapshot", nil); err != nil {
+		return err
+	}
+	withSnap, err := mu.mem(true)
+	if err != nil {
+		return err
+	}
+	code, gz, err := mu.api("GET", "/eureka/apps", nil, benchFetchHeaderPairs...)
+	if err != nil || code != 200 {
+		return fmt.Errorf("GET /eureka/apps: %d %v", code, err)
+	}
+	withJSON, err := mu.mem(true)
+	if err != nil {
+		return err
+	}
+	code, gzXML, err := mu.api("GET", "/eureka/apps", nil, benchFetchXMLHeaderPairs...)
+	if err != nil || code != 200 {
+		return fmt.Errorf("GET /eureka/apps (XML): %d %v", code, err)
+	}
+	withBoth, err := mu.mem(true)
+	if err != nil {
+		return err
+	}
+	if e.profileDir != "" {
+		path := filepath.Join(e.profileDir, "million-"+label+".heap.pprof")
+		if err := mu.heapProfile(path); err != nil {
+			return err
+		}
+		e.logf("   heap profile of the %s node with both payloads cached: %s", label, path)
+	}
+	const target = 1536
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("live heap per instance (%s): registry + snapshot", label), Value: per(withSnap.HeapAlloc, empty.HeapAlloc), Unit: "B",
+		Note: "Spring-like instances (3–5 metadata entries), delta queue pruned"})
+	v := per(withJSON.HeapAlloc, empty.HeapAlloc)
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("live heap per instance (%s): + gzip JSON payload cached", label), Value: v, Unit: "B",
+		Target: "≤ 1536 B", Met: benchBool(v <= target),
+		Note: fmt.Sprintf("after one gzip JSON full fetch (%.0f MB, %.0f B/instance on the wire)", float64(len(gz))/1e6, float64(len(gz))/float64(n))})
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("live heap per instance (%s): + gzip XML payload cached too", label), Value: per(withBoth.HeapAlloc, empty.HeapAlloc), Unit: "B",
+		Note: fmt.Sprintf("gzip XML %.0f MB; RSS %.0f MiB in all, %.0f B/instance over the empty node's", float64(len(gzXML))/1e6,
+			float64(withBoth.RSS)/(1<<20), per(withBoth.RSS, empty.RSS))})
+	return nil
+}
+
+// millionFirstFetch times the first full GET after one status change, JSON
+// and XML, from the client: it includes sending the whole response, which
+// the same GET unchanged costs too.
+func (e *benchEnv) millionFirstFetch(mu *benchChild, label string) error {
+	const sc = "million"
+	reps := 5
+	if e.quick {
+		reps = 3
+	}
+	var profDone <-chan error
+	if e.profileDir != "" {
+		profDone = mu.profile(10*time.Second, filepath.Join(e.profileDir, "million-rebuild-"+label+".cpu.pprof"))
+		time.Sleep(100 * time.Millisecond)
+	}
+	k := 0
+	for _, format := range []struct {
+		name, header string
+		pairs        []string
+	}{{"gzip JSON", benchFetchHeaders, benchFetchHeaderPairs}, {"gzip XML", benchFetchXMLHeaders, benchFetchXMLHeaderPairs}} {
+		req := loadgen.Request{Method: http.MethodGet, Path: "/eureka/apps", Header: format.header}
+		var cached, rebuild, ttfbCached, ttfbRebuild []time.Duration
+		for range reps {
+			d, err := benchFirstByte(mu, format.pairs)
+			if err != nil {
+				return err
+			}
+			ttfbCached = append(ttfbCached, d)
+			if err := benchToggle(mu, k); err != nil {
+				return err
+			}
+			k++
+			if d, err = benchFirstByte(mu, format.pairs); err != nil {
+				return err
+			}
+			ttfbRebuild = append(ttfbRebuild, d)
+		}
+		for range reps {
+			d, err := e.timeOne(mu, req)
+			if err != nil {
+				return err
+			}
+			cached = append(cached, d)
+			if err := benchToggle(mu, k); err != nil {
+				return err
+			}
+			k++
+			if d, err = e.timeOne(mu, req); err != nil {
+				return err
+			}
+			rebuild = append(rebuild, d)
+		}
+		slices.Sort(cached)
+		slices.Sort(rebuild)
+		med := rebuild[len(rebuild)/2]
+		e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("first %s GET after one change (%s), median", format.name, label), Value: ms(med), Unit: "ms",
+			Target: "≤ 50 ms", Met: benchBool(med <= 50*time.Millisecond),
+			Note: fmt.Sprintf("same GET unchanged: %.1f ms; max after a change %.1f ms of %d", ms(cached[len(cached)/2]), ms(rebuild[len(rebuild)-1]), reps)})
+		slices.Sort(ttfbCached)
+		slices.Sort(ttfbRebuild)
+		e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("  its first byte after one change (%s), median", label), Value: ms(ttfbRebuild[len(ttfbRebuild)/2]), Unit: "ms",
+			Note: fmt.Sprintf("the server's share: the new snapshot and payload before the answer starts; unchanged %.1f ms; max after a change %.1f ms",
+				ms(ttfbCached[len(ttfbCached)/2]), ms(ttfbRebuild[len(ttfbRebuild)-1]))})
+	}
+	if k%2 == 1 {
+		if err := benchToggle(mu, k); err != nil {
+			return err
+		}
+	}
+	if profDone != nil {
+		return <-profDone
+	}
+	return nil
+}
+
+// millionHeartbeat drives heartbeats over all the instances of the big
+// node, a 10k node and the ceiling in the same rounds.
+func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string) error {
+	const sc = "million"
+	const small = 10_000
+	bare, err := e.startChild("million-bare", "bare")
+	if err != nil {
+		return err
+	}
+	s, err := e.startChild("million-10k", "muster")
+	if err != nil {
+		return err
+	}
+	if _, err := e.registerFleet(s, 0, small); err != nil {
+		return err
+	}
+	hb := make([]string, n)
+	for i := range hb {
+		hb[i] = benchHeartbeatPath(i)
+	}
+	f := benchFleetOf(small)
+	bigCfg := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodPut, Path: hb[benchMix(seq)%uint64(n)], Header: benchClientHeaders}
+	}}
+	smallCfg := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[benchMix(seq)%small], Header: benchClientHeaders}
+	}}
+	sides, err := e.alternate([]benchRun{{target: mu, cfg: bigCfg}, {target: s, cfg: smallCfg}, {target: bare, cfg: smallCfg}})
+	if err != nil {
+		return err
+	}
+	big, sm, b := sides[0], sides[1], sides[2]
+	for _, side := range sides[:2] {
+		if bad := side.res.NotOK(); bad > 0 {
+			return fmt.Errorf("heartbeats: %d failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
+		}
+	}
+	if err := e.profileDuring(mu, "million-heartbeat-"+label, bigCfg); err != nil {
+		return err
+	}
+	bigRatio, smallRatio := big.res.RPS()/b.res.RPS(), sm.res.RPS()/b.res.RPS()
+	e.addCompared(sc, fmt.Sprintf("renewals (%s instances, 64 conns)/s", label), big.res.RPS(), b.res.RPS(), "req/s", "", nil,
+		fmt.Sprintf("random instances of the %s; %s", label, roundRatios(big, b)))
+	e.addCompared(sc, "renewals (10k instances, same rounds)/s", sm.res.RPS(), b.res.RPS(), "req/s", "", nil, roundRatios(sm, b))
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("heartbeat ratio at %s ÷ ratio at 10k", label), Value: bigRatio / smallRatio, Unit: "×",
+		Target: "≥ 0.9 (unchanged)", Met: benchBool(bigRatio/smallRatio >= 0.9),
+		Note: fmt.Sprintf("%.2f against %.2f of the same-run ceiling; server CPU per renewal %.1f µs at %s, %.1f µs at 10k",
+			bigRatio, smallRatio, big.cpuPerReq(), label, sm.cpuPerReq())})
+	bare.stop()
+	s.stop()
+	return nil
+}
+
+// millionSync starts a second node whose static peer is the big one: it
+// copies the registry through syncUp before it opens, as a node joining a
+// cluster does.
+func (e *benchEnv) millionSync(mu *benchChild, n int, label string) error {
+	const sc = "million"
+	cpu0 := mu.cpu()
+	t0 := time.Now()
+	args := []string{"--set", "eureka.client.service-url.defaultZone=http://" + mu.API + "/eureka/"}
+	if e.profileDir != "" {
+		args = append(args, "--start-profile", filepath.Join(e.profileDir, "million-sync-"+label+".cpu.pprof"))
+	}
+	b, err := e.startChildWait("million-sync", "muster", 10*time.Minute, args...)
+	if err != nil {
+		return err
+	}
+	wall := time.Since(t0)
+	srcCPU := mu.cpu() - cpu0
+	st, err := b.status()
+	if err != nil {
+		return err
+	}
+	dstCPU := b.cpu()
+	mem, err := b.mem(true)
+	if err != nil {
+		return err
+	}
+	met := st.SyncInstances == n && st.Instances == n
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("syncUp copy of %s instances to a new node", label), Value: st.SyncSeconds, Unit: "s",
+		Target: fmt.Sprintf("all %s copied", label), Met: benchBool(met),
+		Note: fmt.Sprintf("%d copied (%.0f/s); start to ready %.1f s; CPU: new node %.1f s, source %.1f s; new node's heap %.0f B/instance",
+			st.SyncInstances, float64(st.SyncInstances)/max(st.SyncSeconds, 1e-9), wall.Seconds(), dstCPU.Seconds(), srcCPU.Seconds(),
+			float64(mem.HeapAlloc)/float64(n))})
+	b.stop()
+	return nil
+}
+
+// benchFirstByte times a GET /eureka/apps until the answer's headers
+// arrive (the payload is assembled before they are written), then reads
+// the rest.
+func benchFirstByte(c *benchChild, header []string) (time.Duration, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+c.API+"/eureka/apps", nil)
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	t0 := time.Now()
+	resp, err := benchCtl.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	d := time.Since(t0)
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /eureka/apps: %d", resp.StatusCode)
+	}
+	return d, nil
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/tools/loadgen"
+)
+
+// ---- 8. What replication costs in CPU ----
+//
+// Receiver: one node, 10k instances, driven in alternating rounds with
+// clients' heartbeats (PUT /eureka/apps/{app}/{id}) and with peers'
+// batches of heartbeats (POST /eureka/peerreplication/batch, 250 items as
+// replication.EncodeBatch writes them); the node's CPU per heartbeat
+// applied. Cluster: three clustered nodes and one standalone node, driven
+// in alternating rounds with the same clients' heartbeats at the same
+// fixed rate, spread over the three like clients that pick a server at
+// random; the whole cluster's CPU against the single node's.
+
+const (
+	benchReplN        = 10_000
+	benchReplBatch    = 250 // replication's MaxBatchSize
+	benchReplHeader   = "Content-Type: application/json\r\nAccept: application/json\r\nX-Netflix-Discovery-Replication: true\r\nUser-Agent: Muster-Replication\r\n"
+	benchReplConns    = 2    // two peers, one batch in flight each
+	benchClusterRate  = 6000 // client heartbeats/s in the cluster comparison
+	benchClusterConns = 48
+)
+
+// benchHeartbeatBatches are the batch bodies covering instances [0, n):
+// heartbeats as a peer sends them for its clients' renewals.
+func benchHeartbeatBatches(n int) ([][]byte, error) {
+	var bodies [][]byte
+	for from := 0; from < n; from += benchReplBatch {
+		var b replication.Batch
+		for i := from; i < min(from+benchReplBatch, n); i++ {
+			in := benchInstance(i)
+			b.Tasks = append(b.Tasks, replication.Task{Action: registry.ActionHeartbeat,
+				Key: registry.InstanceKey{App: strings.ToUpper(in.App), ID: in.ID()}, Instance: in})
+		}
+		body, err := replication.EncodeBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		bodies = append(bodies, body)
+	}
+	return bodies, nil
+}
+
+func (e *benchEnv) replCPU() error {
+	if err := e.replReceiver(); err != nil {
+		return err
+	}
+	return e.replCluster()
+}
+
+func (e *benchEnv) replReceiver() error {
+	const sc = "replcpu"
+	r, err := e.startChild("replcpu-receiver", "muster")
+	if err != nil {
+		return err
+	}
+	if _, err := e.registerFleet(r, 0, benchReplN); err != nil {
+		return err
+	}
+	bodies, err := benchHeartbeatBatches(benchReplN)
+	if err != nil {
+		return err
+	}
+	f := benchFleetOf(benchReplN)
+	direct := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%benchReplN], Header: benchClientHeaders}
+	}}
+	batch := loadgen.Config{Concurrency: benchReplConns, Next: func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodPost, Path: "/eureka/peerreplication/batch", Header: benchReplHeader, Body: bodies[seq%uint64(len(bodies))]}
+	}}
+	// A batch answered 200 can still fail items: check them once.
+	code, resp, err := r.api("POST", "/eureka/peerreplication/batch", bodies[0], "Content-Type", "application/json", replication.HeaderReplication, "true")
+	if err != nil || code != 200 {
+		return fmt.Errorf("heartbeat batch: %d %v", code, err)
+	}
+	if got := strings.Count(string(resp), `"statusCode":200`); got != benchReplBatch {
+		return fmt.Errorf("heartbeat batch: %d of %d items answered 200: %.300s", got, benchReplBatch, resp)
+	}
+	if err := e.profileDuring(r, "replcpu-batch", batch); err != nil {
+		return err
+	}
+	sides, err := e.alternate([]benchRun{{target: r, cfg: direct}, {target: r, cfg: batch}})
+	if err != nil {
+		return err
+	}
+	d, b := sides[0], sides[1]
+	for _, s := range sides {
+		if bad := s.res.NotOK(); bad > 0 {
+			return fmt.Errorf("replcpu: %d requests failed (statuses %v, first error %v)", bad, s.res.Status, s.res.FirstErr)
+		}
+	}
+	items := float64(b.res.Requests * benchReplBatch)
+	perItem := float64(b.cpu.Nanoseconds()) / 1e3 / items
+	perDirect := d.cpuPerReq()
+	e.addCompared(sc, "receiver CPU per replicated heartbeat", perItem, perDirect, "µs", "≤ 0.2× a direct heartbeat's",
+		benchBool(perItem <= 0.2*perDirect),
+		fmt.Sprintf("ceiling = a client's heartbeat on the same node, same rounds; batches of %d items, %.0f items/s applied, %.0f direct heartbeats/s",
+			benchReplBatch, items/b.res.Elapsed.Seconds(), d.res.RPS()))
+	r.stop()
+	return nil
+}
+
+// startCluster starts three clustered nodes and waits until each sees the
+// other two and has opened.
+func (e *benchEnv) startCluster(prefix string) ([]*benchChild, error) {
+	a, err := e.startChild(prefix+"-a", "muster", "--cluster")
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.startChild(prefix+"-b", "muster", "--cluster", "--join", a.Gossip)
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.startChild(prefix+"-c", "muster", "--cluster", "--join", a.Gossip)
+	if err != nil {
+		return nil, err
+	}
+	nodes := []*benchChild{a, b, c}
+	return nodes, benchWait(e.ctx, 30*time.Second, "three nodes to see two peers each", func() bool {
+		for _, nd := range nodes {
+			if st, err := nd.status(); err != nil || st.Peers != 2 || !st.Opened {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitInstances waits until every node holds n instances.
+func (e *benchEnv) waitInstances(nodes []*benchChild, n int) error {
+	return benchWait(e.ctx, 60*time.Second, fmt.Sprintf("%d instances on every node", n), func() bool {
+		for _, nd := range nodes {
+			if st, err := nd.status(); err != nil || st.Instances != n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (e *benchEnv) replCluster() error {
+	const sc = "replcpu"
+	nodes, err := e.startCluster("replcpu")
+	if err != nil {
+		return err
+	}
+	single, err := e.startChild("replcpu-single", "muster")
+	if err != nil {
+		return err
+	}
+	if _, err := e.registerFleet(nodes[0], 0, benchReplN); err != nil {
+		return err
+	}
+	if err := e.waitInstances(nodes, benchReplN); err != nil {
+		return err
+	}
+	if _, err := e.registerFleet(single, 0, benchReplN); err != nil {
+		return err
+	}
+	f := benchFleetOf(benchReplN)
+	interval := time.Duration(float64(benchClusterConns) / benchClusterRate * float64(time.Second))
+	hb := func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[benchMix(seq)%benchReplN], Header: benchClientHeaders}
+	}
+	const items, batches = "muster_replication_items_total", "muster_replication_batches_total"
+	var sent, sentBatches float64
+	clusterRun := benchRun{target: nodes[0], cpuOf: nodes, cfg: loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb},
+		drive: func(cfg loadgen.Config) (loadgen.Result, error) {
+			var v0 [][]float64
+			for _, nd := range nodes {
+				v, _ := nd.metrics(items, batches)
+				v0 = append(v0, v)
+			}
+			res, err := e.loadSpread(nodes, cfg)
+			for i, nd := range nodes {
+				v, _ := nd.metrics(items, batches)
+				sent += v[0] - v0[i][0]
+				sentBatches += v[1] - v0[i][1]
+			}
+			return res, err
+		}}
+	if e.profileDir != "" {
+		var done []<-chan error
+		for i, nd := range nodes[:2] {
+			done = append(done, nd.profile(5*time.Second, filepath.Join(e.profileDir, fmt.Sprintf("replcpu-cluster-%c.cpu.pprof", 'a'+i))))
+		}
+		if _, err := e.loadSpread(nodes, loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb, Duration: 5500 * time.Millisecond}); err != nil {
+			return err
+		}
+		for _, d := range done {
+			if err := <-d; err != nil {
+				return err
+			}
+		}
+		e.logf("   CPU profiles of two cluster nodes under spread heartbeats in %s", e.profileDir)
+	}
+	// What the nodes cost doing nothing (memberlist, tickers), measured
+	// together: part of every figure below, and three times over for the
+	// cluster.
+	idle := func(nodes []*benchChild) []time.Duration {
+		out := make([]time.Duration, len(nodes))
+		for i, nd := range nodes {
+			out[i] = nd.cpu()
+		}
+		return out
+	}
+	all := append(slices.Clone(nodes), single)
+	idle0 := idle(all)
+	time.Sleep(3 * time.Second)
+	idle1 := idle(all)
+	var idleCluster time.Duration
+	for i := range nodes {
+		idleCluster += idle1[i] - idle0[i]
+	}
+	idleSingle := idle1[3] - idle0[3]
+	singleRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb}}
+	// Clients that all talk to one node (the first URL of their list):
+	// the other two only apply batches.
+	oneRun := benchRun{target: nodes[0], cpuOf: nodes, cfg: singleRun.cfg}
+	// The single node at a third of the rate, as each node of the spread
+	// cluster serves its clients: what a request costs a node that is
+	// idle between requests.
+	thirdRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns / 3, Interval: interval, Next: hb}}
+	sides, err := e.alternate([]benchRun{singleRun, clusterRun, oneRun, thirdRun})
+	if err != nil {
+		return err
+	}
+	s, c, one, third := sides[0], sides[1], sides[2], sides[3]
+	for _, side := range sides {
+		if bad := side.res.NotOK(); bad > 0 {
+			return fmt.Errorf("replcpu: %d heartbeats failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
+		}
+	}
+	ratio := c.cpuPerReq() / s.cpuPerReq()
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(ratio <= 1.5),
+		fmt.Sprintf("ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; idle CPU %.1f ms/s for the cluster, %.1f for the single node",
+			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1), float64(idleCluster.Microseconds())/3e3, float64(idleSingle.Microseconds())/3e3))
+	oneRatio := one.cpuPerReq() / s.cpuPerReq()
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(oneRatio <= 1.5),
+		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))
+	e.addCompared(sc, "single node's CPU per client heartbeat at a third of the rate", third.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
+		fmt.Sprintf("%.0f heartbeats/s, what each node of the spread cluster serves; ceiling = the same node at %.0f/s", third.res.RPS(), s.res.RPS()))
+	for _, nd := range append(nodes, single) {
+		nd.stop()
+	}
+	return nil
+}
+
+// loadSpread runs cfg against every node at once, each with its share of
+// the connections (and so of the rate), and merges the results.
+func (e *benchEnv) loadSpread(nodes []*benchChild, cfg loadgen.Config) (loadgen.Result, error) {
+	results := make([]loadgen.Result, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, nd := range nodes {
+		part := cfg
+		part.Concurrency = max(cfg.Concurrency/len(nodes), 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = e.load(nd, part)
+		}()
+	}
+	wg.Wait()
+	var all benchSide
+	var elapsed time.Duration
+	for i := range nodes {
+		if errs[i] != nil {
+			return loadgen.Result{}, errs[i]
+		}
+		all.add(results[i], 0)
+		elapsed = max(elapsed, results[i].Elapsed)
+	}
+	all.res.Elapsed = elapsed // the runs overlap
+	return all.res, nil
+}
