@@ -139,6 +139,14 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 		{"unsigned copies", "/eureka/peerreplication/copies", `{"keys":[]}`, false, 403},
 		{"unreadable", "/eureka/peerreplication/digest", `{"root":`, true, 400},
 		{"too many keys", "/eureka/peerreplication/copies", manyKeys(replication.MaxCopyKeys + 1), true, 400},
+		{"keys not a list", "/eureka/peerreplication/copies", `{"keys":"APP"}`, true, 400},
+		{"signed buckets", "/eureka/peerreplication/digest", `{"root":1,"buckets":{"APP":16}}`, true, 200},
+		{"signed narrowed entries", "/eureka/peerreplication/digest", `{"root":1,"apps":["APP"],"only":{"APP":{"n":16,"b":[0,15]}}}`, true, 200},
+		{"no buckets", "/eureka/peerreplication/digest", `{"root":1,"buckets":{"APP":0}}`, true, 400},
+		{"too many buckets", "/eureka/peerreplication/digest", fmt.Sprintf(`{"root":1,"buckets":{"APP":%d}}`, replication.MaxBuckets+1), true, 400},
+		{"bucket out of range", "/eureka/peerreplication/digest", `{"root":1,"apps":["APP"],"only":{"APP":{"n":16,"b":[16]}}}`, true, 400},
+		{"negative bucket", "/eureka/peerreplication/digest", `{"root":1,"apps":["APP"],"only":{"APP":{"n":16,"b":[-1]}}}`, true, 400},
+		{"too many apps with buckets", "/eureka/peerreplication/digest", manyApps(replication.MaxDigestApps), true, 400},
 		{"too large", "/eureka/peerreplication/copies", `{"keys":[{"app":"` + strings.Repeat("A", 2<<20) + `"}]}`, true, 413},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +171,20 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 	if !errors.Is(err, replication.ErrNoAntiEntropy) {
 		t.Fatalf("node without anti-entropy: %v", err)
 	}
+}
+
+// manyApps asks for the entries of n apps and the buckets of one more.
+func manyApps(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"root":1,"apps":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"APP-%d"`, i)
+	}
+	b.WriteString(`],"buckets":{"BIG":16}}`)
+	return b.String()
 }
 
 func manyKeys(n int) string {

@@ -79,9 +79,9 @@ type Config struct {
 	// tombstone goes. cmd/muster sets max(30 s, muster.anti-entropy-interval-ms).
 	// Default 30 s.
 	TombstoneGrace time.Duration
-	// MaxTombstones bounds the tombstones kept; beyond it the oldest is
-	// dropped (TombstoneStats.Dropped). Default 131072 (about 150 bytes
-	// each).
+	// MaxTombstones bounds the tombstones kept; beyond it the one that
+	// expires first is dropped (TombstoneStats.Dropped). Default 131072
+	// (about 150 bytes each).
 	MaxTombstones int
 
 	// Limits bound what clients can make the node hold; see Limits.

@@ -1,6 +1,9 @@
 package registry
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Digests let two nodes find out, cheaply, whether they hold the same
 // registry (anti-entropy, package replication). Each stored instance has a
@@ -173,20 +176,45 @@ type DigestEntry struct {
 	Live bool
 	// Tombstone marks a cancel.
 	Tombstone bool
+	// TTL is how long a tombstone is kept still. A node that takes the
+	// tombstone from a peer keeps it that long, not a fresh lifetime:
+	// otherwise nodes that prune at different moments would hand it back
+	// and forth for good.
+	TTL time.Duration
 }
 
 // AppEntries lists app's instances and tombstones (upper-cased name),
 // appended to buf, in no particular order.
 func (r *Registry) AppEntries(app string, buf []DigestEntry) []DigestEntry {
+	return r.appEntries(app, nil, buf)
+}
+
+// appEntries lists app's entries, only those whose bucket among len(in)
+// is set in in when in is not nil.
+func (r *Registry) appEntries(app string, in []bool, buf []DigestEntry) []DigestEntry {
 	now := r.now()
 	app = upperASCII(app)
+	keep := func(id string) bool { return in == nil || in[BucketOf(id, len(in))] }
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for id, l := range r.apps[app] {
-		buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+		if keep(id) {
+			buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+		}
 	}
 	for id, t := range r.tombs.byApp[app] {
-		buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true})
+		if keep(id) {
+			buf = appendTombstone(buf, id, t, now)
+		}
+	}
+	return buf
+}
+
+// appendTombstone lists a tombstone that has not expired (one not pruned
+// yet is gone all the same).
+func appendTombstone(buf []DigestEntry, id string, t tombstone, now time.Time) []DigestEntry {
+	if ttl := t.expires.Sub(now); ttl > 0 {
+		buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true, TTL: ttl})
 	}
 	return buf
 }
@@ -221,4 +249,60 @@ func (r *Registry) Tombstone(app, id string) (uint64, bool) {
 	defer r.mu.RUnlock()
 	t, ok := r.tombs.byApp[app][id]
 	return t.version, ok
+}
+
+// Inside a large app anti-entropy narrows once more, to buckets: an
+// instance id's bucket among n is its FNV-1a hash mod n, and a bucket's
+// digest is the sum of its instances' digests, like an app's. They are
+// computed on demand (one pass over the app under the read lock, cheaper
+// than listing its entries) and only for apps that differ and are large,
+// so the write path keeps no per-bucket sums.
+
+// BucketOf is the bucket of instance id among n (n > 0).
+func BucketOf(id string, n int) int {
+	d := digester(fnvOffset)
+	for i := 0; i < len(id); i++ {
+		d = (d ^ digester(id[i])) * fnvPrime
+	}
+	return int(uint64(d) % uint64(n))
+}
+
+// AppBuckets returns app's bucket digests among n buckets (upper-cased
+// name) in dst, resized to n and cleared first.
+func (r *Registry) AppBuckets(app string, n int, dst []uint64) []uint64 {
+	dst = slices.Grow(dst[:0], n)[:n]
+	clear(dst)
+	app = upperASCII(app)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for id, l := range r.apps[app] {
+		dst[BucketOf(id, n)] += l.digest
+	}
+	return dst
+}
+
+// AppBucketEntries is AppEntries restricted to the instances and
+// tombstones whose bucket among len(in) buckets is set in in.
+func (r *Registry) AppBucketEntries(app string, in []bool, buf []DigestEntry) []DigestEntry {
+	if len(in) == 0 {
+		return buf
+	}
+	return r.appEntries(app, in, buf)
+}
+
+// AppSizes returns into dst (cleared first; nil: a new map) the instance
+// count of every app holding more than min instances.
+func (r *Registry) AppSizes(min int, dst map[string]int) map[string]int {
+	if dst == nil {
+		dst = map[string]int{}
+	}
+	clear(dst)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for app, byID := range r.apps {
+		if len(byID) > min {
+			dst[app] = len(byID)
+		}
+	}
+	return dst
 }

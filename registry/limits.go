@@ -208,6 +208,21 @@ func (r *Registry) checkDirtySkew(ms int64, now time.Time) error {
 	return nil
 }
 
+// checkVersionSkew refuses a peer's write version whose time is more than
+// MaxClockSkew ahead of this node's clock. Observing it would drag this
+// node's clock along (every later write here would carry that future
+// time, and beat real later writes of nodes that have not seen it), and a
+// version near the maximum would wrap the clock to 0. The writer keeps
+// its copy; the others take it once their clocks are within the skew.
+func (r *Registry) checkVersionSkew(v uint64, now time.Time) error {
+	limit := uint64(max(now.Add(r.cfg.Limits.MaxClockSkew).UnixMilli(), 0))<<16 | 0xffff
+	if v <= limit {
+		return nil
+	}
+	return r.refuse(LimitClockSkew, ErrClockSkew, "write version %d (%s) is more than %s ahead of this node's clock",
+		v, VersionTime(v).UTC().Format(time.RFC3339), r.cfg.Limits.MaxClockSkew)
+}
+
 // checkCapacityLocked refuses a new instance of app beyond the instance
 // limits. Re-registrations of a known instance always pass.
 func (r *Registry) checkCapacityLocked(app string) error {

@@ -158,6 +158,11 @@ type Op struct {
 	// which decides 404 / 409 instead of lastDirtyTimestamp. 0 for none
 	// (a Java Eureka peer). A register carries it in Instance.WriteVersion.
 	Version uint64
+	// TombstoneTTL is, for a cancel anti-entropy takes from a peer's
+	// tombstone, how long the peer keeps it still: the tombstone here
+	// goes at the same time (at most a maximal lease and the grace from
+	// now). Zero: the cancelled lease's duration plus the grace.
+	TombstoneTTL time.Duration
 	// RenewedAt is, for an instance anti-entropy adopts, the holder's last
 	// renewal: the new lease counts as renewed then, not now, so a copy
 	// does not outlive its original. Zero means now.

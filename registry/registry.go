@@ -310,6 +310,12 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	key := InstanceKey{in.App, id}
 	replicated := op.Origin.fromPeer()
 
+	if op.Origin == OriginSync && in.WriteVersion != 0 && r.checkVersionSkew(in.WriteVersion, now) != nil {
+		// A start-up copy (syncUp, the data dir's snapshot) written under
+		// a clock far ahead of ours: loaded without its version rather
+		// than lost, it loses to any versioned copy (checkVersionSkew).
+		in.WriteVersion = 0
+	}
 	if replicated && in.WriteVersion != 0 {
 		return r.registerCopy(op, in, key, now)
 	}
@@ -444,6 +450,9 @@ func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.T
 	}
 	v, d := in.WriteVersion, InstanceDigest(in)
 	nowMs := now.UnixMilli()
+	if err := r.checkVersionSkew(v, now); err != nil {
+		return nil, err
+	}
 
 	r.mu.Lock()
 	v0 := r.version
@@ -615,6 +624,11 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	app := upperASCII(op.App)
 	key := InstanceKey{app, op.ID}
+	if op.Version != 0 && op.Origin.fromPeer() {
+		if err := r.checkVersionSkew(op.Version, now); err != nil {
+			return nil, err
+		}
+	}
 	r.mu.Lock()
 	v0 := r.version
 	if r.sync != nil {
@@ -628,7 +642,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 		if op.Version != 0 && op.Origin.fromPeer() {
 			// Cancelled before its register got here: the tombstone keeps
 			// a late register out.
-			r.tombstoneLocked(key, op.Version, nil, now)
+			r.tombstoneLocked(key, op.Version, nil, op.TombstoneTTL, now)
 		}
 		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
@@ -648,7 +662,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 		version = l.inst.WriteVersion
 	}
 	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
-	r.tombstoneLocked(key, version, l.inst, now)
+	r.tombstoneLocked(key, version, l.inst, op.TombstoneTTL, now)
 	r.cancels.Add(1)
 	r.unlock(v0)
 	r.log.Debug().Str("app", app).Str("instance_id", op.ID).Stringer("origin", op.Origin).Msg("cancelled")

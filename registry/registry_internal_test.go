@@ -146,3 +146,24 @@ func TestDeltaQueue_pruneBefore(t *testing.T) {
 		t.Fatalf("pruned %d, len %d, want 6, 0", n, q.len())
 	}
 }
+
+// More than 65,536 versions in one millisecond: the counter carries into
+// the milliseconds, and versions keep growing.
+func TestHLC_counterCarries(t *testing.T) {
+	var h hlc
+	now := time.UnixMilli(1_700_000_000_000)
+	last := h.next(now)
+	for range 70_000 {
+		v := h.next(now)
+		if v <= last {
+			t.Fatalf("version %d not above %d", v, last)
+		}
+		last = v
+	}
+	if VersionTime(last).Equal(now) {
+		t.Fatal("70,000 versions in one ms did not carry into the next ms")
+	}
+	if v := h.next(now.Add(time.Second)); !VersionTime(v).Equal(now.Add(time.Second)) || v <= last {
+		t.Fatalf("a second later: %d (%s)", v, VersionTime(v))
+	}
+}

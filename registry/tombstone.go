@@ -10,8 +10,8 @@ import "time"
 // least the instance's lease duration plus Config.TombstoneGrace: by then
 // every stale copy elsewhere has expired (so anti-entropy would not adopt
 // it), and anti-entropy has had a round to carry the cancel to every peer.
-// At most Config.MaxTombstones are kept; beyond that the oldest goes first
-// (counted in TombstoneStats.Dropped): a stale copy of that instance whose
+// At most Config.MaxTombstones are kept; beyond that the one that would
+// expire first goes (counted in TombstoneStats.Dropped): a stale copy of that instance whose
 // lease is still live somewhere could then be adopted again, and would go
 // at its next eviction there. Evictions leave none: every node evicts on
 // its own, and an instance renewing through another node must stay.
@@ -24,17 +24,29 @@ type tombstone struct {
 type tombKey struct {
 	key     InstanceKey
 	version uint64
+	expires time.Time
+}
+
+// before orders the heap: by expiry, then by version (the older cancel
+// first).
+func (e tombKey) before(o tombKey) bool {
+	if !e.expires.Equal(o.expires) {
+		return e.expires.Before(o.expires)
+	}
+	return e.version < o.version
 }
 
 // tombstones is guarded by Registry.mu.
 type tombstones struct {
 	byApp map[string]map[string]tombstone
-	// order is the insertion order, for pruning and the bound; entries
-	// whose version no longer matches byApp were replaced and are skipped.
-	order   []tombKey
-	head    int
-	n       int
-	dropped uint64
+	// byExpiry is a min-heap on expiry, for pruning and the bound: leases
+	// differ (up to a day), so cancels do not expire in the order they
+	// were made. Entries whose version no longer matches byApp were
+	// replaced or lifted, and are skipped; the heap is rebuilt when they
+	// outnumber the live ones, so a register/cancel loop cannot grow it.
+	byExpiry []tombKey
+	n        int
+	dropped  uint64
 }
 
 func (t *tombstones) get(k InstanceKey) (tombstone, bool) {
@@ -59,9 +71,12 @@ func (t *tombstones) put(k InstanceKey, version uint64, expires time.Time, max i
 		t.byApp[k.App] = byID
 	}
 	byID[k.ID] = tombstone{version: version, expires: expires}
-	t.order = append(t.order, tombKey{k, version})
-	for t.n > max && t.popOldest(time.Time{}, true) {
+	t.push(tombKey{k, version, expires})
+	for t.n > max && t.popFirst(time.Time{}, true) {
 		t.dropped++
+	}
+	if len(t.byExpiry) > 2*t.n+1024 {
+		t.rebuild()
 	}
 }
 
@@ -77,44 +92,86 @@ func (t *tombstones) remove(k InstanceKey) {
 	t.n--
 }
 
-// popOldest removes the oldest live entry if force or it expired before
-// now; it reports whether it removed one.
-func (t *tombstones) popOldest(now time.Time, force bool) bool {
-	for t.head < len(t.order) {
-		e := t.order[t.head]
+// popFirst removes the live tombstone that expires first if force or it
+// expired before now; it reports whether it removed one.
+func (t *tombstones) popFirst(now time.Time, force bool) bool {
+	for len(t.byExpiry) > 0 {
+		e := t.byExpiry[0]
 		cur, ok := t.get(e.key)
 		if !ok || cur.version != e.version {
-			t.advance()
+			t.pop()
 			continue
 		}
 		if !force && !cur.expires.Before(now) {
 			return false
 		}
-		t.advance()
+		t.pop()
 		t.remove(e.key)
 		return true
 	}
 	return false
 }
 
-func (t *tombstones) advance() {
-	t.order[t.head] = tombKey{}
-	t.head++
-	if t.head > 1024 && t.head*2 > len(t.order) {
-		t.order = append(t.order[:0], t.order[t.head:]...)
-		t.head = 0
-	}
-}
-
-// prune removes the expired tombstones at the front of the order; a
-// tombstone behind an unexpired one waits for it (it is kept longer than
-// needed, never shorter).
+// prune removes the expired tombstones.
 func (t *tombstones) prune(now time.Time) int {
 	n := 0
-	for t.popOldest(now, false) {
+	for t.popFirst(now, false) {
 		n++
 	}
 	return n
+}
+
+// rebuild drops the heap's stale entries.
+func (t *tombstones) rebuild() {
+	h := t.byExpiry[:0]
+	for app, byID := range t.byApp {
+		for id, ts := range byID {
+			h = append(h, tombKey{InstanceKey{app, id}, ts.version, ts.expires})
+		}
+	}
+	clear(t.byExpiry[len(h):])
+	t.byExpiry = h
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		t.down(i)
+	}
+}
+
+func (t *tombstones) push(e tombKey) {
+	t.byExpiry = append(t.byExpiry, e)
+	for i := len(t.byExpiry) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !t.byExpiry[i].before(t.byExpiry[parent]) {
+			break
+		}
+		t.byExpiry[i], t.byExpiry[parent] = t.byExpiry[parent], t.byExpiry[i]
+		i = parent
+	}
+}
+
+func (t *tombstones) pop() {
+	last := len(t.byExpiry) - 1
+	t.byExpiry[0] = t.byExpiry[last]
+	t.byExpiry[last] = tombKey{}
+	t.byExpiry = t.byExpiry[:last]
+	t.down(0)
+}
+
+func (t *tombstones) down(i int) {
+	h := t.byExpiry
+	for {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l].before(h[least]) {
+			least = l
+		}
+		if r < len(h) && h[r].before(h[least]) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
 }
 
 // TombstoneStats are the tombstones kept and dropped at the bound.
@@ -132,11 +189,16 @@ func (r *Registry) Tombstones() TombstoneStats {
 }
 
 // tombstoneLocked records a cancel of k at version for in's lease duration
-// plus the grace.
-func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, in *Instance, now time.Time) {
+// plus the grace, or for ttl (a peer's tombstone's remaining life, at most
+// a maximal lease plus the grace) when it is set.
+func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, in *Instance, ttl time.Duration, now time.Time) {
 	d := r.cfg.DefaultLeaseDuration
 	if in != nil {
 		d = r.leaseDuration(in)
 	}
-	r.tombs.put(k, version, now.Add(d+r.cfg.TombstoneGrace), r.cfg.MaxTombstones)
+	d += r.cfg.TombstoneGrace
+	if ttl > 0 {
+		d = min(ttl, time.Duration(MaxLeaseDurationSecs)*time.Second+r.cfg.TombstoneGrace)
+	}
+	r.tombs.put(k, version, now.Add(d), r.cfg.MaxTombstones)
 }

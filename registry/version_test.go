@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -174,8 +175,10 @@ func TestTombstones_bounded(t *testing.T) {
 	if _, ok := r.Tombstone("APP", keys[0].ID); ok {
 		t.Fatal("the oldest tombstone was kept")
 	}
-	if _, ok := r.Tombstone("APP", keys[4].ID); !ok {
-		t.Fatal("the newest tombstone was dropped")
+	for _, k := range keys[2:] {
+		if _, ok := r.Tombstone("APP", k.ID); !ok {
+			t.Fatalf("%s: a newer tombstone was dropped", k)
+		}
 	}
 }
 
@@ -270,5 +273,157 @@ func TestDigests_propertyRunningSumsMatchRecount(t *testing.T) {
 				t.Fatalf("step %d: %s digest %x, recount %x", i, app, got[app], d)
 			}
 		}
+	}
+}
+
+// A peer whose clock runs far ahead (or a corrupt version) must not drag
+// this node's clock with it: every later write here would then carry that
+// future time, and the copy would win against every real later write made
+// on a node that has not seen it. Versions more than Limits.MaxClockSkew
+// ahead are refused (ErrClockSkew) and not observed; the maximum version
+// would otherwise wrap the clock to 0.
+func TestVersions_farFutureVersionIsRefusedAndNotObserved(t *testing.T) {
+	r, clk := mustNew(t)
+	in := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	skew := registry.DefaultLimits().MaxClockSkew
+	future := uint64(clk.Now().Add(skew+time.Second).UnixMilli()) << 16
+	for _, v := range []uint64{future, ^uint64(0)} {
+		bad := copyOf(in, func(c *registry.Instance) { c.Status = registry.StatusDown; c.WriteVersion = v })
+		if _, err := r.Apply(registry.RegisterOp(bad).From(registry.OriginPeer)); !errors.Is(err, registry.ErrClockSkew) {
+			t.Fatalf("copy at version %d: %v, want ErrClockSkew", v, err)
+		}
+		cancel := registry.CancelOp("APP", "i-1").From(registry.OriginAntiEntropy)
+		cancel.Version = v
+		if _, err := r.Apply(cancel); !errors.Is(err, registry.ErrClockSkew) {
+			t.Fatalf("cancel at version %d: %v, want ErrClockSkew", v, err)
+		}
+		gone := registry.CancelOp("APP", "never-here").From(registry.OriginPeer)
+		gone.Version = v
+		if _, err := r.Apply(gone); !errors.Is(err, registry.ErrClockSkew) {
+			t.Fatalf("cancel of an unknown instance at version %d: %v, want ErrClockSkew", v, err)
+		}
+	}
+	if _, ok := r.Tombstone("APP", "never-here"); ok {
+		t.Fatal("a far-future cancel left a tombstone")
+	}
+	iv, _ := r.Instance("APP", "i-1")
+	if iv.Status != registry.StatusUp || iv.WriteVersion != in.WriteVersion {
+		t.Fatalf("stored copy changed: %s at %d", iv.Status, iv.WriteVersion)
+	}
+	clk.Advance(time.Millisecond)
+	got, err := r.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vt := registry.VersionTime(got.WriteVersion); !vt.Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("next local write stamped %s, want the local clock %s", vt, clk.Now())
+	}
+	// A start-up copy (syncUp, snapshot) is loaded without its version
+	// rather than lost.
+	farCopy := registrytest.NewInstance("APP", "from-snapshot")
+	farCopy.WriteVersion = future
+	if stored, err := r.Apply(registry.RegisterOp(farCopy).From(registry.OriginSync)); err != nil || stored.WriteVersion != 0 {
+		t.Fatalf("far-future start-up copy: %v %+v, want it stored at version 0", err, stored)
+	}
+	// Within the skew a copy is taken and observed, as before.
+	ahead := copyOf(got, func(c *registry.Instance) { c.WriteVersion = uint64(clk.Now().Add(skew-time.Second).UnixMilli()) << 16 })
+	if stored, err := r.Apply(registry.RegisterOp(ahead).From(registry.OriginPeer)); err != nil || stored.WriteVersion != ahead.WriteVersion {
+		t.Fatalf("copy within the skew: %v", err)
+	}
+}
+
+// Tombstones of different lease durations expire out of insertion order:
+// the cancel of a day-long lease must not hold back the pruning of the
+// 90-second ones made after it (they would pile up to the bound, and the
+// bound would then drop the long one, which still guards its instance,
+// first).
+func TestTombstones_longLeaseDoesNotStallPruning(t *testing.T) {
+	r, clk := mustNew(t, func(c *registry.Config) { c.MaxTombstones = 50; c.SelfPreservation = false })
+	mustRegister(t, r, registrytest.NewInstance("APP", "long", registrytest.WithLeaseDuration(86400)))
+	if _, err := r.Apply(registry.CancelOp("APP", "long")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // 2,000 s of churn: ~12 unexpired 90 s tombstones at a time
+		id := fmt.Sprint("short-", i)
+		mustRegister(t, r, registrytest.NewInstance("APP", id))
+		if _, err := r.Apply(registry.CancelOp("APP", id)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(10 * time.Second)
+		r.EvictExpired()
+	}
+	if _, ok := r.Tombstone("APP", "long"); !ok {
+		t.Fatal("the day-long lease's tombstone went after 2,000 s")
+	}
+	if st := r.Tombstones(); st.Dropped != 0 || st.Kept > 20 {
+		t.Fatalf("tombstones %+v: expired ones were not pruned", st)
+	}
+	clk.Advance(86400 * time.Second)
+	r.EvictExpired()
+	if st := r.Tombstones(); st.Kept != 0 {
+		t.Fatalf("%d tombstones kept a day later", st.Kept)
+	}
+}
+
+// A key cancelled and registered again over and over leaves one live
+// tombstone at a time (the heap drops the replaced ones as it goes), and
+// the last one still expires on time.
+func TestTombstones_registerCancelLoop(t *testing.T) {
+	r, clk := mustNew(t, func(c *registry.Config) { c.SelfPreservation = false })
+	for i := range 5000 {
+		mustRegister(t, r, registrytest.NewInstance("APP", "flap", registrytest.WithLeaseDuration(86400)))
+		if _, err := r.Apply(registry.CancelOp("APP", "flap")); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 { // and a short one alongside, expiring as it goes
+			id := fmt.Sprint("short-", i)
+			mustRegister(t, r, registrytest.NewInstance("APP", id))
+			if _, err := r.Apply(registry.CancelOp("APP", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(time.Second)
+		r.EvictExpired()
+	}
+	if st := r.Tombstones(); st.Dropped != 0 || st.Kept > 70 {
+		t.Fatalf("tombstones %+v", st)
+	}
+	if _, ok := r.Tombstone("APP", "flap"); !ok {
+		t.Fatal("the last cancel left no tombstone")
+	}
+	clk.Advance(86400*time.Second + time.Minute)
+	r.EvictExpired()
+	if st := r.Tombstones(); st.Kept != 0 {
+		t.Fatalf("%d tombstones kept after they all expired", st.Kept)
+	}
+}
+
+// Versions only grow when the clock steps back (NTP, a VM restored), and
+// follow the clock again once it has caught up.
+func TestVersions_monotonicWhenTheClockStepsBack(t *testing.T) {
+	r, clk := mustNew(t)
+	last := mustRegister(t, r, registrytest.NewInstance("APP", "i-1")).WriteVersion
+	write := func(i int) {
+		t.Helper()
+		got, err := r.Apply(registry.MetadataOp("APP", "i-1", map[string]string{"n": fmt.Sprint(i)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.WriteVersion <= last {
+			t.Fatalf("write %d: version %d not above %d", i, got.WriteVersion, last)
+		}
+		last = got.WriteVersion
+	}
+	for i := range 10 {
+		write(i)
+	}
+	clk.Set(clk.Now().Add(-time.Hour))
+	for i := range 10 {
+		write(i)
+	}
+	clk.Set(clk.Now().Add(2 * time.Hour))
+	write(0)
+	if !registry.VersionTime(last).Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("after the clock caught up, version time %s, want %s", registry.VersionTime(last), clk.Now())
 	}
 }

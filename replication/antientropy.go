@@ -15,6 +15,14 @@ import (
 	"github.com/muster-registry/muster/registry"
 )
 
+// maxAppSize bounds the app sizes a peer reports (above any registry's
+// limit).
+const maxAppSize = 1 << 20
+
+// defaultMaxEntries is AntiEntropyConfig.MaxEntries's default: about
+// 8 MB of entries per answer.
+const defaultMaxEntries = 100_000
+
 // DefaultAntiEntropyInterval is muster.anti-entropy-interval-ms's default.
 const DefaultAntiEntropyInterval = 10 * time.Second
 
@@ -42,6 +50,10 @@ type AntiEntropyConfig struct {
 	// RequestTimeout bounds each request of a round. Default 5 s, as
 	// batches (eureka.server.peer-node-read-timeout-ms); 0 means that too.
 	RequestTimeout time.Duration
+	// MaxEntries is about how many entries one answer of a large app's
+	// buckets may hold (about 80 bytes each); more are asked for in
+	// several requests. Default 100,000.
+	MaxEntries int
 	// Now is the clock; nil means time.Now. Rand jitters the interval; nil
 	// means a random seed.
 	Now    func() time.Time
@@ -250,6 +262,9 @@ func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = DefaultAntiEntropyConfig().RequestTimeout
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = defaultMaxEntries
 	}
 	a := &AntiEntropy{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
@@ -489,10 +504,25 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	}
 	slices.Sort(differ)
 
-	var fetch []registry.InstanceKey
-	missing := map[registry.InstanceKey]bool{}
+	// Large apps (on either side) are compared bucket by bucket first.
+	sizes := src.AppSizes(BucketThreshold, nil)
+	for app, n := range reply.Sizes {
+		// The peer's count only steers how finely the app is compared;
+		// an absurd one must not split it into thousands of requests.
+		sizes[app] = max(sizes[app], min(n, maxAppSize))
+	}
+	var whole, big []string
+	for _, app := range differ {
+		if sizes[app] > BucketThreshold {
+			big = append(big, app)
+		} else {
+			whole = append(whole, app)
+		}
+	}
+
+	cmp := appComparison{src: src, res: &res, missing: map[registry.InstanceKey]bool{}}
 	var local []registry.DigestEntry
-	for chunk := range slices.Chunk(differ, MaxDigestApps) {
+	for chunk := range slices.Chunk(whole, MaxDigestApps) {
 		reply, err := a.digest(ctx, p, DigestRequest{Root: root, Apps: chunk}, &res)
 		if err != nil {
 			res.Err = err
@@ -500,60 +530,30 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 		}
 		for _, app := range chunk {
 			local = src.AppEntries(app, local[:0])
-			byID := make(map[string]registry.DigestEntry, len(local))
-			for _, e := range local {
-				byID[e.ID] = e
-			}
-			for _, e := range reply.Entries[app] {
-				key := registry.InstanceKey{App: app, ID: e.ID}
-				loc, has := byID[e.ID]
-				delete(byID, e.ID)
-				switch {
-				case e.Tombstone:
-					if has && loc.Tombstone {
-						continue
-					}
-					if has && e.Version < loc.Version {
-						res.Divergent++ // written again after that cancel: the peer will take ours
-						continue
-					}
-					// A newer cancel: remove ours; or one we never heard of:
-					// keep its tombstone, so no stale copy brings it back.
-					op := registry.CancelOp(app, e.ID).From(registry.OriginAntiEntropy)
-					op.Version = e.Version
-					removed, err := src.Apply(op)
-					if has {
-						res.Divergent++
-						if err == nil && removed != nil {
-							res.repaired(RepairCancelled, key)
-						}
-					}
-				case !has || loc.Tombstone:
-					res.Divergent++
-					if e.Live && (!has || e.Version > loc.Version) {
-						fetch = append(fetch, key)
-						missing[key] = true
-					}
-				case loc.Digest != e.Digest:
-					res.Divergent++
-					if newerVersion(e, loc) {
-						fetch = append(fetch, key)
-					}
-				}
-			}
-			for _, loc := range byID {
-				if !loc.Tombstone {
-					res.Divergent++ // the peer lacks it: it adopts ours on its round if ours is live
-				}
-			}
+			cmp.app(app, reply.Entries[app], local, nil)
 		}
 	}
+	for chunk := range slices.Chunk(big, MaxDigestApps) {
+		if err := a.compareBuckets(ctx, p, root, chunk, sizes, &cmp); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	fetch, missing := cmp.fetch, cmp.missing
 
-	for chunk := range slices.Chunk(fetch, MaxCopyKeys) {
+	pending := slices.Collect(slices.Chunk(fetch, MaxCopyKeys))
+	for len(pending) > 0 {
+		chunk := pending[0]
+		pending = pending[1:]
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 		copies, err := a.cfg.Transport.Copies(cctx, p, chunk)
 		cancel()
 		res.Requests++
+		if errors.Is(err, ErrAnswerTooLarge) && len(chunk) > 1 {
+			// Instances with large metadata: ask for half as many at once.
+			pending = append([][]registry.InstanceKey{chunk[:len(chunk)/2], chunk[len(chunk)/2:]}, pending...)
+			continue
+		}
 		if err != nil {
 			res.Err = err
 			return res
@@ -584,6 +584,149 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	}
 	res.InSync = res.Divergent == 0
 	return res
+}
+
+// appComparison is what comparing apps' entries with a peer's found: the
+// copies to fetch (those this node lacks are also in missing), counted
+// in res as they are found.
+type appComparison struct {
+	src     AntiEntropyStore
+	res     *RoundResult
+	fetch   []registry.InstanceKey
+	missing map[registry.InstanceKey]bool
+}
+
+// app compares the peer's entries of app with this node's (local) and
+// applies the peer's newer tombstones at once. With mask set, only the
+// entries of those buckets are compared: a peer that did not narrow its
+// answer to them sends them all, and the rest is not looked at.
+func (c *appComparison) app(app string, peer []Entry, local []registry.DigestEntry, mask []bool) {
+	res := c.res
+	byID := make(map[string]registry.DigestEntry, len(local))
+	for _, e := range local {
+		byID[e.ID] = e
+	}
+	for _, e := range peer {
+		if mask != nil && !mask[registry.BucketOf(e.ID, len(mask))] {
+			continue
+		}
+		key := registry.InstanceKey{App: app, ID: e.ID}
+		loc, has := byID[e.ID]
+		delete(byID, e.ID)
+		switch {
+		case e.Tombstone:
+			if has && loc.Tombstone {
+				continue
+			}
+			if has && e.Version < loc.Version {
+				res.Divergent++ // written again after that cancel: the peer will take ours
+				continue
+			}
+			// A newer cancel: remove ours; or one we never heard of:
+			// keep its tombstone, so no stale copy brings it back.
+			op := registry.CancelOp(app, e.ID).From(registry.OriginAntiEntropy)
+			op.Version = e.Version
+			op.TombstoneTTL = time.Duration(min(max(e.TTL, 0), 1<<40)) * time.Millisecond
+			removed, err := c.src.Apply(op)
+			if has {
+				res.Divergent++
+				if err == nil && removed != nil {
+					res.repaired(RepairCancelled, key)
+				}
+			}
+		case !has || loc.Tombstone:
+			res.Divergent++
+			if e.Live && (!has || e.Version > loc.Version) {
+				c.fetch = append(c.fetch, key)
+				c.missing[key] = true
+			}
+		case loc.Digest != e.Digest:
+			res.Divergent++
+			if newerVersion(e, loc) {
+				c.fetch = append(c.fetch, key)
+			}
+		}
+	}
+	for _, loc := range byID {
+		if !loc.Tombstone {
+			res.Divergent++ // the peer lacks it: it adopts ours on its round if ours is live
+		}
+	}
+}
+
+// compareBuckets compares large apps bucket by bucket: the peer's bucket
+// digests, then the entries of the differing buckets only. A peer that
+// answers no bucket digests for an app gets the app compared whole.
+func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, apps []string, sizes map[string]int, cmp *appComparison) error {
+	buckets := make(map[string]int, len(apps))
+	for _, app := range apps {
+		buckets[app] = bucketsFor(sizes[app])
+	}
+	reply, err := a.digest(ctx, p, DigestRequest{Root: root, Buckets: buckets}, cmp.res)
+	if err != nil {
+		return err
+	}
+	// What to ask for: each app's differing buckets (or the whole app),
+	// split so that no answer holds more than about MaxEntries entries.
+	type piece struct {
+		app  string
+		set  *BucketSet // nil: the whole app
+		size int        // entries expected
+	}
+	var pieces []piece
+	var mine []uint64
+	for _, app := range apps {
+		n := buckets[app]
+		theirs := reply.BucketDigests[app]
+		if len(theirs) != n {
+			pieces = append(pieces, piece{app: app, size: sizes[app]}) // not narrowed
+			continue
+		}
+		mine = a.cfg.Store.AppBuckets(app, n, mine)
+		var differ []int
+		for b := range n {
+			if mine[b] != theirs[b] {
+				differ = append(differ, b)
+			}
+		}
+		perBucket := max(sizes[app]/n, 1)
+		for chunk := range slices.Chunk(differ, max(a.cfg.MaxEntries/perBucket, 1)) {
+			pieces = append(pieces, piece{app: app, set: &BucketSet{N: n, Buckets: chunk}, size: len(chunk) * perBucket})
+		}
+	}
+	var local []registry.DigestEntry
+	for len(pieces) > 0 {
+		req := DigestRequest{Root: root, Only: map[string]BucketSet{}}
+		masks := map[string][]bool{}
+		entries := 0
+		for len(pieces) > 0 && len(req.Apps) < MaxDigestApps {
+			pc := pieces[0]
+			if _, dup := masks[pc.app]; dup || len(req.Apps) > 0 && entries+pc.size > a.cfg.MaxEntries {
+				break
+			}
+			pieces = pieces[1:]
+			req.Apps = append(req.Apps, pc.app)
+			masks[pc.app] = nil
+			if pc.set != nil {
+				req.Only[pc.app] = *pc.set
+				masks[pc.app] = pc.set.mask()
+			}
+			entries += pc.size
+		}
+		reply, err := a.digest(ctx, p, req, cmp.res)
+		if err != nil {
+			return err
+		}
+		for _, app := range req.Apps {
+			if m := masks[app]; m != nil {
+				local = a.cfg.Store.AppBucketEntries(app, m, local[:0])
+			} else {
+				local = a.cfg.Store.AppEntries(app, local[:0])
+			}
+			cmp.app(app, reply.Entries[app], local, masks[app])
+		}
+	}
+	return nil
 }
 
 // newerVersion is the winner rule (registry's newerCopy) on two entries.

@@ -104,7 +104,13 @@
 //     a few dozen bytes each way.
 //  2. For the apps whose digests differ: the same request naming them; the
 //     peer answers each app's entries (id, digest, version, lease live,
-//     and its tombstones).
+//     and its tombstones). An app larger than BucketThreshold on either
+//     side (the peer reports the sizes of its large apps with the app
+//     digests) is first split into buckets of instance ids
+//     (registry.BucketOf, about 2√n buckets): the peer answers the
+//     buckets' digests, and only the differing buckets' entries are asked
+//     for. A peer that answers no bucket digests gets the app compared
+//     whole.
 //  3. POST peerreplication/copies: the copies this node lacks (only if
 //     live at the peer and no newer tombstone is kept here: an instance
 //     expired everywhere is not resurrected) or holds older versions of.
@@ -123,7 +129,8 @@
 // then at most once a minute per peer. A peer that answers 404 (a Java Eureka
 // server) is left to Eureka's own repair and asked again 30 rounds later.
 // The endpoints are signed and bounded like batches (MaxDigestApps apps,
-// MaxCopyKeys keys per request; bodies under muster.max-body-bytes).
+// MaxBuckets buckets, MaxCopyKeys keys per request; bodies under
+// muster.max-body-bytes).
 //
 // syncUp (Syncer) fetches a peer's registry through the same Transport,
 // takes the copies' write versions from the peer's anti-entropy entries

@@ -269,8 +269,17 @@ func (s *Syncer) addVersions(ctx context.Context, p Peer, instances []*registry.
 	}
 	sort.Strings(apps)
 	matched := 0
-	for start := 0; start < len(apps); start += MaxDigestApps {
-		chunk := apps[start:min(start+MaxDigestApps, len(apps))]
+	for len(apps) > 0 {
+		// Requests of at most MaxDigestApps apps and about
+		// defaultMaxEntries entries, so a large registry's answer stays
+		// well under the transport's bound.
+		n, entries := 0, 0
+		for n < len(apps) && n < MaxDigestApps && (n == 0 || entries+len(byApp[apps[n]]) <= defaultMaxEntries) {
+			entries += len(byApp[apps[n]])
+			n++
+		}
+		chunk := apps[:n]
+		apps = apps[n:]
 		reply, err := s.cfg.Transport.Digest(ctx, p, DigestRequest{Apps: chunk})
 		if err != nil {
 			s.log.Info().Err(err).Str("peer", p.Name).Msg("syncUp: copied without write versions; anti-entropy adds them later")

@@ -2,6 +2,7 @@ package replicationtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -296,5 +297,249 @@ func TestAntiEntropy_staticMusterPeerGetsVersionsOnceKnown(t *testing.T) {
 	c.Settle(time.Second)
 	if iv, _ := c.Node("b").Reg.Instance("APP", "i-1"); iv.WriteVersion != stored.WriteVersion {
 		t.Fatalf("b holds version %d, a wrote %d", iv.WriteVersion, stored.WriteVersion)
+	}
+}
+
+// Inside a large app anti-entropy narrows to buckets of instance ids:
+// repairing one instance of a 20,000-instance app exchanges a small part
+// of what the app's whole entries would take, and repairs it all the
+// same: a stale copy, a missing one and a cancel, in three buckets.
+func TestAntiEntropy_largeAppNarrowsToBuckets(t *testing.T) {
+	const n = 20_000
+	c := newAECluster(t, 10, false, "a")
+	for i := range n {
+		c.MustApply("a", register("BIG", fmt.Sprint("i-", i)))
+	}
+	c.MustApply("a", register("SMALL", "s-1"))
+	c.Start("b") // copies a's registry
+	c.Settle(time.Minute)
+	if !c.InSync() {
+		t.Fatal("not in sync before the cut")
+	}
+	whole, err := json.Marshal(replication.DigestReply{Entries: map[string][]replication.Entry{"BIG": entriesOf(c.Node("a").Reg, "BIG")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cutBoth(c, "a", "b")
+	c.MustApply("a", registry.StatusOp("BIG", "i-17", registry.StatusOutOfService))
+	before := c.Net.Stats().AntiEntropyBytes
+	c.Net.Heal()
+	rs := c.Node("b").AE.Round(context.Background(), replication.Peer{Name: "a", URL: "mem://a/eureka/", Muster: true})
+	if rs.Err != nil || rs.Repaired != (replication.Repairs{Stale: 1}) {
+		t.Fatalf("round: %+v", rs)
+	}
+	one := c.Net.Stats().AntiEntropyBytes - before
+	t.Logf("repairing 1 instance of %d: %d bytes exchanged; the app's whole entries are %d bytes", n, one, len(whole))
+	if one*20 > uint64(len(whole)) {
+		t.Fatalf("repairing one instance exchanged %d bytes, over 1/20 of the app's entries (%d bytes)", one, len(whole))
+	}
+	c.EnsureSame(t)
+
+	// A missing copy, a cancel and a stale copy at once, both ways.
+	cutBoth(c, "a", "b")
+	c.MustApply("a", register("BIG", "new-on-a"))
+	c.MustApply("b", registry.CancelOp("BIG", "i-5"))
+	c.MustApply("b", registry.MetadataOp("BIG", "i-9000", map[string]string{"k": "v"}))
+	c.Net.Heal()
+	converge(t, c, 2)
+	mustHave(t, c, key("BIG", "new-on-a"), true)
+	mustHave(t, c, key("BIG", "i-5"), false)
+}
+
+func entriesOf(r *registry.Registry, app string) []replication.Entry {
+	var out []replication.Entry
+	for _, e := range r.AppEntries(app, nil) {
+		out = append(out, replication.Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone})
+	}
+	return out
+}
+
+// oldPeer is a transport to peers that know nothing of buckets: they
+// ignore the fields (as encoding/json does with unknown ones) and answer
+// without them.
+type oldPeer struct{ replication.Transport }
+
+func (o oldPeer) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	req.Buckets, req.Only = nil, nil
+	reply, err := o.Transport.Digest(ctx, p, req)
+	reply.Sizes, reply.BucketDigests = nil, nil
+	return reply, err
+}
+
+// A peer that answers no bucket digests gets large apps compared whole:
+// more bytes, the same repairs.
+func TestAntiEntropy_largeAppWithAPeerWithoutBuckets(t *testing.T) {
+	c := newAECluster(t, 11, false, "a")
+	for i := range 600 {
+		c.MustApply("a", register("BIG", fmt.Sprint("i-", i)))
+	}
+	c.Start("b")
+	c.Settle(time.Minute)
+	cutBoth(c, "a", "b")
+	c.MustApply("a", registry.StatusOp("BIG", "i-17", registry.StatusOutOfService))
+	c.MustApply("a", registry.CancelOp("BIG", "i-18"))
+	c.MustApply("a", register("BIG", "new"))
+	c.Net.Heal()
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: oldPeer{c.Net.From("b")},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ae.Round(context.Background(), c.PeersExcept("b")[0])
+	if rs.Err != nil || rs.Repaired != (replication.Repairs{Missing: 1, Stale: 1, Cancelled: 1}) {
+		t.Fatalf("round: %+v", rs)
+	}
+	if !c.InSync() {
+		t.Fatal("not in sync after the round")
+	}
+}
+
+// countingPeer records the largest number of entries one answer held.
+type countingPeer struct {
+	replication.Transport
+	most *int
+}
+
+func (cp countingPeer) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	reply, err := cp.Transport.Digest(ctx, p, req)
+	n := 0
+	for _, es := range reply.Entries {
+		n += len(es)
+	}
+	*cp.most = max(*cp.most, n)
+	return reply, err
+}
+
+// A large app that differs everywhere (a node that lost it) is asked for
+// in several answers of about MaxEntries entries, not one unbounded one.
+func TestAntiEntropy_largeAppAnswersAreBounded(t *testing.T) {
+	c := newAECluster(t, 12, false, "a", "b")
+	cutBoth(c, "a", "b")
+	for i := range 2000 {
+		c.MustApply("a", register("BIG", fmt.Sprint("i-", i)))
+	}
+	c.Net.Heal()
+	most := 0
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: countingPeer{c.Net.From("b"), &most},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") }, MaxEntries: 300,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ae.Round(context.Background(), c.PeersExcept("b")[0])
+	if rs.Err != nil || rs.Repaired.Missing != 2000 {
+		t.Fatalf("round: %+v", rs)
+	}
+	if most > 450 || rs.Requests < 2+2000/450 {
+		t.Fatalf("largest answer %d entries in %d requests, want about 300 each", most, rs.Requests)
+	}
+	if c.Node("a").Reg.RootDigest() != c.Node("b").Reg.RootDigest() {
+		t.Fatal("not in sync after the round")
+	}
+}
+
+// A tombstone goes everywhere once its time is up: anti-entropy does not
+// hand it back and forth between nodes that prune at different moments
+// (each copy taken from a peer with a fresh lifetime would outlive the
+// one it came from, for good).
+func TestAntiEntropy_tombstonesExpireEverywhere(t *testing.T) {
+	c := newAECluster(t, 13, false, "a", "b", "c")
+	c.MustApply("a", register("APP", "i-1"))
+	c.MustApply("a", register("APP", "keep")) // so the app digests differ from empty
+	c.Settle(time.Minute)
+	cutBoth(c, "a", "c")
+	c.MustApply("a", registry.CancelOp("APP", "i-1")) // reaches b by replication, c by anti-entropy
+	c.Settle(time.Second)
+	c.Net.Heal()
+	for s := 10; s <= 30*60; s += 10 {
+		c.Clock.Advance(10 * time.Second)
+		c.Heartbeats("a", []registry.InstanceKey{key("APP", "keep")})
+		c.AntiEntropyRound()
+		for i, name := range []string{"a", "b", "c"} {
+			if s%60 == 20*i {
+				c.Node(name).Reg.EvictExpired()
+			}
+		}
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if st := c.Node(name).Reg.Tombstones(); st.Kept != 0 {
+			t.Errorf("%s still keeps %d tombstones 30 min after a 90 s lease's cancel", name, st.Kept)
+		}
+	}
+}
+
+// smallAnswers is a transport to a peer whose copies answers are over the
+// bound when they hold more than max copies (instances with large
+// metadata).
+type smallAnswers struct {
+	replication.Transport
+	max int
+}
+
+func (s smallAnswers) Copies(ctx context.Context, p replication.Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error) {
+	if len(keys) > s.max {
+		return nil, fmt.Errorf("copies answer: %w", replication.ErrAnswerTooLarge)
+	}
+	return s.Transport.Copies(ctx, p, keys)
+}
+
+// Copies whose answer would be too large are asked for fewer at a time,
+// instead of failing every round.
+func TestAntiEntropy_tooLargeCopiesAnswerIsSplit(t *testing.T) {
+	c := newAECluster(t, 14, false, "a", "b")
+	cutBoth(c, "a", "b")
+	for i := range 700 {
+		c.MustApply("a", register(fmt.Sprint("APP-", i%7), fmt.Sprint("i-", i)))
+	}
+	c.Net.Heal()
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: smallAnswers{c.Net.From("b"), 40},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := ae.Round(context.Background(), c.PeersExcept("b")[0]); rs.Err != nil || rs.Repaired.Missing != 700 {
+		t.Fatalf("round: %+v", rs)
+	}
+}
+
+// inflatedSizes is a peer that reports absurd app sizes.
+type inflatedSizes struct{ replication.Transport }
+
+func (s inflatedSizes) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+	reply, err := s.Transport.Digest(ctx, p, req)
+	for app := range reply.AppDigests {
+		if reply.Sizes == nil {
+			reply.Sizes = map[string]int{}
+		}
+		reply.Sizes[app] = 1 << 50
+	}
+	return reply, err
+}
+
+// A peer's app sizes only steer how finely the app is compared: absurd
+// ones cost a few requests more, never thousands.
+func TestAntiEntropy_absurdSizesStayBounded(t *testing.T) {
+	c := newAECluster(t, 15, false, "a", "b")
+	cutBoth(c, "a", "b")
+	for i := range 50 {
+		c.MustApply("a", register("APP", fmt.Sprint("i-", i)))
+	}
+	c.Net.Heal()
+	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
+		Store: c.Node("b").Reg, Transport: inflatedSizes{c.Net.From("b")},
+		Peers: func() []replication.Peer { return c.PeersExcept("b") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ae.Round(context.Background(), c.PeersExcept("b")[0])
+	if rs.Err != nil || rs.Repaired.Missing != 50 || rs.Requests > 20 {
+		t.Fatalf("round: %+v", rs)
 	}
 }

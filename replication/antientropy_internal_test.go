@@ -1,0 +1,30 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An anti-entropy answer over the transport's bound is an error that says
+// so, not a cut body that fails to decode.
+func TestHTTPTransport_antiEntropyAnswerTooLarge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"root":1,"apps":{"` + strings.Repeat("A", 200) + `":1}}`))
+	}))
+	defer srv.Close()
+	tr := NewHTTPTransport(time.Second, 5*time.Second)
+	tr.maxResponseBytes = 100
+	_, err := tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{})
+	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "larger than 100 bytes") {
+		t.Fatalf("err = %v, want the answer refused as too large", err)
+	}
+	tr.maxResponseBytes = 1 << 20
+	if _, err := tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
