@@ -74,7 +74,9 @@ func TestRegistration_lifecycle(t *testing.T) {
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
 	waitFor(t, "re-registration", func() bool { _, ok := n.reg.Instance("ORDERS", id); return ok })
-	waitFor(t, "re-registration counted", func() bool { return c.Stats().ReRegistrations == 1 })
+	// The node stores the instance before the client has read its answer
+	// and counted the registration: wait for the count itself.
+	waitFor(t, "re-registration counted", func() bool { s := c.Stats(); return s.ReRegistrations == 1 && s.Registrations == 2 })
 	if s := c.Stats(); s.Registrations != 2 || s.Heartbeats != 2 {
 		t.Errorf("stats %+v, want 2 registrations and 2 accepted heartbeats", s)
 	}

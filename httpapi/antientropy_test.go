@@ -44,7 +44,7 @@ func TestAntiEntropy_overHTTP(t *testing.T) {
 	if _, err := peer.reg.Apply(registry.CancelOp("APP", "i-1")); err != nil {
 		t.Fatal(err)
 	}
-	tr := replication.NewHTTPTransport(time.Second, 5*time.Second)
+	tr := newPeerTransport(t, 5*time.Second)
 	p := replication.Peer{Name: "peer", URL: peer.http.URL + "/eureka/", Muster: true}
 	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
 		Store: local, Transport: tr, Peers: func() []replication.Peer { return []replication.Peer{p} }, Now: peer.clock.Now,
@@ -88,7 +88,7 @@ func TestPeerBatch_versionsBetweenMusterPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := registry.InstanceKey{App: "APP", ID: "i-1"}
-	tr := replication.NewHTTPTransport(time.Second, 5*time.Second)
+	tr := newPeerTransport(t, 5*time.Second)
 	p := replication.Peer{Name: "b", URL: n.http.URL + "/eureka/", Muster: true}
 	// The status change first (its register was lost), then the stale
 	// register arriving late.
@@ -166,7 +166,7 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 	// A Java Eureka server has no such route.
 	eureka := httptest.NewServer(http.NotFoundHandler())
 	defer eureka.Close()
-	tr := replication.NewHTTPTransport(time.Second, 5*time.Second)
+	tr := newPeerTransport(t, 5*time.Second)
 	_, err := tr.Digest(context.Background(), replication.Peer{Name: "eureka", URL: eureka.URL + "/eureka/"}, replication.DigestRequest{})
 	if !errors.Is(err, replication.ErrNoAntiEntropy) {
 		t.Fatalf("node without anti-entropy: %v", err)
@@ -214,7 +214,7 @@ func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 	cfg := registry.DefaultConfig()
 	local, _ := registry.New(cfg)
 	var logs strings.Builder
-	tr := replication.NewHTTPTransport(time.Second, 5*time.Second)
+	tr := newPeerTransport(t, 5*time.Second)
 	var peers []replication.Peer
 	for _, u := range []string{refusing.URL, goneURL} {
 		raw := strings.Replace(u, "http://", "http://admin:s3cr3t@", 1) + "/eureka/"

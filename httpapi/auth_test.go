@@ -457,8 +457,7 @@ func TestAuth_transportSigns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := replication.NewHTTPTransport(time.Second, 5*time.Second)
-		tr.SetSigner(signer.Sign)
+		tr := newPeerTransport(t, 5*time.Second, func(c *replication.HTTPTransportConfig) { c.Signer = signer.Sign })
 		in := registrytest.NewInstance("APP", "i-"+tc.secret[:3])
 		_, err = tr.Send(context.Background(), replication.Peer{Name: "a", URL: n.http.URL + "/eureka/"},
 			replication.Batch{Tasks: []replication.Task{{Action: registry.ActionRegister, Key: registry.InstanceKey{App: "APP", ID: in.InstanceID}, Instance: in}}})

@@ -35,6 +35,9 @@ const (
 	ActionsNobody ConsoleActionsPolicy = "none"
 )
 
+// ConsoleActionsPolicies lists the policies, as a user writes them.
+var ConsoleActionsPolicies = []ConsoleActionsPolicy{ActionsLoopback, ActionsAnyone, ActionsNobody}
+
 // Valid reports whether p is one of the policies ("" means loopback).
 func (p ConsoleActionsPolicy) Valid() bool {
 	switch p {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -125,4 +126,20 @@ const springBody = `{"instance":{
 
 func jsonHeaders() []string {
 	return []string{"Content-Type", "application/json", "Accept", "application/json"}
+}
+
+// newPeerTransport is the HTTP replication transport with a request
+// timeout; edit changes more of its config.
+func newPeerTransport(t testing.TB, requestTimeout time.Duration, edit ...func(*replication.HTTPTransportConfig)) *replication.HTTPTransport {
+	t.Helper()
+	cfg := replication.DefaultHTTPTransportConfig()
+	cfg.RequestTimeout = requestTimeout
+	for _, e := range edit {
+		e(&cfg)
+	}
+	tr, err := replication.NewHTTPTransport(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

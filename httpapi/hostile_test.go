@@ -522,7 +522,7 @@ func TestHostile_replicationBatchesCappedInBytes(t *testing.T) {
 		}
 		cfg := replication.DefaultConfig()
 		cfg.MaxBatchBytes = senderCap
-		cfg.Transport = replication.NewHTTPTransport(time.Second, 10*time.Second)
+		cfg.Transport = newPeerTransport(t, 10*time.Second)
 		cfg.Store = sender
 		cfg.Logger = zerolog.New(&logs)
 		rep, err := replication.New(cfg)
@@ -610,8 +610,7 @@ func TestHostile_syncUpReadCapped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := replication.NewHTTPTransport(time.Second, 10*time.Second)
-		tr.SetSyncLimit(limit)
+		tr := newPeerTransport(t, 10*time.Second, func(c *replication.HTTPTransportConfig) { c.MaxSyncBodyBytes = limit })
 		s, err := replication.NewSyncer(replication.SyncConfig{
 			Store: reg, Transport: tr, Attempts: 1, Logger: zerolog.New(zerolog.NewTestWriter(t)),
 			Candidates: func() []replication.Peer { return []replication.Peer{{Name: "src", URL: src.http.URL + "/eureka/"}} },

@@ -41,7 +41,7 @@ func TestPeerBatch_roundTrip(t *testing.T) {
 		{Action: registry.ActionStatusUpdate, Key: key(down), Instance: down},
 		{Action: registry.ActionCancel, Key: registry.InstanceKey{App: "APP", ID: "ghost"}},
 	}}
-	tr := replication.NewHTTPTransport(time.Second, 5*time.Second)
+	tr := newPeerTransport(t, 5*time.Second)
 	res, err := tr.Send(context.Background(), replication.Peer{Name: "b", URL: n.http.URL + "/eureka/"}, batch)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestPeerBatch_badItemFailsAlone(t *testing.T) {
 
 func TestHTTPTransport_statusErrors(t *testing.T) {
 	n := newTestNode(t)
-	tr := replication.NewHTTPTransport(time.Second, 2*time.Second)
+	tr := newPeerTransport(t, 2*time.Second)
 	_, err := tr.Send(context.Background(), replication.Peer{Name: "x", URL: n.http.URL + "/nowhere/"}, replication.Batch{})
 	var se *replication.StatusError
 	if !errors.As(err, &se) || se.Code != 404 {

@@ -217,25 +217,43 @@ func DefaultConfig() Config {
 		WatchMaxWatchers:  50_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
 		Security:          Security{ClientAuth: "none"},
+		ConsoleActions:    ActionsLoopback,
 	}
 }
 
-// Validate reports missing wiring and bad limits.
+// MaxLimitValue is the largest MaxConnections and WatchMaxWatchers.
+const MaxLimitValue = 10_000_000
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field. The wiring (Registry) is New's to
+// check.
 func (c Config) Validate() error {
-	if c.Registry == nil {
-		return errors.New("httpapi: Registry is required")
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("httpapi: "+field+" "+format, args...)
 	}
-	if c.MaxBodyBytes <= 0 || c.MaxBatchBodyBytes <= 0 {
-		return fmt.Errorf("httpapi: body limits must be positive, got %d and %d", c.MaxBodyBytes, c.MaxBatchBodyBytes)
+	if c.MaxBodyBytes <= 0 {
+		return bad("MaxBodyBytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxBatchBodyBytes <= 0 {
+		return bad("MaxBatchBodyBytes", "must be positive, got %d", c.MaxBatchBodyBytes)
+	}
+	if c.BodyReadTimeout < 0 {
+		return bad("BodyReadTimeout", "must not be negative (0 turns it off), got %s", c.BodyReadTimeout)
+	}
+	if c.WriteChunkTimeout < 0 {
+		return bad("WriteChunkTimeout", "must not be negative (0 turns it off), got %s", c.WriteChunkTimeout)
+	}
+	if c.MaxConnections < 0 || c.MaxConnections > MaxLimitValue {
+		return bad("MaxConnections", "must be from 0 (no limit) to %d, got %d", MaxLimitValue, c.MaxConnections)
 	}
 	if c.WatchMaxWait <= 0 {
-		return fmt.Errorf("httpapi: WatchMaxWait must be positive, got %v", c.WatchMaxWait)
+		return bad("WatchMaxWait", "must be positive, got %v", c.WatchMaxWait)
 	}
-	if c.WatchMaxWatchers < 0 {
-		return fmt.Errorf("httpapi: WatchMaxWatchers must not be negative, got %d", c.WatchMaxWatchers)
+	if c.WatchMaxWatchers < 0 || c.WatchMaxWatchers > MaxLimitValue {
+		return bad("WatchMaxWatchers", "must be from 0 (no limit) to %d, got %d", MaxLimitValue, c.WatchMaxWatchers)
 	}
 	if !c.ConsoleActions.Valid() {
-		return fmt.Errorf("httpapi: ConsoleActions must be loopback, any or none, got %q", c.ConsoleActions)
+		return bad("ConsoleActions", "must be one of %v, got %q", ConsoleActionsPolicies, c.ConsoleActions)
 	}
 	return nil
 }
@@ -271,6 +289,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Registry == nil {
+		return nil, errors.New("httpapi: Registry is required")
 	}
 	s := &Server{cfg: cfg, reg: cfg.Registry, now: cfg.Now}
 	if s.now == nil {

@@ -21,7 +21,7 @@ func TestWatch_changeOnOneNodeWakesWatcherOnAnother(t *testing.T) {
 	cfg := replication.DefaultConfig()
 	cfg.Now = a.clock.Now
 	cfg.Store = a.reg
-	cfg.Transport = replication.NewHTTPTransport(time.Second, 5*time.Second)
+	cfg.Transport = newPeerTransport(t, 5*time.Second)
 	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t))
 	rep, err := replication.New(cfg)
 	if err != nil {

@@ -130,3 +130,19 @@ func BenchmarkRegistry_Snapshot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRegistry_SelfPreservationState: /admin/status, every metrics
+// scrape and the console read it; 100k instances that all arrived within
+// the window (the worst case: each is an arrival) must not make it walk
+// them.
+func BenchmarkRegistry_SelfPreservationState(b *testing.B) {
+	r, _ := mustNew(b)
+	renewAll(b, r, registerN(b, r, 100_000))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if sp := r.SelfPreservationState(); sp.ExpectedRenewsPerMin != 200_000 || sp.ArrivingRenewsPerMin != 200_000 {
+			b.Fatalf("%+v", sp)
+		}
+	}
+}

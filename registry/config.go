@@ -51,7 +51,8 @@ type Config struct {
 	// 1 min / window). Shorter windows react faster and suit chaos tests;
 	// keep it under the lease duration so a mass outage is seen before the
 	// dead leases can be evicted.
-	// muster.measured-rate-window-ms, default 60 s.
+	// muster.measured-rate-window-ms, default 60 s, at least
+	// MinRenewalRateWindow (1 s).
 	RenewalRateWindow time.Duration
 	// DeltaRetention is how long a change stays in the delta served by
 	// GET /apps/delta. eureka.server.retention-time-in-m-s-in-delta-queue,
@@ -107,8 +108,16 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first knob that makes no sense, with its value.
+// MinRenewalRateWindow is the shortest RenewalRateWindow: a window of a
+// few heartbeats says nothing about whether clients are renewing.
+const MinRenewalRateWindow = time.Second
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field.
 func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("registry: "+field+" "+format, args...)
+	}
 	positive := []struct {
 		name string
 		d    time.Duration
@@ -124,20 +133,20 @@ func (c Config) Validate() error {
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
-			return fmt.Errorf("registry: %s must be positive, got %s", p.name, p.d)
+			return bad(p.name, "must be positive, got %s", p.d)
 		}
 	}
-	if c.RenewalRateWindow < 100*time.Millisecond {
-		return fmt.Errorf("registry: RenewalRateWindow must be at least 100ms, got %s", c.RenewalRateWindow)
+	if c.RenewalRateWindow < MinRenewalRateWindow {
+		return bad("RenewalRateWindow", "must be at least %s, got %s", MinRenewalRateWindow, c.RenewalRateWindow)
 	}
 	if c.OutboxSize < 1 {
-		return fmt.Errorf("registry: OutboxSize must be at least 1, got %d", c.OutboxSize)
+		return bad("OutboxSize", "must be at least 1, got %d", c.OutboxSize)
 	}
 	if c.MaxTombstones < 1 {
 		return fmt.Errorf("registry: MaxTombstones must be at least 1, got %d", c.MaxTombstones)
 	}
 	if c.RenewalPercentThreshold <= 0 || c.RenewalPercentThreshold > 1 {
-		return fmt.Errorf("registry: RenewalPercentThreshold must be in (0, 1], got %v", c.RenewalPercentThreshold)
+		return bad("RenewalPercentThreshold", "must be in (0, 1], got %v", c.RenewalPercentThreshold)
 	}
 	return c.Limits.validate()
 }

@@ -56,17 +56,17 @@ func DefaultLimits() Limits {
 
 func (l Limits) validate() error {
 	for _, p := range []struct {
-		name string
-		v    int
+		name   string
+		v, max int
 	}{
-		{"MaxInstances", l.MaxInstances},
-		{"MaxInstancesPerApp", l.MaxInstancesPerApp},
-		{"MaxMetadataEntries", l.MaxMetadataEntries},
-		{"MaxMetadataBytes", l.MaxMetadataBytes},
-		{"MaxNameLength", l.MaxNameLength},
+		{"MaxInstances", l.MaxInstances, 1_000_000_000},
+		{"MaxInstancesPerApp", l.MaxInstancesPerApp, 1_000_000_000},
+		{"MaxMetadataEntries", l.MaxMetadataEntries, 1_000_000},
+		{"MaxMetadataBytes", l.MaxMetadataBytes, 1 << 30},
+		{"MaxNameLength", l.MaxNameLength, 1 << 20},
 	} {
-		if p.v <= 0 {
-			return fmt.Errorf("registry: Limits.%s must be positive, got %d", p.name, p.v)
+		if p.v <= 0 || p.v > p.max {
+			return fmt.Errorf("registry: Limits.%s must be from 1 to %d, got %d", p.name, p.max, p.v)
 		}
 	}
 	if l.MaxClockSkew <= 0 {

@@ -108,6 +108,28 @@ func (m *MeasuredRate) LastWindowStart(now time.Time) time.Time {
 	return time.Unix(0, m.start.Load()).Add(time.Duration(m.cur.Load()-rateSlices) * m.slice)
 }
 
+// sliceAt is the number of the slice holding t, negative before the start
+// (rounded down, so that t is at or after the start of slice k exactly when
+// sliceAt(t) ≥ k). It stays valid until Reset.
+func (m *MeasuredRate) sliceAt(t time.Time) int64 {
+	elapsed, slice := t.UnixNano()-m.start.Load(), int64(m.slice)
+	n := elapsed / slice
+	if elapsed%slice < 0 {
+		n--
+	}
+	return n
+}
+
+// lastWindowSlice is the number of the first slice of the window that
+// Count reports: the window began where that slice begins
+// (LastWindowStart).
+func (m *MeasuredRate) lastWindowSlice(now time.Time) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rollLocked(m.sliceOf(now))
+	return m.cur.Load() - rateSlices
+}
+
 // Reset starts a fresh first window at now, forgetting all counts.
 func (m *MeasuredRate) Reset(now time.Time) {
 	m.mu.Lock()

@@ -59,6 +59,7 @@ func leaseExpired(now, lastRenewal time.Time, duration, grace time.Duration) boo
 type arrival struct {
 	at           time.Time
 	renewsPerMin float64
+	slice        int64 // the renewal rate's slice holding at (MeasuredRate.sliceAt)
 }
 
 // Stats are running totals since start, for metrics.
@@ -113,6 +114,13 @@ type Registry struct {
 	expected       float64            // expected renewals per minute
 	arrivals       map[*lease]arrival // new leases of the last two windows
 	arrivalsPruned time.Time          // when arrivals last lost its old entries
+	// arrivalSlices sums the arrivals by slice of the renewal rate, so
+	// that SelfPreservationState adds a few dozen sums instead of walking
+	// every arrival (selfpreservation.go). The map changes under mu held
+	// for writing; the proven sums also change on a first heartbeat, under
+	// a read stripe, so they are guarded by arrivalMu.
+	arrivalSlices  map[int64]*arrivalSlice
+	arrivalMu      sync.Mutex
 	lastEvictionAt time.Time
 	spActive       bool       // self-preservation was active at the last check (for logging transitions)
 	sync           *syncState // non-nil while a syncUp copy is being applied (sync.go)
@@ -133,7 +141,7 @@ func New(cfg Config) (*Registry, error) {
 	}
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		apps: map[string]map[string]*lease{}, arrivals: map[*lease]arrival{},
+		apps: map[string]map[string]*lease{}, arrivals: map[*lease]arrival{}, arrivalSlices: map[int64]*arrivalSlice{},
 		out: newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
 	}
 	if r.now == nil {

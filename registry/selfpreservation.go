@@ -67,14 +67,7 @@ func (r *Registry) SelfPreservationState() SelfPreservation {
 
 func (r *Registry) selfPreservationLocked(now time.Time) SelfPreservation {
 	count, complete := r.renewals.Count(now)
-	lastStart := r.renewals.LastWindowStart(now)
-	arriving := 0.0
-	for l, a := range r.arrivals {
-		// An unproven arrival is counted once, below, as unproven.
-		if !a.at.Before(lastStart) && l.proven.Load() {
-			arriving += a.renewsPerMin
-		}
-	}
+	arriving := r.provenArrivalsSince(r.renewals.lastWindowSlice(now))
 	unproven := min(max(float64(r.unproven.Load())/1e6, 0), r.expected)
 	arriving = min(arriving, r.expected-unproven)
 	sp := SelfPreservation{
@@ -142,6 +135,41 @@ func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount f
 	return true, recount
 }
 
+// arrivalSlice is the arrivals of one slice of the renewal rate.
+type arrivalSlice struct {
+	n       int     // arrivals; under Registry.mu
+	nProven int     // proven arrivals; under arrivalMu
+	proven  float64 // Σ renewsPerMin of the proven arrivals; under arrivalMu
+}
+
+// provenArrivalsSince is Σ renewsPerMin of the proven arrivals in slices
+// from first on: of the leases that arrived since the last complete
+// window began (an unproven arrival is counted once, as unproven). It adds
+// one sum per slice of the last two windows or so, whatever the number of
+// arrivals. The caller holds a read stripe of mu at least.
+func (r *Registry) provenArrivalsSince(first int64) float64 {
+	arriving := 0.0
+	r.arrivalMu.Lock()
+	for n, s := range r.arrivalSlices {
+		if n >= first {
+			arriving += s.proven
+		}
+	}
+	r.arrivalMu.Unlock()
+	return arriving
+}
+
+// countProvenArrival adds (sign 1) or removes (sign −1) a proven arrival's
+// rate from its slice's sum. The caller holds arrivalMu.
+func (s *arrivalSlice) countProven(rate float64, sign int) {
+	s.nProven += sign
+	if s.nProven == 0 {
+		s.proven = 0 // no rounding residue once the slice has none
+		return
+	}
+	s.proven += float64(sign) * rate
+}
+
 // addArrivalLocked records a new lease, and once a window forgets the
 // arrivals too old to matter (older than two windows).
 func (r *Registry) addArrivalLocked(l *lease, a arrival) {
@@ -149,12 +177,38 @@ func (r *Registry) addArrivalLocked(l *lease, a arrival) {
 		cutoff := a.at.Add(-2 * r.cfg.RenewalRateWindow)
 		for k, old := range r.arrivals {
 			if old.at.Before(cutoff) {
-				delete(r.arrivals, k)
+				r.dropArrivalLocked(k, old)
 			}
 		}
 		r.arrivalsPruned = a.at
 	}
+	a.slice = r.renewals.sliceAt(a.at)
+	slice := r.arrivalSlices[a.slice]
+	if slice == nil {
+		slice = &arrivalSlice{}
+		r.arrivalSlices[a.slice] = slice
+	}
+	slice.n++
+	if l.proven.Load() {
+		r.arrivalMu.Lock()
+		slice.countProven(a.renewsPerMin, 1)
+		r.arrivalMu.Unlock()
+	}
 	r.arrivals[l] = a
+}
+
+// dropArrivalLocked forgets l's arrival a.
+func (r *Registry) dropArrivalLocked(l *lease, a arrival) {
+	delete(r.arrivals, l)
+	slice := r.arrivalSlices[a.slice]
+	if l.proven.Load() {
+		r.arrivalMu.Lock()
+		slice.countProven(a.renewsPerMin, -1)
+		r.arrivalMu.Unlock()
+	}
+	if slice.n--; slice.n == 0 {
+		delete(r.arrivalSlices, a.slice)
+	}
 }
 
 // rerateArrivalLocked changes the expected renewals of l's arrival, if it
@@ -167,8 +221,15 @@ func (r *Registry) rerateArrivalLocked(l *lease, rate float64) {
 		return
 	}
 	if rate == 0 {
-		delete(r.arrivals, l)
+		r.dropArrivalLocked(l, a)
 		return
+	}
+	if l.proven.Load() {
+		r.arrivalMu.Lock()
+		slice := r.arrivalSlices[a.slice]
+		slice.countProven(a.renewsPerMin, -1)
+		slice.countProven(rate, 1)
+		r.arrivalMu.Unlock()
 	}
 	a.renewsPerMin = rate
 	r.arrivals[l] = a
@@ -203,6 +264,7 @@ func (r *Registry) OpenForTraffic() int {
 	// The first window is a warm-up in which nothing is evicted, so what
 	// arrived before it is due a full window of renewals after it.
 	clear(r.arrivals)
+	clear(r.arrivalSlices)
 	n := r.instances
 	r.mu.Unlock()
 	r.opened.Store(true)
@@ -248,5 +310,12 @@ func (r *Registry) rerateUnprovenLocked(l *lease, old, new float64) {
 func (r *Registry) proveLease(l *lease) {
 	if !l.proven.Load() && l.proven.CompareAndSwap(false, true) {
 		r.unproven.Add(-micros(l.renewsPerMin))
+		// The arrivals map changes only under the write lock, so reading
+		// it here is safe; its sums take arrivalMu.
+		if a, ok := r.arrivals[l]; ok {
+			r.arrivalMu.Lock()
+			r.arrivalSlices[a.slice].countProven(a.renewsPerMin, 1)
+			r.arrivalMu.Unlock()
+		}
 	}
 }

@@ -47,7 +47,8 @@ type AntiEntropyConfig struct {
 	// do not ask each other in lockstep. 0 disables Run (rounds can still
 	// be driven by hand). muster.anti-entropy-interval-ms, default 10 s.
 	Interval time.Duration
-	// RequestTimeout bounds each request of a round. Default 10 s.
+	// RequestTimeout bounds each request of a round. Default 5 s, as
+	// batches (eureka.server.peer-node-read-timeout-ms); 0 means that too.
 	RequestTimeout time.Duration
 	// MaxEntries is about how many entries one answer of a large app's
 	// buckets may hold (about 80 bytes each); more are asked for in
@@ -62,6 +63,28 @@ type AntiEntropyConfig struct {
 	// through: it serves anti-entropy, so it is a Muster node
 	// (Replicator.MarkMuster).
 	OnMuster func(peer string)
+}
+
+// DefaultAntiEntropyConfig returns the defaults: a round every 10 s, 5 s
+// per request. Store, Transport and Peers must still be set.
+func DefaultAntiEntropyConfig() AntiEntropyConfig {
+	return AntiEntropyConfig{
+		Interval:       DefaultAntiEntropyInterval,
+		RequestTimeout: 5 * time.Second, // peer-node-read-timeout-ms, as batches
+	}
+}
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field. The wiring (Store, Transport, Peers) is
+// NewAntiEntropy's to check.
+func (c AntiEntropyConfig) Validate() error {
+	if c.Interval < 0 {
+		return fmt.Errorf("replication: Interval must not be negative (0 turns anti-entropy off), got %s", c.Interval)
+	}
+	if c.RequestTimeout < 0 {
+		return fmt.Errorf("replication: RequestTimeout must not be negative, got %s", c.RequestTimeout)
+	}
+	return nil
 }
 
 // Repair kinds, as counted in metrics (muster_anti_entropy_repairs_total).
@@ -231,14 +254,14 @@ type AntiEntropy struct {
 // NewAntiEntropy returns an anti-entropy runner; nothing runs until Run or
 // a round is driven by hand.
 func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Store == nil || cfg.Transport == nil || cfg.Peers == nil {
 		return nil, errors.New("replication: AntiEntropyConfig needs a Store, a Transport and Peers")
 	}
-	if cfg.Interval < 0 || cfg.RequestTimeout < 0 {
-		return nil, fmt.Errorf("replication: anti-entropy interval and timeout must not be negative, got %s, %s", cfg.Interval, cfg.RequestTimeout)
-	}
 	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = 10 * time.Second
+		cfg.RequestTimeout = DefaultAntiEntropyConfig().RequestTimeout
 	}
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = defaultMaxEntries

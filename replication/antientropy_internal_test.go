@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 )
 
 // An anti-entropy answer over the transport's bound is an error that says
@@ -17,9 +16,12 @@ func TestHTTPTransport_antiEntropyAnswerTooLarge(t *testing.T) {
 		_, _ = w.Write([]byte(`{"root":1,"apps":{"` + strings.Repeat("A", 200) + `":1}}`))
 	}))
 	defer srv.Close()
-	tr := NewHTTPTransport(time.Second, 5*time.Second)
+	tr, err := NewHTTPTransport(DefaultHTTPTransportConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	tr.maxResponseBytes = 100
-	_, err := tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{})
+	_, err = tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{})
 	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "larger than 100 bytes") {
 		t.Fatalf("err = %v, want the answer refused as too large", err)
 	}

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -112,16 +111,28 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first knob that makes no sense, with its value.
+// MaxQueueSizeLimit is the largest MaxQueueSize: ~1.7 GB of pending tasks
+// per peer.
+const MaxQueueSizeLimit = 10_000_000
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field. The wiring (Transport, Store) is
+// New's to check.
 func (c Config) Validate() error {
-	if c.MaxBatchSize < 1 {
-		return fmt.Errorf("replication: MaxBatchSize must be at least 1, got %d", c.MaxBatchSize)
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("replication: "+field+" "+format, args...)
 	}
-	if c.MaxQueueSize < c.MaxBatchSize {
-		return fmt.Errorf("replication: MaxQueueSize (%d) must be at least MaxBatchSize (%d)", c.MaxQueueSize, c.MaxBatchSize)
+	if c.MaxBatchSize < 1 {
+		return bad("MaxBatchSize", "must be at least 1, got %d", c.MaxBatchSize)
+	}
+	if c.MaxQueueSize < c.MaxBatchSize || c.MaxQueueSize > MaxQueueSizeLimit {
+		return bad("MaxQueueSize", "must be from MaxBatchSize (%d) to %d, got %d", c.MaxBatchSize, MaxQueueSizeLimit, c.MaxQueueSize)
+	}
+	if c.MaxBatchBytes < 0 {
+		return bad("MaxBatchBytes", "must not be negative, got %d", c.MaxBatchBytes)
 	}
 	if c.InboxSize < 1 {
-		return fmt.Errorf("replication: InboxSize must be at least 1, got %d", c.InboxSize)
+		return bad("InboxSize", "must be at least 1, got %d", c.InboxSize)
 	}
 	positive := []struct {
 		name string
@@ -135,25 +146,19 @@ func (c Config) Validate() error {
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
-			return fmt.Errorf("replication: %s must be positive, got %s", p.name, p.d)
+			return bad(p.name, "must be positive, got %s", p.d)
 		}
 	}
 	if c.MaxCongestionRetryDelay < c.CongestionRetryDelay {
-		return fmt.Errorf("replication: MaxCongestionRetryDelay (%s) must be at least CongestionRetryDelay (%s)",
+		return bad("MaxCongestionRetryDelay", "(%s) must be at least CongestionRetryDelay (%s)",
 			c.MaxCongestionRetryDelay, c.CongestionRetryDelay)
 	}
 	if c.MaxNetworkFailureRetryDelay < c.NetworkFailureRetryDelay {
-		return fmt.Errorf("replication: MaxNetworkFailureRetryDelay (%s) must be at least NetworkFailureRetryDelay (%s)",
+		return bad("MaxNetworkFailureRetryDelay", "(%s) must be at least NetworkFailureRetryDelay (%s)",
 			c.MaxNetworkFailureRetryDelay, c.NetworkFailureRetryDelay)
 	}
 	if c.SendTimeout < 0 {
-		return fmt.Errorf("replication: SendTimeout must not be negative, got %s", c.SendTimeout)
-	}
-	if c.Transport == nil {
-		return errors.New("replication: Transport is required")
-	}
-	if c.Store == nil {
-		return errors.New("replication: Store is required")
+		return bad("SendTimeout", "must not be negative, got %s", c.SendTimeout)
 	}
 	return nil
 }

@@ -49,7 +49,8 @@
 //     (go to 7); 503, the peer is congested: the batch goes back to the
 //     front of the queue and the sender waits backoff(1 s, failures, 30 s);
 //     a network error or timeout, the same with backoff(100 ms, failures,
-//     30 s) (Counters.Retries); 413, the peer's limit is lower than ours:
+//     5 s), so a restarted peer hears from us within seconds
+//     (Counters.Retries); 413, the peer's limit is lower than ours:
 //     the batch goes back and the byte budget for that peer halves; any
 //     other status, the batch is dropped (Drops.Permanent; anti-entropy
 //     repairs what it carried) and logged at

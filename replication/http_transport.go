@@ -30,9 +30,6 @@ const HeaderReplication = "X-Netflix-Discovery-Replication"
 // ReplicationList.
 type HTTPTransport struct {
 	client *http.Client
-	// tr is the clients' transport; UseTLS sets how https peers are
-	// dialled, for batches and syncUp fetches alike.
-	tr *http.Transport
 	// maxResponseBytes bounds what a peer may answer to a batch.
 	maxResponseBytes int64
 	// fetchClient fetches whole registries for syncUp: the same connections,
@@ -40,7 +37,8 @@ type HTTPTransport struct {
 	// short for a large registry; the caller's context bounds it
 	// (SyncConfig.FetchTimeout, as an idle timeout).
 	fetchClient *http.Client
-	// maxRegistryBytes caps a registry read for syncUp (SetSyncLimit).
+	// maxRegistryBytes caps a registry read for syncUp
+	// (HTTPTransportConfig.MaxSyncBodyBytes).
 	maxRegistryBytes int64
 	sign             RequestSigner // nil: requests go unsigned
 	// aeBytes counts anti-entropy request and answer bodies
@@ -48,22 +46,86 @@ type HTTPTransport struct {
 	aeBytes atomic.Uint64
 }
 
-// NewHTTPTransport returns a transport with the given connect and whole
-// request timeouts (eureka.server.peer-node-connect-timeout-ms and
-// peer-node-read-timeout-ms) and a keep-alive pool per peer.
-func NewHTTPTransport(connectTimeout, requestTimeout time.Duration) *HTTPTransport {
+// HTTPTransportConfig configures an HTTPTransport. Start from
+// DefaultHTTPTransportConfig.
+type HTTPTransportConfig struct {
+	// ConnectTimeout bounds opening a connection to a peer (the TLS
+	// handshake included when DialTLS dials).
+	// eureka.server.peer-node-connect-timeout-ms, default 1 s.
+	ConnectTimeout time.Duration
+	// RequestTimeout bounds a whole batch request, answer included.
+	// eureka.server.peer-node-read-timeout-ms, default 5 s (Netflix's).
+	// A syncUp fetch has no timeout of its own (a large registry takes
+	// longer): SyncConfig.FetchTimeout bounds it through its context.
+	RequestTimeout time.Duration
+	// MaxSyncBodyBytes caps the registry FetchRegistry reads from a peer
+	// (after gzip is undone); a larger one fails the attempt with
+	// ErrSyncTooLarge and syncUp tries the next peer.
+	// muster.max-sync-body-bytes, default DefaultMaxSyncBodyBytes.
+	MaxSyncBodyBytes int64
+	// DialTLS dials https peers, for batches and syncUp fetches alike:
+	// the node's TLS identity, the trust bundle peers are verified against
+	// and certificate rotation live behind it. nil: the standard library's
+	// TLS with the system roots.
+	DialTLS DialTLSFunc
+	// Signer signs every batch and every syncUp fetch
+	// (cluster.peer-secret). nil: requests go unsigned.
+	Signer RequestSigner
+}
+
+// DefaultHTTPTransportConfig returns Netflix's peer timeouts and a 2 GiB
+// sync limit.
+func DefaultHTTPTransportConfig() HTTPTransportConfig {
+	return HTTPTransportConfig{
+		ConnectTimeout:   time.Second,     // peer-node-connect-timeout-ms
+		RequestTimeout:   5 * time.Second, // peer-node-read-timeout-ms
+		MaxSyncBodyBytes: DefaultMaxSyncBodyBytes,
+	}
+}
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field.
+func (c HTTPTransportConfig) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("replication: "+field+" "+format, args...)
+	}
+	if c.ConnectTimeout <= 0 {
+		return bad("ConnectTimeout", "must be positive, got %s", c.ConnectTimeout)
+	}
+	if c.RequestTimeout <= 0 {
+		return bad("RequestTimeout", "must be positive, got %s", c.RequestTimeout)
+	}
+	if c.MaxSyncBodyBytes <= 0 {
+		return bad("MaxSyncBodyBytes", "must be positive, got %d", c.MaxSyncBodyBytes)
+	}
+	return nil
+}
+
+// NewHTTPTransport returns a transport with a keep-alive pool per peer.
+func NewHTTPTransport(cfg HTTPTransportConfig) (*HTTPTransport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         PeerDialer(cfg.ConnectTimeout).DialContext,
+		DialTLSContext:      cfg.DialTLS,
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &HTTPTransport{
-		client:           &http.Client{Transport: tr, Timeout: requestTimeout, CheckRedirect: noRedirects},
+		client:           &http.Client{Transport: tr, Timeout: cfg.RequestTimeout, CheckRedirect: noRedirects},
 		fetchClient:      &http.Client{Transport: tr, CheckRedirect: noRedirects},
-		maxRegistryBytes: DefaultMaxSyncBodyBytes,
-		tr:               tr,
+		maxRegistryBytes: cfg.MaxSyncBodyBytes,
 		maxResponseBytes: 64 << 20,
-	}
+		sign:             cfg.Signer,
+	}, nil
+}
+
+// PeerDialer is the dialer of connections to peers; a DialTLS given to
+// NewHTTPTransport may wrap it, so that TLS and plain connections share
+// the connect timeout.
+func PeerDialer(connectTimeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 }
 
 // Send implements Transport.
@@ -107,16 +169,6 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 // joinURL appends path to a Eureka base URL, with exactly one slash.
 func joinURL(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
-}
-
-// SetSyncLimit caps the registry FetchRegistry reads from a peer (after
-// gzip is undone); a larger one fails the attempt with ErrSyncTooLarge and
-// syncUp tries the next peer. muster.max-sync-body-bytes, default
-// DefaultMaxSyncBodyBytes. Call it before the transport is used.
-func (t *HTTPTransport) SetSyncLimit(maxBytes int64) {
-	if maxBytes > 0 {
-		t.maxRegistryBytes = maxBytes
-	}
 }
 
 // FetchRegistry implements Transport: GET {peer}apps as gzip JSON, marked

@@ -66,6 +66,12 @@ func New(cfg Config) (*Replicator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Transport == nil {
+		return nil, errors.New("replication: Transport is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("replication: Store is required")
+	}
 	r := &Replicator{
 		cfg:      cfg,
 		now:      cfg.Now,

@@ -14,10 +14,6 @@ import (
 // redirects, so neither those credentials nor a signature go anywhere else.
 type RequestSigner func(req *http.Request, body []byte)
 
-// SetSigner makes the transport sign every batch and every syncUp fetch.
-// Call it before the transport is used.
-func (t *HTTPTransport) SetSigner(sign RequestSigner) { t.sign = sign }
-
 // noRedirects keeps peer requests, and the credentials they carry, at the
 // URL they were meant for.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -17,11 +17,12 @@ import (
 // (it answered the sync fetch with 503), so its registry is not one to copy.
 var ErrPeerStarting = errors.New("replication: peer is still starting")
 
-// DefaultMaxSyncBodyBytes is the default of HTTPTransport.SetSyncLimit.
+// DefaultMaxSyncBodyBytes is the default of
+// HTTPTransportConfig.MaxSyncBodyBytes.
 const DefaultMaxSyncBodyBytes = 2 << 30
 
 // ErrSyncTooLarge means a peer's registry was larger than
-// the transport's sync limit (SetSyncLimit); the attempt fails and the
+// the transport's sync limit (HTTPTransportConfig.MaxSyncBodyBytes); the attempt fails and the
 // next peer is tried.
 var ErrSyncTooLarge = errors.New("replication: peer's registry larger than the sync limit")
 
@@ -53,7 +54,8 @@ type SyncConfig struct {
 	// without progress: with HTTPTransport, without bytes arriving or an
 	// application decoded; with a transport that does not report progress,
 	// the whole fetch. A registry of 1M instances takes longer than that to
-	// copy on a busy machine, and is not stuck. Default 30 s.
+	// copy on a busy machine, and is not stuck. Default 30 s
+	// (DefaultSyncConfig; 0 means that too).
 	FetchTimeout time.Duration
 	// After is the timer between rounds; nil means time.After. Tests pass
 	// one that fires at once and records the wait.
@@ -94,19 +96,54 @@ type Syncer struct {
 	log zerolog.Logger
 }
 
-// NewSyncer returns a syncer; nothing runs until Run.
+// MaxSyncAttempts is the most rounds SyncConfig.Attempts may ask for.
+const MaxSyncAttempts = 1000
+
+// DefaultSyncConfig returns the defaults: 5 rounds 2 s apart (Eureka waits
+// 30 s, which makes a start-up slow), 30 s per fetch. Store, Transport and
+// Candidates must still be set.
+func DefaultSyncConfig() SyncConfig {
+	return SyncConfig{
+		Attempts:     5,                // eureka.server.registry-sync-retries
+		RetryWait:    2 * time.Second,  // eureka.server.registry-sync-retry-wait-ms
+		FetchTimeout: 30 * time.Second, // a 100k-instance registry over a slow link
+		Zone:         "default",        // cluster.Config's: a single zone
+	}
+}
+
+// Validate reports the first knob that makes no sense, with its value, as
+// an error naming the field. The wiring (Store, Transport,
+// Candidates) is NewSyncer's to check.
+func (c SyncConfig) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("replication: "+field+" "+format, args...)
+	}
+	if c.Attempts < 0 || c.Attempts > MaxSyncAttempts {
+		return bad("Attempts", "must be from 0 to %d, got %d", MaxSyncAttempts, c.Attempts)
+	}
+	if c.RetryWait < 0 || (c.RetryWait == 0 && c.Attempts > 1) {
+		return bad("RetryWait", "must be positive, got %s", c.RetryWait)
+	}
+	if c.FetchTimeout < 0 {
+		return bad("FetchTimeout", "must not be negative, got %s", c.FetchTimeout)
+	}
+	return nil
+}
+
+// NewSyncer returns a syncer; nothing runs until Run. A zero FetchTimeout
+// is DefaultSyncConfig's.
 func NewSyncer(cfg SyncConfig) (*Syncer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Store == nil || cfg.Transport == nil {
 		return nil, errors.New("replication: SyncConfig needs a Store and a Transport")
 	}
 	if cfg.Candidates == nil {
 		return nil, errors.New("replication: SyncConfig needs Candidates")
 	}
-	if cfg.RetryWait < 0 || cfg.FetchTimeout < 0 {
-		return nil, fmt.Errorf("replication: sync waits must not be negative, got RetryWait %s, FetchTimeout %s", cfg.RetryWait, cfg.FetchTimeout)
-	}
 	if cfg.FetchTimeout == 0 {
-		cfg.FetchTimeout = 30 * time.Second
+		cfg.FetchTimeout = DefaultSyncConfig().FetchTimeout
 	}
 	if cfg.After == nil {
 		cfg.After = time.After

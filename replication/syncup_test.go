@@ -281,8 +281,14 @@ func TestSyncer_HTTP_stalledCopyTimesOut(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	f := newSyncFixture(t)
+	tcfg := replication.DefaultHTTPTransportConfig()
+	tcfg.RequestTimeout = time.Second
+	tr, err := replication.NewHTTPTransport(tcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := replication.NewSyncer(replication.SyncConfig{
-		Store: f.reg, Transport: replication.NewHTTPTransport(time.Second, time.Second), Attempts: 1,
+		Store: f.reg, Transport: tr, Attempts: 1,
 		FetchTimeout: 50 * time.Millisecond,
 		Candidates:   peers(replication.Peer{Name: "stalled", URL: srv.URL + "/eureka/"}),
 		Logger:       zerolog.New(zerolog.NewTestWriter(t)),

@@ -10,9 +10,3 @@ import (
 // bundle peers are verified against, and certificate rotation live behind
 // it.
 type DialTLSFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// UseTLS makes the transport dial https peers with dial, for batches and
-// syncUp fetches. Call it before the transport is used.
-func (t *HTTPTransport) UseTLS(dial DialTLSFunc) {
-	t.tr.DialTLSContext = dial
-}

@@ -99,6 +99,9 @@ func TestConfig_Validate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("DefaultConfig() with a Transport and a Store: Validate() = %v", err)
 	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig() alone: Validate() = %v; the wiring is New's to check", err)
+	}
 	tests := []struct {
 		name   string
 		change func(*Config)
@@ -107,20 +110,25 @@ func TestConfig_Validate(t *testing.T) {
 		{"no transport", func(c *Config) { c.Transport = nil }, "replication: Transport is required"},
 		{"no store", func(c *Config) { c.Store = nil }, "replication: Store is required"},
 		{"batch size", func(c *Config) { c.MaxBatchSize = 0 }, "replication: MaxBatchSize must be at least 1, got 0"},
-		{"queue below batch", func(c *Config) { c.MaxQueueSize = 100 }, "replication: MaxQueueSize (100) must be at least MaxBatchSize (250)"},
+		{"queue below batch", func(c *Config) { c.MaxQueueSize = 100 }, "replication: MaxQueueSize must be from MaxBatchSize (250) to 10000000, got 100"},
 		{"inbox", func(c *Config) { c.InboxSize = 0 }, "replication: InboxSize must be at least 1, got 0"},
 		{"task age", func(c *Config) { c.TaskMaxAge = 0 }, "replication: TaskMaxAge must be positive, got 0s"},
 		{"cap below base", func(c *Config) { c.MaxCongestionRetryDelay = 500 * time.Millisecond },
 			"replication: MaxCongestionRetryDelay (500ms) must be at least CongestionRetryDelay (1s)"},
 		{"network cap", func(c *Config) { c.MaxNetworkFailureRetryDelay = time.Millisecond },
 			"replication: MaxNetworkFailureRetryDelay (1ms) must be at least NetworkFailureRetryDelay (100ms)"},
+		{"queue too long", func(c *Config) { c.MaxQueueSize = MaxQueueSizeLimit + 1 }, "replication: MaxQueueSize must be from MaxBatchSize (250) to 10000000, got 10000001"},
 		{"send timeout", func(c *Config) { c.SendTimeout = -1 }, "replication: SendTimeout must not be negative, got -1ns"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ok
 			tt.change(&c)
+			// Validate checks the knobs, New the wiring too.
 			err := c.Validate()
+			if err == nil {
+				_, err = New(c)
+			}
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("Validate() = %v, want %q", err, tt.want)
 			}
@@ -148,4 +156,72 @@ func (nopTransport) Send(context.Context, Peer, Batch) (BatchResult, error) {
 
 func (nopTransport) FetchRegistry(context.Context, Peer) ([]*registry.Instance, error) {
 	return nil, nil
+}
+
+func TestHTTPTransportConfig_Validate(t *testing.T) {
+	if _, err := NewHTTPTransport(DefaultHTTPTransportConfig()); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tt := range []struct {
+		change func(*HTTPTransportConfig)
+		want   string
+	}{
+		{func(c *HTTPTransportConfig) { c.ConnectTimeout = 0 }, "replication: ConnectTimeout must be positive, got 0s"},
+		{func(c *HTTPTransportConfig) { c.RequestTimeout = -time.Second }, "replication: RequestTimeout must be positive, got -1s"},
+		{func(c *HTTPTransportConfig) { c.MaxSyncBodyBytes = 0 }, "replication: MaxSyncBodyBytes must be positive, got 0"},
+	} {
+		c := DefaultHTTPTransportConfig()
+		tt.change(&c)
+		if tr, err := NewHTTPTransport(c); err == nil || err.Error() != tt.want || tr != nil {
+			t.Errorf("NewHTTPTransport = %v, %v; want nil, %q", tr, err, tt.want)
+		}
+	}
+}
+
+func TestSyncConfig_Validate(t *testing.T) {
+	if err := DefaultSyncConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tt := range []struct {
+		change func(*SyncConfig)
+		want   string
+	}{
+		{func(c *SyncConfig) { c.Attempts = -1 }, "replication: Attempts must be from 0 to 1000, got -1"},
+		{func(c *SyncConfig) { c.Attempts = MaxSyncAttempts + 1 }, "replication: Attempts must be from 0 to 1000, got 1001"},
+		{func(c *SyncConfig) { c.RetryWait = 0 }, "replication: RetryWait must be positive, got 0s"},
+		{func(c *SyncConfig) { c.FetchTimeout = -1 }, "replication: FetchTimeout must not be negative, got -1ns"},
+	} {
+		c := DefaultSyncConfig()
+		tt.change(&c)
+		if err := c.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("Validate() = %v, want %q", err, tt.want)
+		}
+		c.Store, c.Transport, c.Candidates = newFakeStore(t), nopTransport{}, func() []Peer { return nil }
+		if s, err := NewSyncer(c); err == nil || s != nil {
+			t.Errorf("NewSyncer accepted what Validate refuses: %v", err)
+		}
+	}
+}
+
+func TestAntiEntropyConfig_Validate(t *testing.T) {
+	if err := DefaultAntiEntropyConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tt := range []struct {
+		change func(*AntiEntropyConfig)
+		want   string
+	}{
+		{func(c *AntiEntropyConfig) { c.Interval = -1 }, "replication: Interval must not be negative (0 turns anti-entropy off), got -1ns"},
+		{func(c *AntiEntropyConfig) { c.RequestTimeout = -time.Second }, "replication: RequestTimeout must not be negative, got -1s"},
+	} {
+		c := DefaultAntiEntropyConfig()
+		tt.change(&c)
+		if err := c.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("Validate() = %v, want %q", err, tt.want)
+		}
+		c.Store, c.Transport, c.Peers = newFakeStore(t), nopTransport{}, func() []Peer { return nil }
+		if a, err := NewAntiEntropy(c); err == nil || a != nil {
+			t.Errorf("NewAntiEntropy accepted what Validate refuses: %v", err)
+		}
+	}
 }

@@ -49,7 +49,7 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 		return 0, startCopied
 	case restored:
 		return 0, startRestored
-	case s.RegistrySyncRetries <= 0:
+	case s.Sync.Attempts <= 0:
 		return 0, startSyncOff
 	case res.AllStarting:
 		return s.ColdStartWait, startCold

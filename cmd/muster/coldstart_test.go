@@ -19,7 +19,7 @@ import (
 )
 
 func TestStartRefusal(t *testing.T) {
-	s := &Settings{RegistrySyncRetries: 5, ColdStartWait: 35 * time.Second, WaitWhenSyncEmpty: 5 * time.Minute}
+	s := &Settings{Sync: replication.SyncConfig{Attempts: 5}, ColdStartWait: 35 * time.Second, WaitWhenSyncEmpty: 5 * time.Minute}
 	cases := []struct {
 		name          string
 		res           replication.SyncResult
@@ -43,7 +43,7 @@ func TestStartRefusal(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *s
-			s.RegistrySyncRetries = tc.retries
+			s.Sync.Attempts = tc.retries
 			wait, state := startRefusal(&s, tc.res, tc.peersExpected, tc.restored)
 			if wait != tc.wait || state != tc.state {
 				t.Fatalf("got %s, %q; want %s, %q", wait, state, tc.wait, tc.state)

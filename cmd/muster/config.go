@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,38 +16,38 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
+	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
+	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // Settings is the whole configuration of a node, after defaults, the
 // config file, the environment and --set flags, in that order.
+//
+// A key that sets a knob of a package sets the field of that package's
+// Config directly, and the Config starts as the package's DefaultConfig:
+// the packages own their defaults and limits (Validate), and a package's
+// validation error is reported under the key that set the field (blame).
+// The fields below the configs are the node's own settings,
+// whose defaults are in defaultSettings.
 type Settings struct {
+	Registry    registry.Config
+	Replication replication.Config
+	Transport   replication.HTTPTransportConfig
+	Sync        replication.SyncConfig
+	AntiEntropy replication.AntiEntropyConfig
+	HTTP        httpapi.Config
+	Cluster     cluster.Config
+
 	ServerPort    int
 	ServerAddress string
 	AppName       string
-	Environment   string
-	Datacenter    string
 
-	SelfPreservation               bool
-	RenewalPercentThreshold        float64
-	ExpectedClientRenewalInterval  time.Duration
-	RenewalThresholdUpdateInterval time.Duration
-	EvictionInterval               time.Duration
-	DeltaRetention                 time.Duration
-	DeltaRetentionInterval         time.Duration
-	DisableDelta                   bool
-	SyncWhenTimestampDiffers       bool
-	MeasuredRateWindow             time.Duration
-
-	RegistrySyncRetries   int
-	RegistrySyncRetryWait time.Duration
-	WaitWhenSyncEmpty     time.Duration
-
-	MaxReplicationQueue int
-	MaxTimeReplication  time.Duration
-	AntiEntropyInterval time.Duration
-	PeerConnectTimeout  time.Duration
-	PeerReadTimeout     time.Duration
+	WaitWhenSyncEmpty time.Duration
 
 	RegisterWithEureka bool
 	ServiceURLs        map[string][]string // zone → Eureka base URLs of static peers
@@ -58,27 +60,18 @@ type Settings struct {
 	InstanceLeaseDuration   int // seconds
 	InstanceMetadata        map[string]string
 
-	MaxBodyBytes      int64
-	MaxBatchBodyBytes int64
-	LogLevel          string
-	LogFormat         string
-	ShutdownTimeout   time.Duration
-	DashboardActions  string // muster.dashboard.actions-without-auth
+	LogLevel        string
+	LogFormat       string
+	ShutdownTimeout time.Duration
 
 	DataDir          string
 	SnapshotInterval time.Duration
 	ClusterName      string
 	ColdStartWait    time.Duration
 
-	ClusterEnabled       bool
-	ClusterNodeName      string
-	ClusterBindAddr      string
-	ClusterBindPort      int
-	ClusterAdvertiseAddr string
-	ClusterAdvertisePort int
-	ClusterJoin          []string
-	ClusterSecretKey     string
-	ClusterZone          string
+	ClusterEnabled   bool
+	ClusterNodeName  string // "" means derived from the host name (Node.Start)
+	ClusterSecretKey string
 
 	// TLS and the gossip keyring (tlsnode.go). explicit lists the keys the
 	// file, the environment or --set gave, so that server.ssl.enabled=true
@@ -87,23 +80,11 @@ type Settings struct {
 	SSLCertificate    string
 	SSLKey            string
 	SSLTrust          string
-	SSLClientAuth     string
+	SSLClientAuth     tlsconfig.ClientAuth
 	ClusterSecretKeys []string
 	explicit          map[string]bool
-	// Limits (issue 10): see README "Limits".
-	BodyReadTimeout    time.Duration
-	WriteChunkTimeout  time.Duration
-	MaxConnections     int
-	MaxInstances       int
-	MaxInstancesPerApp int
-	MaxMetadataEntries int
-	MaxMetadataBytes   int
-	MaxNameLength      int
-	MaxClockSkew       time.Duration
-	MaxSyncBodyBytes   int64
-	// Watches (issue 13): blocking fetches and the watch stream.
-	WatchMaxWait     time.Duration
-	WatchMaxWatchers int
+	// raw holds the value of each key as the user wrote it, for errors.
+	raw map[string]string
 	// Security (security.go): users, roles, peer signatures.
 	SpringUserName     string
 	SpringUserPassword string
@@ -112,103 +93,174 @@ type Settings struct {
 	PeerMaxClockSkew   time.Duration
 }
 
+// defaultServerPort is Eureka's port, server.port's default.
+const defaultServerPort = 8761
+
+// defaultSettings is where every default lives: the packages' own
+// DefaultConfig, and the node's settings.
+func defaultSettings() Settings {
+	reg := registry.DefaultConfig()
+	s := Settings{
+		Registry:    reg,
+		Replication: replication.DefaultConfig(),
+		Transport:   replication.DefaultHTTPTransportConfig(),
+		Sync:        replication.DefaultSyncConfig(),
+		AntiEntropy: replication.DefaultAntiEntropyConfig(),
+		HTTP:        httpapi.DefaultConfig(),
+		Cluster:     cluster.DefaultConfig(),
+
+		ServerPort:        defaultServerPort,
+		AppName:           "muster",
+		WaitWhenSyncEmpty: 5 * time.Minute, // Eureka's wait-time-in-ms-when-sync-empty
+		// The node's own lease is what the registry assumes of a client
+		// that says nothing, as Eureka's client defaults are.
+		InstanceRenewalInterval: int(reg.ExpectedRenewalInterval / time.Second),
+		InstanceLeaseDuration:   int(reg.DefaultLeaseDuration / time.Second),
+		LogLevel:                "info",
+		LogFormat:               "auto",
+		ShutdownTimeout:         10 * time.Second,
+		SnapshotInterval:        30 * time.Second,
+		ClusterName:             "muster",
+		// One client renewal interval plus 5 s: live clients re-register
+		// before reads are served.
+		ColdStartWait:    reg.ExpectedRenewalInterval + 5*time.Second,
+		ClusterEnabled:   true,
+		SSLEnabled:       true, // Spring's: TLS is on once a server.ssl.* key is set
+		PeerMaxClockSkew: auth.DefaultMaxSkew,
+		ServiceURLs:      map[string][]string{},
+		InstanceMetadata: map[string]string{},
+		AuthUsers:        map[string]*userSettings{},
+		explicit:         map[string]bool{},
+		raw:              map[string]string{},
+	}
+	s.derive()
+	return s
+}
+
+// derive copies what one key sets into the other packages that need it.
+// On the defaults it changes nothing (TestSettings_defaultsAreThePackages').
+func (s *Settings) derive() {
+	s.Replication.ExpectedRenewalInterval = s.Registry.ExpectedRenewalInterval
+	s.Replication.AdoptNewer = s.Registry.SyncWhenTimestampDiffers
+	s.Replication.SendTimeout = s.Transport.RequestTimeout
+	// Batches stay below the peers' muster.max-batch-body-bytes.
+	s.Replication.MaxBatchBytes = int(s.HTTP.MaxBatchBodyBytes / 4 * 3)
+	s.HTTP.Node.Zone = s.Cluster.Zone
+	s.Sync.Zone = s.Cluster.Zone
+	s.AntiEntropy.RequestTimeout = s.Transport.RequestTimeout
+	// A cancel's tombstone must outlive one anti-entropy round, so the
+	// cancel reaches every peer before the tombstone goes.
+	s.Registry.TombstoneGrace = max(registry.DefaultConfig().TombstoneGrace, s.AntiEntropy.Interval)
+}
+
 // setting is one configuration key: its Spring-style name, its default as
-// a user would write it, what it does, and how it is applied.
+// a user would write it (from defaultSettings), what it does, and how it
+// is applied.
 type setting struct {
 	Key     string
 	Default string
 	Help    string
 	apply   func(s *Settings, raw string) error
+	// field points at what the key sets; format writes its value as a
+	// user would.
+	field  func(s *Settings) any
+	format func(s *Settings) string
 }
 
 // settings lists every key Muster reads. README's configuration table is
 // checked against it by a test.
+//
+// A key for a package's knob points at the field of that package's Config
+// in Settings (intKey, msKey… only parse; the default and the limits are
+// the package's DefaultConfig and Validate). A setting of the node itself
+// points at a field of Settings whose default is in defaultSettings;
+// rangeKey and cmdMsKey bound it.
 var settings = []setting{
-	intKey("server.port", 8761, 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
-	strKey("server.address", "", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
+	rangeKey("server.port", 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
+	strKey("server.address", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
 	// TLS with Spring Boot's PEM keys (tlsnode.go): as in Spring, TLS is on
 	// once any server.ssl.* key is given, unless enabled is false.
-	boolKey("server.ssl.enabled", true, "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
-	strKey("server.ssl.certificate", "", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
-	strKey("server.ssl.certificate-private-key", "", "PEM private key of server.ssl.certificate (PKCS#8, EC or RSA).", func(s *Settings) *string { return &s.SSLKey }),
-	strKey("server.ssl.trust-certificate", "", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need.", func(s *Settings) *string { return &s.SSLTrust }),
-	enumKey("server.ssl.client-auth", "none", []string{"none", "want", "need"}, "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *string { return &s.SSLClientAuth }),
-	strKey("spring.application.name", "muster", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
-	strKey("eureka.environment", "test", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.Environment }),
-	strKey("eureka.datacenter", "default", "Data center label shown on the dashboard.", func(s *Settings) *string { return &s.Datacenter }),
+	boolKey("server.ssl.enabled", "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
+	strKey("server.ssl.certificate", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
+	strKey("server.ssl.certificate-private-key", "PEM private key of server.ssl.certificate (PKCS#8, EC or RSA).", func(s *Settings) *string { return &s.SSLKey }),
+	strKey("server.ssl.trust-certificate", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need.", func(s *Settings) *string { return &s.SSLTrust }),
+	clientAuthKey("server.ssl.client-auth", "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *tlsconfig.ClientAuth { return &s.SSLClientAuth }),
+	strKey("spring.application.name", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
+	strKey("eureka.environment", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Environment }),
+	strKey("eureka.datacenter", "Data center label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Datacenter }),
 
-	boolKey("eureka.server.enable-self-preservation", true, "Keep expired leases while renewals are below the threshold (the network, not the instances, is assumed to have failed).", func(s *Settings) *bool { return &s.SelfPreservation }),
-	floatKey("eureka.server.renewal-percent-threshold", 0.85, "Share of the expected renewals below which self-preservation stops eviction; also caps an eviction run at size − ⌊size × this⌋.", func(s *Settings) *float64 { return &s.RenewalPercentThreshold }),
-	secondsKey("eureka.server.expected-client-renewal-interval-seconds", 30, "Heartbeat interval assumed for instances that send no leaseInfo.renewalIntervalInSecs.", func(s *Settings) *time.Duration { return &s.ExpectedClientRenewalInterval }),
-	msKey("eureka.server.renewal-threshold-update-interval-ms", 900000, "How often the expected renewals are recounted from the live leases (never lowered by more than the threshold share at once).", func(s *Settings) *time.Duration { return &s.RenewalThresholdUpdateInterval }),
-	msKey("eureka.server.eviction-interval-timer-in-ms", 60000, "How often expired leases are evicted.", func(s *Settings) *time.Duration { return &s.EvictionInterval }),
-	msKey("eureka.server.retention-time-in-m-s-in-delta-queue", 180000, "How long a change stays in GET /apps/delta.", func(s *Settings) *time.Duration { return &s.DeltaRetention }),
-	msKey("eureka.server.delta-retention-timer-interval-in-ms", 30000, "How often old changes are pruned from the delta.", func(s *Settings) *time.Duration { return &s.DeltaRetentionInterval }),
-	boolKey("eureka.server.disable-delta", false, "Answer GET /apps/delta with 403, so clients always fetch the full registry.", func(s *Settings) *bool { return &s.DisableDelta }),
-	boolKey("eureka.server.sync-when-timestamp-differs", true, "Compare lastDirtyTimestamp on heartbeats: 404 asks a client with newer data to register again, 409 hands a peer our newer copy.", func(s *Settings) *bool { return &s.SyncWhenTimestampDiffers }),
-	intKey("eureka.server.registry-sync-retries", 5, 0, 1000, "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.RegistrySyncRetries }),
-	msKey("eureka.server.registry-sync-retry-wait-ms", 2000, "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.RegistrySyncRetryWait }),
-	msKey("eureka.server.wait-time-in-ms-when-sync-empty", 300000, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
-	intKey("eureka.server.max-elements-in-peer-replication-pool", 10000, 1, 10_000_000, "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.MaxReplicationQueue }),
-	msKey("eureka.server.max-time-for-replication", 30000, "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.MaxTimeReplication }),
-	msKey("eureka.server.peer-node-connect-timeout-ms", 1000, "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.PeerConnectTimeout }),
-	msKey("eureka.server.peer-node-read-timeout-ms", 5000, "Timeout of a replication batch request to a peer.", func(s *Settings) *time.Duration { return &s.PeerReadTimeout }),
+	boolKey("eureka.server.enable-self-preservation", "Keep expired leases while renewals are below the threshold (the network, not the instances, is assumed to have failed).", func(s *Settings) *bool { return &s.Registry.SelfPreservation }),
+	floatKey("eureka.server.renewal-percent-threshold", "Share of the expected renewals below which self-preservation stops eviction; also caps an eviction run at size − ⌊size × this⌋.", func(s *Settings) *float64 { return &s.Registry.RenewalPercentThreshold }),
+	secondsKey("eureka.server.expected-client-renewal-interval-seconds", "Heartbeat interval assumed for instances that send no leaseInfo.renewalIntervalInSecs.", func(s *Settings) *time.Duration { return &s.Registry.ExpectedRenewalInterval }),
+	msKey("eureka.server.renewal-threshold-update-interval-ms", "How often the expected renewals are recounted from the live leases (never lowered by more than the threshold share at once).", func(s *Settings) *time.Duration { return &s.Registry.RenewThresholdUpdateInterval }),
+	msKey("eureka.server.eviction-interval-timer-in-ms", "How often expired leases are evicted.", func(s *Settings) *time.Duration { return &s.Registry.EvictionInterval }),
+	msKey("eureka.server.retention-time-in-m-s-in-delta-queue", "How long a change stays in GET /apps/delta.", func(s *Settings) *time.Duration { return &s.Registry.DeltaRetention }),
+	msKey("eureka.server.delta-retention-timer-interval-in-ms", "How often old changes are pruned from the delta.", func(s *Settings) *time.Duration { return &s.Registry.DeltaRetentionInterval }),
+	boolKey("eureka.server.disable-delta", "Answer GET /apps/delta with 403, so clients always fetch the full registry.", func(s *Settings) *bool { return &s.HTTP.DisableDelta }),
+	boolKey("eureka.server.sync-when-timestamp-differs", "Compare lastDirtyTimestamp on heartbeats: 404 asks a client with newer data to register again, 409 hands a peer our newer copy.", func(s *Settings) *bool { return &s.Registry.SyncWhenTimestampDiffers }),
+	intKey("eureka.server.registry-sync-retries", "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.Sync.Attempts }),
+	msKey("eureka.server.registry-sync-retry-wait-ms", "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.Sync.RetryWait }),
+	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 1, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	intKey("eureka.server.max-elements-in-peer-replication-pool", "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.Replication.MaxQueueSize }),
+	msKey("eureka.server.max-time-for-replication", "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.Replication.TaskMaxAge }),
+	msKey("eureka.server.peer-node-connect-timeout-ms", "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.Transport.ConnectTimeout }),
+	msKey("eureka.server.peer-node-read-timeout-ms", "Timeout of a replication batch request to a peer.", func(s *Settings) *time.Duration { return &s.Transport.RequestTimeout }),
 
-	boolKey("eureka.client.register-with-eureka", false, "Register the node itself as an instance of spring.application.name and renew like any client.", func(s *Settings) *bool { return &s.RegisterWithEureka }),
+	boolKey("eureka.client.register-with-eureka", "Register the node itself as an instance of spring.application.name and renew like any client.", func(s *Settings) *bool { return &s.RegisterWithEureka }),
 	{Key: "eureka.client.service-url.<zone>", Default: "", Help: "Comma-separated Eureka base URLs of static peers (e.g. a Java Eureka server during a migration), by zone; added to the memberlist members."},
 
-	strKey("eureka.instance.hostname", "", "Host name the node advertises (self-registration and its Eureka URL for peers); empty means the machine's host name.", func(s *Settings) *string { return &s.InstanceHostname }),
-	strKey("eureka.instance.ip-address", "", "IP address the node advertises; empty means the address memberlist advertises, or the first non-loopback address.", func(s *Settings) *string { return &s.InstanceIPAddress }),
-	boolKey("eureka.instance.prefer-ip-address", false, "Advertise the IP address instead of the host name in the node's Eureka URL.", func(s *Settings) *bool { return &s.InstancePreferIP }),
-	strKey("eureka.instance.instance-id", "", "Instance id of the node's self-registration; empty means host:app:port, as Spring does.", func(s *Settings) *string { return &s.InstanceID }),
-	intKey("eureka.instance.lease-renewal-interval-in-seconds", 30, 1, 3600, "Heartbeat interval of the node's self-registration.", func(s *Settings) *int { return &s.InstanceRenewalInterval }),
-	intKey("eureka.instance.lease-expiration-duration-in-seconds", 90, 1, 86400, "Lease duration of the node's self-registration.", func(s *Settings) *int { return &s.InstanceLeaseDuration }),
+	strKey("eureka.instance.hostname", "Host name the node advertises (self-registration and its Eureka URL for peers); empty means the machine's host name.", func(s *Settings) *string { return &s.InstanceHostname }),
+	strKey("eureka.instance.ip-address", "IP address the node advertises; empty means the address memberlist advertises, or the first non-loopback address.", func(s *Settings) *string { return &s.InstanceIPAddress }),
+	boolKey("eureka.instance.prefer-ip-address", "Advertise the IP address instead of the host name in the node's Eureka URL.", func(s *Settings) *bool { return &s.InstancePreferIP }),
+	strKey("eureka.instance.instance-id", "Instance id of the node's self-registration; empty means host:app:port, as Spring does.", func(s *Settings) *string { return &s.InstanceID }),
+	rangeKey("eureka.instance.lease-renewal-interval-in-seconds", 1, registry.MaxRenewalIntervalSecs, "Heartbeat interval of the node's self-registration.", func(s *Settings) *int { return &s.InstanceRenewalInterval }),
+	rangeKey("eureka.instance.lease-expiration-duration-in-seconds", 1, registry.MaxLeaseDurationSecs, "Lease duration of the node's self-registration.", func(s *Settings) *int { return &s.InstanceLeaseDuration }),
 	{Key: "eureka.instance.metadata-map.<key>", Default: "", Help: "Metadata of the node's self-registration."},
 
-	msKey("muster.measured-rate-window-ms", 60000, "Length of the window that counts renewals for self-preservation; figures are still reported per minute. Short windows suit tests.", func(s *Settings) *time.Duration { return &s.MeasuredRateWindow }),
-	int64Key("muster.max-body-bytes", 1<<20, "Largest request body a client may send (413 beyond).", func(s *Settings) *int64 { return &s.MaxBodyBytes }),
-	int64Key("muster.max-batch-body-bytes", 16<<20, "Largest peer replication batch accepted.", func(s *Settings) *int64 { return &s.MaxBatchBodyBytes }),
-	enumKey("muster.log.level", "info", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
-	enumKey("muster.log.format", "auto", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
-	enumKey("muster.dashboard.actions-without-auth", "loopback", []string{"loopback", "any", "none"}, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *string { return &s.DashboardActions }),
-	msKey("muster.shutdown-timeout-ms", 10000, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
-	strKey("muster.data-dir", "", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
-	msOrZeroKey("muster.anti-entropy-interval-ms", 10000, "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropyInterval }),
-	msKey("muster.snapshot-interval-ms", 30000, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
-	strKey("muster.cluster-name", "muster", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
-	msOrZeroKey("muster.cold-start-wait-ms", 35000, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
+	msKey("muster.measured-rate-window-ms", "Length of the window that counts renewals for self-preservation; figures are still reported per minute. Short windows suit tests.", func(s *Settings) *time.Duration { return &s.Registry.RenewalRateWindow }),
+	int64Key("muster.max-body-bytes", "Largest request body a client may send (413 beyond).", func(s *Settings) *int64 { return &s.HTTP.MaxBodyBytes }),
+	int64Key("muster.max-batch-body-bytes", "Largest peer replication batch accepted.", func(s *Settings) *int64 { return &s.HTTP.MaxBatchBodyBytes }),
+	enumKey("muster.log.level", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
+	enumKey("muster.log.format", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
+	enumKey("muster.dashboard.actions-without-auth", httpapi.ConsoleActionsPolicies, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *httpapi.ConsoleActionsPolicy { return &s.HTTP.ConsoleActions }),
+	cmdMsKey("muster.shutdown-timeout-ms", 1, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
+	strKey("muster.data-dir", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
+	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
+	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
+	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
+	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
-	boolKey("cluster.enabled", true, "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
-	strKey("cluster.node-name", "", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
-	strKey("cluster.bind-addr", "0.0.0.0", "Address memberlist binds (TCP and UDP).", func(s *Settings) *string { return &s.ClusterBindAddr }),
-	intKey("cluster.bind-port", 7946, 0, 65535, "Port memberlist binds.", func(s *Settings) *int { return &s.ClusterBindPort }),
-	strKey("cluster.advertise-addr", "", "Address other nodes use to reach this one; empty lets memberlist pick.", func(s *Settings) *string { return &s.ClusterAdvertiseAddr }),
-	intKey("cluster.advertise-port", 0, 0, 65535, "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.ClusterAdvertisePort }),
-	listKey("cluster.join", "Seed nodes (host:port, comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.ClusterJoin }),
-	strKey("cluster.secret-key", "", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
+	boolKey("cluster.enabled", "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
+	strKey("cluster.node-name", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
+	strKey("cluster.bind-addr", "Address memberlist binds (TCP and UDP).", func(s *Settings) *string { return &s.Cluster.BindAddr }),
+	intKey("cluster.bind-port", "Port memberlist binds.", func(s *Settings) *int { return &s.Cluster.BindPort }),
+	strKey("cluster.advertise-addr", "Address other nodes use to reach this one; empty lets memberlist pick.", func(s *Settings) *string { return &s.Cluster.AdvertiseAddr }),
+	intKey("cluster.advertise-port", "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.Cluster.AdvertisePort }),
+	listKey("cluster.join", "Seed nodes (host:port, or a host alone for this node's cluster.bind-port; comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.Cluster.Join }),
+	strKey("cluster.secret-key", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
 	listKey("cluster.secret-keys", "More base64 gossip keys accepted besides cluster.secret-key, which alone is used for sending: for rotating the key without a cluster restart (README, Securing a cluster).", func(s *Settings) *[]string { return &s.ClusterSecretKeys }),
 	// Limits: what one client, connection or peer can make a node hold.
-	msKey("muster.body-read-timeout-ms", 30000, "Time a request body has to arrive, after its headers; slower bodies get 408 and their connection is closed.", func(s *Settings) *time.Duration { return &s.BodyReadTimeout }),
-	msKey("muster.write-chunk-timeout-ms", 30000, "Time a client has to take each 128 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped.", func(s *Settings) *time.Duration { return &s.WriteChunkTimeout }),
-	intKey("muster.max-connections", 100000, 1, 10_000_000, "Open HTTP connections at most; further ones wait until one closes (open ones keep working).", func(s *Settings) *int { return &s.MaxConnections }),
-	intKey("muster.max-instances", 1_000_000, 1, 1_000_000_000, "Instances the node holds at most; a new instance beyond it gets 503.", func(s *Settings) *int { return &s.MaxInstances }),
-	intKey("muster.max-instances-per-app", 100_000, 1, 1_000_000_000, "Instances of one app at most; a new instance beyond it gets 403.", func(s *Settings) *int { return &s.MaxInstancesPerApp }),
-	intKey("muster.max-metadata-entries", 512, 1, 1_000_000, "Metadata entries of one instance at most (metadata and dataCenterInfo metadata each); beyond it 400.", func(s *Settings) *int { return &s.MaxMetadataEntries }),
-	intKey("muster.max-metadata-bytes", 64<<10, 1, 1<<30, "Bytes of one instance's metadata keys and values at most; beyond it 400.", func(s *Settings) *int { return &s.MaxMetadataBytes }),
-	intKey("muster.max-name-length", 1024, 1, 1<<20, "Bytes of an app name, instance id, host name, VIP address or any other single-valued instance field at most; beyond it 400.", func(s *Settings) *int { return &s.MaxNameLength }),
-	msKey("muster.max-clock-skew-ms", 300000, "How far in the future a lastDirtyTimestamp may be; beyond it 400 (a far-future one would pin the record against its owner).", func(s *Settings) *time.Duration { return &s.MaxClockSkew }),
-	msKey("muster.watch.max-wait-ms", 60000, "Longest wait a blocking fetch may ask for (index and wait on GET apps, apps/delta, apps/{app}, vips, svips); a longer wait is clamped to it.", func(s *Settings) *time.Duration { return &s.WatchMaxWait }),
-	intKey("muster.watch.max-watchers", 50_000, 0, 10_000_000, "Blocking fetches held and watch streams open at once, at most; beyond it a blocking fetch is answered at once as if it had no wait, and a watch stream gets 503. 0: no limit.", func(s *Settings) *int { return &s.WatchMaxWatchers }),
-	int64Key("muster.max-sync-body-bytes", 2<<30, "Largest registry read from a peer at start-up (syncUp); a larger one fails the attempt.", func(s *Settings) *int64 { return &s.MaxSyncBodyBytes }),
+	msKey("muster.body-read-timeout-ms", "Time a request body has to arrive, after its headers; slower bodies get 408 and their connection is closed. 0: no limit.", func(s *Settings) *time.Duration { return &s.HTTP.BodyReadTimeout }),
+	msKey("muster.write-chunk-timeout-ms", "Time a client has to take each 128 KiB of a response; the deadline moves with progress, so a slow but reading client gets any payload, a stalled one is dropped. 0: no limit.", func(s *Settings) *time.Duration { return &s.HTTP.WriteChunkTimeout }),
+	intKey("muster.max-connections", "Open HTTP connections at most; further ones wait until one closes (open ones keep working). 0: no limit.", func(s *Settings) *int { return &s.HTTP.MaxConnections }),
+	intKey("muster.max-instances", "Instances the node holds at most; a new instance beyond it gets 503.", func(s *Settings) *int { return &s.Registry.Limits.MaxInstances }),
+	intKey("muster.max-instances-per-app", "Instances of one app at most; a new instance beyond it gets 403.", func(s *Settings) *int { return &s.Registry.Limits.MaxInstancesPerApp }),
+	intKey("muster.max-metadata-entries", "Metadata entries of one instance at most (metadata and dataCenterInfo metadata each); beyond it 400.", func(s *Settings) *int { return &s.Registry.Limits.MaxMetadataEntries }),
+	intKey("muster.max-metadata-bytes", "Bytes of one instance's metadata keys and values at most; beyond it 400.", func(s *Settings) *int { return &s.Registry.Limits.MaxMetadataBytes }),
+	intKey("muster.max-name-length", "Bytes of an app name, instance id, host name, VIP address or any other single-valued instance field at most; beyond it 400.", func(s *Settings) *int { return &s.Registry.Limits.MaxNameLength }),
+	msKey("muster.max-clock-skew-ms", "How far in the future a lastDirtyTimestamp may be; beyond it 400 (a far-future one would pin the record against its owner).", func(s *Settings) *time.Duration { return &s.Registry.Limits.MaxClockSkew }),
+	msKey("muster.watch.max-wait-ms", "Longest wait a blocking fetch may ask for (index and wait on GET apps, apps/delta, apps/{app}, vips, svips); a longer wait is clamped to it.", func(s *Settings) *time.Duration { return &s.HTTP.WatchMaxWait }),
+	intKey("muster.watch.max-watchers", "Blocking fetches held and watch streams open at once, at most; beyond it a blocking fetch is answered at once as if it had no wait, and a watch stream gets 503. 0: no limit.", func(s *Settings) *int { return &s.HTTP.WatchMaxWatchers }),
+	int64Key("muster.max-sync-body-bytes", "Largest registry read from a peer at start-up (syncUp); a larger one fails the attempt.", func(s *Settings) *int64 { return &s.Transport.MaxSyncBodyBytes }),
 
-	strKey("spring.security.user.name", "", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster).", func(s *Settings) *string { return &s.SpringUserName }),
-	strKey("spring.security.user.password", "", "Password of the admin: plain, {noop}plain or {bcrypt}$2a$… (Spring's encoder prefixes).", func(s *Settings) *string { return &s.SpringUserPassword }),
+	strKey("spring.security.user.name", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster).", func(s *Settings) *string { return &s.SpringUserName }),
+	strKey("spring.security.user.password", "Password of the admin: plain, {noop}plain or {bcrypt}$2a$… (Spring's encoder prefixes).", func(s *Settings) *string { return &s.SpringUserPassword }),
 	{Key: "muster.auth.users.<name>.password", Default: "", Help: "Password of a further user (same encodings); also turns authentication on."},
 	{Key: "muster.auth.users.<name>.role", Default: "", Help: "Role of that user, required: read (GET on the Eureka API, dashboard, /metrics), write (read + register, renew, cancel, status, metadata) or admin (everything, /admin/* and peer batches without a peer secret)."},
 	{Key: "muster.auth.users.<name>.apps", Default: "", Help: "Apps a write user may change (comma-separated or a list); empty means every app. Others get 403."},
-	strKey("cluster.peer-secret", "", "Shared secret (16+ characters) with which nodes sign replication batches and syncUp fetches (HMAC-SHA256); it never travels. Required when authentication is on and cluster.enabled is true.", func(s *Settings) *string { return &s.PeerSecret }),
-	msKey("cluster.peer-max-clock-skew-ms", 30000, "How far a peer signature's timestamp may be from this node's clock; older or newer ones are refused, and accepted ones are remembered this long so they cannot be replayed.", func(s *Settings) *time.Duration { return &s.PeerMaxClockSkew }),
-	strKey("cluster.zone", "default", "Availability zone of the node: gossiped to peers, shown on the dashboard; syncUp prefers peers of the same zone.", func(s *Settings) *string { return &s.ClusterZone }),
+	strKey("cluster.peer-secret", "Shared secret (16+ characters) with which nodes sign replication batches and syncUp fetches (HMAC-SHA256); it never travels. Required when authentication is on and cluster.enabled is true.", func(s *Settings) *string { return &s.PeerSecret }),
+	cmdMsKey("cluster.peer-max-clock-skew-ms", 1, "How far a peer signature's timestamp may be from this node's clock; older or newer ones are refused, and accepted ones are remembered this long so they cannot be replayed.", func(s *Settings) *time.Duration { return &s.PeerMaxClockSkew }),
+	strKey("cluster.zone", "Availability zone of the node: gossiped to peers, shown on the dashboard; syncUp prefers peers of the same zone.", func(s *Settings) *string { return &s.Cluster.Zone }),
 }
 
 // Eureka settings that are valid in a Spring application.yml but have no
@@ -288,16 +340,6 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 	k := koanf.New(".")
 	var notices []Notice
 
-	defaults := map[string]any{}
-	for _, st := range settings {
-		if st.apply != nil {
-			defaults[st.Key] = st.Default
-		}
-	}
-	if err := k.Load(confmap.Provider(defaults, "."), nil); err != nil {
-		return nil, nil, err
-	}
-
 	explicit := map[string]bool{}
 	var layers []configLayer
 	if configFile != "" {
@@ -347,12 +389,15 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 		}
 	}
 
-	s := &Settings{ServiceURLs: map[string][]string{}, InstanceMetadata: map[string]string{}, AuthUsers: map[string]*userSettings{}, explicit: explicit}
+	d := defaultSettings()
+	s := &d
+	s.explicit = explicit
 	for key, value := range k.All() {
 		if err := applyValue(s, key, value); err != nil {
 			return nil, nil, err
 		}
 	}
+	s.derive()
 	if err := s.validate(); err != nil {
 		return nil, nil, err
 	}
@@ -456,6 +501,10 @@ func applyValue(s *Settings, key string, value any) error {
 	if !ok || st.apply == nil {
 		return fmt.Errorf("unknown setting %q", key)
 	}
+	if s.raw == nil {
+		s.raw = map[string]string{}
+	}
+	s.raw[st.Key] = raw
 	if err := st.apply(s, raw); err != nil {
 		return fmt.Errorf("setting %s = %q: %w", st.Key, raw, err)
 	}
@@ -601,13 +650,9 @@ func envKey(name string) string {
 	return strings.ReplaceAll(lower, "_", ".")
 }
 
+// validate checks the node's own settings, then has each package validate
+// its Config; a package's error names the key that set the field.
 func (s *Settings) validate() error {
-	if s.MeasuredRateWindow < time.Second {
-		return fmt.Errorf("setting muster.measured-rate-window-ms = %d: must be at least 1000", s.MeasuredRateWindow.Milliseconds())
-	}
-	if s.RenewalPercentThreshold <= 0 || s.RenewalPercentThreshold > 1 {
-		return fmt.Errorf("setting eureka.server.renewal-percent-threshold = %v: must be in (0, 1]", s.RenewalPercentThreshold)
-	}
 	for zone, urls := range s.ServiceURLs {
 		for _, u := range urls {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
@@ -624,118 +669,217 @@ func (s *Settings) validate() error {
 	if err := s.validateSecurityTransport(); err != nil {
 		return err
 	}
-	for _, j := range s.ClusterJoin {
-		if !strings.Contains(j, ":") {
-			return fmt.Errorf("setting cluster.join = %q: want host:port", j)
+	for _, c := range packageConfigs {
+		if err := c.validate(s); err != nil {
+			return s.blame(c, err)
 		}
 	}
 	return s.validateSecurity()
 }
 
-// Typed setting constructors.
-
-func intKey(key string, def, lo, hi int, help string, field func(*Settings) *int) setting {
-	return setting{Key: key, Default: strconv.Itoa(def), Help: help, apply: func(s *Settings, raw string) error {
-		v, err := strconv.Atoi(strings.TrimSpace(raw))
-		if err != nil {
-			return fmt.Errorf("want a whole number")
-		}
-		if v < lo || v > hi {
-			return fmt.Errorf("want a number from %d to %d", lo, hi)
-		}
-		*field(s) = v
-		return nil
-	}}
+// packageConfig is one package Config inside Settings.
+type packageConfig struct {
+	field    string // its field in Settings
+	validate func(s *Settings) error
 }
 
-func int64Key(key string, def int64, help string, field func(*Settings) *int64) setting {
-	return setting{Key: key, Default: strconv.FormatInt(def, 10), Help: help, apply: func(s *Settings, raw string) error {
-		v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if err != nil || v <= 0 {
-			return fmt.Errorf("want a positive whole number")
+// packageConfigs are validated in this order; each error is the package's
+// own, for the first field it finds wrong.
+var packageConfigs = []packageConfig{
+	{"Registry", func(s *Settings) error { return s.Registry.Validate() }},
+	{"HTTP", func(s *Settings) error { return s.HTTP.Validate() }},
+	{"Transport", func(s *Settings) error { return s.Transport.Validate() }},
+	{"Sync", func(s *Settings) error { return s.Sync.Validate() }},
+	{"AntiEntropy", func(s *Settings) error { return s.AntiEntropy.Validate() }},
+	{"Replication", func(s *Settings) error { return s.Replication.Validate() }},
+	{"Cluster", func(s *Settings) error { return s.Cluster.Validate() }},
+}
+
+// blame names the key behind a package's validation error: the key the
+// user set whose return to its default makes that error go away. The
+// packages need not know the keys, and their limits stay theirs alone.
+func (s *Settings) blame(c packageConfig, err error) error {
+	d := defaultSettings()
+	for i := range settings {
+		st := &settings[i]
+		raw, set := s.raw[st.Key]
+		if !set || st.field == nil || settingConfig[st.Key] != c.field {
+			continue
 		}
-		*field(s) = v
-		return nil
-	}}
-}
-
-func floatKey(key string, def float64, help string, field func(*Settings) *float64) setting {
-	return setting{Key: key, Default: strconv.FormatFloat(def, 'f', -1, 64), Help: help, apply: func(s *Settings, raw string) error {
-		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-		if err != nil {
-			return fmt.Errorf("want a number")
+		probe := *s
+		reflect.ValueOf(st.field(&probe)).Elem().Set(reflect.ValueOf(st.field(&d)).Elem())
+		probe.derive()
+		if perr := c.validate(&probe); perr == nil || perr.Error() != err.Error() {
+			return fmt.Errorf("setting %s = %q: %w", st.Key, raw, err)
 		}
-		*field(s) = v
-		return nil
-	}}
+	}
+	return err
 }
 
-func boolKey(key string, def bool, help string, field func(*Settings) *bool) setting {
-	return setting{Key: key, Default: strconv.FormatBool(def), Help: help, apply: func(s *Settings, raw string) error {
-		v, err := strconv.ParseBool(strings.TrimSpace(raw))
-		if err != nil {
-			return fmt.Errorf("want true or false")
+// settingConfig maps a key to the package Config (its field in Settings)
+// that it sets, or to "" for the node's own settings.
+var settingConfig = func() map[string]string {
+	m := map[string]string{}
+	d := defaultSettings()
+	root := reflect.ValueOf(&d).Elem()
+	for _, st := range settings {
+		if st.field == nil {
+			continue
 		}
-		*field(s) = v
-		return nil
-	}}
-}
-
-func strKey(key, def, help string, field func(*Settings) *string) setting {
-	return setting{Key: key, Default: def, Help: help, apply: func(s *Settings, raw string) error {
-		*field(s) = strings.TrimSpace(raw)
-		return nil
-	}}
-}
-
-func enumKey(key, def string, allowed []string, help string, field func(*Settings) *string) setting {
-	return setting{Key: key, Default: def, Help: help + " One of: " + strings.Join(allowed, ", ") + ".", apply: func(s *Settings, raw string) error {
-		v := strings.ToLower(strings.TrimSpace(raw))
-		for _, a := range allowed {
-			if v == a {
-				*field(s) = v
-				return nil
+		addr := reflect.ValueOf(st.field(&d)).Pointer()
+		for _, c := range packageConfigs {
+			f := root.FieldByName(c.field)
+			if start := f.Addr().Pointer(); addr >= start && addr < start+f.Type().Size() {
+				m[st.Key] = c.field
 			}
 		}
-		return fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
-	}}
+	}
+	return m
+}()
+
+// Defaults as a user writes them, from defaultSettings.
+func init() {
+	d := defaultSettings()
+	for i := range settings {
+		if settings[i].format != nil {
+			settings[i].Default = settings[i].format(&d)
+		}
+	}
+}
+
+// Typed setting constructors. Those of the packages' fields only parse:
+// the package's Validate owns the limits. rangeKey and cmdMsKey bound the
+// node's own settings.
+
+func bind[T any](key, help string, field func(*Settings) *T, parse func(raw string) (T, error), format func(T) string) setting {
+	return setting{
+		Key: key, Help: help,
+		apply: func(s *Settings, raw string) error {
+			v, err := parse(strings.TrimSpace(raw))
+			if err != nil {
+				return err
+			}
+			*field(s) = v
+			return nil
+		},
+		field:  func(s *Settings) any { return field(s) },
+		format: func(s *Settings) string { return format(*field(s)) },
+	}
+}
+
+func parseInt(raw string) (int, error) {
+	v, err := strconv.Atoi(raw)
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number")
+	}
+	return v, nil
+}
+
+func intKey(key, help string, field func(*Settings) *int) setting {
+	return bind(key, help, field, parseInt, strconv.Itoa)
+}
+
+func rangeKey(key string, lo, hi int, help string, field func(*Settings) *int) setting {
+	return bind(key, help, field, func(raw string) (int, error) {
+		v, err := parseInt(raw)
+		if err == nil && (v < lo || v > hi) {
+			err = fmt.Errorf("want a number from %d to %d", lo, hi)
+		}
+		return v, err
+	}, strconv.Itoa)
+}
+
+func int64Key(key, help string, field func(*Settings) *int64) setting {
+	return bind(key, help, field, func(raw string) (int64, error) {
+		v, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("want a whole number")
+		}
+		return v, nil
+	}, func(v int64) string { return strconv.FormatInt(v, 10) })
+}
+
+func floatKey(key, help string, field func(*Settings) *float64) setting {
+	return bind(key, help, field, func(raw string) (float64, error) {
+		v, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return 0, fmt.Errorf("want a number")
+		}
+		return v, nil
+	}, func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) })
+}
+
+func boolKey(key, help string, field func(*Settings) *bool) setting {
+	return bind(key, help, field, func(raw string) (bool, error) {
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			return false, fmt.Errorf("want true or false")
+		}
+		return v, nil
+	}, strconv.FormatBool)
+}
+
+func strKey(key, help string, field func(*Settings) *string) setting {
+	return bind(key, help, field, func(raw string) (string, error) { return raw, nil }, func(v string) string { return v })
+}
+
+func enumKey[T ~string](key string, allowed []T, help string, field func(*Settings) *T) setting {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	list := strings.Join(names, ", ")
+	return bind(key, help+" One of: "+list+".", field, func(raw string) (T, error) {
+		v := T(strings.ToLower(raw))
+		for _, a := range allowed {
+			if v == a {
+				return v, nil
+			}
+		}
+		return v, fmt.Errorf("want one of %s", list)
+	}, func(v T) string { return string(v) })
+}
+
+// clientAuthKey reads none, want or need as tlsconfig does.
+func clientAuthKey(key, help string, field func(*Settings) *tlsconfig.ClientAuth) setting {
+	all := []tlsconfig.ClientAuth{tlsconfig.ClientAuthNone, tlsconfig.ClientAuthWant, tlsconfig.ClientAuthNeed}
+	names := make([]string, len(all))
+	for i, a := range all {
+		names[i] = a.String()
+	}
+	return bind(key, help+" One of: "+strings.Join(names, ", ")+".", field, tlsconfig.ParseClientAuth, tlsconfig.ClientAuth.String)
 }
 
 func listKey(key, help string, field func(*Settings) *[]string) setting {
-	return setting{Key: key, Default: "", Help: help, apply: func(s *Settings, raw string) error {
-		*field(s) = splitList(raw)
-		return nil
-	}}
+	return bind(key, help, field, func(raw string) ([]string, error) { return splitList(raw), nil },
+		func(v []string) string { return strings.Join(v, ",") })
 }
 
-// durationKey reads a whole number of unit and rejects values below 1.
-func durationKey(key string, def int64, unit time.Duration, help string, field func(*Settings) *time.Duration) setting {
-	return setting{Key: key, Default: strconv.FormatInt(def, 10), Help: help, apply: func(s *Settings, raw string) error {
-		v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if err != nil || v <= 0 {
-			return fmt.Errorf("want a positive whole number")
+// durationKey reads a whole number of unit.
+func durationKey(key string, unit time.Duration, min int64, help string, field func(*Settings) *time.Duration) setting {
+	return bind(key, help, field, func(raw string) (time.Duration, error) {
+		v, err := strconv.ParseInt(raw, 10, 64)
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("want a whole number")
+		case v < min && min == 1:
+			return 0, fmt.Errorf("want a positive whole number")
+		case v < min:
+			return 0, fmt.Errorf("want a whole number, %d or more", min)
 		}
-		*field(s) = time.Duration(v) * unit
-		return nil
-	}}
+		return time.Duration(v) * unit, nil
+	}, func(v time.Duration) string { return strconv.FormatInt(int64(v/unit), 10) })
 }
 
-func msKey(key string, def int64, help string, field func(*Settings) *time.Duration) setting {
-	return durationKey(key, def, time.Millisecond, help, field)
+func msKey(key, help string, field func(*Settings) *time.Duration) setting {
+	return durationKey(key, time.Millisecond, math.MinInt64, help, field)
 }
 
-// msOrZeroKey is msKey where 0 is meaningful (it turns the wait off).
-func msOrZeroKey(key string, def int64, help string, field func(*Settings) *time.Duration) setting {
-	return setting{Key: key, Default: strconv.FormatInt(def, 10), Help: help, apply: func(s *Settings, raw string) error {
-		v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if err != nil || v < 0 {
-			return fmt.Errorf("want a whole number of milliseconds, 0 or more")
-		}
-		*field(s) = time.Duration(v) * time.Millisecond
-		return nil
-	}}
+func secondsKey(key, help string, field func(*Settings) *time.Duration) setting {
+	return durationKey(key, time.Second, math.MinInt64, help, field)
 }
 
-func secondsKey(key string, def int64, help string, field func(*Settings) *time.Duration) setting {
-	return durationKey(key, def, time.Second, help, field)
+// cmdMsKey is msKey for the node's own settings, at least min.
+func cmdMsKey(key string, min int64, help string, field func(*Settings) *time.Duration) setting {
+	return durationKey(key, time.Millisecond, min, help, field)
 }

@@ -3,9 +3,15 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/replication"
 )
 
 func mustLoad(t *testing.T, file string, env, sets []string) *Settings {
@@ -28,12 +34,12 @@ func writeFile(t *testing.T, name, content string) string {
 
 func TestLoadSettings_defaults(t *testing.T) {
 	s := mustLoad(t, "", nil, nil)
-	if s.ServerPort != 8761 || !s.SelfPreservation || s.RenewalPercentThreshold != 0.85 ||
-		s.ExpectedClientRenewalInterval != 30*time.Second || s.EvictionInterval != time.Minute ||
-		s.RenewalThresholdUpdateInterval != 15*time.Minute || s.DeltaRetention != 3*time.Minute ||
-		s.DeltaRetentionInterval != 30*time.Second || s.MeasuredRateWindow != time.Minute ||
-		s.DisableDelta || !s.SyncWhenTimestampDiffers || s.RegisterWithEureka || s.ClusterBindPort != 7946 ||
-		s.ClusterZone != "default" || s.MaxReplicationQueue != 10000 || s.RegistrySyncRetries != 5 {
+	if s.ServerPort != 8761 || !s.Registry.SelfPreservation || s.Registry.RenewalPercentThreshold != 0.85 ||
+		s.Registry.ExpectedRenewalInterval != 30*time.Second || s.Registry.EvictionInterval != time.Minute ||
+		s.Registry.RenewThresholdUpdateInterval != 15*time.Minute || s.Registry.DeltaRetention != 3*time.Minute ||
+		s.Registry.DeltaRetentionInterval != 30*time.Second || s.Registry.RenewalRateWindow != time.Minute ||
+		s.HTTP.DisableDelta || !s.Registry.SyncWhenTimestampDiffers || s.RegisterWithEureka || s.Cluster.BindPort != 7946 ||
+		s.Cluster.Zone != "default" || s.Replication.MaxQueueSize != 10000 || s.Sync.Attempts != 5 {
 		t.Fatalf("defaults: %+v", s)
 	}
 }
@@ -63,10 +69,10 @@ muster:
 	if s.ServerPort != 9200 {
 		t.Errorf("server.port = %d, want 9200 from --set over env over file", s.ServerPort)
 	}
-	if s.RenewalPercentThreshold != 0.75 {
-		t.Errorf("renewal-percent-threshold = %v, want 0.75 from MUSTER_ env", s.RenewalPercentThreshold)
+	if s.Registry.RenewalPercentThreshold != 0.75 {
+		t.Errorf("renewal-percent-threshold = %v, want 0.75 from MUSTER_ env", s.Registry.RenewalPercentThreshold)
 	}
-	if s.SelfPreservation || s.EvictionInterval != 5*time.Second || s.MeasuredRateWindow != 5*time.Second {
+	if s.Registry.SelfPreservation || s.Registry.EvictionInterval != 5*time.Second || s.Registry.RenewalRateWindow != 5*time.Second {
 		t.Errorf("file values not applied: %+v", s)
 	}
 	if got := s.ServiceURLs["defaultZone"]; len(got) != 2 || got[1] != "http://b:8761/eureka/" {
@@ -75,8 +81,8 @@ muster:
 	if s.InstanceMetadata["management.port"] != "9001" {
 		t.Errorf("metadata-map = %v", s.InstanceMetadata)
 	}
-	if len(s.ClusterJoin) != 2 || s.ClusterJoin[0] != "n1:7946" {
-		t.Errorf("cluster.join = %v", s.ClusterJoin)
+	if len(s.Cluster.Join) != 2 || s.Cluster.Join[0] != "n1:7946" {
+		t.Errorf("cluster.join = %v", s.Cluster.Join)
 	}
 }
 
@@ -88,21 +94,21 @@ func TestLoadSettings_relaxedNames(t *testing.T) {
 		"eureka.server.enable-self-preservation=false",
 		"EUREKA.SERVER.ENABLE_SELF_PRESERVATION=false",
 	} {
-		if s := mustLoad(t, "", nil, []string{set}); s.SelfPreservation {
+		if s := mustLoad(t, "", nil, []string{set}); s.Registry.SelfPreservation {
 			t.Errorf("%s: not applied", set)
 		}
 	}
 	s := mustLoad(t, "", []string{"EUREKA_SERVER_ENABLESELFPRESERVATION=false", "EUREKA_CLIENT_SERVICEURL_DEFAULTZONE=http://x:1/eureka/"}, nil)
-	if s.SelfPreservation || len(s.ServiceURLs["defaultZone"]) != 1 {
-		t.Errorf("Spring env names: selfPreservation %v, serviceURLs %v", s.SelfPreservation, s.ServiceURLs)
+	if s.Registry.SelfPreservation || len(s.ServiceURLs["defaultZone"]) != 1 {
+		t.Errorf("Spring env names: selfPreservation %v, serviceURLs %v", s.Registry.SelfPreservation, s.ServiceURLs)
 	}
 }
 
 func TestLoadSettings_propertiesFile(t *testing.T) {
 	file := writeFile(t, "application.properties", "# comment\nserver.port=9300\neureka.server.disable-delta = true\n")
 	s := mustLoad(t, file, nil, nil)
-	if s.ServerPort != 9300 || !s.DisableDelta {
-		t.Fatalf("properties: port %d disableDelta %v", s.ServerPort, s.DisableDelta)
+	if s.ServerPort != 9300 || !s.HTTP.DisableDelta {
+		t.Fatalf("properties: port %d disableDelta %v", s.ServerPort, s.HTTP.DisableDelta)
 	}
 }
 
@@ -128,6 +134,18 @@ func TestLoadSettings_errorsNameTheKey(t *testing.T) {
 		{"unknown key in file", writeFile(t, "a.yml", "eureka:\n  server:\n    colour: blue\n"), nil, nil, []string{"a.yml", "eureka.server.colour"}},
 		{"missing file", "/nonexistent/muster.yml", nil, nil, []string{"/nonexistent/muster.yml"}},
 		{"--set without =", "", nil, []string{"server.port"}, []string{"key=value"}},
+		// Limits of the packages' fields are the packages' (Validate); the
+		// error still names the key and the value as written.
+		{"rate window below the registry's minimum", "", nil, []string{"muster.measured-rate-window-ms=500"},
+			[]string{`setting muster.measured-rate-window-ms = "500"`, "RenewalRateWindow", "at least 1s"}},
+		{"queue below a batch", "", []string{"EUREKA_SERVER_MAXELEMENTSINPEERREPLICATIONPOOL=100"}, nil,
+			[]string{`setting eureka.server.max-elements-in-peer-replication-pool = "100"`, "MaxQueueSize"}},
+		{"instances limit", "", nil, []string{"muster.max-instances=0"}, []string{"setting muster.max-instances", "MaxInstances"}},
+		{"peer timeout", "", nil, []string{"eureka.server.peer-node-read-timeout-ms=0"}, []string{"setting eureka.server.peer-node-read-timeout-ms", "positive"}},
+		{"sync retries", "", nil, []string{"eureka.server.registry-sync-retries=1001"}, []string{"setting eureka.server.registry-sync-retries", "1000"}},
+		{"bind address", "", nil, []string{"cluster.bind-addr=localhost"}, []string{"setting cluster.bind-addr", "not an IP address"}},
+		{"seed port", "", nil, []string{"cluster.join=a:7946,b:99999"}, []string{"setting cluster.join", "99999"}},
+		{"console actions", "", nil, []string{"muster.dashboard.actions-without-auth=all"}, []string{"muster.dashboard.actions-without-auth", "loopback, any, none"}},
 	}
 	for _, tt := range tests {
 		_, _, err := loadSettings(tt.file, tt.env, tt.sets)
@@ -179,6 +197,44 @@ eureka:
 	}
 }
 
+// Every default lives in one place. Loading nothing leaves each package's
+// Config exactly its DefaultConfig (so cmd sets no default of its own, and
+// a key that feeds two packages agrees with both of their defaults); and
+// what muster config and README print for a key that sets a package's
+// field is that package's default.
+func TestSettings_defaultsAreThePackages(t *testing.T) {
+	s := mustLoad(t, "", nil, nil)
+	packages := Settings{
+		Registry:    registry.DefaultConfig(),
+		Replication: replication.DefaultConfig(),
+		Transport:   replication.DefaultHTTPTransportConfig(),
+		Sync:        replication.DefaultSyncConfig(),
+		AntiEntropy: replication.DefaultAntiEntropyConfig(),
+		HTTP:        httpapi.DefaultConfig(),
+		Cluster:     cluster.DefaultConfig(),
+	}
+	for _, c := range packageConfigs {
+		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()
+		want := reflect.ValueOf(&packages).Elem().FieldByName(c.field).Interface()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Settings.%s after loading nothing differs from the package's DefaultConfig:\n got %+v\nwant %+v", c.field, got, want)
+		}
+	}
+	keys := 0
+	for _, st := range settings {
+		if settingConfig[st.Key] == "" {
+			continue
+		}
+		keys++
+		if got := st.format(&packages); got != st.Default {
+			t.Errorf("%s: muster config prints the default %q, the package's DefaultConfig has %q", st.Key, st.Default, got)
+		}
+	}
+	if keys < 30 {
+		t.Errorf("only %d keys set a package's field: the mapping is not being checked", keys)
+	}
+}
+
 // README's configuration table documents every setting with its default.
 func TestREADME_documentsEverySetting(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
@@ -210,8 +266,8 @@ func TestLoadSettings_environmentNames(t *testing.T) {
 		"MUSTER_PORT=tcp://10.0.0.9:8761", "MUSTER_PORT_8761_TCP_ADDR=10.0.0.9", "MUSTER_SERVICE_HOST=10.0.0.9",
 	}
 	s := mustLoad(t, "", env, nil)
-	if s.LogLevel != "debug" || s.MeasuredRateWindow != 5*time.Second {
-		t.Errorf("log level %q, window %s", s.LogLevel, s.MeasuredRateWindow)
+	if s.LogLevel != "debug" || s.Registry.RenewalRateWindow != 5*time.Second {
+		t.Errorf("log level %q, window %s", s.LogLevel, s.Registry.RenewalRateWindow)
 	}
 	if len(s.ServiceURLs["defaultZone"]) != 1 || len(s.ServiceURLs["zone2"]) != 1 {
 		t.Errorf("service urls %v", s.ServiceURLs)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // healthCmd probes a node's /readyz and exits non-zero unless it answers
@@ -54,19 +56,19 @@ type probe struct{ url, ca, cert, key string }
 // probeDefaults reads the node's settings from the environment; without
 // usable ones it probes http://127.0.0.1:8761/readyz.
 func probeDefaults(env []string) probe {
-	p := probe{url: "http://127.0.0.1:8761/readyz"}
+	p := probe{url: "http://127.0.0.1:" + strconv.Itoa(defaultServerPort) + "/readyz"}
 	s, _, err := loadSettings("", env, nil)
 	if err != nil {
 		return p
 	}
 	port := s.ServerPort
 	if port == 0 {
-		port = 8761
+		port = defaultServerPort
 	}
 	p.url = s.scheme() + "://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
 	if s.tlsOn() {
 		p.ca = s.SSLTrust
-		if s.SSLClientAuth != "none" {
+		if s.SSLClientAuth != tlsconfig.ClientAuthNone {
 			p.cert, p.key = s.SSLCertificate, s.SSLKey
 		}
 	}

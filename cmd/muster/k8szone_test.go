@@ -87,8 +87,8 @@ func TestK8sZone_writesTheNodesZone(t *testing.T) {
 			}
 			// serve --config reads it: the zone is the node's.
 			s := mustLoad(t, out, nil, nil)
-			if s.ClusterZone != tc.wantZone {
-				t.Fatalf("cluster.zone = %q, want %q\nfile: %s", s.ClusterZone, tc.wantZone, mustRead(t, out))
+			if s.Cluster.Zone != tc.wantZone {
+				t.Fatalf("cluster.zone = %q, want %q\nfile: %s", s.Cluster.Zone, tc.wantZone, mustRead(t, out))
 			}
 			if tc.wantZone == "default" && !strings.Contains(stderr.String(), "no "+zoneLabel+" label") {
 				t.Errorf("no warning for a node without a zone label: %q", stderr.String())
@@ -233,14 +233,14 @@ func TestKubernetesManifest_settings(t *testing.T) {
 	switch {
 	case s.ServerPort != ports["http"]:
 		t.Errorf("server.port = %d, container port http = %d", s.ServerPort, ports["http"])
-	case s.ClusterBindPort != ports["gossip-tcp"] || s.ClusterBindPort != ports["gossip-udp"]:
-		t.Errorf("cluster.bind-port = %d, container gossip ports %v", s.ClusterBindPort, ports)
-	case !slices.Equal(s.ClusterJoin, []string{want}):
-		t.Errorf("cluster.join = %q, want the headless Service %q", s.ClusterJoin, want)
-	case s.ClusterNodeName != podName || s.ClusterAdvertiseAddr != podIP || !s.InstancePreferIP:
-		t.Errorf("node %q advertising %q (prefer IP %v), want the pod's name %q and IP %q", s.ClusterNodeName, s.ClusterAdvertiseAddr, s.InstancePreferIP, podName, podIP)
-	case s.ClusterZone != "eu-west-1b":
-		t.Errorf("cluster.zone = %q: the file the init container writes was not read", s.ClusterZone)
+	case s.Cluster.BindPort != ports["gossip-tcp"] || s.Cluster.BindPort != ports["gossip-udp"]:
+		t.Errorf("cluster.bind-port = %d, container gossip ports %v", s.Cluster.BindPort, ports)
+	case !slices.Equal(s.Cluster.Join, []string{want}):
+		t.Errorf("cluster.join = %q, want the headless Service %q", s.Cluster.Join, want)
+	case s.ClusterNodeName != podName || s.Cluster.AdvertiseAddr != podIP || !s.InstancePreferIP:
+		t.Errorf("node %q advertising %q (prefer IP %v), want the pod's name %q and IP %q", s.ClusterNodeName, s.Cluster.AdvertiseAddr, s.InstancePreferIP, podName, podIP)
+	case s.Cluster.Zone != "eu-west-1b":
+		t.Errorf("cluster.zone = %q: the file the init container writes was not read", s.Cluster.Zone)
 	case s.ClusterSecretKey == "":
 		t.Errorf("cluster.secret-key is not set from the Secret")
 	}

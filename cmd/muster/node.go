@@ -99,23 +99,8 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	if len(opts) > 0 {
 		n.opts = opts[0]
 	}
-	rcfg := registry.DefaultConfig()
+	rcfg := s.Registry
 	rcfg.Logger = logger
-	rcfg.SelfPreservation = s.SelfPreservation
-	rcfg.RenewalPercentThreshold = s.RenewalPercentThreshold
-	rcfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
-	rcfg.RenewThresholdUpdateInterval = s.RenewalThresholdUpdateInterval
-	rcfg.EvictionInterval = s.EvictionInterval
-	rcfg.DeltaRetention = s.DeltaRetention
-	rcfg.DeltaRetentionInterval = s.DeltaRetentionInterval
-	rcfg.SyncWhenTimestampDiffers = s.SyncWhenTimestampDiffers
-	rcfg.RenewalRateWindow = s.MeasuredRateWindow
-	rcfg.TombstoneGrace = max(rcfg.TombstoneGrace, s.AntiEntropyInterval)
-	rcfg.Limits = registry.Limits{
-		MaxInstances: s.MaxInstances, MaxInstancesPerApp: s.MaxInstancesPerApp,
-		MaxMetadataEntries: s.MaxMetadataEntries, MaxMetadataBytes: s.MaxMetadataBytes,
-		MaxNameLength: s.MaxNameLength, MaxClockSkew: s.MaxClockSkew,
-	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
 		return nil, err
@@ -125,25 +110,22 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 
-	repCfg := replication.DefaultConfig()
-	repCfg.Logger = logger
-	repCfg.MaxQueueSize = s.MaxReplicationQueue
-	repCfg.TaskMaxAge = s.MaxTimeReplication
-	repCfg.ExpectedRenewalInterval = s.ExpectedClientRenewalInterval
-	repCfg.SendTimeout = s.PeerReadTimeout
 	if n.tls, err = loadTLS(s, logger, n.opts.tlsReload); err != nil {
 		return nil, err
 	}
-	repCfg.MaxBatchBytes = int(s.MaxBatchBodyBytes / 4 * 3) // below the peers' muster.max-batch-body-bytes
-	transport := replication.NewHTTPTransport(s.PeerConnectTimeout, s.PeerReadTimeout)
-	transport.SetSigner(n.security.sign())
-	transport.SetSyncLimit(s.MaxSyncBodyBytes)
+	tcfg := s.Transport
+	tcfg.Signer = n.security.sign()
 	if n.tls != nil {
-		transport.UseTLS(n.tls.DialTLSContext(peerDialer(s.PeerConnectTimeout)))
+		tcfg.DialTLS = n.tls.DialTLSContext(replication.PeerDialer(tcfg.ConnectTimeout))
 	}
+	transport, err := replication.NewHTTPTransport(tcfg)
+	if err != nil {
+		return nil, err
+	}
+	repCfg := s.Replication
+	repCfg.Logger = logger
 	repCfg.Transport = transport
 	repCfg.Store = reg
-	repCfg.AdoptNewer = s.SyncWhenTimestampDiffers
 	// The replicator subscribes to the registry's change stream here, before
 	// any request can arrive, so that no write escapes replication.
 	if n.rep, err = replication.New(repCfg); err != nil {
@@ -153,11 +135,10 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 	n.transport = repCfg.Transport
-	if n.ae, err = replication.NewAntiEntropy(replication.AntiEntropyConfig{
-		Store: reg, Transport: transport, Peers: n.rep.PeerList,
-		Interval: s.AntiEntropyInterval, RequestTimeout: s.PeerReadTimeout, Logger: logger,
-		OnMuster: n.rep.MarkMuster,
-	}); err != nil {
+	acfg := s.AntiEntropy
+	acfg.Store, acfg.Transport, acfg.Peers = reg, transport, n.rep.PeerList
+	acfg.Logger, acfg.OnMuster = logger, n.rep.MarkMuster
+	if n.ae, err = replication.NewAntiEntropy(acfg); err != nil {
 		return nil, err
 	}
 
@@ -188,18 +169,18 @@ func (n *Node) Start(ctx context.Context) error {
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
-		if s.ServerPort != 8761 {
+		if s.ServerPort != defaultServerPort {
 			// Two nodes on one host must not share a name.
 			n.name += "-" + strconv.Itoa(n.port)
 		}
 	}
 
-	hcfg := httpapi.DefaultConfig()
+	hcfg := s.HTTP
 	hcfg.Registry = n.reg
 	hcfg.Logger = n.log
 	hcfg.Metrics = n.metrics
 	hcfg.Gatherer = n.metrics
-	hcfg.Node = httpapi.NodeInfo{Name: n.name, Zone: s.ClusterZone, URL: n.url, Environment: s.Environment, Datacenter: s.Datacenter, Version: version}
+	hcfg.Node.Name, hcfg.Node.URL, hcfg.Node.Version = n.name, n.url, version
 	hcfg.Ready = n.ready
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
@@ -207,13 +188,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Digests = n.reg
 	hcfg.Replication = n.rep
 	hcfg.AntiEntropy = n.ae
-	hcfg.DisableDelta = s.DisableDelta
-	hcfg.MaxBodyBytes = s.MaxBodyBytes
-	hcfg.MaxBatchBodyBytes = s.MaxBatchBodyBytes
-	hcfg.BodyReadTimeout, hcfg.WriteChunkTimeout, hcfg.MaxConnections = s.BodyReadTimeout, s.WriteChunkTimeout, s.MaxConnections
-	hcfg.WatchMaxWait, hcfg.WatchMaxWatchers = s.WatchMaxWait, s.WatchMaxWatchers
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
-	hcfg.ConsoleActions = httpapi.ConsoleActionsPolicy(s.DashboardActions)
 	api, err := httpapi.New(hcfg)
 	if err != nil {
 		ln.Close()
@@ -238,16 +213,11 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 
 	// The syncer needs the node's own URL, to tell static peers from self.
-	if n.syncer, err = replication.NewSyncer(replication.SyncConfig{
-		Store:         n.reg,
-		Transport:     n.transport,
-		Candidates:    n.currentPeers,
-		PeersExpected: n.peersExpected(),
-		Zone:          s.ClusterZone,
-		Attempts:      s.RegistrySyncRetries,
-		RetryWait:     s.RegistrySyncRetryWait,
-		Logger:        n.log,
-	}); err != nil {
+	scfg := s.Sync
+	scfg.Store, scfg.Transport, scfg.Candidates = n.reg, n.transport, n.currentPeers
+	scfg.PeersExpected = n.peersExpected()
+	scfg.Logger = n.log
+	if n.syncer, err = replication.NewSyncer(scfg); err != nil {
 		ln.Close()
 		return err
 	}
@@ -258,7 +228,7 @@ func (n *Node) Start(ctx context.Context) error {
 			n.log.Error().Err(err).Msg("http server stopped")
 		}
 	})
-	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.ClusterZone).
+	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.Cluster.Zone).
 		Str("version", version).Msg("serving the Eureka API")
 	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
 
@@ -293,14 +263,8 @@ func (n *Node) goRun(f func()) {
 
 func (n *Node) newCluster() (*cluster.Cluster, error) {
 	s := n.settings
-	cfg := cluster.DefaultConfig()
+	cfg := s.Cluster
 	cfg.NodeName = n.name
-	cfg.BindAddr = s.ClusterBindAddr
-	cfg.BindPort = s.ClusterBindPort
-	cfg.AdvertiseAddr = s.ClusterAdvertiseAddr
-	cfg.AdvertisePort = s.ClusterAdvertisePort
-	cfg.Join = s.ClusterJoin
-	cfg.Zone = s.ClusterZone
 	cfg.EurekaURL = n.url
 	cfg.Logger = n.log
 	if n.opts.memberlist != nil {
@@ -366,7 +330,7 @@ func (n *Node) startUp(ctx context.Context) {
 // peersExpected says the node is configured to have peers: cluster.join
 // seeds or static service URLs.
 func (n *Node) peersExpected() bool {
-	return len(n.settings.ClusterJoin) > 0 || len(n.staticPeers()) > 0
+	return len(n.settings.Cluster.Join) > 0 || len(n.staticPeers()) > 0
 }
 
 // Opened is closed once the node has synced and opened for traffic.
@@ -525,7 +489,7 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 // antiEntropyInfo fills in anti-entropy's view of a peer; as is zero for a
 // peer without a round yet.
 func (n *Node) antiEntropyInfo(pi *httpapi.PeerInfo, as replication.AntiEntropyStats) {
-	if n.settings.AntiEntropyInterval <= 0 {
+	if n.settings.AntiEntropy.Interval <= 0 {
 		pi.AntiEntropy = httpapi.AntiEntropyOff
 		return
 	}
@@ -634,7 +598,7 @@ func advertisedHost(s *Settings) (host, ip string) {
 	}
 	ip = s.InstanceIPAddress
 	if ip == "" {
-		ip = s.ClusterAdvertiseAddr
+		ip = s.Cluster.AdvertiseAddr
 	}
 	if ip == "" {
 		ip = firstIPv4()

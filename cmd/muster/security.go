@@ -170,7 +170,7 @@ func (sec *nodeSecurity) sign() replication.RequestSigner {
 func (sec *nodeSecurity) report(s *Settings) httpapi.Security {
 	clientAuth := "none"
 	if s.tlsOn() {
-		clientAuth = s.SSLClientAuth
+		clientAuth = s.SSLClientAuth.String()
 	}
 	return httpapi.Security{
 		Auth:            sec.users != nil,
@@ -191,8 +191,8 @@ func warnIfOpen(log zerolog.Logger, s *Settings, httpAddr net.Addr, sec httpapi.
 	if sec.Open() && !isLoopbackAddr(httpAddr.String()) {
 		open = append(open, fmt.Sprintf("the HTTP API listens on %s with no authentication: anyone who reaches it can register, cancel or take instances out of service (set spring.security.user.name and spring.security.user.password)", httpAddr))
 	}
-	if s.ClusterEnabled && s.ClusterSecretKey == "" && !isLoopbackAddr(net.JoinHostPort(s.ClusterBindAddr, "0")) {
-		open = append(open, fmt.Sprintf("the cluster gossips on %s with no key: any host that reaches the gossip port can join and receive every change (set cluster.secret-key)", s.ClusterBindAddr))
+	if s.ClusterEnabled && s.ClusterSecretKey == "" && !isLoopbackAddr(net.JoinHostPort(s.Cluster.BindAddr, "0")) {
+		open = append(open, fmt.Sprintf("the cluster gossips on %s with no key: any host that reaches the gossip port can join and receive every change (set cluster.secret-key)", s.Cluster.BindAddr))
 	}
 	if len(open) == 0 {
 		return

@@ -37,7 +37,7 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 	if s.tlsOn() {
 		plain, secure = registry.Port{Number: port, Enabled: false}, registry.Port{Number: port, Enabled: true}
 	}
-	md := map[string]string{"zone": s.ClusterZone, "management.port": itoa(port)}
+	md := map[string]string{"zone": s.Cluster.Zone, "management.port": itoa(port)}
 	for k, v := range s.InstanceMetadata {
 		md[k] = v
 	}

@@ -195,7 +195,7 @@ func TestMembers_antiEntropyColumn(t *testing.T) {
 // /admin/status: inSync only for a peer that serves anti-entropy, the
 // failed round's error and time.
 func TestNode_antiEntropyInfo(t *testing.T) {
-	n := &Node{settings: &Settings{AntiEntropyInterval: time.Second}}
+	n := &Node{settings: &Settings{AntiEntropy: replication.AntiEntropyConfig{Interval: time.Second}}}
 	at := time.Date(2024, 6, 10, 6, 0, 0, 0, time.FixedZone("x", 3600))
 	for _, c := range []struct {
 		as    replication.AntiEntropyStats
@@ -215,7 +215,7 @@ func TestNode_antiEntropyInfo(t *testing.T) {
 			t.Errorf("%+v: error %q at %v", c.as, pi.AntiEntropyError, pi.AntiEntropyErrorAt)
 		}
 	}
-	n.settings.AntiEntropyInterval = 0
+	n.settings.AntiEntropy.Interval = 0
 	var pi httpapi.PeerInfo
 	n.antiEntropyInfo(&pi, replication.AntiEntropyStats{})
 	if pi.AntiEntropy != httpapi.AntiEntropyOff || pi.InSync != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"strings"
 	"time"
 
@@ -23,7 +22,7 @@ func (s *Settings) tlsOn() bool {
 		return false
 	}
 	return s.explicit["server.ssl.enabled"] || s.SSLCertificate != "" || s.SSLKey != "" || s.SSLTrust != "" ||
-		(s.SSLClientAuth != "" && s.SSLClientAuth != "none")
+		s.SSLClientAuth != tlsconfig.ClientAuthNone
 }
 
 // scheme is the scheme of the node's advertised URLs.
@@ -43,7 +42,7 @@ func (s *Settings) validateSecurityTransport() error {
 			return errors.New("setting server.ssl.certificate: required when TLS is on (a server.ssl.* key is set and server.ssl.enabled is not false)")
 		case s.SSLKey == "":
 			return errors.New("setting server.ssl.certificate-private-key: required with server.ssl.certificate")
-		case s.SSLTrust == "" && s.SSLClientAuth != "none":
+		case s.SSLTrust == "" && s.SSLClientAuth != tlsconfig.ClientAuthNone:
 			return fmt.Errorf("setting server.ssl.trust-certificate: required with server.ssl.client-auth = %s (client certificates are verified against it)", s.SSLClientAuth)
 		}
 	}
@@ -87,15 +86,11 @@ func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconf
 	if !s.tlsOn() {
 		return nil, nil
 	}
-	auth, err := tlsconfig.ParseClientAuth(s.SSLClientAuth)
-	if err != nil {
-		return nil, fmt.Errorf("setting server.ssl.client-auth: %w", err)
-	}
 	store, err := tlsconfig.Load(tlsconfig.Config{
 		CertFile:       s.SSLCertificate,
 		KeyFile:        s.SSLKey,
 		TrustFile:      s.SSLTrust,
-		ClientAuth:     auth,
+		ClientAuth:     s.SSLClientAuth,
 		ReloadInterval: reload,
 		Logger:         logger,
 	})
@@ -112,18 +107,13 @@ func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconf
 	return store, nil
 }
 
-// peerDialer is the connection dialer of calls to peers.
-func peerDialer(connectTimeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
-}
-
 // peerDialTLS dials https peers with the node's identity; nil when TLS is
 // off.
 func (n *Node) peerDialTLS() replication.DialTLSFunc {
 	if n.tls == nil {
 		return nil
 	}
-	return n.tls.DialTLSContext(peerDialer(n.settings.PeerConnectTimeout))
+	return n.tls.DialTLSContext(replication.PeerDialer(n.settings.Transport.ConnectTimeout))
 }
 
 // httpErrorLog routes net/http's own messages to the node's log: refused

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // pki is a CA and certificates made with `muster tls`, as an operator
@@ -343,7 +345,7 @@ func TestSettings_TLS(t *testing.T) {
 	}
 	// Spring's environment names work too.
 	s, _, err := loadSettings("", []string{"SERVER_SSL_CERTIFICATE=/c.pem", "SERVER_SSL_CERTIFICATEPRIVATEKEY=/k.pem", "SERVER_SSL_CLIENT_AUTH=want", "SERVER_SSL_TRUST_CERTIFICATE=/ca.pem"}, nil)
-	if err != nil || !s.tlsOn() || s.SSLClientAuth != "want" || s.SSLTrust != "/ca.pem" {
+	if err != nil || !s.tlsOn() || s.SSLClientAuth != tlsconfig.ClientAuthWant || s.SSLTrust != "/ca.pem" {
 		t.Errorf("from the environment: %+v, %v", s, err)
 	}
 }
