@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -345,16 +344,9 @@ func (t *HTTPTransport) AntiEntropyBytes() uint64 { return t.aeBytes.Load() }
 // postPeer posts a signed JSON body to a peer and returns the 200 answer;
 // 404 is ErrNoAntiEntropy, any other status a *StatusError.
 func (t *HTTPTransport) postPeer(ctx context.Context, p Peer, path string, body []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(p.URL, path), bytes.NewReader(body))
+	req, err := t.newPeerPost(ctx, p, path, body)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set(HeaderReplication, "true")
-	req.Header.Set("User-Agent", "Muster-Replication")
-	if t.sign != nil {
-		t.sign(req, body)
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {

@@ -128,15 +128,13 @@ func PeerDialer(connectTimeout time.Duration) *net.Dialer {
 	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 }
 
-// Send implements Transport.
-func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult, error) {
-	body, err := EncodeBatch(b)
+// newPeerPost builds a signed JSON POST to a peer's path: a replication
+// batch or an anti-entropy request, which every receiver checks the same
+// way.
+func (t *HTTPTransport) newPeerPost(ctx context.Context, p Peer, path string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(p.URL, path), bytes.NewReader(body))
 	if err != nil {
-		return BatchResult{}, fmt.Errorf("encode batch for %s: %w", p.Name, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(p.URL, "peerreplication/batch"), bytes.NewReader(body))
-	if err != nil {
-		return BatchResult{}, fmt.Errorf("batch request to %s: %w", p.Name, err)
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -144,6 +142,19 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 	req.Header.Set("User-Agent", "Muster-Replication")
 	if t.sign != nil {
 		t.sign(req, body)
+	}
+	return req, nil
+}
+
+// Send implements Transport.
+func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult, error) {
+	body, err := EncodeBatch(b)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("encode batch for %s: %w", p.Name, err)
+	}
+	req, err := t.newPeerPost(ctx, p, "peerreplication/batch", body)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("batch request to %s: %w", p.Name, err)
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
