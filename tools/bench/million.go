@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/muster-registry/muster/internal/proccontrol"
@@ -214,45 +213,18 @@ func (e *benchEnv) millionFirstFetch(mu *benchChild, label string) error {
 		pairs        []string
 	}{{"gzip JSON", benchFetchHeaders, benchFetchHeaderPairs}, {"gzip XML", benchFetchXMLHeaders, benchFetchXMLHeaderPairs}} {
 		req := loadgen.Request{Method: http.MethodGet, Path: "/eureka/apps", Header: format.header}
-		var cached, rebuild, ttfbCached, ttfbRebuild []time.Duration
-		for range reps {
-			d, err := benchFirstByte(mu, format.pairs)
-			if err != nil {
-				return err
-			}
-			ttfbCached = append(ttfbCached, d)
-			if err := benchToggle(mu, k); err != nil {
-				return err
-			}
-			k++
-			if d, err = benchFirstByte(mu, format.pairs); err != nil {
-				return err
-			}
-			ttfbRebuild = append(ttfbRebuild, d)
+		ttfbCached, ttfbRebuild, err := timeAroundChanges(mu, reps, &k, func() (time.Duration, error) { return benchFirstByte(mu, format.pairs) })
+		if err != nil {
+			return err
 		}
-		for range reps {
-			d, err := e.timeOne(mu, req)
-			if err != nil {
-				return err
-			}
-			cached = append(cached, d)
-			if err := benchToggle(mu, k); err != nil {
-				return err
-			}
-			k++
-			if d, err = e.timeOne(mu, req); err != nil {
-				return err
-			}
-			rebuild = append(rebuild, d)
+		cached, rebuild, err := timeAroundChanges(mu, reps, &k, func() (time.Duration, error) { return e.timeOne(mu, req) })
+		if err != nil {
+			return err
 		}
-		slices.Sort(cached)
-		slices.Sort(rebuild)
 		med := rebuild[len(rebuild)/2]
 		e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("first %s GET after one change (%s), median", format.name, label), Value: ms(med), Unit: "ms",
 			Target: "≤ 50 ms", Met: benchBool(med <= 50*time.Millisecond),
 			Note: fmt.Sprintf("same GET unchanged: %.1f ms; max after a change %.1f ms of %d", ms(cached[len(cached)/2]), ms(rebuild[len(rebuild)-1]), reps)})
-		slices.Sort(ttfbCached)
-		slices.Sort(ttfbRebuild)
 		e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("  its first byte after one change (%s), median", label), Value: ms(ttfbRebuild[len(ttfbRebuild)/2]), Unit: "ms",
 			Note: fmt.Sprintf("the server's share: the new snapshot and payload before the answer starts; unchanged %.1f ms; max after a change %.1f ms",
 				ms(ttfbCached[len(ttfbCached)/2]), ms(ttfbRebuild[len(ttfbRebuild)-1]))})

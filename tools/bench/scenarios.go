@@ -400,24 +400,10 @@ func (e *benchEnv) fetchAt(bare *benchChild, n int) error {
 		name string
 		req  loadgen.Request
 	}{{"gzip JSON", cfg.Next(0, 0)}, {"gzip XML", cfgXML.Next(0, 0)}} {
-		var cached, rebuild []time.Duration
-		for range reps {
-			d, err := e.timeOne(mu, format.req)
-			if err != nil {
-				return err
-			}
-			cached = append(cached, d)
-			if err := benchToggle(mu, k); err != nil {
-				return err
-			}
-			k++
-			if d, err = e.timeOne(mu, format.req); err != nil {
-				return err
-			}
-			rebuild = append(rebuild, d)
+		cached, rebuild, err := timeAroundChanges(mu, reps, &k, func() (time.Duration, error) { return e.timeOne(mu, format.req) })
+		if err != nil {
+			return err
 		}
-		slices.Sort(cached)
-		slices.Sort(rebuild)
 		med := rebuild[len(rebuild)/2]
 		e.add(benchRow{Scenario: sc, Figure: "first " + format.name + " GET after one change, median", Value: ms(med), Unit: "ms",
 			Target: "≤ 5 ms", Met: benchBool(med <= 5*time.Millisecond),
@@ -458,6 +444,31 @@ func (e *benchEnv) fetchAt(bare *benchChild, n int) error {
 		Target: "1 (the changed app's gzip JSON piece)", Met: benchBool(maxBuilds <= 1),
 		Note: fmt.Sprintf("worst of 3; p50/max latency of the 64: %s", benchDurs(waited))})
 	return e.profileDuring(mu, "fetch-"+label, cfg)
+}
+
+// timeAroundChanges measures reps times: once with the registry as it is,
+// then again right after one status change (benchToggle k, then k+1, …),
+// and returns both series sorted. *k counts the toggles, so the caller
+// can leave the toggled instance as it found it.
+func timeAroundChanges(mu *benchChild, reps int, k *int, measure func() (time.Duration, error)) (unchanged, afterChange []time.Duration, err error) {
+	for range reps {
+		d, err := measure()
+		if err != nil {
+			return nil, nil, err
+		}
+		unchanged = append(unchanged, d)
+		if err := benchToggle(mu, *k); err != nil {
+			return nil, nil, err
+		}
+		*k++
+		if d, err = measure(); err != nil {
+			return nil, nil, err
+		}
+		afterChange = append(afterChange, d)
+	}
+	slices.Sort(unchanged)
+	slices.Sort(afterChange)
+	return unchanged, afterChange, nil
 }
 
 // timeOne sends one request with the load generator's client (body
