@@ -584,6 +584,17 @@ func (e *benchEnv) delta() error {
 	if err != nil {
 		return err
 	}
+	if e.profileDir != "" {
+		stop := around()
+		err := e.profileDuring(mu, "delta", cfg)
+		stop()
+		if err == nil {
+			err = e.profileDuring(bare, "delta-ceiling", cfg)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	sc := "delta 10k"
 	e.addThroughput(sc, "delta fetches under 1 %/s churn", m, b, 0.8)
 	per := float64(m.res.BodyBytes) / float64(max(m.res.Requests, 1))
