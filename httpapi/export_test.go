@@ -18,3 +18,22 @@ func (s *Server) WatchAppVersion(app string) uint64 { return s.watch.appVersion(
 
 // WatchersHeld is how many blocking fetches are held now.
 func (s *Server) WatchersHeld() int64 { return s.watch.held.Load() }
+
+// SetChunkBytes sets the size payload chunks aim at, so that a test's small
+// registry makes several chunks; the returned func restores it.
+func SetChunkBytes(n int) (restore func()) {
+	old := chunkBytes
+	chunkBytes = n
+	return func() { chunkBytes = old }
+}
+
+// ChunkSpans reports, for tests, the apps per chunk of the registry's
+// documents (delta false) or the delta's, by format: JSON, XML, gzip JSON,
+// gzip XML.
+func (s *Server) ChunkSpans(delta bool) [4]int {
+	ps := s.pieces
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	st := &ps.spans[b2i(delta)]
+	return [4]int{st[variantJSON].span, st[variantXML].span, st[variantJSONGzNext].span, st[variantXMLGz].span}
+}

@@ -73,13 +73,23 @@ func gunzipOrFail(t *testing.T, b []byte) []byte {
 // pieces — full, delta, app and VIP; JSON and XML; plain and gzip — is byte
 // for byte what the whole-document encoders write for the same snapshot
 // (compressed ones after decompression: pieces are compressed apart, so the
-// compressed bytes differ from one deflate of the whole). 70 apps make
-// several chunks, and apps come and go, shifting them.
+// compressed bytes differ from one deflate of the whole). Chunks aim at
+// 1.5 KB here rather than 512 KiB, so that 70 apps make several chunks
+// whose span changes as the registry grows and shrinks, and apps come and
+// go, shifting them.
 func TestPayloads_incrementalMatchFromScratch(t *testing.T) {
+	defer httpapi.SetChunkBytes(1500)()
 	gzipBin, _ := exec.LookPath("gzip")
 	if gzipBin == "" {
 		t.Log("gzip not installed: checking compressed payloads with Go's reader only")
 	}
+	spans := map[[4]int]bool{}
+	defer func() {
+		t.Logf("chunk spans seen (JSON, XML, gzip JSON, gzip XML): %v", spans)
+		if len(spans) < 3 {
+			t.Errorf("chunk spans seen %v: want the span to change as the documents grow", spans)
+		}
+	}()
 	for seed := range uint64(5) {
 		n := newTestNode(t, func(c *registry.Config, _ *httpapi.Config) { c.SelfPreservation = false })
 		rng := rand.New(rand.NewPCG(seed, 11))
@@ -91,6 +101,7 @@ func TestPayloads_incrementalMatchFromScratch(t *testing.T) {
 			for _, xml := range []bool{false, true} {
 				checkDocuments(t, n, xml, seed == 0 && step == 199 && gzipBin != "")
 			}
+			spans[n.srv.ChunkSpans(false)] = true
 		}
 	}
 }

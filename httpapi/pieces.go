@@ -20,12 +20,15 @@ import (
 // encoded and compressed again, so the cost of the first read after a
 // change follows the size of what changed, not of the registry.
 //
-// So that a response is not thousands of small writes, pieces are joined
-// into chunks of chunkApps consecutive apps, each kept until one of its
-// apps changes; a response is the header, the chunks and the footer,
-// written one after the other and never copied into one buffer. A change
-// inside an app costs its piece and one chunk; an app added or removed
-// shifts the chunks after it, which are rejoined (copied, not encoded).
+// So that a response is a few large writes rather than thousands of small
+// ones, pieces are joined into chunks of consecutive apps, each kept until
+// one of its apps changes; a response is the header, the chunks and the
+// footer, written one after the other and never copied into one buffer. A
+// change inside an app costs its piece and one chunk; an app added or
+// removed shifts the chunks after it, which are rejoined (copied, not
+// encoded). How many apps a chunk joins (its span) follows the bytes of the
+// pieces, so that chunks come near chunkBytes in every format (see
+// spanLocked).
 //
 // Bytes: the plain parts of a document are exactly what
 // wire.AppendApplicationsJSON/XML write for the same snapshot. Compressed
@@ -43,9 +46,30 @@ const (
 	numVariants
 )
 
-// chunkApps is how many consecutive apps a chunk joins: 2000 apps (100k
-// instances) are ~63 writes per response, and a change rejoins ~1/63 of it.
-const chunkApps = 32
+// chunkBytes is the size chunks aim at. Each chunk is one write (a large
+// response is written in writes of up to 4 MiB, limits.go), and on
+// loopback a write costs ~10 µs beyond its bytes: a 10k-instance delta in
+// 7 chunks of ~120 KB cost the server 1.3–1.5× the CPU of the same bytes
+// in one write, in 2 chunks about 1.0×. A change rejoins (copies) one
+// chunk: 512 KiB is ~25 µs. A variable only so that tests can make chunks
+// of a few apps.
+var chunkBytes = 512 << 10
+
+// maxSpan bounds the apps of a chunk (a registry of many tiny apps).
+const maxSpan = 1 << 14
+
+// spanState is what a document kind (registry or delta, and variant)
+// learned of its pieces' size, to choose its chunks' span.
+type spanState struct {
+	span        int     // apps per chunk; 0 until the first document
+	perInstance float64 // bytes per instance in the last document
+}
+
+// firstPerInstance are guesses of the bytes per instance of each variant
+// (Spring-like instances), for the first document before any is measured.
+var firstPerInstance = [numVariants]float64{
+	variantJSON: 1200, variantXML: 1350, variantJSONGzNext: 80, variantXMLGz: 85,
+}
 
 // appPieces holds the encoded forms of one app content, each made at most
 // once (sync.Once: readers that arrive together wait for one encoding).
@@ -64,6 +88,7 @@ type pieceKey struct {
 type chunkKey struct {
 	delta   bool
 	variant int
+	span    int // apps per chunk when it was joined
 	index   int
 }
 
@@ -95,6 +120,8 @@ type pieceStore struct {
 	// last is the pieces of the latest document of apps (0) and of delta
 	// groups (1), in order (ofAll).
 	last [2][]*appPieces
+	// spans of the documents of apps (0) and of delta groups (1).
+	spans [2][numVariants]spanState
 
 	encodings atomic.Uint64 // pieces encoded, for metrics and tests
 }
@@ -178,7 +205,7 @@ func (ps *pieceStore) sweep(snap *registry.Snapshot) {
 		if k.delta {
 			n = len(snap.Delta)
 		}
-		if k.index*chunkApps >= n {
+		if k.index*k.span >= n {
 			delete(ps.chunks, k)
 		}
 	}
@@ -268,6 +295,54 @@ func (ps *pieceStore) rebaseLocked(c *chunk) {
 	c.members = nil
 }
 
+// spanLocked returns how many apps each chunk of a document of apps joins,
+// for variant v: near chunkBytes at the bytes per instance of the last
+// document of its kind (a guess for the first), in powers of two, kept
+// while it is within 2× of that ideal so that a document does not rejoin
+// every chunk for a small change in size. The chunks of an old span are
+// dropped when it changes.
+func (ps *pieceStore) spanLocked(delta bool, v int, apps []registry.AppView) int {
+	st := &ps.spans[b2i(delta)][v]
+	per := st.perInstance
+	if per == 0 {
+		per = firstPerInstance[v]
+	}
+	instances := 0
+	for _, a := range apps {
+		instances += len(a.Instances)
+	}
+	perApp := per * float64(max(instances, 1)) / float64(max(len(apps), 1))
+	ideal := float64(chunkBytes) / max(perApp, 1)
+	if st.span > 0 && float64(st.span) >= ideal/2 && float64(st.span) <= ideal*2 {
+		return st.span
+	}
+	span := 1
+	for span < maxSpan && float64(span) < ideal {
+		span *= 2
+	}
+	if old := st.span; old != span && old != 0 {
+		for k := range ps.chunks {
+			if k.delta == delta && k.variant == v && k.span == old {
+				delete(ps.chunks, k)
+			}
+		}
+	}
+	st.span = span
+	return span
+}
+
+// measuredLocked records the bytes per instance of a document just
+// assembled, for the next document's span.
+func (ps *pieceStore) measuredLocked(delta bool, v int, apps []registry.AppView, bytes int) {
+	instances := 0
+	for _, a := range apps {
+		instances += len(a.Instances)
+	}
+	if instances > 0 {
+		ps.spans[b2i(delta)][v].perInstance = float64(bytes) / float64(instances)
+	}
+}
+
 // gzFooters are the documents' footers, compressed once.
 var gzFooters = [2]gzjoin.Piece{
 	formatJSON: gzjoin.Compress([]byte(wire.ApplicationsFooterJSON)),
@@ -285,17 +360,34 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 	} else {
 		header = wire.AppendApplicationsHeaderJSON(nil, versionsDelta, hashcode)
 	}
-	chunks := (len(pcs) + chunkApps - 1) / chunkApps
-	group := func(i int) []*appPieces { return pcs[i*chunkApps : min((i+1)*chunkApps, len(pcs))] }
+	v := variantJSONGzNext
+	switch {
+	case !gz && xml:
+		v = variantXML
+	case !gz:
+		v = variantJSON
+	case xml:
+		v = variantXMLGz
+	}
+	ps.mu.Lock()
+	span := ps.spanLocked(delta, v, apps)
+	ps.mu.Unlock()
+	chunks := (len(pcs) + span - 1) / span
+	group := func(i int) []*appPieces { return pcs[i*span : min((i+1)*span, len(pcs))] }
+	measured := func(parts [][]byte) {
+		n := 0
+		for _, p := range parts {
+			n += len(p)
+		}
+		ps.mu.Lock()
+		ps.measuredLocked(delta, v, apps, n)
+		ps.mu.Unlock()
+	}
 	if !gz {
 		parts := make([][]byte, 0, chunks+2)
 		parts = append(parts, header)
-		v := variantJSON
-		if xml {
-			v = variantXML
-		}
 		for i := range chunks {
-			c := ps.chunkOf(chunkKey{delta, v, i}, group(i), func() *chunk {
+			c := ps.chunkOf(chunkKey{delta, v, span, i}, group(i), func() *chunk {
 				g := group(i)
 				n := 0
 				for _, p := range g {
@@ -320,17 +412,14 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 		} else {
 			parts = append(parts, []byte(wire.ApplicationsFooterJSON))
 		}
+		measured(parts)
 		return partsPayload(parts)
 	}
 
 	pieces := make([]gzjoin.Piece, 0, chunks+2)
 	pieces = append(pieces, gzjoin.Compress(header))
 	for i := range chunks {
-		v := variantJSONGzNext
-		if xml {
-			v = variantXMLGz
-		}
-		c := ps.chunkOf(chunkKey{delta, v, i}, group(i), func() *chunk {
+		c := ps.chunkOf(chunkKey{delta, v, span, i}, group(i), func() *chunk {
 			g := group(i)
 			gps := make([]gzjoin.Piece, len(g))
 			members := make([]chunkMember, len(g))
@@ -355,7 +444,9 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 	for _, p := range pieces {
 		parts = append(parts, p.Deflate)
 	}
-	return partsPayload(append(parts, trailer))
+	parts = append(parts, trailer)
+	measured(parts)
+	return partsPayload(parts)
 }
 
 // vipDocument assembles a VIP lookup's document (plain): an app whose
