@@ -46,7 +46,7 @@
 // nothing; handler panics become a 500 and a log line, never a crash.
 //
 // limits.go bounds what connections can hold: a body read deadline, write
-// deadlines that move with each 128 KiB written, no buffer reserved from a
+// deadlines that move with each 128 KiB the reader takes, no buffer reserved from a
 // declared Content-Length, a connection limit (LimitListener) and the
 // HTTPServer settings; muster_limit_rejections_total counts every limit met.
 package httpapi

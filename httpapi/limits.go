@@ -75,7 +75,11 @@ func (s *Server) guardConn(w http.ResponseWriter, r *http.Request) *progressWrit
 	}
 	pw := progressWriters.Get().(*progressWriter)
 	pw.ResponseWriter, pw.timeout = w, s.cfg.WriteChunkTimeout
-	pw.conn, _ = r.Context().Value(connContextKey{}).(net.Conn)
+	if r.ProtoMajor == 1 {
+		// HTTP/2 shares a connection between streams: its deadlines are
+		// per stream, so only HTTP/1 writes are watched on the connection.
+		pw.conn, _ = r.Context().Value(connContextKey{}).(net.Conn)
+	}
 	return pw
 }
 
