@@ -323,11 +323,14 @@ func TestMetrics(t *testing.T) {
 	n := newTestNode(t)
 	n.do(t, "POST", "/eureka/apps/ORDERS", springBody, jsonHeaders()...)
 	n.do(t, "PUT", "/eureka/apps/ORDERS/host-a:orders:8080", "")
+	n.do(t, "POST", "/eureka/apps/ORDERS", strings.ReplaceAll(springBody, "host-a:orders:8080", "host-b:orders:8080"), jsonHeaders()...)
+	n.do(t, "DELETE", "/eureka/apps/ORDERS/host-b:orders:8080", "")
 	body := n.do(t, "GET", "/metrics", "").body
 	for _, want := range []string{
-		"muster_registrations_total 1", "muster_renewals_total 1", "muster_cancels_total 0", "muster_evictions_total 0",
+		"muster_registrations_total 2", "muster_renewals_total 1", "muster_cancels_total 1", "muster_evictions_total 0",
+		"muster_tombstones 1", "muster_tombstones_dropped_total 0",
 		"muster_renews_threshold 1", "muster_self_preservation_active 0", "muster_instances 1",
-		`muster_http_request_duration_seconds_count{code="204",method="POST",route="/eureka/apps/:app"} 1`,
+		`muster_http_request_duration_seconds_count{code="204",method="POST",route="/eureka/apps/:app"} 2`,
 		`muster_http_request_duration_seconds_count{code="200",method="PUT",route="/eureka/apps/:app/:id"} 1`,
 	} {
 		if !strings.Contains(body, want) {

@@ -113,6 +113,7 @@ type Registry interface {
 	InstanceByID(id string) (registry.InstanceView, bool)
 	Snapshot() *registry.Snapshot
 	SelfPreservationState() registry.SelfPreservation
+	Tombstones() registry.TombstoneStats
 	Stats() registry.Stats
 	Len() int
 	Version() uint64
