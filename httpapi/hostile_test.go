@@ -452,32 +452,7 @@ func TestHostile_writeDeadlineFollowsProgress(t *testing.T) {
 		}
 	}
 	fetch := func(pause time.Duration, readEach int) (int, error) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /eureka/apps HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		total := 0
-		buf := make([]byte, 64<<10)
-		for {
-			time.Sleep(pause)
-			for want := readEach; want > 0; {
-				m, err := resp.Body.Read(buf[:min(len(buf), want)])
-				total, want = total+m, want-m
-				if err == io.EOF {
-					return total, nil
-				}
-				if err != nil {
-					return total, err // io.ErrUnexpectedEOF: the server cut the body
-				}
-			}
-		}
+		return fetchSlowly(t, &net.Dialer{}, addr, pause, readEach)
 	}
 	full := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").body)
 	// Slow but honest: 4 MB per 600 ms, well over a chunk per deadline;
@@ -625,5 +600,39 @@ func TestHostile_syncUpReadCapped(t *testing.T) {
 	}
 	if res, n := copyWith(replication.DefaultMaxSyncBodyBytes); !res.Reached || n != 50 {
 		t.Fatalf("default cap: reached %v, copied %d; want 50", res.Reached, n)
+	}
+}
+
+// fetchSlowly GETs the registry over a raw connection dialed with d and
+// reads its body readEach bytes at a time, with pause before each read. It
+// returns the bytes read; io.ErrUnexpectedEOF means the server cut the
+// body.
+func fetchSlowly(t *testing.T, d *net.Dialer, addr string, pause time.Duration, readEach int) (int, error) {
+	t.Helper()
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /eureka/apps HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	total := 0
+	buf := make([]byte, 64<<10)
+	for {
+		time.Sleep(pause)
+		for want := readEach; want > 0; {
+			m, err := resp.Body.Read(buf[:min(len(buf), want)])
+			total, want = total+m, want-m
+			if err == io.EOF {
+				return total, nil
+			}
+			if err != nil {
+				return total, err
+			}
+		}
 	}
 }

@@ -85,36 +85,11 @@ func TestHostile_largeResponsesInFewWritesKeepTheDeadlineRule(t *testing.T) {
 	// fetch reads the registry readEach bytes at a time with pause before
 	// each read, from a client whose receive buffer is small, so that the
 	// server's writes wait on the reader rather than on loopback buffers.
+	smallWindow := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+	}}
 	fetch := func(pause time.Duration, readEach int) (int, error) {
-		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
-		}}
-		c, err := d.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /eureka/apps HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		total := 0
-		buf := make([]byte, 64<<10)
-		for {
-			time.Sleep(pause)
-			for want := readEach; want > 0; {
-				m, err := resp.Body.Read(buf[:min(len(buf), want)])
-				total, want = total+m, want-m
-				if err == io.EOF {
-					return total, nil
-				}
-				if err != nil {
-					return total, err
-				}
-			}
-		}
+		return fetchSlowly(t, smallWindow, ln.Addr().String(), pause, readEach)
 	}
 
 	// A fast reader: a handful of writes, not one per 128 KiB (~90).
