@@ -146,3 +146,39 @@ func BenchmarkRegistry_SelfPreservationState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRegistry_RenewRandom renews instances in a random order, 50 per
+// app, with the renewal feed on and taken every 4096 renewals (as
+// replication takes it), at 10k and at 1M instances: what a heartbeat
+// costs the registry once its maps and leases no longer fit in the caches.
+// `-bench RenewRandom/1M` takes ~10 s and ~2 GB to set up.
+func BenchmarkRegistry_RenewRandom(b *testing.B) {
+	for _, n := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
+			r, _ := mustNewRealClock(b)
+			apps := make([]string, n)
+			ids := make([]string, n)
+			for i := range n {
+				apps[i], ids[i] = fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i)
+				in := registrytest.NewInstance(apps[i], ids[i],
+					registrytest.WithMetadata(map[string]string{"management.port": "8081", "version": "1.4.2", "zone": "eu-west-1a"}))
+				if _, err := r.Apply(registry.RegisterOp(in)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r.RenewalsReady()
+			var taken []registry.Renewal
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := uint64(0); b.Loop(); i++ {
+				k := (i * 0x9E3779B97F4A7C15 >> 17) % uint64(n)
+				if _, err := r.Apply(registry.RenewOp(apps[k], ids[k])); err != nil {
+					b.Fatal(err)
+				}
+				if i%4096 == 4095 {
+					taken = r.TakeRenewals(taken)
+				}
+			}
+		})
+	}
+}

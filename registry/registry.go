@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,11 @@ type lease struct {
 	// proven is set by the lease's first renewal (see selfpreservation.go):
 	// until then it is not held to the renewal threshold.
 	proven atomic.Bool
+	// removed is set when the lease leaves the registry (cancel or
+	// eviction; removeLocked, under the write lock). The renewal feed reads
+	// it under a read stripe to drop leases that went while they waited,
+	// without looking each one up again.
+	removed bool
 	// appRenewals is the app's renewal total (apprenewals.go), shared by
 	// the app's leases, so a heartbeat counts it without a lookup.
 	appRenewals *shardedCounter
@@ -412,7 +418,10 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 		byID := r.apps[in.App]
 		if byID == nil {
 			byID = map[string]*lease{}
-			r.apps[in.App] = byID
+			// A copy of its own: the key must not keep the first instance's
+			// strings alive, and 20k app names packed together stay in cache
+			// for every lookup where keys scattered over the heap do not.
+			r.apps[strings.Clone(in.App)] = byID
 		}
 		byID[key.ID] = l
 		r.instances++
@@ -673,6 +682,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 // copy of its instance that went into the delta and the stream.
 func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Origin, now time.Time, version uint64) *Instance {
 	r.swapDigestLocked(app, l.digest, 0)
+	l.removed = true
 	byID := r.apps[app]
 	delete(byID, id)
 	if len(byID) == 0 {

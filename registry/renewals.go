@@ -59,8 +59,10 @@ func (r *Registry) RenewalsReady() <-chan struct{} {
 // the last take, once each, with its current instance and last renewal,
 // and clears the feed. Renewals come in no particular order (pushed on one
 // stack are in push order): each is independent of the others, and a
-// lease's register always precedes it in the change stream. Leases cancelled or evicted meanwhile are left out.
-// It takes a read stripe of the registry lock only to check that.
+// lease's register always precedes it in the change stream. Leases
+// cancelled or evicted meanwhile are left out (a key registered again has a
+// new lease, pushed only when it is renewed). It takes a read stripe of the
+// registry lock only to check that.
 func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 	buf = buf[:0]
 	// Clear the wake-up flag first: a push from now on wakes the consumer
@@ -84,8 +86,8 @@ func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 			next := l.nextRenewed
 			l.nextRenewed = nil
 			l.renewPending.Store(false)
-			in := l.inst
-			if r.lookupLocked(in.App, in.ID()) == l {
+			if !l.removed {
+				in := l.inst
 				buf = append(buf, Renewal{Key: InstanceKey{in.App, in.ID()}, Instance: in, At: time.Unix(0, l.lastRenewal.Load())})
 			}
 			l = next

@@ -125,6 +125,31 @@ func TestRegistry_TakeRenewals_coalescedAndCurrent(t *testing.T) {
 	}
 }
 
+// A lease renewed, then cancelled and registered again before the take, is
+// not reported: the old lease left the registry and the new one was not
+// renewed. Once the new one is renewed it is reported once, with the new
+// instance.
+func TestRegistry_TakeRenewals_cancelledAndRegisteredAgain(t *testing.T) {
+	r, _ := mustNew(t)
+	keys := registerN(t, r, 2)
+	r.RenewalsReady()
+	renewAll(t, r, keys)
+	if _, err := r.Apply(registry.CancelOp("APP", "i-1")); err != nil {
+		t.Fatal(err)
+	}
+	again := registrytest.NewInstance("APP", "i-1", registrytest.WithMetadata(map[string]string{"generation": "2"}))
+	mustRegister(t, r, again)
+	got := r.TakeRenewals(nil)
+	if len(got) != 1 || got[0].Key != keys[0] {
+		t.Fatalf("TakeRenewals() = %+v; want i-0 only (i-1 was cancelled and registered again, not renewed)", got)
+	}
+	renewAll(t, r, keys[1:])
+	got = r.TakeRenewals(nil)
+	if len(got) != 1 || got[0].Key != keys[1] || !hasGeneration2(got[0].Instance) {
+		t.Fatalf("TakeRenewals() = %+v; want the new i-1 once", got)
+	}
+}
+
 func TestRegistry_BeginSync_tombstonesAndReplays(t *testing.T) {
 	r, _ := mustNew(t)
 	r.BeginSync()
@@ -168,4 +193,9 @@ func TestRegistry_ReadsAllowed_startUp(t *testing.T) {
 	if !r.ReadsAllowed() {
 		t.Fatal("still refusing reads after the wait")
 	}
+}
+
+func hasGeneration2(in *registry.Instance) bool {
+	v, ok := in.Metadata.Get("generation")
+	return ok && v == "2"
 }

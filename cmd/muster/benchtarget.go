@@ -44,7 +44,8 @@ func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-target", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "bench", "node name")
-	clustered := fs.Bool("cluster", false, "run memberlist on loopback with fast timings (memberlist.DefaultLocalConfig)")
+	clustered := fs.Bool("cluster", false, "run memberlist on loopback, with the timings a deployed node uses (memberlist.DefaultLANConfig)")
+	fastGossip := fs.Bool("fast-gossip", false, "with --cluster: memberlist.DefaultLocalConfig's faster timings (gossip every 100 ms instead of 200)")
 	join := fs.String("join", "", "gossip seed host:port (with --cluster)")
 	startProfile := fs.String("start-profile", "", "write a CPU profile of the start-up (syncUp included) to this file")
 	var sets stringList
@@ -76,7 +77,7 @@ func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	n, err := benchStartNode(ctx, *name, *clustered, *join, sets, stderr)
+	n, err := benchStartNode(ctx, *name, *clustered, *fastGossip, *join, sets, stderr)
 	if *startProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -129,14 +130,14 @@ func benchTargetSets(name string, clustered bool, join string) []string {
 	return sets
 }
 
-func benchStartNode(ctx context.Context, name string, clustered bool, join string, extra []string, stderr io.Writer) (*Node, error) {
+func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool, join string, extra []string, stderr io.Writer) (*Node, error) {
 	s, _, err := loadSettings("", nil, append(benchTargetSets(name, clustered, join), extra...))
 	if err != nil {
 		return nil, err
 	}
 	logger := logging.New(stderr, s.LogLevel, s.LogFormat).With().Str("node", name).Logger()
 	var opts nodeOptions
-	if clustered {
+	if clustered && fastGossip {
 		opts.memberlist = memberlist.DefaultLocalConfig()
 	}
 	n, err := newNode(s, logger, opts)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -35,10 +36,22 @@ type Mem struct {
 	Goroutines int    `json:"goroutines"` // for sanity
 }
 
+// GC is what the garbage collector has done so far in this process.
+type GC struct {
+	// Automatic counts the cycles the runtime started itself (not
+	// runtime.GC or FreeOSMemory): one means the heap has grown to its
+	// goal and been collected as it is in normal running.
+	Automatic uint64 `json:"automatic"`
+	// CPUSeconds is the CPU the collector has used in all (mark workers,
+	// assists and pauses), as the runtime counts it.
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
 // Handle adds the endpoints about this process to mux:
 //
 //	GET /cpu                user+system CPU seconds of this process
 //	GET /mem[?free=1]       heap after two GCs, RSS (optionally after FreeOSMemory)
+//	GET /gc                 automatic GC cycles and the collector's CPU so far (GC)
 //	GET /profile?seconds=N  CPU profile of this process (kind=heap: heap profile)
 func Handle(mux *http.ServeMux) {
 	mux.HandleFunc("/cpu", func(w http.ResponseWriter, r *http.Request) {
@@ -46,6 +59,9 @@ func Handle(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("/mem", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(ReadMem(r.URL.Query().Get("free") == "1"))
+	})
+	mux.HandleFunc("/gc", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(ReadGC())
 	})
 	mux.HandleFunc("/profile", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("kind") == "heap" {
@@ -90,6 +106,20 @@ func ReadMem(free bool) Mem {
 	runtime.ReadMemStats(&ms)
 	return Mem{HeapAlloc: ms.HeapAlloc, HeapInuse: ms.HeapInuse, HeapSys: ms.HeapSys,
 		RSS: rss(), Goroutines: runtime.NumGoroutine()}
+}
+
+// ReadGC reads the collector's counters without running it.
+func ReadGC() GC {
+	s := []metrics.Sample{{Name: "/gc/cycles/automatic:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	var g GC
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		g.Automatic = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindFloat64 {
+		g.CPUSeconds = s[1].Value.Float64()
+	}
+	return g
 }
 
 // rss reads VmRSS of this process from /proc/self/status (bytes; 0 where

@@ -40,6 +40,24 @@ func TestHandle_reportsCPUAndMemoryOverLoopback(t *testing.T) {
 	if m.HeapAlloc == 0 || m.HeapSys < m.HeapInuse || m.Goroutines < 2 {
 		t.Errorf("/mem = %+v", m)
 	}
+	var before GC
+	if err := json.Unmarshal(get("/gc"), &before); err != nil {
+		t.Fatal(err)
+	}
+	var sink [][]byte
+	for range 1000 {
+		sink = append(sink, make([]byte, 64<<10))
+		if len(sink) > 16 {
+			sink = sink[:0]
+		}
+	}
+	var after GC
+	if err := json.Unmarshal(get("/gc"), &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Automatic <= before.Automatic || after.CPUSeconds <= before.CPUSeconds {
+		t.Errorf("/gc before %+v, after allocating 64 MB %+v: want more automatic cycles and GC CPU", before, after)
+	}
 	if len(get("/profile?kind=heap")) == 0 {
 		t.Error("heap profile is empty")
 	}

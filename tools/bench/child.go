@@ -195,6 +195,16 @@ func (c *benchChild) mem(free bool) (proccontrol.Mem, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
+// gc reads the child's collector counters (proccontrol.GC).
+func (c *benchChild) gc() (proccontrol.GC, error) {
+	var g proccontrol.GC
+	b, err := c.ctl("GET", "/gc", nil)
+	if err != nil {
+		return g, err
+	}
+	return g, json.Unmarshal(b, &g)
+}
+
 type benchNodeStatus struct {
 	Opened    bool   `json:"opened"`
 	Peers     int    `json:"peers"`
