@@ -134,11 +134,14 @@ func (r *Registry) swapDigestLocked(app string, old, new uint64) {
 	r.dig.apps[app] += new - old
 }
 
-// setInstLocked stores in as l's instance and keeps the digests up to date.
+// setInstLocked stores in as l's instance, with what a heartbeat reads of
+// it, and keeps the digests up to date.
 func (r *Registry) setInstLocked(l *lease, in *Instance) {
 	d := InstanceDigest(in)
 	r.swapDigestLocked(in.App, l.digest, d)
 	l.inst, l.digest = in, d
+	l.renewOutcome = [2]renewOutcome{renewOutcomeOf(in, false), renewOutcomeOf(in, true)}
+	l.lastDirty, l.version = in.LastDirtyTimestamp, in.WriteVersion
 }
 
 // RootDigest is the sum of every instance's digest: equal on two nodes

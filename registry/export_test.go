@@ -47,3 +47,7 @@ func sortAppsByName(apps []AppView) {
 		sortInstances(app.Instances)
 	}
 }
+
+// SetKeyHash replaces the key index's hash (keyindex.go), so that a test
+// can make keys collide. Call it before the first write.
+func (r *Registry) SetKeyHash(h func(app, id string) uint64) { r.hashKey = h }

@@ -45,6 +45,11 @@ type GC struct {
 	// CPUSeconds is the CPU the collector has used in all (mark workers,
 	// assists and pauses), as the runtime counts it.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// AllocBytes and AllocObjects are what the process has allocated on
+	// the heap so far: between two readings, what drives the collector
+	// (a cycle starts each time the heap grows by GOGC % of the live heap).
+	AllocBytes   uint64 `json:"allocBytes"`
+	AllocObjects uint64 `json:"allocObjects"`
 }
 
 // Handle adds the endpoints about this process to mux:
@@ -110,12 +115,17 @@ func ReadMem(free bool) Mem {
 
 // ReadGC reads the collector's counters without running it.
 func ReadGC() GC {
-	s := []metrics.Sample{{Name: "/gc/cycles/automatic:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	s := []metrics.Sample{{Name: "/gc/cycles/automatic:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
-	var g GC
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		g.Automatic = s[0].Value.Uint64()
+	u := func(i int) uint64 {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			return s[i].Value.Uint64()
+		}
+		return 0
 	}
+	var g GC
+	g.Automatic, g.AllocBytes, g.AllocObjects = u(0), u(2), u(3)
 	if s[1].Value.Kind() == metrics.KindFloat64 {
 		g.CPUSeconds = s[1].Value.Float64()
 	}

@@ -275,6 +275,10 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string) error {
 	if err != nil {
 		return err
 	}
+	bigGC0, err := mu.gc()
+	if err != nil {
+		return err
+	}
 	sides, err := e.alternate([]benchRun{{target: mu, cfg: bigCfg}, {target: s, cfg: smallCfg}, {target: bare, cfg: smallCfg}})
 	if err != nil {
 		return err
@@ -283,6 +287,15 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string) error {
 	smallGC1, err := s.gc()
 	if err != nil {
 		return err
+	}
+	bigGC1, err := mu.gc()
+	if err != nil {
+		return err
+	}
+	// Heap allocated per renewal: what sets how often each node collects
+	// (the control requests between the readings are a handful).
+	allocPer := func(g0, g1 proccontrol.GC, requests uint64) float64 {
+		return float64(g1.AllocBytes-g0.AllocBytes) / float64(max(requests, 1))
 	}
 	// The 10k node collects many times a round; its GC CPU per renewal is
 	// read over the rounds (its warm-up requests are few next to them).
@@ -301,8 +314,9 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string) error {
 	e.addCompared(sc, "renewals (10k instances, same rounds)/s", sm.res.RPS(), b.res.RPS(), "req/s", "", nil, roundRatios(sm, b))
 	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("heartbeat ratio at %s ÷ ratio at 10k", label), Value: bigRatio / smallRatio, Unit: "×",
 		Target: "≥ 0.9 (unchanged)", Met: benchBool(bigRatio/smallRatio >= 0.9),
-		Note: fmt.Sprintf("%.2f against %.2f of the same-run ceiling; server CPU per renewal %.1f µs at %s, %.1f µs at 10k; %s; GC CPU per renewal %.1f µs at 10k over the rounds",
-			bigRatio, smallRatio, big.cpuPerReq(), label, sm.cpuPerReq(), warm, smallGCPer)})
+		Note: fmt.Sprintf("%.2f against %.2f of the same-run ceiling; server CPU per renewal %.1f µs at %s, %.1f µs at 10k; %s; GC CPU per renewal %.1f µs at 10k over the rounds; heap allocated per renewal %.0f B at %s, %.0f B at 10k",
+			bigRatio, smallRatio, big.cpuPerReq(), label, sm.cpuPerReq(), warm, smallGCPer,
+			allocPer(bigGC0, bigGC1, big.res.Requests), label, allocPer(smallGC0, smallGC1, sm.res.Requests))})
 	bare.stop()
 	s.stop()
 	return nil
