@@ -12,9 +12,9 @@ import (
 )
 
 // lease is the registry's record of one instance. Its fields are ordered
-// so that it fills a 128-byte size class without padding: at a million
-// instances every 16 bytes here is 16 MB, and the first 64 bytes hold
-// what a heartbeat reads.
+// so that it fills a 128-byte size class without padding (at a million
+// instances every 16 bytes here is 16 MB) and a heartbeat's lookup and
+// status check read the first 64 bytes only.
 type lease struct {
 	// inst is the current immutable instance; replaced, never modified,
 	// under Registry.mu.
