@@ -65,9 +65,9 @@ func (r *Registry) indexLocked(l *lease, key InstanceKey) {
 	r.byKey[h] = l
 }
 
-// unindexLocked removes l, the lease of key, from the index.
-func (r *Registry) unindexLocked(l *lease, key InstanceKey) {
-	h := r.hashKey(key.App, key.ID)
+// unindexLocked removes l from the index.
+func (r *Registry) unindexLocked(l *lease) {
+	h := r.hashKey(l.key.App, l.key.ID)
 	if r.byKey[h] == l {
 		delete(r.byKey, h)
 	}

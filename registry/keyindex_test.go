@@ -20,7 +20,6 @@ import (
 // trusted a slot without checking the key, or lost a key on a collision,
 // answers differently.
 func TestKeyIndex_collidingHashes(t *testing.T) {
-
 	quiet := func(c *registry.Config) { c.Logger = zerolog.Nop() }
 	real, clk := mustNew(t, selfPreservationOff, quiet)
 	weak, _ := mustNew(t, selfPreservationOff, quiet, func(c *registry.Config) { c.Now = clk.Now })
@@ -65,5 +64,35 @@ func TestKeyIndex_collidingHashes(t *testing.T) {
 				t.Errorf("%s/%s: present %v with the real hash, %v with the colliding one", app, id, okReal, okWeak)
 			}
 		}
+	}
+}
+
+// TestRenew_correctsAStatusItsOverrideContradicts: a copy taken whole from a
+// peer may hold a status its override contradicts (UP under an
+// OUT_OF_SERVICE override); the next client renewal applies the status
+// rules and stores the override's status as a visible change. The verdict
+// is copied onto the lease when the copy is stored (renewOutcome), so this
+// fails if the copy does not refresh it.
+func TestRenew_correctsAStatusItsOverrideContradicts(t *testing.T) {
+	r, _ := mustNew(t, selfPreservationOff)
+	in := registrytest.NewInstance("APP", "i-1")
+	in.OverriddenStatus = registry.StatusOutOfService
+	in.WriteVersion = 1 << 40
+	if _, err := r.Apply(registry.RegisterOp(in).From(registry.OriginAntiEntropy)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Instance("APP", "i-1"); got.Status != registry.StatusUp {
+		t.Fatalf("the copy was stored with status %s, want it whole (UP)", got.Status)
+	}
+	v0 := r.Version()
+	got, err := r.Apply(registry.RenewOp("APP", "i-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != registry.StatusOutOfService || r.Version() == v0 {
+		t.Fatalf("after a renewal: status %s, version %d → %d; want OUT_OF_SERVICE as a new version", got.Status, v0, r.Version())
+	}
+	if again, _ := r.Apply(registry.RenewOp("APP", "i-1")); again.Status != registry.StatusOutOfService {
+		t.Fatalf("the next renewal answered %s", again.Status)
 	}
 }

@@ -728,7 +728,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 	l.removed = true
 	byID := r.apps[app]
 	delete(byID, id)
-	r.unindexLocked(l, l.key)
+	r.unindexLocked(l)
 	if len(byID) == 0 {
 		delete(r.apps, app)
 		delete(r.dig.apps, app) // its sum is 0 now

@@ -45,11 +45,10 @@ type GC struct {
 	// CPUSeconds is the CPU the collector has used in all (mark workers,
 	// assists and pauses), as the runtime counts it.
 	CPUSeconds float64 `json:"cpuSeconds"`
-	// AllocBytes and AllocObjects are what the process has allocated on
-	// the heap so far: between two readings, what drives the collector
-	// (a cycle starts each time the heap grows by GOGC % of the live heap).
-	AllocBytes   uint64 `json:"allocBytes"`
-	AllocObjects uint64 `json:"allocObjects"`
+	// AllocBytes is what the process has allocated on the heap so far:
+	// between two readings, what drives the collector (a cycle starts each
+	// time the heap grows by GOGC % of the live heap).
+	AllocBytes uint64 `json:"allocBytes"`
 }
 
 // Handle adds the endpoints about this process to mux:
@@ -116,7 +115,7 @@ func ReadMem(free bool) Mem {
 // ReadGC reads the collector's counters without running it.
 func ReadGC() GC {
 	s := []metrics.Sample{{Name: "/gc/cycles/automatic:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
+		{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
 	u := func(i int) uint64 {
 		if s[i].Value.Kind() == metrics.KindUint64 {
@@ -125,7 +124,7 @@ func ReadGC() GC {
 		return 0
 	}
 	var g GC
-	g.Automatic, g.AllocBytes, g.AllocObjects = u(0), u(2), u(3)
+	g.Automatic, g.AllocBytes = u(0), u(2)
 	if s[1].Value.Kind() == metrics.KindFloat64 {
 		g.CPUSeconds = s[1].Value.Float64()
 	}
