@@ -132,13 +132,14 @@ func (e *benchEnv) million() error {
 		Note: "compare: the registration row at 10k"})
 	time.Sleep(4 * time.Second) // retention 3 s + a pruning run, as the 100k node
 
-	if err := e.millionMemory(mu, empty, n, label); err != nil {
+	cycle, err := e.millionMemory(mu, empty, n, label)
+	if err != nil {
 		return err
 	}
 	if err := e.millionFirstFetch(mu, label); err != nil {
 		return err
 	}
-	if err := e.millionHeartbeat(mu, n, label); err != nil {
+	if err := e.millionHeartbeat(mu, n, label, cycle); err != nil {
 		return err
 	}
 	return e.millionSync(mu, n, label)
@@ -147,39 +148,60 @@ func (e *benchEnv) million() error {
 // millionMemory: live heap per instance, registry and snapshot, then with
 // the gzip JSON full payload cached (the figure with a target, as at 100k),
 // then with the gzip XML one too.
-func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, label string) error {
+// benchGCCycle is what one full collection of the big node's live heap
+// cost, idle (millionMemory), for the heartbeat row to spread over renewals.
+type benchGCCycle struct {
+	cpu  time.Duration
+	heap uint64 // live heap it marked, bytes
+}
+
+func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, label string) (benchGCCycle, error) {
 	const sc = "million"
 	per := func(v, base uint64) float64 { return (float64(v) - float64(base)) / float64(n) }
 	if _, err := mu.ctl("GET", "/snapshot", nil); err != nil {
-		return err
+		return benchGCCycle{}, err
 	}
 	withSnap, err := mu.mem(true)
 	if err != nil {
-		return err
+		return benchGCCycle{}, err
 	}
 	code, gz, err := mu.api("GET", "/eureka/apps", nil, benchFetchHeaderPairs...)
 	if err != nil || code != 200 {
-		return fmt.Errorf("GET /eureka/apps: %d %v", code, err)
+		return benchGCCycle{}, fmt.Errorf("GET /eureka/apps: %d %v", code, err)
 	}
 	withJSON, err := mu.mem(true)
 	if err != nil {
-		return err
+		return benchGCCycle{}, err
 	}
 	code, gzXML, err := mu.api("GET", "/eureka/apps", nil, benchFetchXMLHeaderPairs...)
 	if err != nil || code != 200 {
-		return fmt.Errorf("GET /eureka/apps (XML): %d %v", code, err)
+		return benchGCCycle{}, fmt.Errorf("GET /eureka/apps (XML): %d %v", code, err)
 	}
 	withBoth, err := mu.mem(true)
 	if err != nil {
-		return err
+		return benchGCCycle{}, err
 	}
 	if e.profileDir != "" {
 		path := filepath.Join(e.profileDir, "million-"+label+".heap.pprof")
 		if err := mu.heapProfile(path); err != nil {
-			return err
+			return benchGCCycle{}, err
 		}
 		e.logf("   heap profile of the %s node with both payloads cached: %s", label, path)
 	}
+	// What one collection of this heap costs, idle: /mem runs two
+	// back-to-back (nothing allocated between them, so each marks the
+	// whole live heap). Under heartbeats a cycle comes once the heap has
+	// grown by as much again (GOGC=100), so this over the renewals that
+	// take gives the GC's share of a renewal without the noise of the
+	// runtime's own estimate (which counts a mark worker's time on a P
+	// even while the OS runs the load generator instead).
+	cpu0 := mu.cpu()
+	if _, err := mu.mem(false); err != nil {
+		return benchGCCycle{}, err
+	}
+	cycle := benchGCCycle{cpu: (mu.cpu() - cpu0) / 2, heap: withBoth.HeapAlloc}
+	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("CPU of one full GC cycle, idle (%s)", label), Value: float64(cycle.cpu.Microseconds()) / 1e3, Unit: "ms",
+		Note: fmt.Sprintf("two forced collections of the %.0f MB live heap, halved; %.2f µs per instance", float64(withBoth.HeapAlloc)/1e6, float64(cycle.cpu.Nanoseconds())/1e3/float64(n))})
 	const target = 1536
 	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("live heap per instance (%s): registry + snapshot", label), Value: per(withSnap.HeapAlloc, empty.HeapAlloc), Unit: "B",
 		Note: "Spring-like instances (3–5 metadata entries), delta queue pruned"})
@@ -190,7 +212,7 @@ func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, l
 	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("live heap per instance (%s): + gzip XML payload cached too", label), Value: per(withBoth.HeapAlloc, empty.HeapAlloc), Unit: "B",
 		Note: fmt.Sprintf("gzip XML %.0f MB; RSS %.0f MiB in all, %.0f B/instance over the empty node's", float64(len(gzXML))/1e6,
 			float64(withBoth.RSS)/(1<<20), per(withBoth.RSS, empty.RSS))})
-	return nil
+	return cycle, nil
 }
 
 // millionFirstFetch times the first full GET after one status change, JSON
@@ -242,7 +264,7 @@ func (e *benchEnv) millionFirstFetch(mu *benchChild, label string) error {
 
 // millionHeartbeat drives heartbeats over all the instances of the big
 // node, a 10k node and the ceiling in the same rounds.
-func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string) error {
+func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle benchGCCycle) error {
 	const sc = "million"
 	const small = 10_000
 	bare, err := e.startChild("million-bare", "bare")
@@ -309,14 +331,22 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string) error {
 		return err
 	}
 	bigRatio, smallRatio := big.res.RPS()/b.res.RPS(), sm.res.RPS()/b.res.RPS()
+	bigAlloc := allocPer(bigGC0, bigGC1, big.res.Requests)
+	// The idle cycle's CPU spread over the renewals between two cycles
+	// (the heap grows by its live size, GOGC=100, at bigAlloc a renewal).
+	cycleShare := ""
+	if cycle.cpu > 0 && bigAlloc > 0 {
+		per := float64(cycle.cpu.Nanoseconds()) / 1e3 / (float64(cycle.heap) / bigAlloc)
+		cycleShare = fmt.Sprintf("; an idle GC cycle's CPU over the renewals between two cycles: %.1f µs per renewal", per)
+	}
 	e.addCompared(sc, fmt.Sprintf("renewals (%s instances, 64 conns)/s", label), big.res.RPS(), b.res.RPS(), "req/s", "", nil,
 		fmt.Sprintf("random instances of the %s; %s", label, roundRatios(big, b)))
 	e.addCompared(sc, "renewals (10k instances, same rounds)/s", sm.res.RPS(), b.res.RPS(), "req/s", "", nil, roundRatios(sm, b))
 	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("heartbeat ratio at %s ÷ ratio at 10k", label), Value: bigRatio / smallRatio, Unit: "×",
 		Target: "≥ 0.9 (unchanged)", Met: benchBool(bigRatio/smallRatio >= 0.9),
-		Note: fmt.Sprintf("%.2f against %.2f of the same-run ceiling; server CPU per renewal %.1f µs at %s, %.1f µs at 10k; %s; GC CPU per renewal %.1f µs at 10k over the rounds; heap allocated per renewal %.0f B at %s, %.0f B at 10k",
+		Note: fmt.Sprintf("%.2f against %.2f of the same-run ceiling; server CPU per renewal %.1f µs at %s, %.1f µs at 10k; %s; GC CPU per renewal %.1f µs at 10k over the rounds; heap allocated per renewal %.0f B at %s, %.0f B at 10k%s",
 			bigRatio, smallRatio, big.cpuPerReq(), label, sm.cpuPerReq(), warm, smallGCPer,
-			allocPer(bigGC0, bigGC1, big.res.Requests), label, allocPer(smallGC0, smallGC1, sm.res.Requests))})
+			bigAlloc, label, allocPer(smallGC0, smallGC1, sm.res.Requests), cycleShare)})
 	bare.stop()
 	s.stop()
 	return nil

@@ -170,6 +170,21 @@ func (e *benchEnv) replCluster() error {
 	if _, err := e.registerFleet(single, 0, benchReplN); err != nil {
 		return err
 	}
+	// Three unclustered nodes, each with the whole fleet: the spread
+	// layout without replication or gossip, the control that separates
+	// what clustering costs from what three half-idle processes on this
+	// machine cost anyway.
+	var solos []*benchChild
+	for i := range 3 {
+		s, err := e.startChild(fmt.Sprintf("replcpu-solo-%c", 'a'+i), "muster")
+		if err != nil {
+			return err
+		}
+		if _, err := e.registerFleet(s, 0, benchReplN); err != nil {
+			return err
+		}
+		solos = append(solos, s)
+	}
 	f := benchFleetOf(benchReplN)
 	interval := time.Duration(float64(benchClusterConns) / benchClusterRate * float64(time.Second))
 	hb := func(w int, seq uint64) loadgen.Request {
@@ -234,11 +249,13 @@ func (e *benchEnv) replCluster() error {
 	// cluster serves its clients: what a request costs a node that is
 	// idle between requests.
 	thirdRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns / 3, Interval: interval, Next: hb}}
-	sides, err := e.alternate([]benchRun{singleRun, clusterRun, oneRun, thirdRun})
+	soloRun := benchRun{target: solos[0], cpuOf: solos, cfg: clusterRun.cfg,
+		drive: func(cfg loadgen.Config) (loadgen.Result, error) { return e.loadSpread(solos, cfg) }}
+	sides, err := e.alternate([]benchRun{singleRun, clusterRun, oneRun, thirdRun, soloRun})
 	if err != nil {
 		return err
 	}
-	s, c, one, third := sides[0], sides[1], sides[2], sides[3]
+	s, c, one, third, solo := sides[0], sides[1], sides[2], sides[3], sides[4]
 	for _, side := range sides {
 		if bad := side.res.NotOK(); bad > 0 {
 			return fmt.Errorf("replcpu: %d heartbeats failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
@@ -253,7 +270,9 @@ func (e *benchEnv) replCluster() error {
 		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))
 	e.addCompared(sc, "single node's CPU per client heartbeat at a third of the rate", third.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
 		fmt.Sprintf("%.0f heartbeats/s, what each node of the spread cluster serves; ceiling = the same node at %.0f/s", third.res.RPS(), s.res.RPS()))
-	for _, nd := range append(nodes, single) {
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat against three unclustered nodes", c.cpuPerReq(), solo.cpuPerReq(), "µs", "", nil,
+		fmt.Sprintf("ceiling = three standalone nodes with the fleet each, the clients spread over them alike (%.0f heartbeats/s): what replication and gossip add to the spread layout", solo.res.RPS()))
+	for _, nd := range append(append(nodes, single), solos...) {
 		nd.stop()
 	}
 	return nil
