@@ -11,7 +11,7 @@ import (
 
 // BenchmarkRegistry_GC marks a registry of Spring-like instances decoded
 // as the API decodes them: what one collection costs per instance, the
-// price every GC cycle pays at a million. `-bench GC/1M` takes ~40 s.
+// price every GC cycle pays at a million. `-bench GC/1000k` takes ~40 s.
 func BenchmarkRegistry_GC(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {

@@ -145,9 +145,6 @@ func (e *benchEnv) million() error {
 	return e.millionSync(mu, n, label)
 }
 
-// millionMemory: live heap per instance, registry and snapshot, then with
-// the gzip JSON full payload cached (the figure with a target, as at 100k),
-// then with the gzip XML one too.
 // benchGCCycle is what one full collection of the big node's live heap
 // cost, idle (millionMemory), for the heartbeat row to spread over renewals.
 type benchGCCycle struct {
@@ -155,6 +152,10 @@ type benchGCCycle struct {
 	heap uint64 // live heap it marked, bytes
 }
 
+// millionMemory: live heap per instance, registry and snapshot, then with
+// the gzip JSON full payload cached (the figure with a target, as at 100k),
+// then with the gzip XML one too; and what one full collection of that heap
+// costs.
 func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, label string) (benchGCCycle, error) {
 	const sc = "million"
 	per := func(v, base uint64) float64 { return (float64(v) - float64(base)) / float64(n) }

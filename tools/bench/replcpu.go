@@ -23,7 +23,9 @@ import (
 // applied. Cluster: three clustered nodes and one standalone node, driven
 // in alternating rounds with the same clients' heartbeats at the same
 // fixed rate, spread over the three like clients that pick a server at
-// random; the whole cluster's CPU against the single node's.
+// random; the whole cluster's CPU against the single node's, and against
+// three unclustered nodes with the clients spread over them alike (the
+// same layout without replication or gossip).
 
 const (
 	benchReplN        = 10_000
