@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -39,8 +40,10 @@ func TestArrivalSlices_matchAWalkOfTheArrivals(t *testing.T) {
 					_, _ = r.Apply(RegisterOp(inst(i)))
 				case k < 75:
 					_, _ = r.Apply(RenewOp("APP", fmt.Sprintf("i-%d", i)))
-				case k < 85:
+				case k < 83:
 					_, _ = r.Apply(CancelOp("APP", fmt.Sprintf("i-%d", i)))
+				case k < 85:
+					r.EvictExpired() // prunes the arrivals too
 				case k < 99:
 					now = now.Add(time.Duration(rng.IntN(int(cfg.RenewalRateWindow / 4))))
 				default:
@@ -60,6 +63,118 @@ func TestArrivalSlices_matchAWalkOfTheArrivals(t *testing.T) {
 					t.Fatalf("step %d: arriving %v by slices, %v by a walk", step, got, want)
 				}
 			}
+		})
+	}
+}
+
+// A mass registration followed by nothing but heartbeats: the eviction
+// runs forget its arrivals once they are two windows old, and the map that
+// held them is let go, with no registration to trigger it.
+func TestArrivals_forgottenByEvictionRunsAlone(t *testing.T) {
+	now := t0
+	cfg := DefaultConfig()
+	cfg.Now = func() time.Time { return now }
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := range n {
+		in := &Instance{InstanceID: fmt.Sprintf("i-%d", i), App: "APP", HostName: "h", IPAddr: "10.0.0.1",
+			Status: StatusUp, OverriddenStatus: StatusUnknown, DataCenterInfo: DataCenterInfo{Class: DataCenterClassDefault, Name: "MyOwn"}}
+		if _, err := r.Apply(RegisterOp(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (int, int) {
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		return len(r.arrivals), len(r.arrivalSlices)
+	}
+	if a, _ := count(); a != n {
+		t.Fatalf("after %d registrations: %d arrivals", n, a)
+	}
+	renewAll := func() {
+		for i := range n {
+			if _, err := r.Apply(RenewOp("APP", fmt.Sprintf("i-%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Within two windows the arrivals still count.
+	now = now.Add(cfg.RenewalRateWindow + time.Second)
+	renewAll()
+	r.EvictExpired()
+	if a, _ := count(); a != n {
+		t.Fatalf("one window on: %d arrivals, want all %d", a, n)
+	}
+	now = now.Add(cfg.RenewalRateWindow + time.Second)
+	renewAll()
+	r.EvictExpired()
+	if a, sl := count(); a != 0 || sl != 0 {
+		t.Fatalf("two windows on, after an eviction run: %d arrivals in %d slices, want none", a, sl)
+	}
+	if got := r.Len(); got != n {
+		t.Fatalf("%d instances, want %d (nothing expired)", got, n)
+	}
+}
+
+// Forgetting a mass of arrivals gives their memory back: a Go map keeps its
+// largest table when emptied, so the pruned map is a new one. The same
+// after OpenForTraffic, which forgets every arrival (a syncUp copy).
+func TestArrivals_prunedMapGivesItsMemoryBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("registers 100k instances")
+	}
+	for _, how := range []string{"eviction run", "open for traffic"} {
+		t.Run(how, func(t *testing.T) {
+			now := t0
+			cfg := DefaultConfig()
+			cfg.Now = func() time.Time { return now }
+			r, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 100_000
+			for i := range n {
+				in := &Instance{InstanceID: fmt.Sprintf("i-%d", i), App: fmt.Sprintf("APP-%d", i/50), HostName: "h", IPAddr: "10.0.0.1",
+					Status: StatusUp, OverriddenStatus: StatusUnknown, DataCenterInfo: DataCenterInfo{Class: DataCenterClassDefault, Name: "MyOwn"}}
+				if _, err := r.Apply(RegisterOp(in)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			heap := func() int64 {
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				return int64(ms.HeapAlloc)
+			}
+			var freed int64
+			if how == "eviction run" {
+				for range 2 {
+					now = now.Add(cfg.RenewalRateWindow + time.Second)
+					for i := range n {
+						if _, err := r.Apply(RenewOp(fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i))); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				before := heap()
+				r.EvictExpired()
+				freed = before - heap()
+			} else {
+				before := heap()
+				r.OpenForTraffic()
+				freed = before - heap()
+			}
+			if r.Len() != n {
+				t.Fatalf("%d instances left of %d", r.Len(), n)
+			}
+			// The table of 100k arrivals is ~5.6 MB (48 B slots at 7/8 load).
+			if freed < 3<<20 {
+				t.Fatalf("forgetting %d arrivals freed %d KiB, want the map's table (> 3 MiB)", n, freed>>10)
+			}
+			runtime.KeepAlive(r)
 		})
 	}
 }

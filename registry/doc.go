@@ -59,7 +59,11 @@
 //
 //   - every EvictionInterval (60 s): EvictExpired — at most
 //     size − ⌊size × 0.85⌋ expired leases per run, in random order, plus
-//     every expired lease that never renewed;
+//     every expired lease that never renewed; it also forgets the
+//     arrivals older than two windows, which otherwise only the next
+//     registration would (a fleet that registered together and then only
+//     renews would keep them, a map entry and a pointer per instance for
+//     every GC cycle to follow);
 //   - every RenewThresholdUpdateInterval (15 min): UpdateRenewThreshold;
 //   - every DeltaRetentionInterval (30 s): PruneDeltas drops changes older
 //     than DeltaRetention (3 min) from the delta.

@@ -43,6 +43,7 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
 	r.lastEvictionAt = now
 	r.tombs.prune(now)
+	r.pruneArrivalsLocked(now)
 	sp := r.selfPreservationLocked(now)
 	transition := sp.Active != r.spActive
 	r.spActive = sp.Active

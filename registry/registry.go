@@ -135,6 +135,7 @@ type Registry struct {
 	expected       float64            // expected renewals per minute
 	arrivals       map[*lease]arrival // new leases of the last two windows
 	arrivalsPruned time.Time          // when arrivals last lost its old entries
+	arrivalsPeak   int                // most entries arrivals held since it was last rebuilt
 	// arrivalSlices sums the arrivals by slice of the renewal rate, so
 	// that SelfPreservationState adds a few dozen sums instead of walking
 	// every arrival (selfpreservation.go). The map changes under mu held

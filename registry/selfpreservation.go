@@ -170,18 +170,49 @@ func (s *arrivalSlice) countProven(rate float64, sign int) {
 	s.proven += float64(sign) * rate
 }
 
-// addArrivalLocked records a new lease, and once a window forgets the
-// arrivals too old to matter (older than two windows).
-func (r *Registry) addArrivalLocked(l *lease, a arrival) {
-	if a.at.Sub(r.arrivalsPruned) >= r.cfg.RenewalRateWindow {
-		cutoff := a.at.Add(-2 * r.cfg.RenewalRateWindow)
-		for k, old := range r.arrivals {
-			if old.at.Before(cutoff) {
-				r.dropArrivalLocked(k, old)
-			}
-		}
-		r.arrivalsPruned = a.at
+// pruneArrivalsLocked forgets, at most once a window, the arrivals too old
+// to matter (older than two windows). Both a new arrival and every
+// eviction run call it: a mass registration followed by nothing but
+// heartbeats (a fleet that came up together, a syncUp copy) must not keep
+// its arrivals, ~115 MB and a million pointers at 1M for the collector to
+// follow every cycle, until the next registration comes. A map that
+// emptied out to under a quarter of its peak is rebuilt, since a Go map
+// keeps its largest table.
+func (r *Registry) pruneArrivalsLocked(now time.Time) {
+	if now.Sub(r.arrivalsPruned) < r.cfg.RenewalRateWindow {
+		return
 	}
+	r.arrivalsPruned = now
+	if len(r.arrivals) == 0 && r.arrivalsPeak == 0 {
+		return
+	}
+	cutoff := now.Add(-2 * r.cfg.RenewalRateWindow)
+	for k, old := range r.arrivals {
+		if old.at.Before(cutoff) {
+			r.dropArrivalLocked(k, old)
+		}
+	}
+	if len(r.arrivals) < r.arrivalsPeak/4 {
+		r.resetArrivalsLocked(r.arrivals)
+	}
+}
+
+// resetArrivalsLocked makes arrivals a new map holding keep's entries (nil:
+// none), sized for them. Not maps.Clone or clear, which keep the table's
+// size.
+func (r *Registry) resetArrivalsLocked(keep map[*lease]arrival) {
+	m := make(map[*lease]arrival, len(keep))
+	for l, a := range keep {
+		m[l] = a
+	}
+	r.arrivals = m
+	r.arrivalsPeak = len(m)
+}
+
+// addArrivalLocked records a new lease (and prunes the old ones once a
+// window).
+func (r *Registry) addArrivalLocked(l *lease, a arrival) {
+	r.pruneArrivalsLocked(a.at)
 	a.slice = r.renewals.sliceAt(a.at)
 	slice := r.arrivalSlices[a.slice]
 	if slice == nil {
@@ -195,6 +226,7 @@ func (r *Registry) addArrivalLocked(l *lease, a arrival) {
 		r.arrivalMu.Unlock()
 	}
 	r.arrivals[l] = a
+	r.arrivalsPeak = max(r.arrivalsPeak, len(r.arrivals))
 }
 
 // dropArrivalLocked forgets l's arrival a.
@@ -263,7 +295,7 @@ func (r *Registry) OpenForTraffic() int {
 	r.renewals.Reset(now)
 	// The first window is a warm-up in which nothing is evicted, so what
 	// arrived before it is due a full window of renewals after it.
-	clear(r.arrivals)
+	r.resetArrivalsLocked(nil) // a syncUp copy may have filled it
 	clear(r.arrivalSlices)
 	n := r.instances
 	r.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/registry"
 )
 
 // ceilingCmd is `bench ceiling`: the best this machine can do, started by
@@ -34,9 +36,15 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench ceiling", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.String("name", "bench", "name of the server (for its log)")
+	hold := fs.Int("hold", 0, "hold a registry of this many fleet instances that the routes never touch: the heap of a node that size, for the route to be measured beside")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	held, err := benchHoldRegistry(*hold)
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(held)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -66,6 +74,47 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	_ = ctlSrv.Close()
 	return srv.Shutdown(sctx)
+}
+
+// benchHoldRegistry builds a registry of instances [0, n) of the bench
+// fleet, decoded as the API decodes them, and settles it as a node that
+// has run a while would be (the eviction runs two renewal windows later
+// have forgotten the arrivals, the delta is pruned, a snapshot is built): what a node of that size holds, for the
+// collector to mark and the allocator to work around, without anything a
+// request reads. nil for n = 0.
+func benchHoldRegistry(n int) (*registry.Registry, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	now := time.Now()
+	cfg := registry.DefaultConfig()
+	cfg.Now = func() time.Time { return now }
+	r, err := registry.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]registry.InstanceKey, n)
+	for i := range n {
+		in := benchInstance(i)
+		if _, err := r.Apply(registry.RegisterOp(in)); err != nil {
+			return nil, err
+		}
+		keys[i] = registry.InstanceKey{App: in.App, ID: in.ID()}
+	}
+	for range 2 {
+		now = now.Add(cfg.RenewalRateWindow + time.Second)
+		for _, k := range keys {
+			if _, err := r.Apply(registry.RenewOp(k.App, k.ID)); err != nil {
+				return nil, err
+			}
+		}
+		r.EvictExpired()
+	}
+	// The delta queue pruned, as the 1M node's is when it is measured.
+	now = now.Add(cfg.DeltaRetention + time.Second)
+	r.PruneDeltas()
+	r.Snapshot()
+	return r, nil
 }
 
 // benchStartBare serves the ceiling: echo, no middleware, handlers that do
