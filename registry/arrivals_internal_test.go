@@ -71,21 +71,9 @@ func TestArrivalSlices_matchAWalkOfTheArrivals(t *testing.T) {
 // runs forget its arrivals once they are two windows old, and the map that
 // held them is let go, with no registration to trigger it.
 func TestArrivals_forgottenByEvictionRunsAlone(t *testing.T) {
-	now := t0
-	cfg := DefaultConfig()
-	cfg.Now = func() time.Time { return now }
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 2000
-	for i := range n {
-		in := &Instance{InstanceID: fmt.Sprintf("i-%d", i), App: "APP", HostName: "h", IPAddr: "10.0.0.1",
-			Status: StatusUp, OverriddenStatus: StatusUnknown, DataCenterInfo: DataCenterInfo{Class: DataCenterClassDefault, Name: "MyOwn"}}
-		if _, err := r.Apply(RegisterOp(in)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := registerArrivalsFleet(t, n)
+	r := f.r
 	count := func() (int, int) {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
@@ -94,22 +82,13 @@ func TestArrivals_forgottenByEvictionRunsAlone(t *testing.T) {
 	if a, _ := count(); a != n {
 		t.Fatalf("after %d registrations: %d arrivals", n, a)
 	}
-	renewAll := func() {
-		for i := range n {
-			if _, err := r.Apply(RenewOp("APP", fmt.Sprintf("i-%d", i))); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// Within two windows the arrivals still count.
-	now = now.Add(cfg.RenewalRateWindow + time.Second)
-	renewAll()
+	f.windowOfRenewals(t)
 	r.EvictExpired()
 	if a, _ := count(); a != n {
 		t.Fatalf("one window on: %d arrivals, want all %d", a, n)
 	}
-	now = now.Add(cfg.RenewalRateWindow + time.Second)
-	renewAll()
+	f.windowOfRenewals(t)
 	r.EvictExpired()
 	if a, sl := count(); a != 0 || sl != 0 {
 		t.Fatalf("two windows on, after an eviction run: %d arrivals in %d slices, want none", a, sl)
@@ -128,21 +107,9 @@ func TestArrivals_prunedMapGivesItsMemoryBack(t *testing.T) {
 	}
 	for _, how := range []string{"eviction run", "open for traffic"} {
 		t.Run(how, func(t *testing.T) {
-			now := t0
-			cfg := DefaultConfig()
-			cfg.Now = func() time.Time { return now }
-			r, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
 			const n = 100_000
-			for i := range n {
-				in := &Instance{InstanceID: fmt.Sprintf("i-%d", i), App: fmt.Sprintf("APP-%d", i/50), HostName: "h", IPAddr: "10.0.0.1",
-					Status: StatusUp, OverriddenStatus: StatusUnknown, DataCenterInfo: DataCenterInfo{Class: DataCenterClassDefault, Name: "MyOwn"}}
-				if _, err := r.Apply(RegisterOp(in)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f := registerArrivalsFleet(t, n)
+			r := f.r
 			heap := func() int64 {
 				runtime.GC()
 				var ms runtime.MemStats
@@ -151,14 +118,8 @@ func TestArrivals_prunedMapGivesItsMemoryBack(t *testing.T) {
 			}
 			var freed int64
 			if how == "eviction run" {
-				for range 2 {
-					now = now.Add(cfg.RenewalRateWindow + time.Second)
-					for i := range n {
-						if _, err := r.Apply(RenewOp(fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i))); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
+				f.windowOfRenewals(t)
+				f.windowOfRenewals(t)
 				before := heap()
 				r.EvictExpired()
 				freed = before - heap()
@@ -176,5 +137,45 @@ func TestArrivals_prunedMapGivesItsMemoryBack(t *testing.T) {
 			}
 			runtime.KeepAlive(r)
 		})
+	}
+}
+
+// arrivalsFleet is a registry on a clock the test moves, with n instances
+// (50 an app) registered at t0 and nothing else.
+type arrivalsFleet struct {
+	r   *Registry
+	cfg Config
+	now *time.Time
+	n   int
+}
+
+func registerArrivalsFleet(t *testing.T, n int) arrivalsFleet {
+	t.Helper()
+	now := t0
+	cfg := DefaultConfig()
+	cfg.Now = func() time.Time { return now }
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		in := &Instance{InstanceID: fmt.Sprintf("i-%d", i), App: fmt.Sprintf("APP-%d", i/50), HostName: "h", IPAddr: "10.0.0.1",
+			Status: StatusUp, OverriddenStatus: StatusUnknown, DataCenterInfo: DataCenterInfo{Class: DataCenterClassDefault, Name: "MyOwn"}}
+		if _, err := r.Apply(RegisterOp(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return arrivalsFleet{r: r, cfg: cfg, now: &now, n: n}
+}
+
+// windowOfRenewals moves the clock one renewal window (and a second) on and
+// renews every instance, so none expires and every one is proven.
+func (f arrivalsFleet) windowOfRenewals(t *testing.T) {
+	t.Helper()
+	*f.now = f.now.Add(f.cfg.RenewalRateWindow + time.Second)
+	for i := range f.n {
+		if _, err := f.r.Apply(RenewOp(fmt.Sprintf("APP-%d", i/50), fmt.Sprintf("i-%d", i))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
