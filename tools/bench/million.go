@@ -384,7 +384,7 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle b
 
 // millionWarm drives heartbeats at the big node until it has settled and
 // its runtime has run a GC cycle of its own after that, and says what
-// that cycle cost per renewal.
+// that cycle cost.
 //
 // Settled: the registry keeps the arrivals of the last two renewal
 // windows (self-preservation's allowance for new leases), so right after
@@ -437,9 +437,9 @@ func (e *benchEnv) millionWarm(mu *benchChild, cfg loadgen.Config, settled time.
 		}
 		if gc.Automatic > gc0.Automatic {
 			cpu := mu.cpu() - cpu0
-			return fmt.Sprintf("warmed with %d renewals over %.0f s, until its arrivals were forgotten and then its first GC cycle (%d cycles over the last %d renewals): GC CPU per renewal over it %.1f µs of %.1f µs in all",
+			return fmt.Sprintf("warmed with %d renewals over %.0f s, until its arrivals were forgotten and then its first GC cycle (%d cycles in the last %d renewals, %.1f s of GC CPU by the runtime's estimate, %.1f s of CPU in all)",
 				renewals, time.Since(t0).Seconds(), gc.Automatic-gc0.Automatic, sinceSettled,
-				(gc.CPUSeconds-gc0.CPUSeconds)*1e6/float64(sinceSettled), cpu.Seconds()*1e6/float64(sinceSettled)), nil
+				gc.CPUSeconds-gc0.CPUSeconds, cpu.Seconds()), nil
 		}
 	}
 	return fmt.Sprintf("no GC cycle in %d renewals over %.0f s of warm-up", renewals, time.Since(t0).Seconds()), nil
