@@ -78,10 +78,11 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 
 // benchHoldRegistry builds a registry of instances [0, n) of the bench
 // fleet, decoded as the API decodes them, and settles it as a node that
-// has run a while would be (the eviction runs two renewal windows later
-// have forgotten the arrivals, the delta is pruned, a snapshot is built): what a node of that size holds, for the
-// collector to mark and the allocator to work around, without anything a
-// request reads. nil for n = 0.
+// has run a while would be: the eviction runs two renewal windows later
+// have forgotten the arrivals, the delta is pruned, a snapshot is built.
+// That is what a node of that size holds, for the collector to mark and
+// the allocator to work around, without anything a request reads. nil
+// for n = 0.
 func benchHoldRegistry(n int) (*registry.Registry, error) {
 	if n == 0 {
 		return nil, nil
