@@ -11,50 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// AdminStatus is the body of GET /admin/status: what an operator or a test
-// needs to know about one node at a glance.
-type AdminStatus struct {
-	Node             string              `json:"node"`
-	Zone             string              `json:"zone"`
-	URL              string              `json:"url,omitempty"`
-	Version          string              `json:"version,omitempty"`
-	OpenForTraffic   bool                `json:"openForTraffic"`
-	UptimeSeconds    int64               `json:"uptimeSeconds"`
-	SelfPreservation SelfPreservationDoc `json:"selfPreservation"`
-	Registry         RegistryDoc         `json:"registry"`
-	Peers            []PeerInfo          `json:"peers"`
-	Security         Security            `json:"security"`
-}
-
-// SelfPreservationDoc is the self-preservation part of AdminStatus.
-type SelfPreservationDoc struct {
-	Enabled                bool    `json:"enabled"`
-	Active                 bool    `json:"active"`
-	WarmingUp              bool    `json:"warmingUp"`
-	LeaseExpirationEnabled bool    `json:"leaseExpirationEnabled"`
-	ExpectedRenewsPerMin   float64 `json:"expectedRenewsPerMin"`
-	RenewsThreshold        int64   `json:"renewsThreshold"`
-	RenewsLastMin          int64   `json:"renewsLastMin"`
-	ArrivingRenewsPerMin   float64 `json:"arrivingRenewsPerMin"`
-	UnprovenRenewsPerMin   float64 `json:"unprovenRenewsPerMin"`
-}
-
-// RegistryDoc is the registry part of AdminStatus.
-type RegistryDoc struct {
-	Apps         int    `json:"apps"`
-	Instances    int    `json:"instances"`
-	Version      uint64 `json:"version"`
-	AppsHashcode string `json:"appsHashcode"`
-	// Digest is anti-entropy's root digest (16 hex digits): two nodes
-	// with the same one hold the same instances, every client-visible
-	// field and write version alike. Omitted without anti-entropy.
-	Digest        string `json:"digest,omitempty"`
-	Registrations uint64 `json:"registrations"`
-	Renewals      uint64 `json:"renewals"`
-	Cancels       uint64 `json:"cancels"`
-	Evictions     uint64 `json:"evictions"`
-}
-
 func (s *Server) status() AdminStatus {
 	sp := s.reg.SelfPreservationState()
 	snap := s.reg.Snapshot()

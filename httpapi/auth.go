@@ -19,22 +19,6 @@ import (
 	"github.com/muster-registry/muster/replication"
 )
 
-// Security is how the node is protected, as /admin/status and the
-// dashboard report it.
-type Security struct {
-	Auth            bool   `json:"auth"`            // clients need HTTP Basic credentials
-	TLS             bool   `json:"tls"`             // the API is served over HTTPS
-	ClientAuth      string `json:"clientAuth"`      // TLS client certificates: none, want or need
-	PeerAuth        bool   `json:"peerAuth"`        // peers sign their requests (cluster.peer-secret)
-	GossipEncrypted bool   `json:"gossipEncrypted"` // memberlist traffic is encrypted (cluster.secret-key)
-}
-
-// Open tells whether anyone who reaches the port may change the registry:
-// no credentials are asked for, and no client certificate either
-// (server.ssl.client-auth need admits only holders of the CA's
-// certificates).
-func (s Security) Open() bool { return !s.Auth && !(s.TLS && s.ClientAuth == "need") }
-
 // access is what a route needs.
 type access int
 

@@ -27,64 +27,6 @@ type NodeInfo struct {
 	Version     string // Muster's version
 }
 
-// PeerInfo is one peer as the dashboard and /admin/status show it.
-type PeerInfo struct {
-	Name            string `json:"name"`
-	Zone            string `json:"zone"`
-	URL             string `json:"url"`
-	State           string `json:"state"` // memberlist's words: alive, suspect, dead, left; "static" for configured URLs
-	QueueDepth      int    `json:"queueDepth"`
-	LastBatchMillis int64  `json:"lastBatchMillis"`
-	LastError       string `json:"lastError,omitempty"`
-	// Anti-entropy with this peer. AntiEntropy is its state in one word:
-	// AntiEntropyOff, or replication's AEPending, AEInSync, AEDivergent,
-	// AEFailing (the last round failed: unknown, so not in sync) or
-	// AEUnsupported (a Java Eureka server). InSync is true only in
-	// AEInSync, and omitted when anti-entropy does not apply (off,
-	// unsupported). LastAntiEntropy is when the last round that ran
-	// through ended (omitted if none has yet); AntiEntropyError and
-	// AntiEntropyErrorAt the last failed round's error and time, kept after
-	// later good rounds. Repairs counts what this node took from the peer
-	// since start (adopted, replaced or cancelled instances).
-	AntiEntropy        string     `json:"antiEntropy,omitempty"`
-	InSync             *bool      `json:"inSync,omitempty"`
-	LastAntiEntropy    *time.Time `json:"lastAntiEntropy,omitempty"`
-	AntiEntropyError   string     `json:"antiEntropyError,omitempty"`
-	AntiEntropyErrorAt *time.Time `json:"antiEntropyErrorAt,omitempty"`
-	Repairs            uint64     `json:"repairs"`
-}
-
-// AntiEntropyOff is PeerInfo.AntiEntropy on a node whose anti-entropy is
-// turned off (muster.anti-entropy-interval-ms 0).
-const AntiEntropyOff = "off"
-
-// SyncLabel is the anti-entropy verdict as the console and the CLI show
-// it, and whether it is good, bad or neither ("ok", "bad", "").
-func (p PeerInfo) SyncLabel() (text, class string) {
-	switch p.AntiEntropy {
-	case replication.AEInSync:
-		return "in sync", "ok"
-	case replication.AEDivergent:
-		return "not in sync", "bad"
-	case replication.AEFailing:
-		return "not in sync (round failed)", "bad"
-	case replication.AEPending:
-		return "pending", ""
-	case replication.AEUnsupported:
-		return "n/a (Eureka peer)", ""
-	case AntiEntropyOff:
-		return "n/a (anti-entropy off)", ""
-	}
-	// A node from before the state was reported.
-	switch {
-	case p.InSync == nil:
-		return "n/a", ""
-	case *p.InSync:
-		return "in sync", "ok"
-	}
-	return "not in sync", "bad"
-}
-
 // AntiEntropyStats is what /metrics reads from anti-entropy.
 type AntiEntropyStats interface {
 	Stats() []replication.AntiEntropyStats

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -53,7 +53,7 @@ func membersCmd(args []string, stdout io.Writer) error {
 // fetchStatus parses the common flags and reads /admin/status. Credentials
 // come from the URL (http://user:pass@host:8761), as in a Spring client's
 // service URL; they go only to that host and never into messages.
-func fetchStatus(name string, args []string) (st httpapi.AdminStatus, raw []byte, asJSON bool, err error) {
+func fetchStatus(name string, args []string) (st ops.AdminStatus, raw []byte, asJSON bool, err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	def := probeDefaults(os.Environ()) // in a node's container: its scheme, port and certificates
 	rawURL := fs.String("url", strings.TrimSuffix(def.url, "/readyz"), "the node: its base URL or Eureka URL, with user:pass@ when auth is on")
@@ -168,7 +168,7 @@ func (t *table) flush() {
 	}
 }
 
-func writeStatus(w io.Writer, st httpapi.AdminStatus) {
+func writeStatus(w io.Writer, st ops.AdminStatus) {
 	t := newTable(w)
 	tw := t.tw
 	row := func(label, format string, a ...any) {
@@ -200,22 +200,22 @@ func writeStatus(w io.Writer, st httpapi.AdminStatus) {
 		sp.RenewsLastMin, sp.RenewsThreshold, sp.ExpectedRenewsPerMin, sp.ArrivingRenewsPerMin)
 	row("Peers", "%s", peerSummary(st.Peers))
 	if len(st.Peers) > 0 {
-		row("Anti-entropy", "%s", countInOrder(st.Peers, func(p httpapi.PeerInfo) string { text, _ := p.SyncLabel(); return text }))
+		row("Anti-entropy", "%s", countInOrder(st.Peers, func(p ops.PeerInfo) string { text, _ := p.SyncLabel(); return text }))
 	}
 	t.flush()
 }
 
 // peerSummary counts peers by state: "3: 2 alive, 1 suspect".
-func peerSummary(peers []httpapi.PeerInfo) string {
+func peerSummary(peers []ops.PeerInfo) string {
 	if len(peers) == 0 {
 		return "none (a single node)"
 	}
-	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), countInOrder(peers, func(p httpapi.PeerInfo) string { return p.State }))
+	return fmt.Sprintf("%d: %s (muster members lists them)", len(peers), countInOrder(peers, func(p ops.PeerInfo) string { return p.State }))
 }
 
 // countInOrder counts peers by a word, in the order the words first come:
 // "2 alive, 1 suspect".
-func countInOrder(peers []httpapi.PeerInfo, word func(httpapi.PeerInfo) string) string {
+func countInOrder(peers []ops.PeerInfo, word func(ops.PeerInfo) string) string {
 	var order []string
 	count := map[string]int{}
 	for _, p := range peers {
@@ -232,7 +232,7 @@ func countInOrder(peers []httpapi.PeerInfo, word func(httpapi.PeerInfo) string) 
 	return strings.Join(parts, ", ")
 }
 
-func writeMembers(w io.Writer, st httpapi.AdminStatus) {
+func writeMembers(w io.Writer, st ops.AdminStatus) {
 	t := newTable(w)
 	tw := t.tw
 	fmt.Fprintln(tw, "NAME\tZONE\tSTATE\tQUEUE\tLAST BATCH\tIN SYNC\tURL\tLAST ERROR")
@@ -254,7 +254,7 @@ func writeMembers(w io.Writer, st httpapi.AdminStatus) {
 // syncColumn is anti-entropy's verdict: yes when its last round with the
 // peer found nothing different, no (and why when the round failed), pending
 // before the first round, n/a for a Eureka peer or with anti-entropy off.
-func syncColumn(p httpapi.PeerInfo) string {
+func syncColumn(p ops.PeerInfo) string {
 	text, class := p.SyncLabel()
 	switch {
 	case class == "ok":
@@ -267,7 +267,7 @@ func syncColumn(p httpapi.PeerInfo) string {
 
 // peerError is the last replication error, else the failing anti-entropy
 // round's.
-func peerError(p httpapi.PeerInfo) string {
+func peerError(p ops.PeerInfo) string {
 	if p.LastError == "" && p.AntiEntropy == replication.AEFailing {
 		return "anti-entropy: " + p.AntiEntropyError
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/tools/simclient"
 )
@@ -136,8 +136,8 @@ func hostGet(ctx context.Context, url string, accept ...string) ([]byte, error) 
 	return body, nil
 }
 
-func (b *bench) nodeStatus(ctx context.Context, node string) (httpapi.AdminStatus, error) {
-	var st httpapi.AdminStatus
+func (b *bench) nodeStatus(ctx context.Context, node string) (ops.AdminStatus, error) {
+	var st ops.AdminStatus
 	body, err := b.get(ctx, node, nodeBase+"/admin/status")
 	if err != nil {
 		return st, err

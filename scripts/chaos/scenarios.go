@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/tools/simclient"
 )
 
 const emergency = "EMERGENCY! EUREKA MAY BE INCORRECTLY CLAIMING INSTANCES ARE UP"
 
-func statuses(ctx context.Context, b *bench, names ...string) (map[string]httpapi.AdminStatus, error) {
-	out := map[string]httpapi.AdminStatus{}
+func statuses(ctx context.Context, b *bench, names ...string) (map[string]ops.AdminStatus, error) {
+	out := map[string]ops.AdminStatus{}
 	for _, n := range names {
 		st, err := b.nodeStatus(ctx, n)
 		if err != nil {
