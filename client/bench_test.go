@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/client"
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // BenchmarkWatch_blockingDelivery measures the time from a change on a
@@ -27,7 +28,7 @@ func BenchmarkWatch_blockingDelivery(b *testing.B) {
 	var total time.Duration
 	b.ResetTimer()
 	for i := range b.N {
-		waitFor(b, "a held request", func() bool { return stub.heldNow() == 1 })
+		testwait.True(b, waitTimeout, "a held request", func() bool { return stub.heldNow() == 1 })
 		start := time.Now()
 		stub.set("ORDERS", fmt.Sprint("o-", i+1))
 		<-ch

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/client"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -61,10 +62,10 @@ func TestRegistration_lifecycle(t *testing.T) {
 		t.Fatalf("renewals after 29 s = %d, want 0", got)
 	}
 	clk.Advance(time.Second)
-	waitFor(t, "first heartbeat", func() bool { return n.reg.Stats().Renewals == 1 })
+	testwait.True(t, waitTimeout, "first heartbeat", func() bool { return n.reg.Stats().Renewals == 1 })
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
-	waitFor(t, "second heartbeat", func() bool { return n.reg.Stats().Renewals == 2 })
+	testwait.True(t, waitTimeout, "second heartbeat", func() bool { return n.reg.Stats().Renewals == 2 })
 
 	// The node loses the instance: the next heartbeat gets 404 and the
 	// registration registers again.
@@ -73,10 +74,10 @@ func TestRegistration_lifecycle(t *testing.T) {
 	}
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
-	waitFor(t, "re-registration", func() bool { _, ok := n.reg.Instance("ORDERS", id); return ok })
+	testwait.True(t, waitTimeout, "re-registration", func() bool { _, ok := n.reg.Instance("ORDERS", id); return ok })
 	// The node stores the instance before the client has read its answer
 	// and counted the registration: wait for the count itself.
-	waitFor(t, "re-registration counted", func() bool { s := c.Stats(); return s.ReRegistrations == 1 && s.Registrations == 2 })
+	testwait.True(t, waitTimeout, "re-registration counted", func() bool { s := c.Stats(); return s.ReRegistrations == 1 && s.Registrations == 2 })
 	if s := c.Stats(); s.Registrations != 2 || s.Heartbeats != 2 {
 		t.Errorf("stats %+v, want 2 registrations and 2 accepted heartbeats", s)
 	}
@@ -134,7 +135,7 @@ func TestRegistration_statusAndOverride(t *testing.T) {
 	// The override wins over heartbeats.
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
-	waitFor(t, "heartbeat", func() bool { return n.reg.Stats().Renewals == 1 })
+	testwait.True(t, waitTimeout, "heartbeat", func() bool { return n.reg.Stats().Renewals == 1 })
 	if got := status(); got != registry.StatusOutOfService {
 		t.Fatalf("status after a heartbeat = %s, want the override", got)
 	}
@@ -149,7 +150,7 @@ func TestRegistration_statusAndOverride(t *testing.T) {
 	}
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
-	waitFor(t, "re-registration as UP", func() bool { return status() == registry.StatusUp })
+	testwait.True(t, waitTimeout, "re-registration as UP", func() bool { return status() == registry.StatusUp })
 
 	err = c.SetStatusOverride(ctx, "BILLING", "nobody", client.StatusDown)
 	if !errors.Is(err, client.ErrNotRegistered) {

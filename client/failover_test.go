@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/client"
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // TestClient_failover_killedServer kills the server a registration talks
@@ -32,7 +33,7 @@ func TestClient_failover_killedServer(t *testing.T) {
 
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
-	waitFor(t, "registration on the second server", func() bool { _, ok := b.reg.Instance("ORDERS", id); return ok })
+	testwait.True(t, waitTimeout, "registration on the second server", func() bool { _, ok := b.reg.Instance("ORDERS", id); return ok })
 	if s := c.Stats(); s.Failovers != 1 {
 		t.Fatalf("failovers = %d, want 1", s.Failovers)
 	}
@@ -43,7 +44,7 @@ func TestClient_failover_killedServer(t *testing.T) {
 	for i := range 3 {
 		clk.BlockUntil(t, 1)
 		clk.Advance(30 * time.Second)
-		waitFor(t, "heartbeat on the second server", func() bool { return b.reg.Stats().Renewals == uint64(i+1) })
+		testwait.True(t, waitTimeout, "heartbeat on the second server", func() bool { return b.reg.Stats().Renewals == uint64(i+1) })
 	}
 	if s := c.Stats(); s.Failovers != 1 {
 		t.Fatalf("failovers = %d after more heartbeats, want 1", s.Failovers)
@@ -102,18 +103,18 @@ func TestClient_failover_zones(t *testing.T) {
 	nearFlaky.down.Store(true)
 	clk.BlockUntil(t, 1)
 	clk.Advance(30 * time.Second)
-	waitFor(t, "failover to the other zone", func() bool { _, ok := far.reg.Instance("ORDERS", id); return ok })
+	testwait.True(t, waitTimeout, "failover to the other zone", func() bool { _, ok := far.reg.Instance("ORDERS", id); return ok })
 	nearFlaky.down.Store(false)
 
 	// Before ZoneRetryInterval the client stays where it works.
 	for i := range 2 {
 		clk.BlockUntil(t, 1)
 		clk.Advance(30 * time.Second)
-		waitFor(t, "heartbeat in the other zone", func() bool { return far.reg.Stats().Renewals == uint64(i+1) })
+		testwait.True(t, waitTimeout, "heartbeat in the other zone", func() bool { return far.reg.Stats().Renewals == uint64(i+1) })
 	}
 	clk.BlockUntil(t, 1)
 	clk.Advance(10 * time.Minute)
-	waitFor(t, "heartbeat back in the own zone", func() bool { return near.reg.Stats().Renewals == 1 })
+	testwait.True(t, waitTimeout, "heartbeat back in the own zone", func() bool { return near.reg.Stats().Renewals == 1 })
 	if s := c.Stats(); s.Failovers != 1 || s.ZoneReturns != 1 {
 		t.Fatalf("stats %+v, want 1 failover and 1 zone return", s)
 	}

@@ -89,18 +89,9 @@ func testInstance(app string, n int) client.Instance {
 	return client.Instance{App: app, HostName: host, IPAddr: "10.0.0." + string(rune('1'+n)), Port: 8080, Zone: "zone-a"}
 }
 
-// waitFor polls cond until it holds, failing after 10 s. Only used where
-// the thing waited for is another goroutine's HTTP round trip.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitTimeout bounds testwait.True in this package; only used where the
+// thing waited for is another goroutine's HTTP round trip.
+const waitTimeout = 10 * time.Second
 
 // checkGoroutines fails the test if, after it ends and its cleanups ran,
 // more goroutines run than before it started.

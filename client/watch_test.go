@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/client"
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 func ids(list []client.Instance) string {
@@ -74,7 +75,7 @@ func TestWatch_polling(t *testing.T) {
 	clk.BlockUntil(t, 1)
 	polls := stub.requestCount()
 	clk.Advance(15 * time.Second)
-	waitFor(t, "the next poll", func() bool { return stub.requestCount() == polls+1 })
+	testwait.True(t, waitTimeout, "the next poll", func() bool { return stub.requestCount() == polls+1 })
 	clk.BlockUntil(t, 1)
 	nothingPending(t, ch)
 
@@ -114,7 +115,7 @@ func TestWatch_blocking(t *testing.T) {
 	if ids(first) != "o-1" || first[0].Zone != "zone-a" || first[0].Port != 8080 || first[0].Status != client.StatusUp {
 		t.Fatalf("first list %+v", first)
 	}
-	waitFor(t, "a held request", func() bool { return stub.heldNow() == 1 })
+	testwait.True(t, waitTimeout, "a held request", func() bool { return stub.heldNow() == 1 })
 
 	for i, want := range []string{"o-1,o-2", "o-2", ""} {
 		var set []string
@@ -125,7 +126,7 @@ func TestWatch_blocking(t *testing.T) {
 		if got := ids(next(t, ch)); got != want {
 			t.Fatalf("change %d: list %q, want %q", i, got, want)
 		}
-		waitFor(t, "the next held request", func() bool { return stub.heldNow() == 1 })
+		testwait.True(t, waitTimeout, "the next held request", func() bool { return stub.heldNow() == 1 })
 	}
 	q := stub.queryLog()
 	if q[0] != "" || q[1] != "index=2&wait=1m0s" || q[2] != "index=3&wait=1m0s" {
@@ -194,7 +195,7 @@ func TestWatch_serverAnswersAtOnce(t *testing.T) {
 		}
 		clk.Advance(pause)
 	}
-	waitFor(t, "the request after the last pause", func() bool { return stub.requestCount() == 5 })
+	testwait.True(t, waitTimeout, "the request after the last pause", func() bool { return stub.requestCount() == 5 })
 	cancel()
 	for range ch {
 	}
@@ -216,7 +217,7 @@ func TestWatch_muster(t *testing.T) {
 	if got := next(t, ch); len(got) != 0 {
 		t.Fatalf("first list %v, want empty", got)
 	}
-	waitFor(t, "the node to hold the watch's request", func() bool { return heldRequests(t, n) == 1 })
+	testwait.True(t, waitTimeout, "the node to hold the watch's request", func() bool { return heldRequests(t, n) == 1 })
 	r, err := c.Register(ctx, testInstance("orders", 0))
 	if err != nil {
 		t.Fatal(err)

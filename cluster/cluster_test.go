@@ -15,16 +15,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // These tests run real memberlists on loopback (127.0.0.1, free ports) with
 // memberlist.DefaultLocalConfig timings, plus one on memberlist.MockNetwork.
-// They poll with waitFor; nothing sleeps.
+// They poll with testwait.For; nothing sleeps.
 
-const (
-	converge  = 10 * time.Second // generous: -race on a loaded 2-core machine
-	pollEvery = 10 * time.Millisecond
-)
+const converge = 10 * time.Second // generous: -race on a loaded 2-core machine
 
 // syncBuffer is a goroutine-safe log sink for asserting on log output.
 type syncBuffer struct {
@@ -107,25 +105,6 @@ func mustStart(tb testing.TB, cfg cluster.Config) *cluster.Cluster {
 	return c
 }
 
-// waitFor polls cond until it returns nil, failing the test with cond's
-// last error after timeout.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		<-tick.C
-	}
-}
-
 // selfAddr is c's gossip address as a join seed.
 func selfAddr(t *testing.T, c *cluster.Cluster) string {
 	t.Helper()
@@ -190,7 +169,7 @@ func startThree(t *testing.T, opts ...func(*cluster.Config)) (a, b, c *cluster.C
 	seed := selfAddr(t, a)
 	b = mustStart(t, testConfig(t, "b", append(opts, withJoin(seed))...))
 	c = mustStart(t, testConfig(t, "c", append(opts, withJoin(seed))...))
-	waitFor(t, converge, func() error { return allAlive(a, b, c) })
+	testwait.For(t, converge, "gossip to converge", func() error { return allAlive(a, b, c) })
 	return a, b, c
 }
 
@@ -222,7 +201,7 @@ func TestCluster_Join_seedStartsLater(t *testing.T) {
 	if b.Joined() {
 		t.Fatalf("b: Joined() = true before anything listens on %s", seed)
 	}
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if !strings.Contains(logs.String(), "join failed; retrying") {
 			return fmt.Errorf("b logged no failed join attempt yet; log:\n%s", logs.String())
 		}
@@ -230,10 +209,10 @@ func TestCluster_Join_seedStartsLater(t *testing.T) {
 	})
 
 	a := mustStart(t, testConfig(t, "a", func(c *cluster.Config) { c.BindPort = port }))
-	waitFor(t, converge, func() error { return allAlive(a, b) })
+	testwait.For(t, converge, "gossip to converge", func() error { return allAlive(a, b) })
 	// memberlist lists both as soon as the push/pull of b's join attempt is
 	// through; the join loop marks b joined when that attempt returns.
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if !b.Joined() || !strings.Contains(logs.String(), "joined cluster") {
 			return fmt.Errorf("b: Joined() = %v after joining a, want true, with \"joined cluster\" logged:\n%s", b.Joined(), logs.String())
 		}
@@ -247,7 +226,7 @@ func TestCluster_Shutdown_peersSeeLeft(t *testing.T) {
 	if err := c.Shutdown(2 * time.Second); err != nil {
 		t.Fatalf("c.Shutdown: %v", err)
 	}
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if err := stateIs(a, "c", cluster.StateLeft); err != nil {
 			return err
 		}
@@ -272,7 +251,7 @@ func TestCluster_Crash_peersSeeSuspectThenDead(t *testing.T) {
 	}
 	// Each peer must list c as suspect at some point before dead.
 	sawSuspect := map[*cluster.Cluster]bool{}
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		for _, n := range []*cluster.Cluster{a, b} {
 			if stateIs(n, "c", cluster.StateSuspect) == nil {
 				sawSuspect[n] = true
@@ -286,7 +265,7 @@ func TestCluster_Crash_peersSeeSuspectThenDead(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if err := stateIs(a, "c", cluster.StateDead); err != nil {
 			return err
 		}
@@ -318,7 +297,7 @@ func TestCluster_Join_differentSecretKeys(t *testing.T) {
 				func(c *cluster.Config) { c.SecretKey = tt.join }))
 
 			const hint = "is cluster.secret-key the same on every node?"
-			waitFor(t, converge, func() error {
+			testwait.For(t, converge, "gossip to converge", func() error {
 				if n := strings.Count(logsB.String(), "join failed; retrying"); n < 2 {
 					return fmt.Errorf("b logged %d failed join attempts, want 2; log:\n%s", n, logsB.String())
 				}
@@ -380,7 +359,7 @@ func TestCluster_Start_mockNetwork(t *testing.T) {
 			_ = n.Crash()
 		}
 	})
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		for _, n := range nodes {
 			if len(n.Members()) != len(nodes) {
 				return fmt.Errorf("%s: members %+v, want %d", n.LocalName(), n.Members(), len(nodes))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // withKeys sets the key gossip is sent with and the further keys accepted.
@@ -52,7 +53,7 @@ func TestCluster_keyringRotation(t *testing.T) {
 	start("a", 0, withKeys(oldKey))
 	start("b", 0, withKeys(oldKey), selfAddr(t, nodes["a"]))
 	start("c", 0, withKeys(oldKey), selfAddr(t, nodes["a"]))
-	waitFor(t, converge, func() error { return allAlive(all()...) })
+	testwait.For(t, converge, "gossip to converge", func() error { return allAlive(all()...) })
 
 	for _, step := range []struct {
 		what string
@@ -73,11 +74,11 @@ func TestCluster_keyringRotation(t *testing.T) {
 			}
 			for _, other := range all() {
 				if other.LocalName() != name {
-					waitFor(t, converge, func() error { return stateIs(other, name, cluster.StateLeft) })
+					testwait.For(t, converge, "gossip to converge", func() error { return stateIs(other, name, cluster.StateLeft) })
 				}
 			}
 			start(name, self.Port, step.keys, selfAddr(t, nodes[seed]))
-			waitFor(t, converge, func() error {
+			testwait.For(t, converge, "gossip to converge", func() error {
 				if err := allAlive(all()...); err != nil {
 					return fmt.Errorf("step %s, %s restarted: %w", step.what, name, err)
 				}
@@ -95,7 +96,7 @@ func TestCluster_keyringRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stale.Shutdown(2 * time.Second)
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if n := strings.Count(logs.String(), "join failed; retrying"); n < 2 {
 			return fmt.Errorf("the node with the old key logged %d failed joins, want 2", n)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // filterTransport is memberlist's own NetTransport with a switch that drops
@@ -86,7 +87,7 @@ func TestCluster_Rejoin_afterLongPartition(t *testing.T) {
 	}
 	a := mustStart(t, testConfig(t, "a", fast, withTransport(ta)))
 	b := mustStart(t, testConfig(t, "b", fast, withTransport(tb), withJoin(ta.addr())))
-	waitFor(t, converge, func() error { return allAlive(a, b) })
+	testwait.For(t, converge, "gossip to converge", func() error { return allAlive(a, b) })
 
 	ta.setBlocked(tb.addr(), true)
 	tb.setBlocked(ta.addr(), true)
@@ -96,14 +97,14 @@ func TestCluster_Rejoin_afterLongPartition(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if err := gone(a, "b"); err != nil {
 			return err
 		}
 		return gone(b, "a")
 	})
 	// Stay cut off until both have forgotten each other.
-	waitFor(t, converge, func() error {
+	testwait.For(t, converge, "gossip to converge", func() error {
 		if _, ok := member(a, "b"); ok {
 			return fmt.Errorf("a still remembers b")
 		}
@@ -115,5 +116,5 @@ func TestCluster_Rejoin_afterLongPartition(t *testing.T) {
 
 	ta.setBlocked(tb.addr(), false)
 	tb.setBlocked(ta.addr(), false)
-	waitFor(t, converge, func() error { return allAlive(a, b) })
+	testwait.For(t, converge, "gossip to converge", func() error { return allAlive(a, b) })
 }

@@ -16,6 +16,7 @@ import (
 // read. Names of apps that no longer exist keep their counter (512 bytes
 // each): the count of names is bounded by what was ever registered.
 type appRenewals struct {
+	// mu guards counters.
 	mu       sync.Mutex
 	counters map[string]*shardedCounter
 }

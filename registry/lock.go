@@ -21,6 +21,7 @@ const lockStripes = 16
 type stripedRWMutex struct {
 	_       cacheLinePad // keeps stripe 0 off the line of the field before
 	stripes [lockStripes]struct {
+		// one stripe of Registry.mu; see there for what it guards
 		sync.RWMutex
 		_ [128 - 24]byte // two cache lines per stripe (sync.RWMutex is 24 bytes)
 	}

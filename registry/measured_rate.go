@@ -37,7 +37,7 @@ type MeasuredRate struct {
 	cur   atomic.Int64
 	start atomic.Int64 // start of slice number 0, Unix ns; written under mu
 
-	// mu serialises rolling and resetting.
+	// mu guards rolling and resetting counts (and writes of start).
 	mu     sync.Mutex
 	counts [rateRing]shardedCounter // ring: slice n is counts[n % rateRing]
 }

@@ -141,7 +141,8 @@ type Registry struct {
 	// every arrival (selfpreservation.go). The map changes under mu held
 	// for writing; the proven sums also change on a first heartbeat, under
 	// a read stripe, so they are guarded by arrivalMu.
-	arrivalSlices  map[int64]*arrivalSlice
+	arrivalSlices map[int64]*arrivalSlice
+	// arrivalMu guards the proven sums of arrivalSlices' entries.
 	arrivalMu      sync.Mutex
 	lastEvictionAt time.Time
 	spActive       bool       // self-preservation was active at the last check (for logging transitions)
@@ -150,7 +151,8 @@ type Registry struct {
 	dig            digests    // digest sums (digest.go)
 	tombs          tombstones // cancels (tombstone.go)
 
-	// snapMu makes concurrent readers build a new snapshot only once.
+	// snapMu guards building snap, so concurrent readers build a new
+	// snapshot only once.
 	snapMu sync.Mutex
 	snap   atomic.Pointer[Snapshot]
 }

@@ -21,7 +21,7 @@ type outbox struct {
 	head uint64 // Seq of the newest event; 0 before the first
 
 	// cursors is the list poked after every write; replaced, never
-	// modified, under cursorsMu.
+	// modified. cursorsMu guards replacing it.
 	cursors   atomic.Pointer[[]*Cursor]
 	cursorsMu sync.Mutex
 }

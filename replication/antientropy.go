@@ -241,10 +241,11 @@ type AntiEntropy struct {
 
 	poke chan struct{}
 
-	// roundMu serialises rounds (Run and hand-driven ones).
+	// roundMu serialises rounds (Run and hand-driven ones) and guards known.
 	roundMu sync.Mutex
 	known   map[string]bool // peers seen at the last look (roundMu)
 
+	// mu guards peers, totals and rand.
 	mu     sync.Mutex
 	peers  map[string]*aePeer
 	totals Repairs

@@ -167,7 +167,7 @@ type setting struct {
 	format func(s *Settings) string
 }
 
-// settings lists every key Muster reads. README's configuration table is
+// settings lists every key Muster reads. docs/configuration.md's table is
 // checked against it by a test.
 //
 // A key for a package's knob points at the field of that package's Config

@@ -235,9 +235,9 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 	}
 }
 
-// README's configuration table documents every setting with its default.
-func TestREADME_documentsEverySetting(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// docs/configuration.md documents every setting with its default.
+func TestConfigurationDoc_documentsEverySetting(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,13 +245,13 @@ func TestREADME_documentsEverySetting(t *testing.T) {
 	for _, st := range settings {
 		row := "| `" + st.Key + "` |"
 		if !strings.Contains(readme, row) {
-			t.Errorf("README lacks a row for %s", st.Key)
+			t.Errorf("docs/configuration.md lacks a row for %s", st.Key)
 			continue
 		}
 		line := readme[strings.Index(readme, row):]
 		line = line[:strings.IndexByte(line, '\n')]
 		if st.Default != "" && !strings.Contains(line, "`"+st.Default+"`") {
-			t.Errorf("README row of %s does not give the default `%s`: %s", st.Key, st.Default, line)
+			t.Errorf("docs/configuration.md row of %s does not give the default `%s`: %s", st.Key, st.Default, line)
 		}
 	}
 }

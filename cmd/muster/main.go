@@ -138,7 +138,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	return node.Shutdown(shutdownCtx)
 }
 
-// printSettings lists every setting; --markdown prints README's table.
+// printSettings lists every setting; --markdown prints docs/configuration.md's table.
 func printSettings(w io.Writer, markdown bool) {
 	if markdown {
 		fmt.Fprintln(w, "| Key | Default | What it does |")

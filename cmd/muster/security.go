@@ -197,7 +197,7 @@ func warnIfOpen(log zerolog.Logger, s *Settings, httpAddr net.Addr, sec httpapi.
 	if len(open) == 0 {
 		return
 	}
-	log.Warn().Strs("open", open).Msg("this registry is open to anyone who can reach it; see README, Securing a cluster")
+	log.Warn().Strs("open", open).Msg("this registry is open to anyone who can reach it; see docs/security.md")
 }
 
 // isLoopbackAddr tells whether host:port binds loopback only. An empty or

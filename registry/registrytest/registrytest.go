@@ -14,6 +14,7 @@ import (
 // Clock is a manual clock. Its zero value starts at a fixed, readable date;
 // it only moves when Advance or Set is called. Safe for concurrent use.
 type Clock struct {
+	// mu guards now.
 	mu  sync.Mutex
 	now time.Time
 }

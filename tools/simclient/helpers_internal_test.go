@@ -129,16 +129,3 @@ func mustNewFleet(tb testing.TB, cfg Config) *Fleet {
 	tb.Cleanup(f.http.CloseIdleConnections)
 	return f
 }
-
-// waitFor polls cond until it holds or the deadline passes; only the Run
-// test, which runs on real timers, uses it.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

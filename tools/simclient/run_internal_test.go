@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -52,7 +53,7 @@ func TestFleet_Run(t *testing.T) {
 	}))
 	stop := runFleet(t, f)
 
-	waitFor(t, 5*time.Second, "two renewal rounds and a view of 50 matching the server", func() bool {
+	testwait.True(t, 5*time.Second, "two renewal rounds and a view of 50 matching the server", func() bool {
 		s := f.Stats()
 		return s.RenewalsOK >= 100 && s.DeltaFetches >= 1 && s.LastViewInstances == 50 &&
 			s.ViewHashcode == node.reg.Snapshot().Hashcode
@@ -60,7 +61,7 @@ func TestFleet_Run(t *testing.T) {
 	if _, err := node.reg.Apply(registry.RegisterOp(registrytest.NewInstance("OTHER", "other-1"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the new instance in the view", func() bool {
+	testwait.True(t, 5*time.Second, "the new instance in the view", func() bool {
 		s := f.Stats()
 		return s.LastViewInstances == 51 && s.ViewHashcode == "UP_51_"
 	})
@@ -105,12 +106,12 @@ func TestFleet_Run_zoneReturn(t *testing.T) {
 	}))
 	runFleet(t, f)
 
-	waitFor(t, 5*time.Second, "renewals through zone b", func() bool {
+	testwait.True(t, 5*time.Second, "renewals through zone b", func() bool {
 		s := f.Stats()
 		return s.Registered == 10 && s.RenewalsOK >= 10 && s.Failovers >= 1
 	})
 	down.Store(false)
-	waitFor(t, 5*time.Second, "the fleet back on zone a", func() bool {
+	testwait.True(t, 5*time.Second, "the fleet back on zone a", func() bool {
 		s := f.Stats()
 		return s.ZoneReturns >= 1 && s.CurrentServer == "a="+ownURL
 	})

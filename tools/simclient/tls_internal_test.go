@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -104,7 +105,7 @@ func TestFleet_TLSAndCredentials(t *testing.T) {
 		c.Logger = zerolog.New(&logs)
 	}))
 	stop := runFleet(t, f)
-	waitFor(t, 5*time.Second, "registrations and renewals over TLS with credentials", func() bool {
+	testwait.True(t, 5*time.Second, "registrations and renewals over TLS with credentials", func() bool {
 		s := f.Stats()
 		return s.Registrations == 4 && s.RenewalsOK >= 4 && s.LastViewInstances == 4
 	})
@@ -125,7 +126,7 @@ func TestFleet_TLSAndCredentials(t *testing.T) {
 		c.TLS = &tls.Config{RootCAs: pool}
 	}))
 	stopG := runFleet(t, g)
-	waitFor(t, 5*time.Second, "a failed registration", func() bool { return g.Stats().RegistrationFailures > 0 })
+	testwait.True(t, 5*time.Second, "a failed registration", func() bool { return g.Stats().RegistrationFailures > 0 })
 	stopG()
 	if g.Stats().Registrations != 0 {
 		t.Errorf("registered without a client certificate: %+v", g.Stats())
