@@ -46,7 +46,8 @@ var allowed = map[string]rule{
 		why:         "the registry snapshot on disk (muster.data-dir), in Eureka JSON",
 	},
 	"cluster": {
-		why: "memberlist only; cmd/muster turns members into replication peers (STYLE.md §1)",
+		testImports: []string{"internal/testwait"},
+		why:         "memberlist only; cmd/muster turns members into replication peers (STYLE.md §1)",
 	},
 	"replication": {
 		imports:     []string{"registry", "registry/wire"},
@@ -91,7 +92,7 @@ var allowed = map[string]rule{
 	// The Go client library: any Go service may import it.
 	"client": {
 		imports:     []string{"registry", "registry/wire"},
-		testImports: []string{"httpapi", "registry/registrytest"},
+		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
 	},
 	// The server binary: every server package, no tool.
@@ -106,7 +107,7 @@ var allowed = map[string]rule{
 	},
 	"tools/simclient": {
 		imports:     []string{"client", "registry"},
-		testImports: []string{"httpapi", "registry/registrytest", "registry/wire", "tlsconfig"},
+		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest", "registry/wire", "tlsconfig"},
 		why:         "simulated Eureka clients on the client package, so every chaos run exercises it; never the server",
 	},
 	"tools/clients": {
