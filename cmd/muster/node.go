@@ -66,10 +66,10 @@ type Node struct {
 	// shares the API's port.
 	mgmtListener net.Listener
 	mgmtServer   *http.Server
-	name       string
-	url        string // advertised Eureka base URL, e.g. http://10.0.0.5:8761/eureka/
-	host, ip   string
-	port       int
+	name         string
+	url          string // advertised Eureka base URL, e.g. http://10.0.0.5:8761/eureka/
+	host, ip     string
+	port         int
 
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
