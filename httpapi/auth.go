@@ -38,7 +38,7 @@ func accessFor(method, route string) access {
 	case "/livez", "/readyz":
 		return accessOpen
 	case "/", "/dashboard", "/static/*", "/metrics", "/eureka/watch",
-		"/console", "/console/instances", "/console/apps/:app", "/console/api/summary":
+		"/console", "/console/instances", "/console/apps/:app", "/console/api/summary", "/lastn":
 		return accessRead
 	}
 	for _, base := range []string{"/eureka/v2/", "/eureka/", "/v2/"} {
@@ -68,6 +68,9 @@ type guard struct {
 	log         zerolog.Logger
 	failures    *prometheus.CounterVec
 	peerLogs    *sourceLimiter
+	// mounted holds the classes of routes mounted at configured paths
+	// (httpapi/ops: the actuator), which accessFor cannot list.
+	mounted map[string]access
 }
 
 func newGuard(cfg Config, log zerolog.Logger, now func() time.Time) *guard {
@@ -78,6 +81,7 @@ func newGuard(cfg Config, log zerolog.Logger, now func() time.Time) *guard {
 		now:         now,
 		log:         log,
 		peerLogs:    newSourceLimiter(time.Minute, 1024),
+		mounted:     map[string]access{},
 	}
 	g.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "muster_auth_failures_total",
@@ -110,7 +114,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		req := c.Request()
-		need := accessFor(req.Method, c.Path())
+		need, ok := g.mounted[c.Path()]
+		if !ok {
+			need = accessFor(req.Method, c.Path())
+		}
 		if need == accessOpen {
 			return next(c)
 		}
@@ -146,6 +153,20 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// mayRead tells whether r carries credentials good for the read role,
+// without answering: the actuator's show-details when-authorized.
+func (g *guard) mayRead(r *http.Request) bool {
+	if g.users == nil {
+		return false
+	}
+	name, password, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	u, f := g.users.Authenticate(name, password)
+	return f == auth.FailureNone && u.MayRead()
 }
 
 // basic reads and checks HTTP Basic credentials.

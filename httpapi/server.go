@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
@@ -146,6 +147,8 @@ type Config struct {
 	WatchMaxWait     time.Duration
 	WatchMaxWatchers int
 	WatchTimer       func(d time.Duration) (<-chan time.Time, func())
+	// Actuator is Spring Boot's actuator (management.*), httpapi/ops.
+	Actuator ops.ActuatorConfig
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -161,6 +164,7 @@ func DefaultConfig() Config {
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
 		Security:          Security{ClientAuth: "none"},
 		ConsoleActions:    ActionsLoopback,
+		Actuator:          ops.DefaultActuatorConfig(),
 	}
 }
 
@@ -195,6 +199,9 @@ func (c Config) Validate() error {
 	if c.WatchMaxWatchers < 0 || c.WatchMaxWatchers > MaxLimitValue {
 		return bad("WatchMaxWatchers", "must be from 0 (no limit) to %d, got %d", MaxLimitValue, c.WatchMaxWatchers)
 	}
+	if err := c.Actuator.Validate(); err != nil {
+		return bad("Actuator", "%v", err)
+	}
 	if !c.ConsoleActions.Valid() {
 		return bad("ConsoleActions", "must be one of %v, got %q", ConsoleActionsPolicies, c.ConsoleActions)
 	}
@@ -225,6 +232,11 @@ type Server struct {
 
 	watch      *watchHub
 	watchTimer func(d time.Duration) (<-chan time.Time, func())
+
+	// httpapi/ops: the last-N recorder (the node runs it) and, with
+	// Actuator.Port set, the management port's handler.
+	lastN      *ops.LastNRecorder
+	management *echo.Echo
 }
 
 // New builds the server and its routes. It starts one goroutine, the watch
@@ -338,6 +350,40 @@ func (s *Server) routes() {
 	get("/readyz", s.readyz)
 	get("/livez", s.livez)
 	get("/metrics", s.serveMetrics)
+
+	// httpapi/ops: Spring Boot's actuator, on this port or its own, and
+	// /lastn. Access classes: auth.go's mounted.
+	s.lastN = ops.NewLastNRecorder(s.reg, ops.LastNSize)
+	get(ops.LastNPath, s.lastN.ServeLastN)
+	act, err := ops.NewActuator(s.cfg.Actuator, ops.ActuatorSources{Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed,
+		Registry: s.reg, Metrics: s.metrics.handler, Authorized: s.guard.mayRead, Version: s.cfg.Node.Version})
+	if err != nil {
+		panic(err) // Validate checked the config and New the sources
+	}
+	actGet := get
+	if s.cfg.Actuator.Port != 0 {
+		s.management = echo.New()
+		s.management.HideBanner, s.management.HidePort, s.management.HTTPErrorHandler = true, true, s.handleError
+		actGet = route(s.management.GET)
+	}
+	for _, r := range act.Routes() {
+		s.guard.mounted[r.Path] = map[bool]access{true: accessOpen, false: accessRead}[r.Open]
+		actGet(r.Path, r.Handler)
+	}
+}
+
+// LastN is the /lastn recorder; the node runs it (Run(ctx)) for as long
+// as it serves.
+func (s *Server) LastN() *ops.LastNRecorder { return s.lastN }
+
+// ManagementHandler serves the actuator on management.server.port
+// (Actuator.Port), with the API's authentication; nil when the actuator
+// shares the API's port.
+func (s *Server) ManagementHandler() http.Handler {
+	if s.management == nil {
+		return nil
+	}
+	return s.management
 }
 
 // recoverPanics turns a panic in a handler into a 500 and a log line with

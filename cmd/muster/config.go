@@ -19,6 +19,7 @@ import (
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
@@ -261,6 +262,10 @@ var settings = []setting{
 	strKey("cluster.peer-secret", "Shared secret (16+ characters) with which nodes sign replication batches and syncUp fetches (HMAC-SHA256); it never travels. Required when authentication is on and cluster.enabled is true.", func(s *Settings) *string { return &s.PeerSecret }),
 	cmdMsKey("cluster.peer-max-clock-skew-ms", 1, "How far a peer signature's timestamp may be from this node's clock; older or newer ones are refused, and accepted ones are remembered this long so they cannot be replayed.", func(s *Settings) *time.Duration { return &s.PeerMaxClockSkew }),
 	strKey("cluster.zone", "Availability zone of the node: gossiped to peers, shown on the dashboard; syncUp prefers peers of the same zone.", func(s *Settings) *string { return &s.Cluster.Zone }),
+
+	strKey("management.endpoints.web.base-path", "Path of Spring Boot's actuator endpoints (health, info, prometheus); see docs/actuator.md.", func(s *Settings) *string { return &s.HTTP.Actuator.BasePath }),
+	rangeKey("management.server.port", 0, 65535, "Port the actuator endpoints are served on instead of server.port, by a second listener (same address and TLS); 0 or server.port: beside the API.", func(s *Settings) *int { return &s.HTTP.Actuator.Port }),
+	enumKey("management.endpoint.health.show-details", ops.ActuatorShowDetailsValues, "Who sees the components of /actuator/health and their details: nobody, everybody, or requests with credentials good for the read role.", func(s *Settings) *ops.ActuatorShowDetails { return &s.HTTP.Actuator.ShowDetails }),
 }
 
 // Eureka settings that are valid in a Spring application.yml but have no

@@ -62,10 +62,14 @@ type Node struct {
 
 	listener   net.Listener
 	httpServer *http.Server
-	name       string
-	url        string // advertised Eureka base URL, e.g. http://10.0.0.5:8761/eureka/
-	host, ip   string
-	port       int
+	// The actuator's own listener (management.server.port); nil when it
+	// shares the API's port.
+	mgmtListener net.Listener
+	mgmtServer   *http.Server
+	name         string
+	url          string // advertised Eureka base URL, e.g. http://10.0.0.5:8761/eureka/
+	host, ip     string
+	port         int
 
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
@@ -189,8 +193,15 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Replication = n.rep
 	hcfg.AntiEntropy = n.ae
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
+	if hcfg.Actuator.Port == n.port {
+		hcfg.Actuator.Port = 0 // Spring's: the server's own port is no separate port
+	}
 	api, err := httpapi.New(hcfg)
 	if err != nil {
+		ln.Close()
+		return err
+	}
+	if err := n.listenManagement(api, hcfg.Actuator.Port); err != nil {
 		ln.Close()
 		return err
 	}
@@ -208,6 +219,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.ClusterEnabled {
 		if n.cluster, err = n.newCluster(); err != nil {
 			ln.Close()
+			n.closeManagement()
 			return err
 		}
 	}
@@ -219,6 +231,7 @@ func (n *Node) Start(ctx context.Context) error {
 	scfg.Logger = n.log
 	if n.syncer, err = replication.NewSyncer(scfg); err != nil {
 		ln.Close()
+		n.closeManagement()
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -228,6 +241,14 @@ func (n *Node) Start(ctx context.Context) error {
 			n.log.Error().Err(err).Msg("http server stopped")
 		}
 	})
+	if n.mgmtServer != nil {
+		n.goRun(func() {
+			if err := n.mgmtServer.Serve(n.mgmtListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.log.Error().Err(err).Msg("management server stopped")
+			}
+		})
+	}
+	n.goRun(func() { n.api.LastN().Run(runCtx) })
 	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.Cluster.Zone).
 		Str("version", version).Msg("serving the Eureka API")
 	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
@@ -236,6 +257,9 @@ func (n *Node) Start(ctx context.Context) error {
 		if err := n.cluster.Start(runCtx); err != nil {
 			cancel()
 			_ = n.httpServer.Close()
+			if n.mgmtServer != nil {
+				_ = n.mgmtServer.Close()
+			}
 			n.wg.Wait()
 			return err
 		}
@@ -251,6 +275,44 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.goRun(func() { n.startUp(runCtx) })
 	return nil
+}
+
+// listenManagement opens management.server.port when the actuator has a
+// port of its own (TLS as the API's).
+func (n *Node) listenManagement(api *httpapi.Server, port int) error {
+	h := api.ManagementHandler()
+	if h == nil {
+		return nil
+	}
+	addr := net.JoinHostPort(n.settings.ServerAddress, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (management.server.port): %w", addr, err)
+	}
+	if n.tls != nil {
+		ln = tls.NewListener(ln, n.tls.ServerConfig())
+	}
+	n.mgmtListener = ln
+	n.mgmtServer = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: httpErrorLog(n.log)}
+	return nil
+}
+
+// closeManagement closes the management listener when start-up fails
+// before it is served.
+func (n *Node) closeManagement() {
+	if n.mgmtListener != nil {
+		n.mgmtListener.Close()
+	}
+}
+
+// ManagementAddr is the actuator's own listener's address, "" when it
+// shares the API's port.
+func (n *Node) ManagementAddr() string {
+	if n.mgmtListener == nil {
+		return ""
+	}
+	return n.mgmtListener.Addr().String()
 }
 
 func (n *Node) goRun(f func()) {
@@ -544,6 +606,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	if n.httpServer != nil {
 		if err := n.httpServer.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	if n.mgmtServer != nil {
+		if err := n.mgmtServer.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("management http shutdown: %w", err))
 		}
 	}
 	// The registry as the last requests left it goes to disk (a full
