@@ -68,8 +68,10 @@ var allowed = map[string]rule{
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
 	"httpapi/ops": {
-		imports: []string{"replication"},
-		why:     "the operator endpoints' types (/admin/status) the CLI and the chaos runner read without linking the HTTP layer",
+		imports:     []string{"registry", "replication"},
+		// Its tests drive the endpoints through the server that mounts them.
+		testImports: []string{"auth", "httpapi", "internal/testwait", "registry/registrytest"},
+		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
 	},
 	"tlsconfig": {
 		why: "a node's TLS identity from PEM files, its rotation, and muster tls's CA; crypto only",
