@@ -68,7 +68,7 @@ var allowed = map[string]rule{
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
 	"httpapi/ops": {
-		imports:     []string{"registry", "replication"},
+		imports: []string{"registry", "replication"},
 		// Its tests drive the endpoints through the server that mounts them.
 		testImports: []string{"auth", "httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
