@@ -9,7 +9,11 @@ import (
 )
 
 // Every bad input gets its 4xx and a plain reason, and leaves the registry
-// as it was (ARCHITECTURE.md decision 5).
+// as it was (ARCHITECTURE.md decision 5). On the Eureka client routes the
+// reason is in the X-Muster-Error header and the body is empty, as the Java
+// server's error answers are: the Java client reads any non-HTML body as an
+// InstanceInfo, and a heartbeat 404 it cannot read stops it registering
+// again (issue 22). Peer replication keeps a plain-text body.
 func TestBadInput(t *testing.T) {
 	ct := func(v string) []string { return []string{"Content-Type", v} }
 	jsonCT := ct("application/json")
@@ -60,11 +64,21 @@ func TestBadInput(t *testing.T) {
 			if resp.code != tt.want {
 				t.Fatalf("%s %s: status %d, want %d (body %q)", tt.method, tt.path, resp.code, tt.want, resp.body)
 			}
-			if strings.TrimSpace(resp.body) == "" && tt.want != 404 {
-				t.Errorf("no reason given in the body")
+			reason := resp.body
+			if !strings.Contains(tt.path, "/peerreplication/") {
+				if resp.body != "" {
+					t.Errorf("Eureka client route answered %d with a body %q, want none", resp.code, resp.body)
+				}
+				if ct := resp.header.Get("Content-Type"); ct != "application/xml" {
+					t.Errorf("Content-Type %q, want application/xml as the Java server sends", ct)
+				}
+				reason = resp.header.Get("X-Muster-Error")
 			}
-			if len(resp.body) > 300 {
-				t.Errorf("reason is not short: %d bytes", len(resp.body))
+			if strings.TrimSpace(reason) == "" {
+				t.Errorf("no reason given")
+			}
+			if len(reason) > 300 {
+				t.Errorf("reason is not short: %d bytes", len(reason))
 			}
 			after := n.reg.Snapshot()
 			if after.Version != before.Version || after.Hashcode != before.Hashcode || n.reg.Len() != 1 {
@@ -74,5 +88,32 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("a refused request renewed a lease")
 			}
 		})
+	}
+}
+
+// Why: a heartbeat 404 with a text body made the Java client count a
+// transport error and never register again (issue 22). The 404 that asks a
+// client to register again is empty, as the Java server's is.
+func TestHeartbeat404_isEmpty(t *testing.T) {
+	n := newTestNode(t)
+	for _, base := range []string{"/eureka", "/eureka/v2", "/v2"} {
+		for _, accept := range []string{"", "application/json", "application/xml"} {
+			var headers []string
+			if accept != "" {
+				headers = []string{"Accept", accept}
+			}
+			r := n.do(t, "PUT", base+"/apps/ORDERS/gone?status=UP&lastDirtyTimestamp=1", "", headers...)
+			if r.code != 404 || r.body != "" || r.header.Get("Content-Type") != "application/xml" {
+				t.Errorf("%s heartbeat of an unknown instance (Accept %q): %d %q %q, want an empty application/xml 404",
+					base, accept, r.code, r.header.Get("Content-Type"), r.body)
+			}
+			if r.reason() == "" {
+				t.Errorf("%s: no X-Muster-Error reason", base)
+			}
+		}
+	}
+	// Routes outside Eureka's keep a readable text body.
+	if r := n.do(t, "GET", "/console/apps/NOPE", ""); r.code != 404 || r.body == "" {
+		t.Errorf("console 404: %d %q, want a text reason", r.code, r.body)
 	}
 }

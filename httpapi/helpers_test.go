@@ -76,6 +76,15 @@ type response struct {
 	body   string
 }
 
+// reason is an error answer's reason: the X-Muster-Error header on the
+// Eureka client routes (their error bodies are empty), else the body.
+func (r response) reason() string {
+	if v := r.header.Get("X-Muster-Error"); v != "" {
+		return v
+	}
+	return r.body
+}
+
 // do sends a request; headers alternate name, value.
 func (n *testNode) do(t *testing.T, method, path, body string, headers ...string) response {
 	t.Helper()

@@ -270,8 +270,8 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 	}
 	// A client's own new registration now gets 503 naming the limit.
 	body := strings.Replace(springBody, "host-a:orders:8080", "late", 1)
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...); r.code != 503 || !strings.Contains(r.body, "muster.max-instances") {
-		t.Fatalf("registration at capacity: %d %q, want 503 naming muster.max-instances", r.code, r.body)
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...); r.code != 503 || !strings.Contains(r.reason(), "muster.max-instances") {
+		t.Fatalf("registration at capacity: %d %q, want 503 naming muster.max-instances", r.code, r.reason())
 	}
 	// The node still serves heartbeats, re-registrations and fetches.
 	if r := n.do(t, "PUT", "/eureka/apps/LEGIT/legit-1", ""); r.code != 200 {
@@ -291,8 +291,8 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 		fmt.Fprintf(&md, `"k%d":"v"`, i)
 	}
 	big := strings.Replace(springBody, `"metadata":{"management.port":"8080"}`, `"metadata":{`+md.String()+`}`, 1)
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", big, jsonHeaders()...); r.code != 400 || !strings.Contains(r.body, "muster.max-metadata-entries") {
-		t.Fatalf("60000 metadata keys: %d %.200q", r.code, r.body)
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", big, jsonHeaders()...); r.code != 400 || !strings.Contains(r.reason(), "muster.max-metadata-entries") {
+		t.Fatalf("60000 metadata keys: %d %.200q", r.code, r.reason())
 	}
 	// Instances of ~1 MB: a metadata value, or a host name.
 	huge := strings.Repeat("x", 900_000)
@@ -301,8 +301,8 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 		"max-name-length":    strings.Replace(springBody, `"hostName":"host-a"`, `"hostName":"`+huge+`"`, 1),
 	} {
 		r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...)
-		if r.code != 400 || !strings.Contains(r.body, "muster."+field) || len(r.body) > 400 {
-			t.Fatalf("1 MB instance (%s): %d, %d-byte answer %.200q", field, r.code, len(r.body), r.body)
+		if r.code != 400 || !strings.Contains(r.reason(), "muster."+field) || len(r.body)+len(r.reason()) > 400 {
+			t.Fatalf("1 MB instance (%s): %d, %d-byte answer %.200q", field, r.code, len(r.reason()), r.reason())
 		}
 	}
 	if n.reg.Len() != 3000 {
@@ -329,8 +329,8 @@ func TestHostile_futureDirtyTimestampCannotPinRecord(t *testing.T) {
 	far := n.clock.Now().Add(time.Hour).UnixMilli()
 	for _, ts := range []string{strconv.FormatInt(math.MaxInt64, 10), strconv.FormatInt(far, 10)} {
 		r := n.do(t, "PUT", "/eureka/apps/ORDERS/o-1/status?value=UP&lastDirtyTimestamp="+ts, "")
-		if r.code != 400 || !strings.Contains(r.body, "muster.max-clock-skew-ms") {
-			t.Fatalf("status with lastDirtyTimestamp %s: %d %q, want 400 naming muster.max-clock-skew-ms", ts, r.code, r.body)
+		if r.code != 400 || !strings.Contains(r.reason(), "muster.max-clock-skew-ms") {
+			t.Fatalf("status with lastDirtyTimestamp %s: %d %q, want 400 naming muster.max-clock-skew-ms", ts, r.code, r.reason())
 		}
 	}
 	n.clock.Advance(time.Second)
@@ -359,14 +359,14 @@ func TestHostile_errorBodiesQuoteShortPrefix(t *testing.T) {
 	name := strings.Repeat("N", 900_000)
 	body := strings.Replace(springBody, `"app":"ORDERS"`, `"app":"`+name+`"`, 1)
 	r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...)
-	if r.code != 400 || len(r.body) > 300 || !strings.Contains(r.body, "mismatched appName") {
-		t.Fatalf("mismatched 900 KB appName: %d, %d-byte body %.200q", r.code, len(r.body), r.body)
+	if r.code != 400 || len(r.body)+len(r.reason()) > 300 || !strings.Contains(r.reason(), "mismatched appName") {
+		t.Fatalf("mismatched 900 KB appName: %d, %d-byte reason %.200q", r.code, len(r.reason()), r.reason())
 	}
 	long := strings.Repeat("i", 30_000)
 	for _, path := range []string{"/eureka/apps/ORDERS/" + long, "/eureka/apps/" + long, "/eureka/instances/" + long} {
 		r := n.do(t, "GET", path, "")
-		if r.code != 404 || len(r.body) > 300 {
-			t.Fatalf("GET %.40s…: %d, %d-byte body", path, r.code, len(r.body))
+		if r.code != 404 || len(r.body)+len(r.reason()) > 300 {
+			t.Fatalf("GET %.40s…: %d, %d-byte reason", path, r.code, len(r.reason()))
 		}
 	}
 	r = n.do(t, "PUT", "/eureka/apps/ORDERS/o/status?value="+strings.Repeat("U", 30_000), "")

@@ -236,8 +236,8 @@ func TestWatch_badInputAndLimits(t *testing.T) {
 	eventually(t, "the hub has applied the change", func() bool { return n.srv.WatchAppVersion("ORDERS") == n.reg.Version() })
 	for _, q := range []string{"wait=abc&index=1", "wait=-1s&index=1", "wait=&index=1", "wait=30&index=1", "index=x&wait=1s", "index=-1&wait=1s", "index=1.5", "index=99999999999999999999999&wait=1s"} {
 		for _, path := range []string{"/eureka/apps/ORDERS", "/eureka/apps", "/eureka/apps/delta", "/eureka/vips/orders"} {
-			if r := n.do(t, "GET", path+"?"+q, ""); r.code != 400 || !strings.Contains(r.body, "must be") {
-				t.Errorf("GET %s?%s: %d %q, want 400 with a reason", path, q, r.code, r.body)
+			if r := n.do(t, "GET", path+"?"+q, ""); r.code != 400 || !strings.Contains(r.reason(), "must be") {
+				t.Errorf("GET %s?%s: %d %q, want 400 with a reason", path, q, r.code, r.reason())
 			}
 		}
 	}
