@@ -85,6 +85,7 @@ type Node struct {
 	stopped    bool
 	stopSelf   context.CancelFunc // stops the self-registration
 	selfDone   chan struct{}
+	stopDNS    func() // dnsnode.go
 }
 
 // newNode builds a node from settings. It opens nothing and starts no
@@ -218,6 +219,10 @@ func (n *Node) Start(ctx context.Context) error {
 	scfg.PeersExpected = n.peersExpected()
 	scfg.Logger = n.log
 	if n.syncer, err = replication.NewSyncer(scfg); err != nil {
+		ln.Close()
+		return err
+	}
+	if n.stopDNS, err = n.startDNS(); err != nil {
 		ln.Close()
 		return err
 	}
@@ -545,6 +550,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		if err := n.httpServer.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
+	}
+	if n.stopDNS != nil {
+		n.stopDNS()
 	}
 	// The registry as the last requests left it goes to disk (a full
 	// cluster restart starts from it).
