@@ -16,7 +16,7 @@ func (n *Node) startDNS() (stop func(), err error) {
 	if !cfg.Enabled {
 		return func() {}, nil
 	}
-	if len(cfg.AllowedCIDRs) == 0 && n.security.users != nil {
+	if sec := n.security.report(n.settings); len(cfg.AllowedCIDRs) == 0 && (sec.Auth || sec.ClientAuth == "need") {
 		// DNS carries no credentials: once the API asks for them, only
 		// loopback may read the registry over DNS unless told otherwise.
 		cfg.AllowedCIDRs = dns.LoopbackOnly
