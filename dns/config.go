@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	mdns "github.com/miekg/dns"
 )
@@ -74,5 +73,3 @@ func (c Config) prefixes() ([]netip.Prefix, error) {
 
 // LoopbackOnly is the allowed-cidrs default once client auth is set.
 var LoopbackOnly = []string{"127.0.0.0/8", "::1/128"}
-
-var _ = time.Second

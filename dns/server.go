@@ -307,7 +307,7 @@ func (s *Server) resolveApp(r *mdns.Msg, q mdns.Question, labels []string) bool 
 	if !ok {
 		return false
 	}
-	s.addInstances(r, q, proto, zone, view.Instances, func(*registry.Instance) bool { return true })
+	s.addInstances(r, q, proto, zone, view.Instances)
 	return true
 }
 
@@ -334,7 +334,7 @@ func (s *Server) resolveVIP(r *mdns.Msg, q mdns.Question, labels []string, secur
 	if len(matched) == 0 {
 		return false
 	}
-	s.addInstances(r, q, proto, "", matched, func(*registry.Instance) bool { return true })
+	s.addInstances(r, q, proto, "", matched)
 	return true
 }
 
@@ -350,7 +350,7 @@ func listHasFold(list, name string) bool {
 // addInstances answers with the UP instances (of zone, when given),
 // shuffled, at most MaxAnswers: addresses, or SRV records with their
 // targets' addresses as additional records.
-func (s *Server) addInstances(r *mdns.Msg, q mdns.Question, proto, zone string, ins []registry.InstanceView, _ func(*registry.Instance) bool) {
+func (s *Server) addInstances(r *mdns.Msg, q mdns.Question, proto, zone string, ins []registry.InstanceView) {
 	up := make([]*registry.Instance, 0, len(ins))
 	for _, iv := range ins {
 		if iv.Status != registry.StatusUp || (zone != "" && !strings.EqualFold(InstanceZone(iv.Instance), zone)) {
