@@ -16,9 +16,13 @@ import (
 	"time"
 
 	"github.com/knadh/koanf/parsers/yaml"
+	mdns "github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/dns"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -84,6 +88,26 @@ func scrapeNode(t *testing.T) map[string]bool {
 	}
 	hcfg.Peers = func() []httpapi.PeerInfo {
 		return []httpapi.PeerInfo{{Name: "peer-b", Zone: "b", URL: "http://127.0.0.1:1/eureka/", State: "alive"}}
+	}
+	// The node's DNS interface registers on the same registry, as the
+	// node wiring does; one refused query gives its labelled series.
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	hcfg.Metrics, hcfg.Gatherer = metrics, metrics
+	dcfg := dns.DefaultConfig()
+	dcfg.Addr = "127.0.0.1:0"
+	ds, err := dns.New(dcfg, dns.Options{Registry: reg, Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Shutdown()
+	q := new(mdns.Msg)
+	q.SetQuestion("example.com.", mdns.TypeA)
+	if _, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(q, ds.Addr().String()); err != nil {
+		t.Fatal(err)
 	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {

@@ -34,6 +34,7 @@ ensure_tool() {
   if [ -n "$made_policy" ]; then rm -f "$policy"; fi
 }
 ensure_tool promtool prometheus
+ensure_tool dig bind9-dnsutils
 ensure_tool kubectl kubernetes-client
 # The console's browser test (httpapi/browser_test.go) drives headless Chromium.
 ensure_tool chromium chromium

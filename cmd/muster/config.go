@@ -18,6 +18,7 @@ import (
 
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/dns"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
@@ -43,6 +44,7 @@ type Settings struct {
 	AntiEntropy replication.AntiEntropyConfig
 	HTTP        httpapi.Config
 	Cluster     cluster.Config
+	DNS         dns.Config
 
 	ServerPort    int
 	ServerAddress string
@@ -109,6 +111,7 @@ func defaultSettings() Settings {
 		AntiEntropy: replication.DefaultAntiEntropyConfig(),
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
+		DNS:         dns.DefaultConfig(),
 
 		ServerPort:        defaultServerPort,
 		AppName:           "muster",
@@ -266,6 +269,16 @@ var settings = []setting{
 	strKey("management.endpoints.web.base-path", "Path of Spring Boot's actuator endpoints (health, info, prometheus); see docs/actuator.md.", func(s *Settings) *string { return &s.HTTP.Actuator.BasePath }),
 	rangeKey("management.server.port", 0, 65535, "Port the actuator endpoints are served on instead of server.port, by a second listener (same address and TLS); 0 or server.port: beside the API.", func(s *Settings) *int { return &s.HTTP.Actuator.Port }),
 	enumKey("management.endpoint.health.show-details", ops.ActuatorShowDetailsValues, "Who sees the components of /actuator/health and their details: nobody, everybody, or requests with credentials good for the read role.", func(s *Settings) *ops.ActuatorShowDetails { return &s.HTTP.Actuator.ShowDetails }),
+	boolKey("muster.dns.enabled", "Serve DNS (UDP and TCP) on muster.dns.addr: apps, VIPs, nodes and Eureka's TXT server discovery (docs/dns.md).", func(s *Settings) *bool { return &s.DNS.Enabled }),
+	strKey("muster.dns.addr", "Listen address of the DNS interface.", func(s *Settings) *string { return &s.DNS.Addr }),
+	strKey("muster.dns.domain", "Domain the DNS interface answers for (names outside it are REFUSED).", func(s *Settings) *string { return &s.DNS.Domain }),
+	strKey("muster.dns.region", "Region of the txt.<region>.<domain> record Eureka clients read (eureka.client.region).", func(s *Settings) *string { return &s.DNS.Region }),
+	intKey("muster.dns.ttl-seconds", "TTL of every DNS answer and of negative answers (SOA minimum).", func(s *Settings) *int { return &s.DNS.TTL }),
+	listKey("muster.dns.allowed-cidrs", "Who may query DNS; empty: everyone while the registry is open, loopback only once authentication is on (DNS carries no credentials).", func(s *Settings) *[]string { return &s.DNS.AllowedCIDRs }),
+	intKey("muster.dns.max-answers", "Most address or SRV records in one DNS answer (a random subset of the UP instances).", func(s *Settings) *int { return &s.DNS.MaxAnswers }),
+	intKey("muster.dns.udp-max-size", "Cap on the EDNS0 UDP size a client offers; larger answers are truncated (TC) and complete over TCP.", func(s *Settings) *int { return &s.DNS.UDPMaxSize }),
+	intKey("muster.dns.rate-limit", "UDP DNS responses per second per source (/32, /64); over it queries are dropped. 0: no limit.", func(s *Settings) *int { return &s.DNS.RateLimit }),
+	intKey("muster.dns.rate-burst", "Burst of the per-source DNS rate limit.", func(s *Settings) *int { return &s.DNS.RateBurst }),
 }
 
 // Eureka settings that are valid in a Spring application.yml but have no
@@ -698,6 +711,7 @@ var packageConfigs = []packageConfig{
 	{"AntiEntropy", func(s *Settings) error { return s.AntiEntropy.Validate() }},
 	{"Replication", func(s *Settings) error { return s.Replication.Validate() }},
 	{"Cluster", func(s *Settings) error { return s.Cluster.Validate() }},
+	{"DNS", func(s *Settings) error { return s.DNS.Validate() }},
 }
 
 // blame names the key behind a package's validation error: the key the

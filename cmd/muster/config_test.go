@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/dns"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -212,6 +213,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		AntiEntropy: replication.DefaultAntiEntropyConfig(),
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
+		DNS:         dns.DefaultConfig(),
 	}
 	for _, c := range packageConfigs {
 		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()

@@ -89,6 +89,7 @@ type Node struct {
 	stopped    bool
 	stopSelf   context.CancelFunc // stops the self-registration
 	selfDone   chan struct{}
+	stopDNS    func() // dnsnode.go
 }
 
 // newNode builds a node from settings. It opens nothing and starts no
@@ -230,6 +231,11 @@ func (n *Node) Start(ctx context.Context) error {
 	scfg.PeersExpected = n.peersExpected()
 	scfg.Logger = n.log
 	if n.syncer, err = replication.NewSyncer(scfg); err != nil {
+		ln.Close()
+		n.closeManagement()
+		return err
+	}
+	if n.stopDNS, err = n.startDNS(); err != nil {
 		ln.Close()
 		n.closeManagement()
 		return err
@@ -612,6 +618,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		if err := n.mgmtServer.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("management http shutdown: %w", err))
 		}
+	}
+	if n.stopDNS != nil {
+		n.stopDNS()
 	}
 	// The registry as the last requests left it goes to disk (a full
 	// cluster restart starts from it).

@@ -290,8 +290,14 @@ func TestManifests_wiring(t *testing.T) {
 			}
 		}
 	}
-	if p := client.Spec.Ports; len(p) != 1 || p[0].Port != defaultServerPort {
-		t.Errorf("client Service ports %+v, want only %d", p, defaultServerPort)
+	// Clients reach the Eureka API and the DNS interface (UDP and TCP),
+	// nothing else.
+	var clientPorts []string
+	for _, sp := range client.Spec.Ports {
+		clientPorts = append(clientPorts, fmt.Sprintf("%d/%s", sp.Port, sp.Protocol))
+	}
+	if want := []string{fmt.Sprintf("%d/TCP", defaultServerPort), "8600/UDP", "8600/TCP"}; !slices.Equal(clientPorts, want) {
+		t.Errorf("client Service ports %v, want %v", clientPorts, want)
 	}
 	wantProto := map[corev1.Protocol]bool{}
 	for _, sp := range headless.Spec.Ports {

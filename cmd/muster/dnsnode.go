@@ -1,0 +1,60 @@
+package main
+
+import (
+	"net"
+	"net/url"
+
+	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/dns"
+)
+
+// startDNS starts the node's DNS interface when muster.dns.enabled; the
+// returned stop is never nil. Self-contained so the node wiring is two
+// lines (start, stop).
+func (n *Node) startDNS() (stop func(), err error) {
+	cfg := n.settings.DNS
+	if !cfg.Enabled {
+		return func() {}, nil
+	}
+	if sec := n.security.report(n.settings); len(cfg.AllowedCIDRs) == 0 && (sec.Auth || sec.ClientAuth == "need") {
+		// DNS carries no credentials: once the API asks for them, only
+		// loopback may read the registry over DNS unless told otherwise.
+		cfg.AllowedCIDRs = dns.LoopbackOnly
+	}
+	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	n.log.Info().Str("addr", srv.Addr().String()).Str("domain", cfg.Domain).Msg("serving DNS")
+	return func() { _ = srv.Shutdown() }, nil
+}
+
+// dnsNodes are the live nodes as DNS names them: cluster members that are
+// not dead or gone, or this node alone without a cluster.
+func (n *Node) dnsNodes() []dns.Node {
+	if n.cluster == nil {
+		return []dns.Node{dnsNode(n.name, n.url, n.ip, n.settings.Cluster.Zone)}
+	}
+	var out []dns.Node
+	for _, m := range n.cluster.Members() {
+		if m.State == cluster.StateDead || m.State == cluster.StateLeft {
+			continue
+		}
+		out = append(out, dnsNode(m.Name, m.EurekaURL, m.Addr, m.Zone))
+	}
+	return out
+}
+
+func dnsNode(name, eurekaURL, fallbackIP, zone string) dns.Node {
+	nd := dns.Node{Name: name, IP: fallbackIP, Zone: zone}
+	if u, err := url.Parse(eurekaURL); err == nil && u.Hostname() != "" {
+		nd.Host = u.Hostname()
+		if net.ParseIP(nd.Host) != nil {
+			nd.IP = nd.Host
+		}
+	}
+	return nd
+}
