@@ -73,6 +73,11 @@ var allowed = map[string]rule{
 		testImports: []string{"auth", "httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
 	},
+	"dns": {
+		imports:     []string{"registry"},
+		testImports: []string{"registry/registrytest"},
+		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
+	},
 	"tlsconfig": {
 		why: "a node's TLS identity from PEM files, its rotation, and muster tls's CA; crypto only",
 	},
@@ -99,7 +104,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "tlsconfig"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
@@ -121,7 +126,7 @@ var allowed = map[string]rule{
 		why:     "runs the muster binary as a child; micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding",
 	},
 	"deploy": {
-		testImports: []string{"auth", "httpapi", "registry", "replication"},
+		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"scripts/chaos": {
