@@ -34,12 +34,12 @@ var finalBlock = [2]byte{0x03, 0x00}
 
 // Level is the compression level of pieces. A piece is compressed once per
 // change of its part, and the rebuild after a change is what a waiting
-// reader feels. With a dictionary (CompressDict), level 5 brings a
-// Spring-shaped registry below the Java server's bytes (JSON 0.89×, XML
-// 0.94× at 10k; level 4 is about even, level 1 above) for ~1.5× the
-// compression time of level 1; levels 6 and 9 save 2% and 7% more for 2×
-// and 4× the time of level 5.
-const Level = 5
+// reader feels. With a dictionary (CompressDict), level 6 brings a
+// Spring-shaped registry below the Java server's bytes (docs/performance.md;
+// level 4 is about even with them, level 1 well above) at ~240 µs for a
+// 50-instance app (level 5: 200 µs and 1–2% more bytes; level 9: 4× the
+// time for 5% fewer).
+const Level = 6
 
 var flateWriters = sync.Pool{New: func() any {
 	w, _ := flate.NewWriter(io.Discard, Level)

@@ -27,7 +27,8 @@ import (
 // deterministic, so the machine's load does not matter. It needs a running
 // Java server: MUSTER_JAVA_URL is its base URL (…/eureka/), MUSTER_JAVA_N
 // the fleet size (default 10000). The fleet is registered in the Java
-// server unless it holds it already; the delta is 1 % of the fleet given
+// server unless it holds it already (an empty server, or one this test
+// filled); the delta is 1 % of the fleet given
 // an OUT_OF_SERVICE override, once the Java server's delta queue is empty
 // (start it with a short retention), then the overrides are removed.
 func TestJavaBytes(t *testing.T) {
@@ -52,8 +53,11 @@ func TestJavaBytes(t *testing.T) {
 		}
 		return resp
 	}}
-	if java.fullCount() < n {
+	switch have := java.fullCount(); {
+	case have == 0:
 		java.register(n)
+	case have != n:
+		t.Fatalf("the Java server holds %d instances, not %d: start a fresh one (docs/performance.md)", have, n)
 	}
 	var offset atomic.Int64
 	rcfg := registry.DefaultConfig()
@@ -90,14 +94,15 @@ func TestJavaBytes(t *testing.T) {
 	}
 
 	type row struct {
-		figure        string
-		muster, javaB int
+		figure                 string
+		muster, javaB          int
+		musterPlain, javaPlain int
 	}
 	var rows []row
 	measure := func(figure, path string) {
 		for _, f := range []struct{ name, accept string }{{"JSON", "application/json"}, {"XML", "application/xml"}} {
-			m, j := muster.gzipBytes(path, f.accept), java.gzipBytes(path, f.accept)
-			rows = append(rows, row{figure + " gzip " + f.name, m, j})
+			m, j := muster.gzipBody(path, f.accept), java.gzipBody(path, f.accept)
+			rows = append(rows, row{figure + " gzip " + f.name, len(m), len(j), len(gunzipBench(t, m)), len(gunzipBench(t, j))})
 		}
 	}
 	measure(fmt.Sprintf("full fetch, %d instances,", n), "/eureka/apps")
@@ -114,9 +119,10 @@ func TestJavaBytes(t *testing.T) {
 	}
 
 	var table bytes.Buffer
-	fmt.Fprintf(&table, "| figure | Muster | Java Eureka | ratio |\n|---|---|---|---|\n")
+	fmt.Fprintf(&table, "| figure | Muster | Java Eureka | ratio | plain text, Muster / Java |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&table, "| %s | %s | %s | %.2f× |\n", r.figure, kb(r.muster), kb(r.javaB), float64(r.muster)/float64(r.javaB))
+		fmt.Fprintf(&table, "| %s | %s | %s | %.2f× | %s / %s |\n", r.figure, kb(r.muster), kb(r.javaB), float64(r.muster)/float64(r.javaB),
+			kb(r.musterPlain), kb(r.javaPlain))
 	}
 	t.Logf("gzip bytes, Muster against the Java server at %s:\n%s", base, table.String())
 	for _, r := range rows {
@@ -190,12 +196,12 @@ func (tg *javaBytesTarget) overrides(count int, method string) {
 	}
 }
 
-func (tg *javaBytesTarget) gzipBytes(path, accept string) int {
+func (tg *javaBytesTarget) gzipBody(path, accept string) []byte {
 	code, h, b := tg.call(http.MethodGet, path, accept, nil)
 	if code != http.StatusOK || h.Get("Content-Encoding") != "gzip" {
 		tg.t.Fatalf("GET %s (%s): %d, Content-Encoding %q", path, accept, code, h.Get("Content-Encoding"))
 	}
-	return len(b)
+	return b
 }
 
 var javaBytesInstances = regexp.MustCompile(`"instanceId"`)
