@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 func snapAt(version, deltaVersion uint64) *registry.Snapshot {
@@ -95,5 +98,32 @@ func TestPayloadCache_sweepBoundsSize(t *testing.T) {
 	}
 	if n := len(pc.entries); n > 8 {
 		t.Fatalf("cache holds %d entries, bound 8", n)
+	}
+}
+
+// dictTail, the dictionary of the piece after an app, is a suffix of the
+// app's piece in both formats, whatever its number of instances (a piece
+// compressed against a wrong dictionary decodes to other bytes).
+func TestDictTail_endsTheAppsPiece(t *testing.T) {
+	for _, n := range []int{0, 1, dictTailInstances - 1, dictTailInstances, dictTailInstances + 1, 50} {
+		app := registry.AppView{Name: "ORDERS"}
+		for i := range n {
+			in := registrytest.NewInstance("ORDERS", fmt.Sprintf("i-%02d", i),
+				registrytest.WithMetadata(map[string]string{"zone": fmt.Sprintf("z%d", i%3)}))
+			app.Instances = append(app.Instances, registry.InstanceView{Instance: in, LastRenewalTimestamp: int64(i)})
+		}
+		for _, xml := range []bool{false, true} {
+			whole := wire.AppendApplicationBodyJSON(nil, app)
+			if xml {
+				whole = wire.AppendApplicationXML(nil, app)
+			}
+			tail := dictTail(app, xml)
+			if !bytes.HasSuffix(whole, tail) || (n > 0 && len(tail) < 100) {
+				t.Fatalf("%d instances, xml %v: tail %q is not a suffix of %q", n, xml, tail, whole)
+			}
+			if n > dictTailInstances && len(tail) >= len(whole)*(dictTailInstances+1)/n {
+				t.Fatalf("%d instances, xml %v: tail of %d bytes is more than the last %d instances", n, xml, len(tail), dictTailInstances)
+			}
+		}
 	}
 }

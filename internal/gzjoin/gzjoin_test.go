@@ -192,3 +192,38 @@ func TestJoinAndFrame_matchAppend(t *testing.T) {
 		t.Fatalf("read back %d bytes (err %v), want %d", len(got), err, len(plain))
 	}
 }
+
+// A piece compressed with a dictionary decodes right when it is placed
+// after plain bytes ending in that dictionary, and is smaller for it;
+// pieces without one, from the same pool of writers, are not affected by
+// the dictionary a writer had before.
+func TestCompressDict_decodesAfterItsDictionary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var plain []byte
+	var pieces []Piece
+	withDict, without := 0, 0
+	for i := range 40 {
+		text := randomText(rng, 500+rng.IntN(5000))
+		if i%2 == 1 && len(plain) > 0 {
+			dict := plain[max(len(plain)-rng.IntN(40000), 0):] // longer than the window too
+			p := CompressDict(text, dict)
+			withDict += len(p.Deflate)
+			without += len(Compress(text).Deflate)
+			pieces = append(pieces, p)
+		} else {
+			pieces = append(pieces, Compress(text))
+		}
+		plain = append(plain, text...)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(Append(nil, pieces)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("joined pieces with dictionaries: %v, %d bytes, want %d", err, len(got), len(plain))
+	}
+	if withDict >= without {
+		t.Fatalf("pieces with a dictionary %d bytes, without %d: the dictionary did not help", withDict, without)
+	}
+}
