@@ -39,6 +39,20 @@ ensure_tool kubectl kubernetes-client
 # The console's browser test (httpapi/browser_test.go) drives headless Chromium.
 ensure_tool chromium chromium
 
+# The real Java Eureka client and server (interop/javaeureka) need Debian's
+# Java 17 runtime and libraries; their install script beside the repository
+# puts them in place (about 20 minutes on a machine without them).
+java_eureka=../shared/java-eureka
+if [ -x "$java_eureka/install.sh" ] && ! "$java_eureka/classpath.sh" >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && [ "${MUSTER_NO_INSTALL:-}" != 1 ]; then
+    echo "== installing the Java Eureka runtime ($java_eureka/install.sh)"
+    timeout 2400 "$java_eureka/install.sh" >/tmp/muster-install-java-eureka.log 2>&1 ||
+      echo "== could not install it (see /tmp/muster-install-java-eureka.log): the Java interop tests will skip"
+  else
+    echo "== the Java Eureka runtime is not installed (run $java_eureka/install.sh as root): the Java interop tests will skip"
+  fi
+fi
+
 go vet ./...
 go test -race -count=1 ./...
 # deploy/kubernetes is a module of its own (the Kubernetes and kustomize

@@ -129,6 +129,10 @@ var allowed = map[string]rule{
 		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
+	"interop/javaeureka": {
+		testImports: []string{"internal/testwait"},
+		why:         "no code; its tests drive the muster binary with the real Java Eureka client",
+	},
 	"scripts/chaos": {
 		imports: []string{"client", "httpapi/ops", "registry", "registry/wire", "tools/simclient"},
 		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON; watches with the client package",

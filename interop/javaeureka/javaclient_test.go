@@ -1,0 +1,202 @@
+package javaeureka
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/internal/testwait"
+)
+
+// javaEureka is the folder of the Java Eureka client and server, or the
+// reason the tests cannot use it.
+func javaEureka(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("MUSTER_JAVA_EUREKA")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "java-eureka")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "client", "run.sh")); err != nil {
+		t.Skipf("no Java Eureka driver at %s (set MUSTER_JAVA_EUREKA): %v", dir, err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("no java on PATH (scripts/test.sh installs it as root through ../shared/java-eureka/install.sh)")
+	}
+	if out, err := exec.Command(filepath.Join(dir, "classpath.sh")).CombinedOutput(); err != nil {
+		t.Skipf("the Java Eureka libraries are not installed: %s", bytes.TrimSpace(out))
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// musterBinary builds cmd/muster once per test binary run.
+func musterBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(buildDir, "muster")
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "build", "-o", bin, "../../cmd/muster").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/muster: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startNode runs a standalone Muster node on loopback and returns its
+// Eureka base URL once /readyz answers 200. It stops with the test.
+func startNode(t *testing.T, sets ...string) string {
+	t.Helper()
+	port := freePort(t)
+	args := []string{"serve",
+		"--set", "server.port=" + strconv.Itoa(port),
+		"--set", "server.address=127.0.0.1",
+		"--set", "cluster.enabled=false",
+		"--set", "eureka.instance.hostname=127.0.0.1",
+	}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(musterBinary(t), args...)
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "muster.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile.Name())
+			t.Logf("muster log:\n%s", tail(b, 4000))
+		}
+	})
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	testwait.For(t, 30*time.Second, "the node answers /readyz", func() error {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return base + "/eureka/"
+}
+
+// runDriver runs the real DiscoveryClient driver against url and returns
+// its output; it fails the test unless every check passed.
+func runDriver(t *testing.T, dir, url string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "client", "run.sh"), append([]string{"--url", url}, args...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	summary := regexp.MustCompile(`==== (\d+) passed, (\d+) failed ====`).FindStringSubmatch(text)
+	if err != nil || summary == nil || summary[2] != "0" || summary[1] == "0" {
+		var fails []string
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "FAIL") {
+				fails = append(fails, line)
+			}
+		}
+		t.Fatalf("Java driver against %s: %v, summary %v\nfailed checks:\n%s\noutput tail:\n%s",
+			url, err, summary, strings.Join(fails, "\n"), tail(out, 3000))
+	}
+	return text
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// The real Java client against Muster: registration, heartbeats, a full
+// fetch then deltas with zero hashcode mismatches, status and overrides,
+// metadata, raw fetches through every codec (JacksonJson, LegacyJacksonJson,
+// XStreamJson, XStreamXml, JacksonXml) with and without gzip, and the repair
+// the cold start and eviction rely on: after the server loses the
+// instance, the heartbeat is answered with an empty 404 and the client
+// registers again by itself. A body on that 404 makes the client count a
+// transport error instead, and this test fails.
+func TestJavaClient_againstMuster(t *testing.T) {
+	dir := javaEureka(t)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"jackson-gzip", []string{"--app", "JAVA-INTEROP-A", "--port", "19751"}},
+		{"xstream-plain", []string{"--app", "JAVA-INTEROP-B", "--port", "19752", "--decoder", "XStreamJson", "--gzip", "false"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // two JVMs at most; each against its own node (the XML probe's id is fixed)
+			url := startNode(t)
+			out := runDriver(t, dir, url, append(c.args, "--steady", "8")...)
+			if !regexp.MustCompile(`PASS heartbeat 404 after server-side loss -> client re-registers by itself`).MatchString(out) {
+				t.Fatalf("the driver did not report the re-registration after a heartbeat 404:\n%s", tail([]byte(out), 3000))
+			}
+		})
+	}
+}
+
+var (
+	buildDir  string
+	buildErr  error
+	buildOnce sync.Once // one build of the muster binary for every test of the run
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "muster-javaeureka-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
