@@ -263,17 +263,21 @@ func (e *benchEnv) replCluster() error {
 			return fmt.Errorf("replcpu: %d heartbeats failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
 		}
 	}
-	ratio := c.cpuPerReq() / s.cpuPerReq()
-	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(ratio <= 1.5),
-		fmt.Sprintf("ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; idle CPU %.1f ms/s for the cluster, %.1f for the single node",
+	// The spread row is for information: against one node it also counts
+	// what three idle-between-requests processes cost over one busy one,
+	// which no replication can win back (the third-of-the-rate row shows
+	// it). The row judged is the one against three unclustered nodes.
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
+		fmt.Sprintf("for information (judged against its control, the unclustered row below); ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; idle CPU %.1f ms/s for the cluster, %.1f for the single node",
 			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1), float64(idleCluster.Microseconds())/3e3, float64(idleSingle.Microseconds())/3e3))
 	oneRatio := one.cpuPerReq() / s.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(oneRatio <= 1.5),
 		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))
 	e.addCompared(sc, "single node's CPU per client heartbeat at a third of the rate", third.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
 		fmt.Sprintf("%.0f heartbeats/s, what each node of the spread cluster serves; ceiling = the same node at %.0f/s", third.res.RPS(), s.res.RPS()))
-	e.addCompared(sc, "3-node cluster's CPU per client heartbeat against three unclustered nodes", c.cpuPerReq(), solo.cpuPerReq(), "µs", "", nil,
-		fmt.Sprintf("ceiling = three standalone nodes with the fleet each, the clients spread over them alike (%.0f heartbeats/s): what replication and gossip add to the spread layout", solo.res.RPS()))
+	soloRatio := c.cpuPerReq() / solo.cpuPerReq()
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat against three unclustered nodes", c.cpuPerReq(), solo.cpuPerReq(), "µs", "≤ 1.3× (judged row)", benchBool(soloRatio <= 1.3),
+		fmt.Sprintf("the control of the spread layout: ceiling = three standalone nodes with the fleet each, the clients spread over them alike (%.0f heartbeats/s): what replication and gossip add to the spread layout", solo.res.RPS()))
 	for _, nd := range append(append(nodes, single), solos...) {
 		nd.stop()
 	}
