@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/muster-registry/muster/httpapi/httpkit"
 )
 
 func (s *Server) status() AdminStatus {
@@ -136,7 +138,7 @@ func (s *Server) getStatus(c echo.Context) error {
 			{"num-of-cpus", fmt.Sprint(runtime.NumCPU())},
 			{"total-avail-memory", fmt.Sprintf("%dmb", mem.Sys>>20)},
 			{"current-memory-usage", fmt.Sprintf("%dmb (%d%%)", mem.HeapAlloc>>20, 100*mem.HeapAlloc/max(mem.Sys, 1))},
-			{"server-uptime", formatUptime(s.now().Sub(s.started))},
+			{"server-uptime", httpkit.FormatUptime(s.now().Sub(s.started))},
 		},
 		ApplicationStats: statsMap{
 			{"registered-replicas", strings.Join(registered, ",")},
@@ -149,18 +151,4 @@ func (s *Server) getStatus(c echo.Context) error {
 		return c.JSON(http.StatusOK, info)
 	}
 	return c.XML(http.StatusOK, info)
-}
-
-// formatUptime writes an uptime as Eureka's dashboard does: "[N day(s) ]HH:mm".
-func formatUptime(d time.Duration) string {
-	days := int(d / (24 * time.Hour))
-	d -= time.Duration(days) * 24 * time.Hour
-	hm := fmt.Sprintf("%02d:%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	switch days {
-	case 0:
-		return hm
-	case 1:
-		return "1 day " + hm
-	}
-	return fmt.Sprintf("%d days %s", days, hm)
 }

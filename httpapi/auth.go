@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/httpapi/httpkit"
 
 	"github.com/muster-registry/muster/replication"
 )
@@ -146,7 +147,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			user = u
-			c.Set(contextUser, u)
+			httpkit.SetUser(c, u)
 		}
 		if _, marked := req.Header[replication.HeaderReplication]; marked && (g.peers != nil || (user != nil && !user.IsAdmin())) {
 			delete(req.Header, replication.HeaderReplication)
@@ -195,7 +196,7 @@ func (g *guard) authorize(c echo.Context, u *auth.User, need access) error {
 			return nil
 		}
 	case accessWrite:
-		app, err := pathParam(c, "app")
+		app, err := httpkit.PathParam(c, "app")
 		if err != nil {
 			return err
 		}

@@ -14,12 +14,10 @@
 // (internal/gzjoin). The format follows Eureka: JSON when Accept mentions
 // json, XML otherwise.
 //
-// The dashboard (console*.go, assets/) is an operator's console built on
-// the same snapshots: an index per version for the apps overview and the
-// searches, an hour of self-preservation samples taken by Server.Run, and
-// actions that call the same write paths as the Eureka handlers, guarded by
-// roles (admin) or, without authentication, by
-// Config.ConsoleActions, and by a CSRF token.
+// The dashboard is httpapi/console, mounted here with the server's
+// middleware (authentication, metrics, panics) and run by Server.Run; the
+// operator endpoints (/admin/status types, the actuator, /lastn) are
+// httpapi/ops; httpapi/httpkit holds the few helpers they share.
 //
 // Watches (watch*.go): every registry read carries X-Muster-Index, the
 // version of what it describes, and with index and wait it becomes a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/replication"
@@ -30,28 +31,11 @@ func originOf(c echo.Context) registry.Origin {
 	return registry.OriginClient
 }
 
-// pathParam returns a path parameter, unescaped. Echo matches on the raw
-// path when the request has one (an escape that decoding would lose, such
-// as %2F) and on the decoded path otherwise, so only the first needs
-// unescaping; unescaping the second again would turn an id holding "%41"
-// into "A".
-func pathParam(c echo.Context, name string) (string, error) {
-	v := c.Param(name)
-	if c.Request().URL.RawPath == "" || strings.IndexByte(v, '%') < 0 {
-		return v, nil
-	}
-	u, err := url.PathUnescape(v)
-	if err != nil {
-		return "", badRequest("bad escape in %s %s", name, registry.QuotePrefix(v))
-	}
-	return u, nil
-}
-
 func appAndID(c echo.Context) (app, id string, err error) {
-	if app, err = pathParam(c, "app"); err != nil {
+	if app, err = httpkit.PathParam(c, "app"); err != nil {
 		return "", "", err
 	}
-	if id, err = pathParam(c, "id"); err != nil {
+	if id, err = httpkit.PathParam(c, "id"); err != nil {
 		return "", "", err
 	}
 	return app, id, nil
@@ -141,10 +125,6 @@ func formatOf(c echo.Context) payloadFormat {
 		return formatJSON
 	}
 	return formatXML
-}
-
-func acceptsGzip(c echo.Context) bool {
-	return strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip")
 }
 
 func contentType(f payloadFormat) string {
@@ -237,7 +217,7 @@ func decodeInstanceBody(c echo.Context) (*registry.Instance, error) {
 
 // register is POST /apps/{app}: 204 on success, as the Java client demands.
 func (s *Server) register(c echo.Context) error {
-	app, err := pathParam(c, "app")
+	app, err := httpkit.PathParam(c, "app")
 	if err != nil {
 		return err
 	}
@@ -383,7 +363,7 @@ func (s *Server) getApps(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
-	f, gz := formatOf(c), acceptsGzip(c)
+	f, gz := formatOf(c), httpkit.AcceptsGzip(c)
 	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() payload {
 		defer s.pieces.sweep(snap)
 		return s.pieces.document(false, snap.Apps, "1", snap.Hashcode, f, gz)
@@ -405,7 +385,7 @@ func (s *Server) getDelta(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
-	f, gz := formatOf(c), acceptsGzip(c)
+	f, gz := formatOf(c), httpkit.AcceptsGzip(c)
 	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() payload {
 		return s.pieces.document(true, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
 	})
@@ -416,7 +396,7 @@ func (s *Server) getApp(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	name, err := pathParam(c, "app")
+	name, err := httpkit.PathParam(c, "app")
 	if err != nil {
 		return err
 	}
@@ -448,7 +428,7 @@ func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	name, err := pathParam(c, "vip")
+	name, err := httpkit.PathParam(c, "vip")
 	if err != nil {
 		return err
 	}
@@ -481,7 +461,7 @@ func (s *Server) getAppInstance(c echo.Context) error {
 }
 
 func (s *Server) getInstanceByID(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, err := httpkit.PathParam(c, "id")
 	if err != nil {
 		return err
 	}

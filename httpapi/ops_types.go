@@ -1,6 +1,9 @@
 package httpapi
 
-import "github.com/muster-registry/muster/httpapi/ops"
+import (
+	"github.com/muster-registry/muster/httpapi/console"
+	"github.com/muster-registry/muster/httpapi/ops"
+)
 
 // The operator types live in httpapi/ops, so the CLI and the chaos runner
 // read them without linking the HTTP layer; these names keep the server's
@@ -11,7 +14,21 @@ type (
 	RegistryDoc         = ops.RegistryDoc
 	PeerInfo            = ops.PeerInfo
 	Security            = ops.Security
+	NodeInfo            = ops.NodeInfo
 )
 
 // AntiEntropyOff is ops.AntiEntropyOff.
 const AntiEntropyOff = ops.AntiEntropyOff
+
+// The console's actions policy lives in httpapi/console.
+type ConsoleActionsPolicy = console.ActionsPolicy
+
+// The policies (console.ActionsLoopback, …).
+const (
+	ActionsLoopback = console.ActionsLoopback
+	ActionsAnyone   = console.ActionsAnyone
+	ActionsNobody   = console.ActionsNobody
+)
+
+// ConsoleActionsPolicies is console.ActionsPolicies.
+var ConsoleActionsPolicies = console.ActionsPolicies

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,20 +14,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/httpapi/console"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
-
-// NodeInfo describes this node for the dashboard and /admin/status.
-type NodeInfo struct {
-	Name        string // node name (memberlist identity)
-	Zone        string
-	URL         string // advertised Eureka base URL
-	Environment string // eureka.environment, a dashboard label
-	Datacenter  string // eureka.datacenter, a dashboard label
-	Version     string // Muster's version
-}
 
 // AntiEntropyStats is what /metrics reads from anti-entropy.
 type AntiEntropyStats interface {
@@ -136,7 +128,7 @@ type Config struct {
 	// ConsoleActions says who may use the dashboard's actions when
 	// authentication is off (muster.dashboard.actions-without-auth); ""
 	// means loopback. With authentication on, admin users may.
-	ConsoleActions ConsoleActionsPolicy
+	ConsoleActions console.ActionsPolicy
 	// Watches (watch_fetch.go, watch_stream.go). WatchMaxWait caps the wait
 	// of a blocking fetch (longer ones are clamped); muster.watch.max-wait-ms,
 	// default 60 s. WatchMaxWatchers caps blocking fetches held and watch
@@ -163,7 +155,7 @@ func DefaultConfig() Config {
 		WatchMaxWatchers:  50_000,
 		Node:              NodeInfo{Zone: "default", Environment: "test", Datacenter: "default"},
 		Security:          Security{ClientAuth: "none"},
-		ConsoleActions:    ActionsLoopback,
+		ConsoleActions:    console.ActionsLoopback,
 		Actuator:          ops.DefaultActuatorConfig(),
 	}
 }
@@ -203,7 +195,7 @@ func (c Config) Validate() error {
 		return bad("Actuator", "%v", err)
 	}
 	if !c.ConsoleActions.Valid() {
-		return bad("ConsoleActions", "must be one of %v, got %q", ConsoleActionsPolicies, c.ConsoleActions)
+		return bad("ConsoleActions", "must be one of %v, got %q", console.ActionsPolicies, c.ConsoleActions)
 	}
 	return nil
 }
@@ -225,10 +217,7 @@ type Server struct {
 	limitCounts limitCounts // HTTP limits met, for metrics
 	guard       *guard
 
-	// The console (console*.go).
-	history    *spHistory
-	consoleIdx consoleIndexCache
-	csrf       csrfKeys
+	console *console.Console
 
 	watch      *watchHub
 	watchTimer func(d time.Duration) (<-chan time.Time, func())
@@ -238,6 +227,14 @@ type Server struct {
 	lastN      *ops.LastNRecorder
 	management *echo.Echo
 }
+
+// Run runs what the server's parts keep up while it serves (the console's
+// chart samples) until ctx ends.
+func (s *Server) Run(ctx context.Context) { s.console.Run(ctx) }
+
+// SampleConsole takes one sample for the console's chart at the server's
+// clock; tests call it on a moved clock instead of Run.
+func (s *Server) SampleConsole() { s.console.Sample() }
 
 // New builds the server and its routes. It starts one goroutine, the watch
 // hub's feed, which StopWatches ends; serve Handler() with an http.Server.
@@ -266,7 +263,6 @@ func New(cfg Config) (*Server, error) {
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()
 	s.guard = newGuard(cfg, s.log, s.now)
-	s.history = newSPHistory()
 	s.watchTimer = cfg.WatchTimer
 	if s.watchTimer == nil {
 		s.watchTimer = realTimer
@@ -277,6 +273,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
+		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.users != nil,
+		Actions: cfg.ConsoleActions, LimitBody: s.limitBody, Now: s.now})
 
 	e := echo.New()
 	e.HideBanner = true
@@ -345,7 +344,7 @@ func (s *Server) routes() {
 	}
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)
-	s.consoleRoutes(get, route(e.POST))
+	s.console.Routes(get, route(e.POST))
 	get("/admin/status", s.adminStatus)
 	get("/readyz", s.readyz)
 	get("/livez", s.livez)

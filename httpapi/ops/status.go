@@ -123,3 +123,13 @@ type Security struct {
 // (server.ssl.client-auth need admits only holders of the CA's
 // certificates).
 func (s Security) Open() bool { return !s.Auth && !(s.TLS && s.ClientAuth == "need") }
+
+// NodeInfo describes a node for the dashboard and /admin/status.
+type NodeInfo struct {
+	Name        string // node name (memberlist identity)
+	Zone        string
+	URL         string // advertised Eureka base URL
+	Environment string // eureka.environment, a dashboard label
+	Datacenter  string // eureka.datacenter, a dashboard label
+	Version     string // Muster's version
+}

@@ -63,9 +63,19 @@ var allowed = map[string]rule{
 		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
 	},
 	"httpapi": {
-		imports:     []string{"auth", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "httpapi/console", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
-		why:         "the HTTP edge; knows nothing of cluster or cmd",
+		why:         "the HTTP edge: the Eureka API and the server that mounts the console and ops; knows nothing of cluster or cmd",
+	},
+	"httpapi/console": {
+		// Never the Eureka API (httpapi): the console reads the registry
+		// through its own interface and acts through Apply.
+		imports: []string{"auth", "httpapi/httpkit", "httpapi/ops", "registry"},
+		why:     "the operator's dashboard: pages, actions, chart history, assets",
+	},
+	"httpapi/httpkit": {
+		imports: []string{"auth", "registry"},
+		why:     "helpers the HTTP layer's parts share (the user on a request, gzip when asked, 400s, path parameters)",
 	},
 	"httpapi/ops": {
 		imports: []string{"registry", "replication"},

@@ -1,4 +1,4 @@
-package httpapi
+package console
 
 import (
 	"net/url"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/registry"
 )
 
@@ -167,7 +168,7 @@ const staleViewInstances = 10_000
 // consoleIndex returns the index of the registry's current version, or,
 // for a large registry that changed since the last build and unless fresh
 // is asked for, the last one while a new one is built.
-func (s *Server) consoleIndex(fresh bool) *consoleIndex {
+func (s *Console) consoleIndex(fresh bool) *consoleIndex {
 	c := &s.consoleIdx
 	cur := c.cur.Load()
 	if cur != nil && cur.snap.Version == s.reg.Version() {
@@ -374,13 +375,13 @@ func parseConsoleFilter(c echo.Context) (consoleFilter, error) {
 	}
 	for _, v := range []string{f.App, f.Zone, f.Host, f.Meta, q.Get("status")} {
 		if len(v) > maxFilterLen {
-			return f, badRequest("search fields are limited to %d bytes", maxFilterLen)
+			return f, httpkit.BadRequest("search fields are limited to %d bytes", maxFilterLen)
 		}
 	}
 	if st := strings.TrimSpace(q.Get("status")); st != "" {
 		parsed, err := registry.ParseStatus(st)
 		if err != nil {
-			return f, badRequest("status: want UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN, got %q", st)
+			return f, httpkit.BadRequest("status: want UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN, got %q", st)
 		}
 		f.Status = parsed
 	}
@@ -391,7 +392,7 @@ func parseConsoleFilter(c echo.Context) (consoleFilter, error) {
 		f.metaKey = strings.TrimSpace(f.metaKey)
 		f.metaValue = strings.TrimSpace(f.metaValue)
 		if f.metaKey == "" {
-			return f, badRequest("meta: want key=value or key")
+			return f, httpkit.BadRequest("meta: want key=value or key")
 		}
 		f.metaNeedle = "\x00" + f.metaKey + "="
 		if f.metaHasValue {
@@ -450,12 +451,12 @@ func parsePaging(c echo.Context) (paging, error) {
 		n := 0
 		for _, ch := range raw {
 			if ch < '0' || ch > '9' || n > f.max {
-				return p, badRequest("%s: want a number from 1 to %d", f.name, f.max)
+				return p, httpkit.BadRequest("%s: want a number from 1 to %d", f.name, f.max)
 			}
 			n = n*10 + int(ch-'0')
 		}
 		if n < 1 || n > f.max {
-			return p, badRequest("%s: want a number from 1 to %d", f.name, f.max)
+			return p, httpkit.BadRequest("%s: want a number from 1 to %d", f.name, f.max)
 		}
 		*f.dst = n
 	}

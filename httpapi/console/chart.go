@@ -1,4 +1,4 @@
-package httpapi
+package console
 
 import (
 	"html/template"

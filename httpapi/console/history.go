@@ -1,7 +1,6 @@
-package httpapi
+package console
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -76,29 +75,6 @@ func newSPHistory() *spHistory {
 		samples: make([]spSample, 0, historySamples),
 		perApp:  make([]appTotals, 0, int(perAppSpan/historyInterval)+1),
 	}
-}
-
-// Run samples the self-preservation figures every 10 s for the console's
-// chart until ctx ends. It is the console's only ticker; tests call
-// SampleConsole on a moved clock instead.
-func (s *Server) Run(ctx context.Context) {
-	s.SampleConsole()
-	t := time.NewTicker(historyInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.SampleConsole()
-		}
-	}
-}
-
-// SampleConsole takes one sample of the self-preservation figures and of
-// the per-app renewal totals, at the server's clock.
-func (s *Server) SampleConsole() {
-	s.history.sample(s.now(), s.reg.SelfPreservationState(), s.reg)
 }
 
 func (h *spHistory) sample(now time.Time, sp registry.SelfPreservation, reg Registry) {

@@ -1,4 +1,4 @@
-package httpapi
+package console
 
 import (
 	"bytes"
@@ -14,23 +14,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/httpapi/httpkit"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 )
-
-// The console is the dashboard at / (and /dashboard, /console): Eureka's
-// status page (System Status, the self-preservation banners in Eureka's
-// words, DS Replicas, General Info) grown into an operator's console that
-// stays small at 100k instances. Every list is paginated and filtered on
-// the server, the apps overview is derived once per registry version
-// (console_index.go), the self-preservation chart is an inline SVG drawn
-// here from an hour of samples (console_history.go, console_chart.go), and
-// the page refreshes its live part when GET /console/api/summary says the
-// registry or the samples changed. Actions (console_actions.go) go through
-// the same registry calls as the Eureka API, so they replicate. Nothing is
-// loaded from anywhere else: the stylesheet and script are embedded.
 
 //go:embed assets
 var assets embed.FS
@@ -48,12 +37,12 @@ type consolePage struct {
 	View        string // overview, instances, confirm
 	Title       string
 	Index       string
-	Node        NodeInfo
+	Node        ops.NodeInfo
 	Ready       bool
 	CurrentTime string
 	Uptime      string
 	SP          registry.SelfPreservation
-	Security    Security
+	Security    ops.Security
 	Peers       []dashboardPeer
 	General     [][2]string
 
@@ -83,7 +72,7 @@ type consolePage struct {
 }
 
 type dashboardPeer struct {
-	PeerInfo
+	ops.PeerInfo
 	Available           bool
 	SyncText, SyncClass string
 }
@@ -126,21 +115,9 @@ type confirmView struct {
 	Back     string
 }
 
-func (s *Server) consoleRoutes(get, post func(string, echo.HandlerFunc, ...echo.MiddlewareFunc)) {
-	get("/", s.consoleOverview)
-	get("/dashboard", s.consoleOverview)
-	get("/console", s.consoleOverview)
-	get("/console/instances", s.consoleInstances)
-	get("/console/apps/:app", s.consoleInstances)
-	get("/console/api/summary", s.consoleSummary)
-	get("/console/confirm", s.consoleConfirm)
-	post("/console/actions", s.consoleAction, s.limitBody(consoleMaxFormBytes))
-	get("/static/*", s.static)
-}
-
 // liveIndex changes whenever the page's content may have: a visible
 // registry change or a new self-preservation sample.
-func (s *Server) liveIndex() string {
+func (s *Console) liveIndex() string {
 	return liveIndexOf(s.reg.Version(), s.history.seq.Load())
 }
 
@@ -152,7 +129,7 @@ func liveIndexOf(version, samples uint64) string {
 // snap is the version the page shows (nil: the current one); the page's
 // live index names it, so a page built from an older version is refreshed
 // by the next poll.
-func (s *Server) basePage(c echo.Context, view string, snap *registry.Snapshot) consolePage {
+func (s *Console) basePage(c echo.Context, view string, snap *registry.Snapshot) consolePage {
 	now := s.now()
 	index := s.liveIndex()
 	if snap != nil {
@@ -164,7 +141,7 @@ func (s *Server) basePage(c echo.Context, view string, snap *registry.Snapshot) 
 		Node:        s.cfg.Node,
 		Ready:       s.cfg.Ready(),
 		CurrentTime: now.Format("2006-01-02T15:04:05 -0700"),
-		Uptime:      formatUptime(now.Sub(s.started)),
+		Uptime:      httpkit.FormatUptime(now.Sub(s.started)),
 		SP:          s.reg.SelfPreservationState(),
 		Security:    s.cfg.Security,
 		Statuses:    consoleStatuses[:],
@@ -175,7 +152,7 @@ func (s *Server) basePage(c echo.Context, view string, snap *registry.Snapshot) 
 
 // consoleOverview is the dashboard: system status, self-preservation with
 // its chart, replicas, the apps (filtered, paginated) and general info.
-func (s *Server) consoleOverview(c echo.Context) error {
+func (s *Console) consoleOverview(c echo.Context) error {
 	f, err := parseConsoleFilter(c)
 	if err != nil {
 		return err
@@ -267,7 +244,7 @@ func (s *Server) consoleOverview(c echo.Context) error {
 	return s.renderConsole(c, http.StatusOK, &p)
 }
 
-func (s *Server) appRow(sum appSummary, f consoleFilter, now time.Time) appRow {
+func (s *Console) appRow(sum appSummary, f consoleFilter, now time.Time) appRow {
 	q := f.query()
 	q.Del("app")
 	link := "/console/apps/" + url.PathEscape(sum.Name)
@@ -291,7 +268,7 @@ func (s *Server) appRow(sum appSummary, f consoleFilter, now time.Time) appRow {
 
 // consoleInstances lists instances, filtered and paginated: of one app at
 // /console/apps/{app}, of every app at /console/instances.
-func (s *Server) consoleInstances(c echo.Context) error {
+func (s *Console) consoleInstances(c echo.Context) error {
 	f, err := parseConsoleFilter(c)
 	if err != nil {
 		return err
@@ -310,7 +287,7 @@ func (s *Server) consoleInstances(c echo.Context) error {
 
 	appIdx := -1 // the app page's app in snap.Apps
 	if c.Path() == "/console/apps/:app" {
-		name, err := pathParam(c, "app")
+		name, err := httpkit.PathParam(c, "app")
 		if err != nil {
 			return err
 		}
@@ -413,7 +390,7 @@ func zoneMenu(zones []string) []string {
 // larger body gets 413.
 const consoleMaxFormBytes = 16 << 10
 
-func (s *Server) instanceRow(iv *registry.InstanceView, now time.Time) instanceRow {
+func (s *Console) instanceRow(iv *registry.InstanceView, now time.Time) instanceRow {
 	in := iv.Instance
 	r := instanceRow{App: in.App, ID: in.ID(), IP: in.IPAddr, Status: in.Status, Zone: instanceZone(in)}
 	hp := in.HostName
@@ -484,7 +461,7 @@ func pageLinks(c echo.Context, pg paging) (prev, next string) {
 
 // consoleConfirm is the confirmation step of an action: it names the
 // instance and what will happen, and carries the CSRF token to the POST.
-func (s *Server) consoleConfirm(c echo.Context) error {
+func (s *Console) consoleConfirm(c echo.Context) error {
 	if ok, why := s.actionsAllowed(c); !ok {
 		return echo.NewHTTPError(http.StatusForbidden, why)
 	}
@@ -501,14 +478,14 @@ func (s *Server) consoleConfirm(c echo.Context) error {
 	p := s.basePage(c, "confirm", nil)
 	p.Title = "Confirm — Muster"
 	p.Confirm = &confirmView{Action: a, Describe: a.describe(), Instance: s.instanceRow(&iv, s.now()),
-		CSRF: s.csrfToken(session, userOf(c)), Back: "/console/apps/" + url.PathEscape(iv.App)}
+		CSRF: s.csrfToken(session, httpkit.UserOf(c)), Back: "/console/apps/" + url.PathEscape(iv.App)}
 	return s.renderConsole(c, http.StatusOK, &p)
 }
 
 // consoleAction applies a confirmed action: POST only, admin (or the
 // policy without auth), CSRF-checked, then the same registry call as the
 // Eureka API's, so it replicates like one.
-func (s *Server) consoleAction(c echo.Context) error {
+func (s *Console) consoleAction(c echo.Context) error {
 	if ok, why := s.actionsAllowed(c); !ok {
 		return echo.NewHTTPError(http.StatusForbidden, why)
 	}
@@ -521,13 +498,13 @@ func (s *Server) consoleAction(c echo.Context) error {
 	}
 	app, id := c.FormValue("app"), c.FormValue("id")
 	if app == "" || id == "" || len(app) > maxFilterLen || len(id) > maxFilterLen {
-		return badRequest("app and id are required")
+		return httpkit.BadRequest("app and id are required")
 	}
 	if err := s.applyConsoleAction(a, app, id); err != nil {
 		return err
 	}
 	user := "(no auth)"
-	if u := userOf(c); u != nil {
+	if u := httpkit.UserOf(c); u != nil {
 		user = u.Name
 	}
 	s.log.Info().Str("action", string(a)).Str("app", strings.ToUpper(app)).Str("instance_id", id).
@@ -538,7 +515,7 @@ func (s *Server) consoleAction(c echo.Context) error {
 
 // consoleSummary is the live endpoint: 304 while index (the page's
 // version) is current, else the figures that changed.
-func (s *Server) consoleSummary(c echo.Context) error {
+func (s *Console) consoleSummary(c echo.Context) error {
 	index := s.liveIndex()
 	h := c.Response().Header()
 	h.Set(echo.HeaderCacheControl, "no-store")
@@ -553,7 +530,7 @@ func (s *Server) consoleSummary(c echo.Context) error {
 		"apps":      len(snap.Apps),
 		"instances": snap.Instances,
 		"hashcode":  snap.Hashcode,
-		"selfPreservation": SelfPreservationDoc{
+		"selfPreservation": ops.SelfPreservationDoc{
 			Enabled: sp.Enabled, Active: sp.Active, WarmingUp: sp.WarmingUp,
 			LeaseExpirationEnabled: sp.LeaseExpirationEnabled, ExpectedRenewsPerMin: sp.ExpectedRenewsPerMin,
 			RenewsThreshold: sp.RenewsThreshold, RenewsLastMin: sp.RenewsLastMin, ArrivingRenewsPerMin: sp.ArrivingRenewsPerMin,
@@ -563,7 +540,7 @@ func (s *Server) consoleSummary(c echo.Context) error {
 
 // renderConsole writes the page, or only its live part when the script
 // asks (partial=1), gzipped when the client accepts it.
-func (s *Server) renderConsole(c echo.Context, code int, p *consolePage) error {
+func (s *Console) renderConsole(c echo.Context, code int, p *consolePage) error {
 	name := "console.html"
 	if c.QueryParam("partial") == "1" {
 		name = "live"
@@ -578,23 +555,7 @@ func (s *Server) renderConsole(c echo.Context, code int, p *consolePage) error {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-	return writeMaybeGzip(c, code, echo.MIMETextHTMLCharsetUTF8, b.Bytes())
-}
-
-// writeMaybeGzip sends body, gzipped when the client accepts it and it is
-// worth it.
-func writeMaybeGzip(c echo.Context, code int, contentType string, body []byte) error {
-	if len(body) < 1024 || !acceptsGzip(c) {
-		return c.Blob(code, contentType, body)
-	}
-	var b bytes.Buffer
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&b)
-	_, _ = zw.Write(body)
-	_ = zw.Close()
-	gzipWriters.Put(zw)
-	c.Response().Header().Set(echo.HeaderContentEncoding, "gzip")
-	return c.Blob(code, contentType, b.Bytes())
+	return httpkit.WriteMaybeGzip(c, code, echo.MIMETextHTMLCharsetUTF8, b.Bytes())
 }
 
 // formatAge writes a duration the way people read ages: 45s, 12m, 3h10m,
@@ -615,7 +576,7 @@ func formatAge(d time.Duration) string {
 }
 
 // static serves the embedded stylesheet and script.
-func (s *Server) static(c echo.Context) error {
+func (s *Console) static(c echo.Context) error {
 	name := c.Param("*")
 	var ct string
 	switch name {
@@ -632,5 +593,5 @@ func (s *Server) static(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "max-age=3600")
 	c.Response().Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-	return writeMaybeGzip(c, http.StatusOK, ct, b)
+	return httpkit.WriteMaybeGzip(c, http.StatusOK, ct, b)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package console
 
 import (
 	"crypto/hmac"
@@ -16,30 +16,31 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/registry"
 )
 
-// ConsoleActionsPolicy says who may use the console's actions on a node
+// ActionsPolicy says who may use the console's actions on a node
 // without authentication (muster.dashboard.actions-without-auth). With
 // authentication on, only admin users may, whatever this says.
-type ConsoleActionsPolicy string
+type ActionsPolicy string
 
 // The policies.
 const (
 	// ActionsLoopback allows actions from loopback clients only: an operator
 	// on the node itself (or through an SSH tunnel). The default.
-	ActionsLoopback ConsoleActionsPolicy = "loopback"
+	ActionsLoopback ActionsPolicy = "loopback"
 	// ActionsAnyone allows them to any client, as the open Eureka API does.
-	ActionsAnyone ConsoleActionsPolicy = "any"
+	ActionsAnyone ActionsPolicy = "any"
 	// ActionsNobody hides them.
-	ActionsNobody ConsoleActionsPolicy = "none"
+	ActionsNobody ActionsPolicy = "none"
 )
 
-// ConsoleActionsPolicies lists the policies, as a user writes them.
-var ConsoleActionsPolicies = []ConsoleActionsPolicy{ActionsLoopback, ActionsAnyone, ActionsNobody}
+// ActionsPolicies lists the policies, as a user writes them.
+var ActionsPolicies = []ActionsPolicy{ActionsLoopback, ActionsAnyone, ActionsNobody}
 
 // Valid reports whether p is one of the policies ("" means loopback).
-func (p ConsoleActionsPolicy) Valid() bool {
+func (p ActionsPolicy) Valid() bool {
 	switch p {
 	case "", ActionsLoopback, ActionsAnyone, ActionsNobody:
 		return true
@@ -76,13 +77,13 @@ func parseConsoleAction(s string) (consoleAction, error) {
 	case actionOutOfService, actionUp, actionRemoveOverride, actionCancel:
 		return a, nil
 	}
-	return "", badRequest("action: want out-of-service, up, remove-override or cancel")
+	return "", httpkit.BadRequest("action: want out-of-service, up, remove-override or cancel")
 }
 
 // applyConsoleAction applies an action as the matching Eureka request from
 // a client would be: the same operation, through the same Apply, so it is
 // replicated exactly as the API's.
-func (s *Server) applyConsoleAction(a consoleAction, app, id string) error {
+func (s *Console) applyConsoleAction(a consoleAction, app, id string) error {
 	var op registry.Op
 	switch a {
 	case actionOutOfService:
@@ -94,32 +95,23 @@ func (s *Server) applyConsoleAction(a consoleAction, app, id string) error {
 	case actionCancel:
 		op = registry.CancelOp(app, id)
 	default:
-		return badRequest("unknown action")
+		return httpkit.BadRequest("unknown action")
 	}
 	_, err := s.reg.Apply(op)
 	return err
 }
 
-// contextUser is the echo context key under which authenticate leaves the
-// authenticated user.
-const contextUser = "muster.user"
-
-func userOf(c echo.Context) *auth.User {
-	u, _ := c.Get(contextUser).(*auth.User)
-	return u
-}
-
 // actionsAllowed tells whether the caller may use the console's actions,
 // and if not, why.
-func (s *Server) actionsAllowed(c echo.Context) (bool, string) {
-	if s.guard.users != nil {
-		u := userOf(c)
+func (s *Console) actionsAllowed(c echo.Context) (bool, string) {
+	if s.cfg.AuthEnabled {
+		u := httpkit.UserOf(c)
 		if u != nil && u.IsAdmin() {
 			return true, ""
 		}
 		return false, "actions are for admin users"
 	}
-	switch s.cfg.ConsoleActions {
+	switch s.cfg.Actions {
 	case ActionsAnyone:
 		return true, ""
 	case ActionsNobody:
@@ -161,7 +153,7 @@ func (k *csrfKeys) get() []byte {
 
 // consoleSession returns the session cookie's value, setting a new cookie
 // when the request has none.
-func (s *Server) consoleSession(c echo.Context) string {
+func (s *Console) consoleSession(c echo.Context) string {
 	if ck, err := c.Cookie(consoleCookie); err == nil && len(ck.Value) == 64 {
 		if _, err := hex.DecodeString(ck.Value); err == nil {
 			return ck.Value
@@ -175,7 +167,7 @@ func (s *Server) consoleSession(c echo.Context) string {
 	return v
 }
 
-func (s *Server) csrfToken(session string, u *auth.User) string {
+func (s *Console) csrfToken(session string, u *auth.User) string {
 	m := hmac.New(sha256.New, s.csrf.get())
 	m.Write([]byte(session))
 	m.Write([]byte{0})
@@ -187,7 +179,7 @@ func (s *Server) csrfToken(session string, u *auth.User) string {
 
 // checkCSRF refuses (403) a POST that does not come from the console's
 // own form.
-func (s *Server) checkCSRF(c echo.Context) error {
+func (s *Console) checkCSRF(c echo.Context) error {
 	req := c.Request()
 	if site := req.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused (Sec-Fetch-Site: "+site+")")
@@ -202,7 +194,7 @@ func (s *Server) checkCSRF(c echo.Context) error {
 	if err != nil || ck.Value == "" {
 		return echo.NewHTTPError(http.StatusForbidden, "missing console session cookie: open the page again and retry")
 	}
-	want := s.csrfToken(ck.Value, userOf(c))
+	want := s.csrfToken(ck.Value, httpkit.UserOf(c))
 	got := c.FormValue("csrf")
 	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 		return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token: open the page again and retry")
@@ -211,13 +203,28 @@ func (s *Server) checkCSRF(c echo.Context) error {
 }
 
 // flashSignature signs the "done" message of a redirect after an action.
-func (s *Server) flashSignature(action, app, id string) string {
+func (s *Console) flashSignature(action, app, id string) string {
 	m := hmac.New(sha256.New, s.csrf.get())
 	m.Write([]byte("flash\x00" + action + "\x00" + app + "\x00" + id))
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
-func (s *Server) flashSigned(action, app, id, sig string) bool {
+func (s *Console) flashSigned(action, app, id, sig string) bool {
 	want := s.flashSignature(action, app, id)
 	return subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
+}
+
+// limitBody caps a request body when the server gives no middleware of
+// its own: reading beyond limit fails, and the action answers 413.
+func limitBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.ContentLength > limit {
+				return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+			return next(c)
+		}
+	}
 }
