@@ -31,20 +31,13 @@
 // event where changes were lost. StopWatches, run when the HTTPServer shuts
 // down, answers every held request and ends every stream.
 //
-// auth.go guards every route but /livez and /readyz once users
-// (Config.Auth) or a peer secret (Config.PeerVerifier) are configured: HTTP
-// Basic users with read, write (optionally per app) and admin roles, and
-// HMAC-signed peer requests for the batch endpoint and syncUp reads. It also
-// decides whether the x-netflix-discovery-replication header counts; an
-// untrusted one is dropped, so the request is an ordinary client request.
-// The registry never sees a credential.
+// httpapi/edge guards every route but /livez and /readyz once users
+// (Config.Auth) or a peer secret (Config.PeerVerifier) are configured, and
+// bounds what connections can hold (body read deadline, write deadlines
+// that move with the reader's progress, a connection limit); the server
+// mounts it as the first middleware and hands it each connection.
 //
 // errors.go is the one place that turns errors into status codes: bad input
 // of any kind is a 4xx with a one-line plain-text reason and changes
 // nothing; handler panics become a 500 and a log line, never a crash.
-//
-// limits.go bounds what connections can hold: a body read deadline, write
-// deadlines that move with each 128 KiB the reader takes, no buffer reserved from a
-// declared Content-Length, a connection limit (LimitListener) and the
-// HTTPServer settings; muster_limit_rejections_total counts every limit met.
 package httpapi

@@ -44,7 +44,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	code := statusFor(err)
 	if code == http.StatusRequestEntityTooLarge {
-		s.limitCounts.bodyBytes.Add(1)
+		s.limits.CountBodyTooLarge()
 	}
 	msg := err.Error()
 	var he *echo.HTTPError
@@ -112,14 +112,6 @@ func headerSafe(msg string) string {
 
 // maxErrorBody caps the text of an error answer.
 const maxErrorBody = 1024
-
-func badRequest(format string, args ...any) error {
-	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(format, args...))
-}
-
-func errBodyTooLarge(limit int64) error {
-	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
-}
 
 var errReadsRefused = echo.NewHTTPError(http.StatusForbidden,
 	"registry not open for traffic yet (syncing with peers); try another server")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/httpapi/edge"
 	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
@@ -75,7 +76,7 @@ func lastDirtyParam(c echo.Context) (int64, error) {
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || ms < 0 {
-		return 0, badRequest("lastDirtyTimestamp %s is not a number of milliseconds", registry.QuotePrefix(v))
+		return 0, httpkit.BadRequest("lastDirtyTimestamp %s is not a number of milliseconds", registry.QuotePrefix(v))
 	}
 	return ms, nil
 }
@@ -88,7 +89,7 @@ func statusParam(c echo.Context, name string) (registry.Status, bool, error) {
 	}
 	st, err := registry.ParseStatus(v)
 	if err != nil {
-		return "", false, badRequest("%s: %v", name, err)
+		return "", false, httpkit.BadRequest("%s: %v", name, err)
 	}
 	return st, true, nil
 }
@@ -177,12 +178,12 @@ func readBody(c echo.Context) (body []byte, release func(), err error) {
 		release()
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
-			return nil, nil, errBodyTooLarge(maxBytes.Limit)
+			return nil, nil, edge.ErrBodyTooLarge(maxBytes.Limit)
 		}
-		if errors.Is(err, errBodyReadTimeout) {
-			return nil, nil, errBodyReadTimeout
+		if errors.Is(err, edge.ErrBodyReadTimeout) {
+			return nil, nil, edge.ErrBodyReadTimeout
 		}
-		return nil, nil, badRequest("reading request body: %v", err)
+		return nil, nil, httpkit.BadRequest("reading request body: %v", err)
 	}
 	return buf.Bytes(), release, nil
 }
@@ -226,7 +227,7 @@ func (s *Server) register(c echo.Context) error {
 		return err
 	}
 	if in.App != "" && !strings.EqualFold(in.App, app) {
-		return badRequest("mismatched appName: the path says %s but the body says %s",
+		return httpkit.BadRequest("mismatched appName: the path says %s but the body says %s",
 			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
 	if _, err := s.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
@@ -296,7 +297,7 @@ func readStatusRequest(c echo.Context, fallback registry.Status) (statusRequest,
 	case fallback != "":
 		sr.status = fallback
 	default:
-		return sr, badRequest("missing query parameter value (UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)")
+		return sr, httpkit.BadRequest("missing query parameter value (UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN)")
 	}
 	sr.dirty, err = lastDirtyParam(c)
 	return sr, err
@@ -335,15 +336,15 @@ func (s *Server) updateMetadata(c echo.Context) error {
 	}
 	q, err := url.ParseQuery(c.Request().URL.RawQuery)
 	if err != nil {
-		return badRequest("bad query string: %v", err)
+		return httpkit.BadRequest("bad query string: %v", err)
 	}
 	if len(q) == 0 {
-		return badRequest("no metadata given: pass entries as query parameters, e.g. ?version=2")
+		return httpkit.BadRequest("no metadata given: pass entries as query parameters, e.g. ?version=2")
 	}
 	updates := make(map[string]string, len(q))
 	for k, vs := range q {
 		if k == "" {
-			return badRequest("empty metadata key")
+			return httpkit.BadRequest("empty metadata key")
 		}
 		updates[k] = vs[0]
 	}

@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Serv
 	}
 	cs := []prometheus.Collector{
 		m.latency,
-		s.guard.failures,
+		s.guard.Failures(),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_registrations_total", Help: "Registrations accepted, replicated ones included."},
 			stats(func(v statsView) float64 { return float64(v.registrations) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_renewals_total", Help: "Successful lease renewals (heartbeats), replicated ones included."},
@@ -169,4 +169,33 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) serveMetrics(c echo.Context) error {
 	s.metrics.handler.ServeHTTP(c.Response(), c.Request())
 	return nil
+}
+
+// limitsCollector exports muster_limit_rejections_total{limit}: every
+// write or connection a limit refused (or, for max-connections, held back),
+// by the limit's config key without "muster.".
+type limitsCollector struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func newLimitsCollector(s *Server) *limitsCollector {
+	return &limitsCollector{s: s, desc: prometheus.NewDesc("muster_limit_rejections_total",
+		"Requests refused by a limit, by limit (the muster.* key); max-connections counts connections that had to wait.",
+		[]string{"limit"}, nil)}
+}
+
+func (lc *limitsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lc.desc }
+
+func (lc *limitsCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(limit string, v uint64) {
+		ch <- prometheus.MustNewConstMetric(lc.desc, prometheus.CounterValue, float64(v), limit)
+	}
+	for l, v := range lc.s.reg.LimitRejections() {
+		emit(string(l), v)
+	}
+	c := lc.s.limits.Counts()
+	emit("max-body-bytes", c.BodyBytes)
+	emit("body-read-timeout-ms", c.BodyReadTimeout)
+	emit("max-connections", c.Connections)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/httpapi/console"
+	"github.com/muster-registry/muster/httpapi/edge"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -214,8 +216,8 @@ type Server struct {
 	started  time.Time
 	now      func() time.Time
 
-	limitCounts limitCounts // HTTP limits met, for metrics
-	guard       *guard
+	limits *edge.Limits
+	guard  *edge.Guard
 
 	console *console.Console
 
@@ -262,7 +264,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()
-	s.guard = newGuard(cfg, s.log, s.now)
+	s.guard = edge.NewGuard(edge.GuardConfig{Users: cfg.Auth, Peers: cfg.PeerVerifier,
+		MaxPeerBody: cfg.MaxBatchBodyBytes, Now: s.now, Logger: s.log})
+	s.limits = edge.NewLimits(edge.LimitsConfig{BodyReadTimeout: cfg.BodyReadTimeout,
+		WriteChunkTimeout: cfg.WriteChunkTimeout, MaxConnections: cfg.MaxConnections})
 	s.watchTimer = cfg.WatchTimer
 	if s.watchTimer == nil {
 		s.watchTimer = realTimer
@@ -274,8 +279,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = m
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
-		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.users != nil,
-		Actions: cfg.ConsoleActions, LimitBody: s.limitBody, Now: s.now})
+		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.AuthEnabled(),
+		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now})
 
 	e := echo.New()
 	e.HideBanner = true
@@ -293,8 +298,8 @@ func (s *Server) Handler() http.Handler { return s }
 // slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
 // often as /eureka/apps.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if pw := s.guardConn(w, r); pw != nil {
-		defer releaseWriter(pw)
+	if pw := s.limits.Prepare(w, r); pw != nil {
+		defer pw.Release()
 		w = pw
 	}
 	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
@@ -312,7 +317,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routes() {
 	// Middleware is attached per route, where echo applies it once, rather
 	// than with Use, which echo v4 re-applies on every request.
-	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe, s.authenticate}
+	common := []echo.MiddlewareFunc{s.recoverPanics, s.observe, s.guard.Authenticate}
 	route := func(add func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route) func(string, echo.HandlerFunc, ...echo.MiddlewareFunc) {
 		return func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc) {
 			add(path, h, append(append([]echo.MiddlewareFunc{}, common...), extra...)...)
@@ -324,7 +329,7 @@ func (s *Server) routes() {
 	for _, base := range []string{"/eureka", "/eureka/v2", "/v2"} {
 		g := e.Group(base)
 		post, put, get, del := route(g.POST), route(g.PUT), route(g.GET), route(g.DELETE)
-		post("/apps/:app", s.register, s.limitBody(s.cfg.MaxBodyBytes))
+		post("/apps/:app", s.register, edge.LimitBody(s.cfg.MaxBodyBytes))
 		put("/apps/:app/:id", s.heartbeat)
 		del("/apps/:app/:id", s.cancel)
 		put("/apps/:app/:id/status", s.updateStatus)
@@ -338,9 +343,9 @@ func (s *Server) routes() {
 		get("/vips/:vip", s.getVIP)
 		get("/svips/:vip", s.getSVIP)
 		get("/status", s.getStatus)
-		post("/peerreplication/batch", s.peerBatch, s.limitBody(s.cfg.MaxBatchBodyBytes))
-		post("/peerreplication/digest", s.peerDigest, s.limitBody(s.cfg.MaxBodyBytes))
-		post("/peerreplication/copies", s.peerCopies, s.limitBody(s.cfg.MaxBodyBytes))
+		post("/peerreplication/batch", s.peerBatch, edge.LimitBody(s.cfg.MaxBatchBodyBytes))
+		post("/peerreplication/digest", s.peerDigest, edge.LimitBody(s.cfg.MaxBodyBytes))
+		post("/peerreplication/copies", s.peerCopies, edge.LimitBody(s.cfg.MaxBodyBytes))
 	}
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)
@@ -355,7 +360,7 @@ func (s *Server) routes() {
 	s.lastN = ops.NewLastNRecorder(s.reg, ops.LastNSize)
 	get(ops.LastNPath, s.lastN.ServeLastN)
 	act, err := ops.NewActuator(s.cfg.Actuator, ops.ActuatorSources{Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed,
-		Registry: s.reg, Metrics: s.metrics.handler, Authorized: s.guard.mayRead, Version: s.cfg.Node.Version})
+		Registry: s.reg, Metrics: s.metrics.handler, Authorized: s.guard.MayRead, Version: s.cfg.Node.Version})
 	if err != nil {
 		panic(err) // Validate checked the config and New the sources
 	}
@@ -366,7 +371,7 @@ func (s *Server) routes() {
 		actGet = route(s.management.GET)
 	}
 	for _, r := range act.Routes() {
-		s.guard.mounted[r.Path] = map[bool]access{true: accessOpen, false: accessRead}[r.Open]
+		s.guard.Mount(r.Path, r.Open)
 		actGet(r.Path, r.Handler)
 	}
 }
@@ -403,17 +408,23 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// limitBody caps the request body; reading beyond it fails, and the
-// handler answers 413.
-func (s *Server) limitBody(limit int64) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			req := c.Request()
-			if req.ContentLength > limit {
-				return errBodyTooLarge(limit)
-			}
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
-			return next(c)
-		}
+// LimitListener returns ln accepting at most MaxConnections open
+// connections at once; 0 means no limit.
+func (s *Server) LimitListener(ln net.Listener) net.Listener { return s.limits.LimitListener(ln) }
+
+// HTTPServer returns an http.Server for the API with the timeouts above.
+// Its Shutdown first answers every held blocking fetch and ends every watch
+// stream (StopWatches), which would otherwise keep it waiting.
+func (s *Server) HTTPServer() *http.Server {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10, // a Eureka request line and headers are far smaller
 	}
+	// The connection rides in each request's context so that a large
+	// response can follow what the reader acknowledged (progressWriter).
+	srv.ConnContext = edge.ConnContext
+	srv.RegisterOnShutdown(s.StopWatches)
+	return srv
 }

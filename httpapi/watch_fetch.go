@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/muster-registry/muster/httpapi/httpkit"
 )
 
 // HeaderIndex carries the version of what a registry read describes
@@ -36,13 +38,13 @@ func (s *Server) watchParams(c echo.Context) (index uint64, wait time.Duration, 
 	if hasIndex {
 		index, err = strconv.ParseUint(rawIndex[0], 10, 64)
 		if err != nil {
-			return 0, 0, false, badRequest("index must be a version number (from the %s header), got %q", HeaderIndex, truncate(rawIndex[0]))
+			return 0, 0, false, httpkit.BadRequest("index must be a version number (from the %s header), got %q", HeaderIndex, truncate(rawIndex[0]))
 		}
 	}
 	if hasWait {
 		wait, err = time.ParseDuration(rawWait[0])
 		if err != nil || wait < 0 {
-			return 0, 0, false, badRequest("wait must be a non-negative duration such as 30s, got %q", truncate(rawWait[0]))
+			return 0, 0, false, httpkit.BadRequest("wait must be a non-negative duration such as 30s, got %q", truncate(rawWait[0]))
 		}
 		wait = min(wait, s.cfg.WatchMaxWait)
 	}

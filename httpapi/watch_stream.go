@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -50,7 +51,7 @@ func (s *Server) watchStream(c echo.Context) error {
 	if hasIndex {
 		var err error
 		if index, err = strconv.ParseUint(rawIndex, 10, 64); err != nil {
-			return badRequest("index must be a version number (an event id), got %q", truncate(rawIndex))
+			return httpkit.BadRequest("index must be a version number (an event id), got %q", truncate(rawIndex))
 		}
 	}
 	h := s.watch

@@ -63,7 +63,7 @@ var allowed = map[string]rule{
 		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
 	},
 	"httpapi": {
-		imports:     []string{"auth", "httpapi/console", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP edge: the Eureka API and the server that mounts the console and ops; knows nothing of cluster or cmd",
 	},
@@ -72,6 +72,10 @@ var allowed = map[string]rule{
 		// through its own interface and acts through Apply.
 		imports: []string{"auth", "httpapi/httpkit", "httpapi/ops", "registry"},
 		why:     "the operator's dashboard: pages, actions, chart history, assets",
+	},
+	"httpapi/edge": {
+		imports: []string{"auth", "httpapi/httpkit", "replication"},
+		why:     "what every request meets before a handler: authentication and authorisation, connection and body limits",
 	},
 	"httpapi/httpkit": {
 		imports: []string{"auth", "registry"},

@@ -1,8 +1,9 @@
-package httpapi
+package edge
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // How the HTTP server bounds what slow, idle or many connections can hold.
@@ -49,32 +49,72 @@ const writeChunk = 128 << 10
 // reader's progress.
 const writeMax = 4 << 20
 
-// limitCounts counts the HTTP-level limits a client met, for
+// LimitsConfig is the connection limits of the server. Zero turns a
+// limit off.
+type LimitsConfig struct {
+	// BodyReadTimeout: a request body must arrive whole this long after
+	// its headers (408 beyond); muster.body-read-timeout-ms.
+	BodyReadTimeout time.Duration
+	// WriteChunkTimeout: each 128 KiB of a response must be taken by the
+	// reader within it; muster.write-chunk-timeout-ms.
+	WriteChunkTimeout time.Duration
+	// MaxConnections: open connections at most, further ones wait;
+	// muster.max-connections.
+	MaxConnections int
+}
+
+// Limits applies LimitsConfig to connections and requests, and counts the
+// limits clients met.
+type Limits struct {
+	cfg    LimitsConfig
+	counts limitCounts
+}
+
+// NewLimits returns the limits of cfg.
+func NewLimits(cfg LimitsConfig) *Limits { return &Limits{cfg: cfg} }
+
+// LimitCounts is how often clients met each HTTP-level limit, for
 // muster_limit_rejections_total.
+type LimitCounts struct {
+	BodyBytes       uint64 // body beyond max-body-bytes or max-batch-body-bytes (413)
+	BodyReadTimeout uint64 // body slower than body-read-timeout-ms (408)
+	Connections     uint64 // accepts that had to wait for max-connections
+}
+
+// Counts reads the counters.
+func (l *Limits) Counts() LimitCounts {
+	return LimitCounts{BodyBytes: l.counts.bodyBytes.Load(), BodyReadTimeout: l.counts.bodyReadTimeout.Load(),
+		Connections: l.counts.connections.Load()}
+}
+
+// CountBodyTooLarge counts a 413, wherever the body limit was met (the
+// server's error handler sees them all).
+func (l *Limits) CountBodyTooLarge() { l.counts.bodyBytes.Add(1) }
+
 type limitCounts struct {
 	bodyBytes       atomic.Uint64 // body beyond max-body-bytes or max-batch-body-bytes (413)
 	bodyReadTimeout atomic.Uint64 // body slower than body-read-timeout-ms (408)
 	connections     atomic.Uint64 // accepts that had to wait for max-connections
 }
 
-// guardConn prepares one request: a read deadline for its body and a
+// Prepare prepares one request: a read deadline for its body and a
 // writer whose deadline follows the progress of the response (nil when
-// WriteChunkTimeout is off). Hand the writer back with releaseWriter once
-// the request is served.
-func (s *Server) guardConn(w http.ResponseWriter, r *http.Request) *progressWriter {
-	if s.cfg.BodyReadTimeout > 0 && (r.ContentLength > 0 || r.ContentLength == -1) && r.Body != nil && r.Body != http.NoBody {
+// WriteChunkTimeout is off). Hand the writer back with Release once the
+// request is served.
+func (l *Limits) Prepare(w http.ResponseWriter, r *http.Request) *ProgressWriter {
+	if l.cfg.BodyReadTimeout > 0 && (r.ContentLength > 0 || r.ContentLength == -1) && r.Body != nil && r.Body != http.NoBody {
 		// Only when a body is coming: on a request without one, net/http
 		// reads the connection in the background to notice a client that
 		// goes away, and a deadline there would cancel a long download.
-		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
-			r.Body = &timedBody{ReadCloser: r.Body, counts: &s.limitCounts}
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(l.cfg.BodyReadTimeout)); err == nil {
+			r.Body = &timedBody{ReadCloser: r.Body, counts: &l.counts}
 		}
 	}
-	if s.cfg.WriteChunkTimeout <= 0 {
+	if l.cfg.WriteChunkTimeout <= 0 {
 		return nil
 	}
-	pw := progressWriters.Get().(*progressWriter)
-	pw.ResponseWriter, pw.timeout = w, s.cfg.WriteChunkTimeout
+	pw := ProgressWriters.Get().(*ProgressWriter)
+	pw.ResponseWriter, pw.timeout = w, l.cfg.WriteChunkTimeout
 	if r.ProtoMajor == 1 {
 		// HTTP/2 shares a connection between streams: its deadlines are
 		// per stream, so only HTTP/1 writes are watched on the connection.
@@ -83,13 +123,14 @@ func (s *Server) guardConn(w http.ResponseWriter, r *http.Request) *progressWrit
 	return pw
 }
 
-// progressWriters are reused: one per request would be an allocation on
+// ProgressWriters are reused: one per request would be an allocation on
 // every heartbeat.
-var progressWriters = sync.Pool{New: func() any { return new(progressWriter) }}
+var ProgressWriters = sync.Pool{New: func() any { return new(ProgressWriter) }}
 
-func releaseWriter(pw *progressWriter) {
-	*pw = progressWriter{}
-	progressWriters.Put(pw)
+// Release hands the writer back once its request is served.
+func (pw *ProgressWriter) Release() {
+	*pw = ProgressWriter{}
+	ProgressWriters.Put(pw)
 }
 
 // timedBody marks a read that failed on the body read deadline, so the
@@ -107,19 +148,21 @@ func (b *timedBody) Read(p []byte) (int, error) {
 			b.timed = true
 			b.counts.bodyReadTimeout.Add(1)
 		}
-		return n, errBodyReadTimeout
+		return n, ErrBodyReadTimeout
 	}
 	return n, err
 }
 
-var errBodyReadTimeout = echo.NewHTTPError(http.StatusRequestTimeout,
+// ErrBodyReadTimeout is what reading a body past BodyReadTimeout returns
+// (408).
+var ErrBodyReadTimeout = echo.NewHTTPError(http.StatusRequestTimeout,
 	"request body not received in time (muster.body-read-timeout-ms)")
 
-// progressWriter writes so that the reader must take each writeChunk
+// ProgressWriter writes so that the reader must take each writeChunk
 // within timeout: in writes of writeChunk, each with a fresh deadline, or,
 // when the connection reports acknowledged bytes, in writes of up to
 // writeMax whose deadline a watchdog moves on as the reader takes them.
-type progressWriter struct {
+type ProgressWriter struct {
 	http.ResponseWriter
 	rc      http.ResponseController // set on the first write; a heartbeat has none
 	hasRC   bool
@@ -135,14 +178,14 @@ type progressWriter struct {
 	noAcks bool
 }
 
-func (w *progressWriter) controller() *http.ResponseController {
+func (w *ProgressWriter) controller() *http.ResponseController {
 	if !w.hasRC {
 		w.rc, w.hasRC = *http.NewResponseController(w.ResponseWriter), true
 	}
 	return &w.rc
 }
 
-func (w *progressWriter) Write(p []byte) (int, error) {
+func (w *ProgressWriter) Write(p []byte) (int, error) {
 	w.controller()
 	written := 0
 	for len(p) > 0 {
@@ -172,7 +215,7 @@ func (w *progressWriter) Write(p []byte) (int, error) {
 
 // watchable reports whether the reader's progress can be followed on this
 // connection, finding out on the first large write.
-func (w *progressWriter) watchable() bool {
+func (w *ProgressWriter) watchable() bool {
 	if w.acks == nil && !w.noAcks {
 		w.acks = ackCounterOf(w.conn)
 		w.noAcks = w.acks == nil
@@ -181,10 +224,10 @@ func (w *progressWriter) watchable() bool {
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.
-func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *ProgressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Flush passes flushes through (echo's response checks for http.Flusher).
-func (w *progressWriter) Flush() {
+func (w *ProgressWriter) Flush() {
 	w.controller()
 	if !w.noDeadline && w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) != nil {
 		w.noDeadline = true
@@ -194,33 +237,41 @@ func (w *progressWriter) Flush() {
 
 // LimitListener returns ln accepting at most MaxConnections open
 // connections at once; 0 means no limit.
-func (s *Server) LimitListener(ln net.Listener) net.Listener {
-	if s.cfg.MaxConnections <= 0 {
+func (l *Limits) LimitListener(ln net.Listener) net.Listener {
+	if l.cfg.MaxConnections <= 0 {
 		return ln
 	}
-	return &limitListener{Listener: ln, slots: make(chan struct{}, s.cfg.MaxConnections), counts: &s.limitCounts}
-}
-
-// HTTPServer returns an http.Server for the API with the timeouts above.
-// Its Shutdown first answers every held blocking fetch and ends every watch
-// stream (StopWatches), which would otherwise keep it waiting.
-func (s *Server) HTTPServer() *http.Server {
-	srv := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10, // a Eureka request line and headers are far smaller
-	}
-	// The connection rides in each request's context so that a large
-	// response can follow what the reader acknowledged (progressWriter).
-	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		return context.WithValue(ctx, connContextKey{}, c)
-	}
-	srv.RegisterOnShutdown(s.StopWatches)
-	return srv
+	return &limitListener{Listener: ln, slots: make(chan struct{}, l.cfg.MaxConnections), counts: &l.counts}
 }
 
 type connContextKey struct{}
+
+// ConnContext puts the connection in each request's context, so that a
+// large response can follow what the reader acknowledged
+// (http.Server.ConnContext).
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connContextKey{}, c)
+}
+
+// ErrBodyTooLarge is the 413 of a body beyond limit.
+func ErrBodyTooLarge(limit int64) error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
+}
+
+// LimitBody caps the request body; reading beyond it fails, and the
+// handler answers 413.
+func LimitBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.ContentLength > limit {
+				return ErrBodyTooLarge(limit)
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+			return next(c)
+		}
+	}
+}
 
 // limitListener holds a slot per open connection; Accept waits for one.
 type limitListener struct {
@@ -254,33 +305,4 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
-}
-
-// limitsCollector exports muster_limit_rejections_total{limit}: every
-// write or connection a limit refused (or, for max-connections, held back),
-// by the limit's config key without "muster.".
-type limitsCollector struct {
-	s    *Server
-	desc *prometheus.Desc
-}
-
-func newLimitsCollector(s *Server) *limitsCollector {
-	return &limitsCollector{s: s, desc: prometheus.NewDesc("muster_limit_rejections_total",
-		"Requests refused by a limit, by limit (the muster.* key); max-connections counts connections that had to wait.",
-		[]string{"limit"}, nil)}
-}
-
-func (lc *limitsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lc.desc }
-
-func (lc *limitsCollector) Collect(ch chan<- prometheus.Metric) {
-	emit := func(limit string, v uint64) {
-		ch <- prometheus.MustNewConstMetric(lc.desc, prometheus.CounterValue, float64(v), limit)
-	}
-	for l, v := range lc.s.reg.LimitRejections() {
-		emit(string(l), v)
-	}
-	c := &lc.s.limitCounts
-	emit("max-body-bytes", c.bodyBytes.Load())
-	emit("body-read-timeout-ms", c.bodyReadTimeout.Load())
-	emit("max-connections", c.connections.Load())
 }

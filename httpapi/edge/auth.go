@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"bytes"
@@ -58,10 +58,10 @@ func accessFor(method, route string) access {
 	return accessAdmin
 }
 
-// guard checks who calls: HTTP Basic users (spring.security.user,
+// Guard checks who calls: HTTP Basic users (spring.security.user,
 // muster.auth.users) and signed peers (cluster.peer-secret). With neither
 // configured the node is open, as Eureka is.
-type guard struct {
+type Guard struct {
 	users       *auth.Authenticator // nil: no client authentication
 	peers       *auth.PeerVerifier  // nil: no peer secret
 	maxPeerBody int64
@@ -74,13 +74,32 @@ type guard struct {
 	mounted map[string]access
 }
 
-func newGuard(cfg Config, log zerolog.Logger, now func() time.Time) *guard {
-	g := &guard{
-		users:       cfg.Auth,
-		peers:       cfg.PeerVerifier,
-		maxPeerBody: cfg.MaxBatchBodyBytes,
+// GuardConfig is what the guard checks against.
+type GuardConfig struct {
+	// Users checks HTTP Basic credentials; nil leaves client routes open.
+	Users *auth.Authenticator
+	// Peers checks peer signatures (cluster.peer-secret); nil means none
+	// are required.
+	Peers *auth.PeerVerifier
+	// MaxPeerBody is the largest signed body read to verify it (the batch
+	// limit).
+	MaxPeerBody int64
+	Now         func() time.Time
+	Logger      zerolog.Logger
+}
+
+// NewGuard returns the guard of cfg.
+func NewGuard(cfg GuardConfig) *Guard {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	g := &Guard{
+		users:       cfg.Users,
+		peers:       cfg.Peers,
+		maxPeerBody: cfg.MaxPeerBody,
 		now:         now,
-		log:         log,
+		log:         cfg.Logger,
 		peerLogs:    newSourceLimiter(time.Minute, 1024),
 		mounted:     map[string]access{},
 	}
@@ -101,16 +120,32 @@ func newGuard(cfg Config, log zerolog.Logger, now func() time.Time) *guard {
 	return g
 }
 
-// authenticate is the route middleware that enforces the guard. It runs
+// AuthEnabled reports whether users are configured: then only admin users
+// may use the console's actions.
+func (g *Guard) AuthEnabled() bool { return g.users != nil }
+
+// Failures is muster_auth_failures_total, for the server's metrics.
+func (g *Guard) Failures() prometheus.Collector { return g.failures }
+
+// Mount classes a route mounted at a configured path (the actuator's),
+// which accessFor cannot list: open, or the read role.
+func (g *Guard) Mount(path string, open bool) {
+	if open {
+		g.mounted[path] = accessOpen
+	} else {
+		g.mounted[path] = accessRead
+	}
+}
+
+// Authenticate is the route middleware that enforces the guard. It runs
 // before the handler reads anything, so a refused request changes nothing.
 // It also decides whether the replication header counts: it is kept only
 // on a request signed by a peer, or, without a peer secret, from an admin
 // user or on an open node; otherwise it is dropped and the request is an
 // ordinary client request (a write is then applied and replicated to every
 // peer like any other).
-func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+func (g *Guard) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		g := s.guard
 		if g.users == nil && g.peers == nil {
 			return next(c)
 		}
@@ -156,9 +191,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// mayRead tells whether r carries credentials good for the read role,
+// MayRead tells whether r carries credentials good for the read role,
 // without answering: the actuator's show-details when-authorized.
-func (g *guard) mayRead(r *http.Request) bool {
+func (g *Guard) MayRead(r *http.Request) bool {
 	if g.users == nil {
 		return false
 	}
@@ -171,7 +206,7 @@ func (g *guard) mayRead(r *http.Request) bool {
 }
 
 // basic reads and checks HTTP Basic credentials.
-func (g *guard) basic(c echo.Context) (*auth.User, error) {
+func (g *Guard) basic(c echo.Context) (*auth.User, error) {
 	req := c.Request()
 	if len(req.Header["Authorization"]) == 0 {
 		return nil, g.challenge(c, auth.FailureMissing, "authentication required: send HTTP Basic credentials (http://user:password@host:port/eureka/)")
@@ -189,7 +224,7 @@ func (g *guard) basic(c echo.Context) (*auth.User, error) {
 }
 
 // authorize checks a user's role against what the route needs.
-func (g *guard) authorize(c echo.Context, u *auth.User, need access) error {
+func (g *Guard) authorize(c echo.Context, u *auth.User, need access) error {
 	switch need {
 	case accessRead:
 		if u.MayRead() {
@@ -216,23 +251,23 @@ func (g *guard) authorize(c echo.Context, u *auth.User, need access) error {
 
 // verifyPeer checks a request's peer signature. The body is read here (up
 // to the batch limit) and put back for the handler.
-func (g *guard) verifyPeer(c echo.Context) error {
+func (g *Guard) verifyPeer(c echo.Context) error {
 	req := c.Request()
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
 		if req.ContentLength > g.maxPeerBody {
-			return errBodyTooLarge(g.maxPeerBody)
+			return ErrBodyTooLarge(g.maxPeerBody)
 		}
 		b, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, g.maxPeerBody))
 		if err != nil {
 			var maxBytes *http.MaxBytesError
 			if errors.As(err, &maxBytes) {
-				return errBodyTooLarge(g.maxPeerBody)
+				return ErrBodyTooLarge(g.maxPeerBody)
 			}
-			if errors.Is(err, errBodyReadTimeout) {
-				return errBodyReadTimeout
+			if errors.Is(err, ErrBodyReadTimeout) {
+				return ErrBodyReadTimeout
 			}
-			return badRequest("reading request body: %v", err)
+			return httpkit.BadRequest("reading request body: %v", err)
 		}
 		body = b
 		req.Body = io.NopCloser(bytes.NewReader(b))
@@ -258,12 +293,12 @@ func peerFailureText(f auth.Failure) string {
 }
 
 // challenge answers 401 with the Basic challenge Spring's clients expect.
-func (g *guard) challenge(c echo.Context, f auth.Failure, msg string) error {
+func (g *Guard) challenge(c echo.Context, f auth.Failure, msg string) error {
 	c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Basic realm="muster"`)
 	return g.refuse(c, f, http.StatusUnauthorized, msg)
 }
 
-func (g *guard) refuse(c echo.Context, f auth.Failure, code int, msg string) error {
+func (g *Guard) refuse(c echo.Context, f auth.Failure, code int, msg string) error {
 	g.failures.WithLabelValues(string(f)).Inc()
 	return echo.NewHTTPError(code, msg)
 }
@@ -271,7 +306,7 @@ func (g *guard) refuse(c echo.Context, f auth.Failure, code int, msg string) err
 // logPeer writes one line per refused peer request, at most one per source
 // address per minute. It never logs credentials or signatures; the node
 // name is what the request claims.
-func (g *guard) logPeer(c echo.Context, f auth.Failure, claimedNode string) {
+func (g *Guard) logPeer(c echo.Context, f auth.Failure, claimedNode string) {
 	src, _, err := net.SplitHostPort(c.Request().RemoteAddr)
 	if err != nil {
 		src = c.Request().RemoteAddr
