@@ -1,139 +1,28 @@
 package httpapi
 
 import (
-	"net/http"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/muster-registry/muster/httpapi/ops"
 )
 
-// metrics holds the API's Prometheus collectors.
-type metrics struct {
-	gatherer prometheus.Gatherer
-	handler  http.Handler
-	latency  *prometheus.HistogramVec
-
-	// mu guards observers, a cache of resolved histogram children, so the
-	// hot path does not build label slices on every request.
-	mu        sync.RWMutex
-	observers map[observerKey]prometheus.Observer
-}
-
-type observerKey struct {
-	route, method string
-	code          int
-}
-
-func newMetrics(reg prometheus.Registerer, gatherer prometheus.Gatherer, s *Server) (*metrics, error) {
-	if reg == nil {
-		r := prometheus.NewRegistry()
-		reg, gatherer = r, r
-		if err := r.Register(collectors.NewGoCollector()); err != nil {
-			return nil, err
-		}
-		if err := r.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-			return nil, err
-		}
-	}
-	if gatherer == nil {
-		gatherer = prometheus.DefaultGatherer
-	}
-	m := &metrics{gatherer: gatherer, observers: map[observerKey]prometheus.Observer{}}
-	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "muster_http_request_duration_seconds",
-		Help:    "Time to answer HTTP requests, by route, method and status code.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-	}, []string{"route", "method", "code"})
-
-	stats := func(pick func(st statsView) float64) func() float64 {
-		return func() float64 { return pick(s.statsView()) }
-	}
-	cs := []prometheus.Collector{
-		m.latency,
+// newMetrics is ops' /metrics with the HTTP layer's own collectors:
+// payload encodings, watches, limits and authentication.
+func newMetrics(cfg Config, s *Server) (*ops.Metrics, error) {
+	extra := []prometheus.Collector{
 		s.guard.Failures(),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_registrations_total", Help: "Registrations accepted, replicated ones included."},
-			stats(func(v statsView) float64 { return float64(v.registrations) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_renewals_total", Help: "Successful lease renewals (heartbeats), replicated ones included."},
-			stats(func(v statsView) float64 { return float64(v.renewals) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_cancels_total", Help: "Explicit cancellations, replicated ones included."},
-			stats(func(v statsView) float64 { return float64(v.cancels) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_evictions_total", Help: "Expired leases evicted by this node."},
-			stats(func(v statsView) float64 { return float64(v.evictions) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_instances", Help: "Registered instances."},
-			func() float64 { return float64(s.reg.Len()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_registry_version", Help: "Registry content version (bumps on every visible change)."},
-			func() float64 { return float64(s.reg.Version()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_expected_renews_per_minute", Help: "Renewals per minute the registered instances should send."},
-			func() float64 { return s.reg.SelfPreservationState().ExpectedRenewsPerMin }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_renews_threshold", Help: "Renewals per minute below which self-preservation stops eviction."},
-			func() float64 { return float64(s.reg.SelfPreservationState().RenewsThreshold) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_renews_last_minute", Help: "Renewals counted in the last complete window, per minute."},
-			func() float64 { return float64(s.reg.SelfPreservationState().RenewsLastMin) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_self_preservation_active", Help: "1 while self-preservation holds expiry back."},
-			func() float64 { return boolFloat(s.reg.SelfPreservationState().Active) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_lease_expiration_enabled", Help: "1 when an eviction run would evict expired leases."},
-			func() float64 { return boolFloat(s.reg.SelfPreservationState().LeaseExpirationEnabled) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_open_for_traffic", Help: "1 once the node has synced and opened for traffic."},
-			func() float64 { return boolFloat(s.cfg.Ready()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_tombstones", Help: "Cancelled instances remembered so that an older copy from a peer cannot bring them back (at most 131,072)."},
-			func() float64 { return float64(s.reg.Tombstones().Kept) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_tombstones_dropped_total", Help: "Tombstones dropped at the bound before they expired: past it, a stale copy of such an instance could be adopted again."},
-			func() float64 { return float64(s.reg.Tombstones().Dropped) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_encodings_total", Help: "Payload pieces encoded: an app's or a delta group's JSON or XML, plain or compressed (at most one per changed app and form), and partial apps of VIP lookups."},
 			func() float64 { return float64(s.pieces.encodings.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_assemblies_total", Help: "Registry payloads assembled from pieces (at most one per kind, format and registry version)."},
 			func() float64 { return float64(s.payloads.buildCount()) }),
+		newLimitsCollector(s),
 	}
-	cs = append(cs, s.watch.collectors()...)
-	if s.cfg.Replication != nil {
-		cs = append(cs, newReplicationCollector(s.cfg.Replication))
-	}
-	if s.cfg.AntiEntropy != nil {
-		cs = append(cs, newAntiEntropyCollector(s.cfg.AntiEntropy))
-	}
-	cs = append(cs, newPeerCollector(s.cfg.Peers))
-	cs = append(cs, newLimitsCollector(s))
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	m.handler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})
-	return m, nil
-}
-
-type statsView struct{ registrations, renewals, cancels, evictions uint64 }
-
-func (s *Server) statsView() statsView {
-	st := s.reg.Stats()
-	return statsView{st.Registrations, st.Renewals, st.Cancels, st.Evictions}
-}
-
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func (m *metrics) observer(route, method string, code int) prometheus.Observer {
-	k := observerKey{route, method, code}
-	m.mu.RLock()
-	o, ok := m.observers[k]
-	m.mu.RUnlock()
-	if ok {
-		return o
-	}
-	o = m.latency.WithLabelValues(route, method, strconv.Itoa(code))
-	m.mu.Lock()
-	m.observers[k] = o
-	m.mu.Unlock()
-	return o
+	extra = append(extra, s.watch.collectors()...)
+	return ops.NewMetrics(ops.MetricsConfig{Registry: cfg.Registry, Registerer: cfg.Metrics, Gatherer: cfg.Gatherer,
+		Ready: s.cfg.Ready, Peers: s.cfg.Peers, Replication: cfg.Replication, AntiEntropy: cfg.AntiEntropy, Extra: extra})
 }
 
 // observe records every request's latency by route template (not by raw
@@ -157,7 +46,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			route += " (held)"
 		}
 		elapsed := time.Since(start)
-		s.metrics.observer(route, c.Request().Method, code).Observe(elapsed.Seconds())
+		s.metrics.Observe(route, c.Request().Method, code, elapsed)
 		if e := s.log.Debug(); e.Enabled() {
 			e.Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Int("status", code).
 				Dur("took", elapsed).Bool("replication", isReplication(c)).Msg("request")
@@ -167,7 +56,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (s *Server) serveMetrics(c echo.Context) error {
-	s.metrics.handler.ServeHTTP(c.Response(), c.Request())
+	s.metrics.Handler().ServeHTTP(c.Response(), c.Request())
 	return nil
 }
 

@@ -15,6 +15,8 @@ type (
 	PeerInfo            = ops.PeerInfo
 	Security            = ops.Security
 	NodeInfo            = ops.NodeInfo
+	AntiEntropyStats    = ops.AntiEntropyStats
+	ReplicationStats    = ops.ReplicationStats
 )
 
 // AntiEntropyOff is ops.AntiEntropyOff.

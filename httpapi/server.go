@@ -22,18 +22,6 @@ import (
 	"github.com/muster-registry/muster/replication"
 )
 
-// AntiEntropyStats is what /metrics reads from anti-entropy.
-type AntiEntropyStats interface {
-	Stats() []replication.AntiEntropyStats
-	Totals() replication.Repairs
-}
-
-// ReplicationStats is what /metrics reads from the replicator.
-type ReplicationStats interface {
-	Peers() []replication.PeerStats
-	Totals() replication.Counters
-}
-
 // BatchHandler applies an inbound peer replication batch (POST
 // /peerreplication/batch): it decodes body, applies every item and returns
 // the encoded response. An error means the body as a whole could not be
@@ -212,7 +200,8 @@ type Server struct {
 	echo     *echo.Echo
 	payloads *payloadCache
 	pieces   *pieceStore
-	metrics  *metrics
+	metrics  *ops.Metrics
+	admin    *ops.Admin
 	started  time.Time
 	now      func() time.Time
 
@@ -273,11 +262,17 @@ func New(cfg Config) (*Server, error) {
 		s.watchTimer = realTimer
 	}
 	s.watch = newWatchHub(cfg.Registry, s.log)
-	m, err := newMetrics(cfg.Metrics, cfg.Gatherer, s)
+	m, err := newMetrics(cfg, s)
 	if err != nil {
 		return nil, err
 	}
 	s.metrics = m
+	var digests interface{ RootDigest() uint64 }
+	if cfg.Digests != nil {
+		digests = cfg.Digests
+	}
+	s.admin = ops.NewAdmin(ops.AdminConfig{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
+		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.AuthEnabled(),
 		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now})
@@ -350,9 +345,9 @@ func (s *Server) routes() {
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)
 	s.console.Routes(get, route(e.POST))
-	get("/admin/status", s.adminStatus)
-	get("/readyz", s.readyz)
-	get("/livez", s.livez)
+	get("/admin/status", s.admin.ServeStatus)
+	get("/readyz", s.admin.Readyz)
+	get("/livez", s.admin.Livez)
 	get("/metrics", s.serveMetrics)
 
 	// httpapi/ops: Spring Boot's actuator, on this port or its own, and
@@ -360,7 +355,7 @@ func (s *Server) routes() {
 	s.lastN = ops.NewLastNRecorder(s.reg, ops.LastNSize)
 	get(ops.LastNPath, s.lastN.ServeLastN)
 	act, err := ops.NewActuator(s.cfg.Actuator, ops.ActuatorSources{Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed,
-		Registry: s.reg, Metrics: s.metrics.handler, Authorized: s.guard.MayRead, Version: s.cfg.Node.Version})
+		Registry: s.reg, Metrics: s.metrics.Handler(), Authorized: s.guard.MayRead, Version: s.cfg.Node.Version})
 	if err != nil {
 		panic(err) // Validate checked the config and New the sources
 	}

@@ -6,76 +6,11 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
 )
-
-func (s *Server) status() AdminStatus {
-	sp := s.reg.SelfPreservationState()
-	snap := s.reg.Snapshot()
-	st := s.reg.Stats()
-	peers := s.cfg.Peers()
-	if peers == nil {
-		peers = []PeerInfo{}
-	}
-	doc := AdminStatus{
-		Node:           s.cfg.Node.Name,
-		Zone:           s.cfg.Node.Zone,
-		URL:            s.cfg.Node.URL,
-		Version:        s.cfg.Node.Version,
-		OpenForTraffic: s.cfg.Ready(),
-		UptimeSeconds:  int64(s.now().Sub(s.started) / time.Second),
-		SelfPreservation: SelfPreservationDoc{
-			Enabled:                sp.Enabled,
-			Active:                 sp.Active,
-			WarmingUp:              sp.WarmingUp,
-			LeaseExpirationEnabled: sp.LeaseExpirationEnabled,
-			ExpectedRenewsPerMin:   sp.ExpectedRenewsPerMin,
-			RenewsThreshold:        sp.RenewsThreshold,
-			RenewsLastMin:          sp.RenewsLastMin,
-			ArrivingRenewsPerMin:   sp.ArrivingRenewsPerMin,
-			UnprovenRenewsPerMin:   sp.UnprovenRenewsPerMin,
-		},
-		Registry: RegistryDoc{
-			Apps:          len(snap.Apps),
-			Instances:     snap.Instances,
-			Version:       snap.Version,
-			AppsHashcode:  snap.Hashcode,
-			Registrations: st.Registrations,
-			Renewals:      st.Renewals,
-			Cancels:       st.Cancels,
-			Evictions:     st.Evictions,
-		},
-		Peers:    peers,
-		Security: s.cfg.Security,
-	}
-	if s.cfg.Digests != nil {
-		doc.Registry.Digest = fmt.Sprintf("%016x", s.cfg.Digests.RootDigest())
-	}
-	return doc
-}
-
-func (s *Server) adminStatus(c echo.Context) error {
-	return c.JSONPretty(http.StatusOK, s.status(), "  ")
-}
-
-// readyz answers 200 once the node has opened for traffic and answers
-// registry reads, so a load balancer sends nothing to a node that is still
-// syncing or that could not reach the peers it knows.
-func (s *Server) readyz(c echo.Context) error {
-	switch {
-	case !s.cfg.Ready():
-		return c.String(http.StatusServiceUnavailable, "not ready: syncing the registry from peers\n")
-	case !s.cfg.ReadsAllowed():
-		return c.String(http.StatusServiceUnavailable, "not ready: opened without the registry (no peer had it, or none could be reached); refusing registry reads for a while\n")
-	}
-	return c.String(http.StatusOK, "ok\n")
-}
-
-func (s *Server) livez(c echo.Context) error { return c.String(http.StatusOK, "ok\n") }
 
 // statusInfo is Eureka's StatusInfo (GET /status), with the general and
 // application stats as string maps, as Eureka writes them.

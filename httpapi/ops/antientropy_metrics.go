@@ -1,4 +1,4 @@
-package httpapi
+package ops
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
