@@ -12,7 +12,8 @@
 // the delta, app and VIP lookups are joined from cached pieces, and gzip
 // payloads from separately compressed pieces joined into one gzip member
 // (internal/gzjoin). The format follows Eureka: JSON when Accept mentions
-// json, XML otherwise.
+// json, XML otherwise; X-Eureka-Accept: compact asks for the compact form
+// of full, delta, app and VIP documents, whose pieces are kept apart.
 //
 // The dashboard (console*.go, assets/) is an operator's console built on
 // the same snapshots: an index per version for the apps overview and the
