@@ -12,7 +12,8 @@
 // the delta, app and VIP lookups are joined from cached pieces, and gzip
 // payloads from separately compressed pieces joined into one gzip member
 // (internal/gzjoin). The format follows Eureka: JSON when Accept mentions
-// json, XML otherwise.
+// json, XML otherwise; X-Eureka-Accept: compact asks for the compact form
+// of full, delta, app and VIP documents, whose pieces are kept apart.
 //
 // The dashboard is httpapi/console, mounted here with the server's
 // middleware (authentication, metrics, panics) and run by Server.Run; the

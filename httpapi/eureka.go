@@ -128,6 +128,21 @@ func formatOf(c echo.Context) payloadFormat {
 	return formatXML
 }
 
+// headerEurekaAccept is the header a Eureka client sets to compact
+// (eureka.clientDataAccept) to be sent the compact form of registry
+// documents (EurekaAccept.HTTP_X_EUREKA_ACCEPT).
+const headerEurekaAccept = "X-Eureka-Accept"
+
+// wantsCompact is the Java server's reading of X-Eureka-Accept
+// (EurekaAccept.fromString): compact in any case means the compact form,
+// anything else, or nothing, the full one. The answer says it in its
+// Vary, so that a cache between clients and servers never hands a full
+// client a compact document (which has no metadata).
+func wantsCompact(c echo.Context) bool {
+	c.Response().Header().Add(echo.HeaderVary, headerEurekaAccept)
+	return strings.EqualFold(c.Request().Header.Get(headerEurekaAccept), "compact")
+}
+
 func contentType(f payloadFormat) string {
 	if f == formatJSON {
 		return echo.MIMEApplicationJSON
@@ -364,10 +379,10 @@ func (s *Server) getApps(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
-	f, gz := formatOf(c), httpkit.AcceptsGzip(c)
-	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz}, snap, func() payload {
+	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
+	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz, compact: compact}, snap, func() payload {
 		defer s.pieces.sweep(snap)
-		return s.pieces.document(false, snap.Apps, "1", snap.Hashcode, f, gz)
+		return s.pieces.document(docKind{compact: compact}, snap.Apps, "1", snap.Hashcode, f, gz)
 	})
 	return writePayload(c, f, gz, body)
 }
@@ -386,9 +401,9 @@ func (s *Server) getDelta(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
-	f, gz := formatOf(c), httpkit.AcceptsGzip(c)
-	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz}, snap, func() payload {
-		return s.pieces.document(true, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
+	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
+	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz, compact: compact}, snap, func() payload {
+		return s.pieces.document(docKind{delta: true, compact: compact}, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
 	})
 	return writePayload(c, f, gz, body)
 }
@@ -413,9 +428,9 @@ func (s *Server) getApp(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
-	f := formatOf(c)
-	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f}, snap, func() payload {
-		return s.pieces.appDocument(app, f)
+	f, compact := formatOf(c), wantsCompact(c)
+	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f, compact: compact}, snap, func() payload {
+		return s.pieces.appDocument(app, f, compact)
 	})
 	return writePayload(c, f, false, body)
 }
@@ -439,13 +454,13 @@ func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
 	apps := snap.VIP(name, kind == payloadSVIP)
-	f := formatOf(c)
-	build := func() payload { return s.pieces.vipDocument(snap, apps, f) }
+	f, compact := formatOf(c), wantsCompact(c)
+	build := func() payload { return s.pieces.vipDocument(snap, apps, f, compact) }
 	if len(apps) == 0 {
 		// Not cached: otherwise random names would fill the cache.
 		return writePayload(c, f, false, build())
 	}
-	return writePayload(c, f, false, s.payloads.get(payloadKey{kind: kind, name: name, format: f}, snap, build))
+	return writePayload(c, f, false, s.payloads.get(payloadKey{kind: kind, name: name, format: f, compact: compact}, snap, build))
 }
 
 // getAppInstance is GET /apps/{app}/{id}; it is not gated, as in Eureka.

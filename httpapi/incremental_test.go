@@ -3,13 +3,14 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
-
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -22,14 +23,25 @@ import (
 // rawClient leaves gzip to the test and reuses its connections.
 var rawClient = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}}
 
+// docForm is a format (JSON or XML) and a form (full, or compact as a
+// client with X-Eureka-Accept: compact is sent) of registry documents.
+type docForm struct{ xml, compact bool }
+
+var docForms = []docForm{{false, false}, {true, false}, {false, true}, {true, true}}
+
+func (f docForm) String() string { return fmt.Sprintf("xml %v, compact %v", f.xml, f.compact) }
+
 // fetchRaw GETs path and returns the body as sent (still compressed when
 // gz) and whether it came gzip-encoded.
-func fetchRaw(t *testing.T, n *testNode, path string, xml, gz bool) []byte {
+func fetchRaw(t *testing.T, n *testNode, path string, form docForm, gz bool) []byte {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, n.http.URL+path, nil)
 	req.Header.Set("Accept", "application/json")
-	if xml {
+	if form.xml {
 		req.Header.Set("Accept", "application/xml")
+	}
+	if form.compact {
+		req.Header.Set("X-Eureka-Accept", "compact")
 	}
 	if gz {
 		req.Header.Set("Accept-Encoding", "gzip")
@@ -45,6 +57,9 @@ func fetchRaw(t *testing.T, n *testNode, path string, xml, gz bool) []byte {
 	}
 	if got := resp.Header.Get("Content-Encoding") == "gzip"; got != gz {
 		t.Fatalf("GET %s: gzip %v, want %v", path, got, gz)
+	}
+	if !slices.Contains(resp.Header.Values("Vary"), "X-Eureka-Accept") {
+		t.Fatalf("GET %s: Vary %q does not name X-Eureka-Accept", path, resp.Header.Values("Vary"))
 	}
 	if resp.ContentLength != int64(len(b)) {
 		t.Fatalf("GET %s: Content-Length %d, body %d bytes", path, resp.ContentLength, len(b))
@@ -70,7 +85,8 @@ func gunzipOrFail(t *testing.T, b []byte) []byte {
 }
 
 // For random sequences of changes, every payload assembled from cached
-// pieces — full, delta, app and VIP; JSON and XML; plain and gzip — is byte
+// pieces — full, delta, app and VIP; JSON and XML; the full and the compact
+// form; plain and gzip — is byte
 // for byte what the whole-document encoders write for the same snapshot
 // (compressed ones after decompression: pieces are compressed apart, so the
 // compressed bytes differ from one deflate of the whole). Chunks aim at
@@ -98,32 +114,47 @@ func TestPayloads_incrementalMatchFromScratch(t *testing.T) {
 			if step%10 != 9 {
 				continue
 			}
-			for _, xml := range []bool{false, true} {
-				checkDocuments(t, n, xml, seed == 0 && step == 199 && gzipBin != "")
+			for _, form := range docForms {
+				checkDocuments(t, n, form, seed == 0 && step == 199 && gzipBin != "")
 			}
 			spans[n.srv.ChunkSpans(false)] = true
 		}
 	}
 }
 
-func checkDocuments(t *testing.T, n *testNode, xml, withGzipTool bool) {
+// encoders are the whole-document encoders of a form.
+type encoders struct {
+	apps func([]byte, []registry.AppView, string, string) []byte
+	app  func([]byte, registry.AppView) []byte
+}
+
+func encodersOf(form docForm) encoders {
+	switch form {
+	case docForm{xml: true}:
+		return encoders{wire.AppendApplicationsXML, wire.AppendApplicationXML}
+	case docForm{compact: true}:
+		return encoders{wire.AppendApplicationsCompactJSON, wire.AppendApplicationCompactJSON}
+	case docForm{xml: true, compact: true}:
+		return encoders{wire.AppendApplicationsCompactXML, wire.AppendApplicationCompactXML}
+	}
+	return encoders{wire.AppendApplicationsJSON, wire.AppendApplicationJSON}
+}
+
+func checkDocuments(t *testing.T, n *testNode, form docForm, withGzipTool bool) {
 	t.Helper()
 	snap := n.reg.Snapshot()
-	encode := wire.AppendApplicationsJSON
-	if xml {
-		encode = wire.AppendApplicationsXML
-	}
+	enc := encodersOf(form)
 	docs := map[string][]byte{
-		"/eureka/apps":       encode(nil, snap.Apps, "1", snap.Hashcode),
-		"/eureka/apps/delta": encode(nil, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode),
+		"/eureka/apps":       enc.apps(nil, snap.Apps, "1", snap.Hashcode),
+		"/eureka/apps/delta": enc.apps(nil, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode),
 	}
 	for path, want := range docs {
-		if got := fetchRaw(t, n, path, xml, false); !bytes.Equal(got, want) {
-			t.Fatalf("%s (xml %v) at version %d:\n got %s\nwant %s", path, xml, snap.Version, got, want)
+		if got := fetchRaw(t, n, path, form, false); !bytes.Equal(got, want) {
+			t.Fatalf("%s (%v) at version %d:\n got %s\nwant %s", path, form, snap.Version, got, want)
 		}
-		gz := fetchRaw(t, n, path, xml, true)
+		gz := fetchRaw(t, n, path, form, true)
 		if got := gunzipOrFail(t, gz); !bytes.Equal(got, want) {
-			t.Fatalf("%s (xml %v, gzip) at version %d:\n got %s\nwant %s", path, xml, snap.Version, got, want)
+			t.Fatalf("%s (%v, gzip) at version %d:\n got %s\nwant %s", path, form, snap.Version, got, want)
 		}
 		if withGzipTool {
 			f := filepath.Join(t.TempDir(), "payload.gz")
@@ -132,17 +163,17 @@ func checkDocuments(t *testing.T, n *testNode, xml, withGzipTool bool) {
 			}
 			out, err := exec.Command("gzip", "-dc", f).Output()
 			if err != nil || !bytes.Equal(out, want) {
-				t.Fatalf("gzip -d of %s (xml %v): %v, %d bytes, want %d", path, xml, err, len(out), len(want))
+				t.Fatalf("gzip -d of %s (%v): %v, %d bytes, want %d", path, form, err, len(out), len(want))
 			}
 		}
 	}
+	if form.compact {
+		checkCompactReads(t, form, docs["/eureka/apps"], snap)
+	}
 	for _, app := range snap.Apps {
-		want := wire.AppendApplicationJSON(nil, app)
-		if xml {
-			want = wire.AppendApplicationXML(nil, app)
-		}
-		if got := fetchRaw(t, n, "/eureka/apps/"+app.Name, xml, false); !bytes.Equal(got, want) {
-			t.Fatalf("app %s (xml %v):\n got %s\nwant %s", app.Name, xml, got, want)
+		want := enc.app(nil, app)
+		if got := fetchRaw(t, n, "/eureka/apps/"+app.Name, form, false); !bytes.Equal(got, want) {
+			t.Fatalf("app %s (%v):\n got %s\nwant %s", app.Name, form, got, want)
 		}
 	}
 	for _, vip := range []string{"vip-0", "vip-1", "shared"} {
@@ -151,17 +182,53 @@ func checkDocuments(t *testing.T, n *testNode, xml, withGzipTool bool) {
 			if len(apps) == 0 {
 				continue
 			}
-			want := encode(nil, apps, "1", registry.HashcodeOf(apps))
+			want := enc.apps(nil, apps, "1", registry.HashcodeOf(apps))
 			path := "/eureka/vips/" + vip
 			if secure {
 				path = "/eureka/svips/" + vip
 			}
-			if got := fetchRaw(t, n, path, xml, false); !bytes.Equal(got, want) {
-				t.Fatalf("%s (xml %v):\n got %s\nwant %s", path, xml, got, want)
+			if got := fetchRaw(t, n, path, form, false); !bytes.Equal(got, want) {
+				t.Fatalf("%s (%v):\n got %s\nwant %s", path, form, got, want)
 			}
 		}
 	}
 	if v := n.reg.Snapshot().Version; v != snap.Version {
 		t.Fatalf("the registry changed during the check (%d → %d)", snap.Version, v)
+	}
+}
+
+// checkCompactReads decodes a compact full registry with the project's
+// decoders: the same hashcode, and every instance with the fields the
+// compact form keeps (and none of those it leaves out).
+func checkCompactReads(t *testing.T, form docForm, doc []byte, snap *registry.Snapshot) {
+	t.Helper()
+	decode := wire.DecodeApplicationsJSON
+	if form.xml {
+		decode = wire.DecodeApplicationsXML
+	}
+	got, err := decode(doc)
+	if err != nil {
+		t.Fatalf("decode compact (%v): %v", form, err)
+	}
+	if got.Hashcode != snap.Hashcode || len(got.Apps) != len(snap.Apps) {
+		t.Fatalf("compact (%v): hashcode %q, %d apps; want %q, %d", form, got.Hashcode, len(got.Apps), snap.Hashcode, len(snap.Apps))
+	}
+	for i, app := range snap.Apps {
+		if len(got.Apps[i].Instances) != len(app.Instances) {
+			t.Fatalf("compact (%v) app %s: %d instances, want %d", form, app.Name, len(got.Apps[i].Instances), len(app.Instances))
+		}
+		for j, iv := range app.Instances {
+			in, out := iv.Instance, got.Apps[i].Instances[j].Instance
+			if out.InstanceID != in.InstanceID || out.HostName != in.HostName || out.App != in.App || out.IPAddr != in.IPAddr ||
+				out.Status != in.Status || out.Port != in.Port || out.SecurePort != in.SecurePort ||
+				out.VIPAddress != in.VIPAddress || out.SecureVIPAddress != in.SecureVIPAddress ||
+				out.LastUpdatedTimestamp != in.LastUpdatedTimestamp || out.ActionType != in.ActionType ||
+				out.DataCenterInfo.Name != in.DataCenterInfo.Name {
+				t.Fatalf("compact (%v) instance %s read back as %+v, want %+v", form, in.InstanceID, out, in)
+			}
+			if len(out.Metadata) != 0 || out.HomePageURL != "" || out.LastDirtyTimestamp != 0 {
+				t.Fatalf("compact (%v) instance %s carries fields the compact form leaves out: %+v", form, in.InstanceID, out)
+			}
+		}
 	}
 }

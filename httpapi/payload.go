@@ -33,6 +33,10 @@ type payloadKey struct {
 	name   string // app or VIP name; "" for full and delta
 	format payloadFormat
 	gzip   bool
+	// compact is Eureka's compact form (X-Eureka-Accept: compact), kept
+	// apart from the full one as the Java server's ResponseCacheImpl keys
+	// it (Key's EurekaAccept).
+	compact bool
 }
 
 // payloadEntry holds the newest finished payload of one key and the build

@@ -102,7 +102,7 @@ func TestPayloadCache_sweepBoundsSize(t *testing.T) {
 }
 
 // dictTail, the dictionary of the piece after an app, is a suffix of the
-// app's piece in both formats, whatever its number of instances (a piece
+// app's piece in both formats and both forms, whatever its number of instances (a piece
 // compressed against a wrong dictionary decodes to other bytes).
 func TestDictTail_endsTheAppsPiece(t *testing.T) {
 	for _, n := range []int{0, 1, dictTailInstances - 1, dictTailInstances, dictTailInstances + 1, 50} {
@@ -112,17 +112,23 @@ func TestDictTail_endsTheAppsPiece(t *testing.T) {
 				registrytest.WithMetadata(map[string]string{"zone": fmt.Sprintf("z%d", i%3)}))
 			app.Instances = append(app.Instances, registry.InstanceView{Instance: in, LastRenewalTimestamp: int64(i)})
 		}
-		for _, xml := range []bool{false, true} {
-			whole := wire.AppendApplicationBodyJSON(nil, app)
-			if xml {
-				whole = wire.AppendApplicationXML(nil, app)
-			}
-			tail := dictTail(app, xml)
+		for _, form := range []struct {
+			xml, compact bool
+			encode       func([]byte, registry.AppView) []byte
+		}{
+			{false, false, wire.AppendApplicationBodyJSON},
+			{true, false, wire.AppendApplicationXML},
+			{false, true, wire.AppendApplicationBodyCompactJSON},
+			{true, true, wire.AppendApplicationCompactXML},
+		} {
+			xml, compact := form.xml, form.compact
+			whole := form.encode(nil, app)
+			tail := dictTail(app, xml, compact)
 			if !bytes.HasSuffix(whole, tail) || (n > 0 && len(tail) < 100) {
-				t.Fatalf("%d instances, xml %v: tail %q is not a suffix of %q", n, xml, tail, whole)
+				t.Fatalf("%d instances, xml %v, compact %v: tail %q is not a suffix of %q", n, xml, compact, tail, whole)
 			}
 			if n > dictTailInstances && len(tail) >= len(whole)*(dictTailInstances+1)/n {
-				t.Fatalf("%d instances, xml %v: tail of %d bytes is more than the last %d instances", n, xml, len(tail), dictTailInstances)
+				t.Fatalf("%d instances, xml %v, compact %v: tail of %d bytes is more than the last %d instances", n, xml, compact, len(tail), dictTailInstances)
 			}
 		}
 	}

@@ -87,9 +87,12 @@ var firstPerInstance = [numVariants]float64{
 // whose predecessor's tail changed is compressed again (not encoded: its
 // plain bytes are the same).
 type appPieces struct {
-	view  registry.AppView
-	once  [numVariants]sync.Once
-	plain [2][]byte
+	view registry.AppView
+	// compact says which form the pieces hold: Eureka's compact one
+	// (X-Eureka-Accept: compact, wire's *Compact* encoders) or the full one.
+	compact bool
+	once    [numVariants]sync.Once
+	plain   [2][]byte
 	// gzMu makes readers that arrive together wait for one compression.
 	gzMu sync.Mutex
 	// gz, gzMade and gzDict are guarded by pieceStore.mu (a chunk may be
@@ -112,22 +115,34 @@ const dictTailInstances = 4
 // encoded on their own. An app's encoding is its name, then each instance
 // encoded independently of the others, then the closing, so the encoding of
 // the last instances alone, less its name part, ends the whole one.
-func dictTail(view registry.AppView, xml bool) []byte {
+func dictTail(view registry.AppView, xml, compact bool) []byte {
 	last := view
 	last.Instances = view.Instances[max(len(view.Instances)-dictTailInstances, 0):]
 	none := view
 	none.Instances = nil
-	var b, head []byte
 	closing := len("]}")
 	if xml {
-		b = wire.AppendApplicationXML(nil, last)
-		head = wire.AppendApplicationXML(nil, none)
 		closing = len("</application>")
-	} else {
-		b = wire.AppendApplicationBodyJSON(nil, last)
-		head = wire.AppendApplicationBodyJSON(nil, none)
 	}
+	b := appendPiece(nil, last, xml, compact)
+	head := appendPiece(nil, none, xml, compact)
 	return b[len(head)-closing:]
+}
+
+// appendPiece appends an app's plain piece in JSON or XML, in the full or
+// the compact form. Both forms of a format end an app the same way, so
+// dictTail and the chunks treat them alike.
+func appendPiece(b []byte, view registry.AppView, xml, compact bool) []byte {
+	switch {
+	case xml && compact:
+		return wire.AppendApplicationCompactXML(b, view)
+	case xml:
+		return wire.AppendApplicationXML(b, view)
+	case compact:
+		return wire.AppendApplicationBodyCompactJSON(b, view)
+	default:
+		return wire.AppendApplicationBodyJSON(b, view)
+	}
 }
 
 var tailSeed = maphash.MakeSeed()
@@ -135,17 +150,30 @@ var tailSeed = maphash.MakeSeed()
 // tailHash returns the hash of the app's dictTail, computed once.
 func (p *appPieces) tailHash(xml bool) uint64 {
 	f := b2i(xml)
-	p.tailOnce[f].Do(func() { p.tail[f] = maphash.Bytes(tailSeed, dictTail(p.view, xml)) })
+	p.tailOnce[f].Do(func() { p.tail[f] = maphash.Bytes(tailSeed, dictTail(p.view, xml, p.compact)) })
 	return p.tail[f]
 }
 
 type pieceKey struct {
-	delta bool // a delta group rather than an app of the registry
-	name  string
+	delta   bool // a delta group rather than an app of the registry
+	compact bool // the compact form
+	name    string
 }
 
+// docKind is a kind of applications document whose pieces and chunks are
+// kept apart: the registry's apps or the delta's groups, in the full or the
+// compact form.
+type docKind struct {
+	delta, compact bool
+}
+
+// index numbers the kinds, for the per-kind arrays of pieceStore.
+func (k docKind) index() int { return b2i(k.delta) | b2i(k.compact)<<1 }
+
+const numDocKinds = 4
+
 type chunkKey struct {
-	delta   bool
+	kind    docKind
 	variant int
 	span    int // apps per chunk when it was joined
 	index   int
@@ -179,11 +207,11 @@ type pieceStore struct {
 	// runs are the compressed runs of small apps (runOf), by their first
 	// app.
 	runs map[runKey]*smallRun
-	// last is the pieces of the latest document of apps (0) and of delta
-	// groups (1), in order (ofAll).
-	last [2][]*appPieces
-	// spans of the documents of apps (0) and of delta groups (1).
-	spans [2][numVariants]spanState
+	// last is the pieces of the latest document of each kind
+	// (docKind.index), in order (ofAll).
+	last [numDocKinds][]*appPieces
+	// spans of the documents of each kind.
+	spans [numDocKinds][numVariants]spanState
 
 	encodings atomic.Uint64 // pieces encoded, for metrics and tests
 }
@@ -194,10 +222,10 @@ func newPieceStore() *pieceStore {
 
 // of returns the pieces of view, kept while view is its app's newest
 // content. A reader of an older snapshot gets pieces that are not kept.
-func (ps *pieceStore) of(delta bool, view registry.AppView) *appPieces {
+func (ps *pieceStore) of(kind docKind, view registry.AppView) *appPieces {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return ps.ofLocked(delta, view)
+	return ps.ofLocked(kind, view)
 }
 
 // ofAll is of for every app of a document, under one lock. An app at the
@@ -206,19 +234,19 @@ func (ps *pieceStore) of(delta bool, view registry.AppView) *appPieces {
 // instances (20,000 apps) the lookups, each a few cache misses, cost
 // ~20 ms a document, and after one change all but one app are where they
 // were.
-func (ps *pieceStore) ofAll(delta bool, apps []registry.AppView) []*appPieces {
+func (ps *pieceStore) ofAll(kind docKind, apps []registry.AppView) []*appPieces {
 	pcs := make([]*appPieces, len(apps))
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	prev := ps.last[b2i(delta)]
+	prev := ps.last[kind.index()]
 	for i, a := range apps {
 		if i < len(prev) && prev[i].view.Version == a.Version && prev[i].view.Name == a.Name {
 			pcs[i] = prev[i]
 			continue
 		}
-		pcs[i] = ps.ofLocked(delta, a)
+		pcs[i] = ps.ofLocked(kind, a)
 	}
-	ps.last[b2i(delta)] = pcs
+	ps.last[kind.index()] = pcs
 	return pcs
 }
 
@@ -229,15 +257,15 @@ func b2i(b bool) int {
 	return 0
 }
 
-func (ps *pieceStore) ofLocked(delta bool, view registry.AppView) *appPieces {
-	k := pieceKey{delta, view.Name}
+func (ps *pieceStore) ofLocked(kind docKind, view registry.AppView) *appPieces {
+	k := pieceKey{kind.delta, kind.compact, view.Name}
 	p := ps.pieces[k]
 	switch {
 	case p == nil || p.view.Version < view.Version:
-		p = &appPieces{view: view}
+		p = &appPieces{view: view, compact: kind.compact}
 		ps.pieces[k] = p
 	case p.view.Version > view.Version:
-		return &appPieces{view: view}
+		return &appPieces{view: view, compact: kind.compact}
 	}
 	return p
 }
@@ -247,15 +275,17 @@ func (ps *pieceStore) ofLocked(delta bool, view registry.AppView) *appPieces {
 func (ps *pieceStore) sweep(snap *registry.Snapshot) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if len(ps.pieces) <= 2*(len(snap.Apps)+len(snap.Delta))+64 {
+	if len(ps.pieces) <= 4*(len(snap.Apps)+len(snap.Delta))+64 {
 		return
 	}
-	live := make(map[pieceKey]bool, len(snap.Apps)+len(snap.Delta))
-	for _, a := range snap.Apps {
-		live[pieceKey{false, a.Name}] = true
-	}
-	for _, a := range snap.Delta {
-		live[pieceKey{true, a.Name}] = true
+	live := make(map[pieceKey]bool, 2*(len(snap.Apps)+len(snap.Delta)))
+	for _, compact := range []bool{false, true} {
+		for _, a := range snap.Apps {
+			live[pieceKey{false, compact, a.Name}] = true
+		}
+		for _, a := range snap.Delta {
+			live[pieceKey{true, compact, a.Name}] = true
+		}
 	}
 	for k := range ps.pieces {
 		if !live[k] {
@@ -263,13 +293,13 @@ func (ps *pieceStore) sweep(snap *registry.Snapshot) {
 		}
 	}
 	for k := range ps.runs {
-		if !live[pieceKey{k.delta, k.first}] {
+		if !live[pieceKey{k.kind.delta, k.kind.compact, k.first}] {
 			delete(ps.runs, k)
 		}
 	}
 	for k := range ps.chunks {
 		n := len(snap.Apps)
-		if k.delta {
+		if k.kind.delta {
 			n = len(snap.Delta)
 		}
 		if k.index*k.span >= n {
@@ -286,11 +316,7 @@ func (ps *pieceStore) plainOf(p *appPieces, xml bool) []byte {
 	}
 	p.once[v].Do(func() {
 		ps.encodings.Add(1)
-		if xml {
-			p.plain[v] = wire.AppendApplicationXML(nil, p.view)
-		} else {
-			p.plain[v] = wire.AppendApplicationBodyJSON(nil, p.view)
-		}
+		p.plain[v] = appendPiece(nil, p.view, xml, p.compact)
 	})
 	ps.mu.Lock() // a chunk may be rebasing it
 	defer ps.mu.Unlock()
@@ -329,14 +355,10 @@ func (ps *pieceStore) gzOf(p *appPieces, v int, pred *appPieces) gzjoin.Piece {
 	if v == variantJSONGzNext {
 		b = append(b, ',')
 	}
-	if xml {
-		b = wire.AppendApplicationXML(b, p.view)
-	} else {
-		b = wire.AppendApplicationBodyJSON(b, p.view)
-	}
+	b = appendPiece(b, p.view, xml, p.compact)
 	var tail []byte
 	if pred != nil {
-		tail = dictTail(pred.view, xml)
+		tail = dictTail(pred.view, xml, p.compact)
 	}
 	g := gzjoin.CompressDict(b, tail)
 	if cap(b) <= 4<<20 {
@@ -380,7 +402,7 @@ func isSmallApp(p *appPieces) bool { return len(p.view.Instances) <= smallAppIns
 func endsRun(p *appPieces) bool { return maphash.String(runSeed, p.view.Name)%runBreak == 0 }
 
 type runKey struct {
-	delta   bool
+	kind    docKind
 	variant int
 	first   string // the run's first app
 }
@@ -411,14 +433,14 @@ func runEnd(pcs []*appPieces, i, end int) int {
 // runOf returns the compressed run of apps (small, consecutive) for a place
 // right after pred (nil: first in the document), compressed again only when
 // one of its apps or the tail before it changed.
-func (ps *pieceStore) runOf(delta bool, v int, apps []*appPieces, pred *appPieces) gzjoin.Piece {
+func (ps *pieceStore) runOf(kind docKind, v int, apps []*appPieces, pred *appPieces) gzjoin.Piece {
 	xml := v == variantXMLGz
 	var dict uint64
 	if pred != nil {
 		dict = pred.tailHash(xml)
 	}
 	first := pred == nil
-	k := runKey{delta, v, apps[0].view.Name}
+	k := runKey{kind, v, apps[0].view.Name}
 	ps.mu.Lock()
 	r := ps.runs[k]
 	ps.mu.Unlock()
@@ -434,7 +456,7 @@ func (ps *pieceStore) runOf(delta bool, v int, apps []*appPieces, pred *appPiece
 	}
 	var tail []byte
 	if pred != nil {
-		tail = dictTail(pred.view, xml)
+		tail = dictTail(pred.view, xml, kind.compact)
 	}
 	r = &smallRun{from: slices.Clone(apps), first: first, dict: dict, gz: gzjoin.CompressDict(plain, tail)}
 	ps.mu.Lock()
@@ -483,11 +505,14 @@ func (ps *pieceStore) rebaseLocked(c *chunk) {
 // while it is within 2× of that ideal so that a document does not rejoin
 // every chunk for a small change in size. The chunks of an old span are
 // dropped when it changes.
-func (ps *pieceStore) spanLocked(delta bool, v int, apps []registry.AppView) int {
-	st := &ps.spans[b2i(delta)][v]
+func (ps *pieceStore) spanLocked(kind docKind, v int, apps []registry.AppView) int {
+	st := &ps.spans[kind.index()][v]
 	per := st.perInstance
 	if per == 0 {
 		per = firstPerInstance[v]
+		if kind.compact {
+			per /= 3 // ~400 of ~1200 bytes a Spring instance are kept
+		}
 	}
 	instances := 0
 	for _, a := range apps {
@@ -504,7 +529,7 @@ func (ps *pieceStore) spanLocked(delta bool, v int, apps []registry.AppView) int
 	}
 	if old := st.span; old != span && old != 0 {
 		for k := range ps.chunks {
-			if k.delta == delta && k.variant == v && k.span == old {
+			if k.kind == kind && k.variant == v && k.span == old {
 				delete(ps.chunks, k)
 			}
 		}
@@ -515,33 +540,45 @@ func (ps *pieceStore) spanLocked(delta bool, v int, apps []registry.AppView) int
 
 // measuredLocked records the bytes per instance of a document just
 // assembled, for the next document's span.
-func (ps *pieceStore) measuredLocked(delta bool, v int, apps []registry.AppView, bytes int) {
+func (ps *pieceStore) measuredLocked(kind docKind, v int, apps []registry.AppView, bytes int) {
 	instances := 0
 	for _, a := range apps {
 		instances += len(a.Instances)
 	}
 	if instances > 0 {
-		ps.spans[b2i(delta)][v].perInstance = float64(bytes) / float64(instances)
+		ps.spans[kind.index()][v].perInstance = float64(bytes) / float64(instances)
 	}
 }
 
-// gzFooters are the documents' footers, compressed once.
+// gzFooters are the full documents' footers, compressed once.
 var gzFooters = [2]gzjoin.Piece{
 	formatJSON: gzjoin.Compress([]byte(wire.ApplicationsFooterJSON)),
 	formatXML:  gzjoin.Compress([]byte(wire.ApplicationsFooterXML)),
 }
 
-// document assembles an applications document of apps (the registry's
-// apps, or the delta's groups when delta) from their pieces.
-func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelta, hashcode string, f payloadFormat, gz bool) payload {
-	pcs := ps.ofAll(delta, apps)
-	xml := f == formatXML
-	var header []byte
-	if xml {
-		header = wire.AppendApplicationsHeaderXML(nil, versionsDelta, hashcode)
-	} else {
-		header = wire.AppendApplicationsHeaderJSON(nil, versionsDelta, hashcode)
+// documentEnds returns the header and the footer of an applications
+// document. A full one carries versions__delta and apps__hashcode in its
+// header, a compact one in its footer (wire/encode_compact.go).
+func documentEnds(compact, xml bool, versionsDelta, hashcode string) (header, footer []byte) {
+	switch {
+	case compact && xml:
+		return []byte(wire.ApplicationsHeaderCompactXML), wire.AppendApplicationsFooterCompactXML(nil, versionsDelta, hashcode)
+	case compact:
+		return []byte(wire.ApplicationsHeaderCompactJSON), wire.AppendApplicationsFooterCompactJSON(nil, versionsDelta, hashcode)
+	case xml:
+		return wire.AppendApplicationsHeaderXML(nil, versionsDelta, hashcode), []byte(wire.ApplicationsFooterXML)
+	default:
+		return wire.AppendApplicationsHeaderJSON(nil, versionsDelta, hashcode), []byte(wire.ApplicationsFooterJSON)
 	}
+}
+
+// document assembles an applications document of apps (the registry's
+// apps, or the delta's groups when kind.delta) from their pieces, in the
+// form kind.compact says.
+func (ps *pieceStore) document(kind docKind, apps []registry.AppView, versionsDelta, hashcode string, f payloadFormat, gz bool) payload {
+	pcs := ps.ofAll(kind, apps)
+	xml := f == formatXML
+	header, footer := documentEnds(kind.compact, xml, versionsDelta, hashcode)
 	v := variantJSONGzNext
 	switch {
 	case !gz && xml:
@@ -552,7 +589,7 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 		v = variantXMLGz
 	}
 	ps.mu.Lock()
-	span := ps.spanLocked(delta, v, apps)
+	span := ps.spanLocked(kind, v, apps)
 	ps.mu.Unlock()
 	chunks := (len(pcs) + span - 1) / span
 	group := func(i int) []*appPieces { return pcs[i*span : min((i+1)*span, len(pcs))] }
@@ -562,14 +599,14 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 			n += len(p)
 		}
 		ps.mu.Lock()
-		ps.measuredLocked(delta, v, apps, n)
+		ps.measuredLocked(kind, v, apps, n)
 		ps.mu.Unlock()
 	}
 	if !gz {
 		parts := make([][]byte, 0, chunks+2)
 		parts = append(parts, header)
 		for i := range chunks {
-			c := ps.chunkOf(chunkKey{delta, v, span, i}, group(i), func() *chunk {
+			c := ps.chunkOf(chunkKey{kind, v, span, i}, group(i), func() *chunk {
 				g := group(i)
 				n := 0
 				for _, p := range g {
@@ -589,11 +626,7 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 			})
 			parts = append(parts, c.plain)
 		}
-		if xml {
-			parts = append(parts, []byte(wire.ApplicationsFooterXML))
-		} else {
-			parts = append(parts, []byte(wire.ApplicationsFooterJSON))
-		}
+		parts = append(parts, footer)
 		measured(parts)
 		return partsPayload(parts)
 	}
@@ -604,7 +637,7 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 		// A chunk's first piece refers into the app before it (gzOf), so
 		// the chunk is kept only while that app is the same too.
 		from := pcs[max(i*span-1, 0):min((i+1)*span, len(pcs))]
-		c := ps.chunkOf(chunkKey{delta, v, span, i}, from, func() *chunk {
+		c := ps.chunkOf(chunkKey{kind, v, span, i}, from, func() *chunk {
 			start, end := i*span, min((i+1)*span, len(pcs))
 			var gps []gzjoin.Piece
 			var members []chunkMember
@@ -616,7 +649,7 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 				}
 				if isSmallApp(pcs[k]) {
 					e := runEnd(pcs, k, end)
-					g := ps.runOf(delta, v, pcs[k:e], pred)
+					g := ps.runOf(kind, v, pcs[k:e], pred)
 					gps = append(gps, g)
 					off += len(g.Deflate)
 					k = e
@@ -636,7 +669,11 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 		})
 		pieces = append(pieces, c.gz)
 	}
-	pieces = append(pieces, gzFooters[f])
+	if kind.compact {
+		pieces = append(pieces, gzjoin.Compress(footer)) // it carries the hashcode
+	} else {
+		pieces = append(pieces, gzFooters[f])
+	}
 	head, trailer := gzjoin.Frame(pieces)
 	parts := make([][]byte, 0, len(pieces)+2)
 	parts = append(parts, head)
@@ -648,45 +685,33 @@ func (ps *pieceStore) document(delta bool, apps []registry.AppView, versionsDelt
 	return partsPayload(parts)
 }
 
-// vipDocument assembles a VIP lookup's document (plain): an app whose
-// instances all match is the app's own piece; a partial match is encoded
-// for this document.
-func (ps *pieceStore) vipDocument(snap *registry.Snapshot, apps []registry.AppView, f payloadFormat) payload {
+// vipDocument assembles a VIP lookup's document (plain), in the full or
+// the compact form: an app whose instances all match is the app's own
+// piece; a partial match is encoded for this document.
+func (ps *pieceStore) vipDocument(snap *registry.Snapshot, apps []registry.AppView, f payloadFormat, compact bool) payload {
 	xml := f == formatXML
-	hashcode := registry.HashcodeOf(apps)
-	var parts [][]byte
-	if xml {
-		parts = append(parts, wire.AppendApplicationsHeaderXML(nil, "1", hashcode))
-	} else {
-		parts = append(parts, wire.AppendApplicationsHeaderJSON(nil, "1", hashcode))
-	}
+	header, footer := documentEnds(compact, xml, "1", registry.HashcodeOf(apps))
+	parts := [][]byte{header}
 	for i, a := range apps {
 		if !xml && i > 0 {
 			parts = append(parts, []byte{','})
 		}
 		if whole, ok := snap.App(a.Name); ok && len(whole.Instances) == len(a.Instances) {
-			parts = append(parts, ps.plainOf(ps.of(false, whole), xml))
+			parts = append(parts, ps.plainOf(ps.of(docKind{compact: compact}, whole), xml))
 			continue
 		}
 		ps.encodings.Add(1)
-		if xml {
-			parts = append(parts, wire.AppendApplicationXML(nil, a))
-		} else {
-			parts = append(parts, wire.AppendApplicationBodyJSON(nil, a))
-		}
+		parts = append(parts, appendPiece(nil, a, xml, compact))
 	}
-	if xml {
-		parts = append(parts, []byte(wire.ApplicationsFooterXML))
-	} else {
-		parts = append(parts, []byte(wire.ApplicationsFooterJSON))
-	}
+	parts = append(parts, footer)
 	return partsPayload(parts)
 }
 
 // appDocument is a single application (GET /apps/{app}), from its piece.
-func (ps *pieceStore) appDocument(app registry.AppView, f payloadFormat) payload {
+func (ps *pieceStore) appDocument(app registry.AppView, f payloadFormat, compact bool) payload {
+	piece := ps.plainOf(ps.of(docKind{compact: compact}, app), f == formatXML)
 	if f == formatXML {
-		return bytesPayload(ps.plainOf(ps.of(false, app), true))
+		return bytesPayload(piece)
 	}
-	return partsPayload([][]byte{[]byte(`{"application":`), ps.plainOf(ps.of(false, app), false), []byte("}")})
+	return partsPayload([][]byte{[]byte(`{"application":`), piece, []byte("}")})
 }

@@ -3,8 +3,9 @@
 // Spring Cloud Netflix wraps), run from ../shared/java-eureka beside the
 // repository. They build the muster binary, start nodes as processes and
 // let the Java driver register, heartbeat, fetch full and delta payloads
-// with every Eureka codec, and lose its instance on the server, which it
-// must repair by registering again after an empty heartbeat 404.
+// with every Eureka codec (and in the compact form, X-Eureka-Accept:
+// compact), and lose its instance on the server, which it must repair by
+// registering again after an empty heartbeat 404.
 //
 // Without the folder or a Java runtime the tests skip and say why, so
 // `go test ./...` passes anywhere; scripts/test.sh installs the runtime

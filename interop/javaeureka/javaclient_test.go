@@ -127,6 +127,14 @@ func startNode(t *testing.T, sets ...string) string {
 // its output; it fails the test unless every check passed.
 func runDriver(t *testing.T, dir, url string, args ...string) string {
 	t.Helper()
+	return runDriverExpecting(t, dir, url, nil, args...)
+}
+
+// runDriverExpecting is runDriver where exactly the checks named in
+// wantFailed fail (each a prefix of a FAIL line's check), as they fail
+// against the Java server with the same arguments.
+func runDriverExpecting(t *testing.T, dir, url string, wantFailed []string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "client", "run.sh"), append([]string{"--url", url}, args...)...)
@@ -134,15 +142,20 @@ func runDriver(t *testing.T, dir, url string, args ...string) string {
 	out, err := cmd.CombinedOutput()
 	text := string(out)
 	summary := regexp.MustCompile(`==== (\d+) passed, (\d+) failed ====`).FindStringSubmatch(text)
-	if err != nil || summary == nil || summary[2] != "0" || summary[1] == "0" {
-		var fails []string
-		for _, line := range strings.Split(text, "\n") {
-			if strings.HasPrefix(line, "FAIL") {
-				fails = append(fails, line)
-			}
+	var fails []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "FAIL") {
+			fails = append(fails, line)
 		}
-		t.Fatalf("Java driver against %s: %v, summary %v\nfailed checks:\n%s\noutput tail:\n%s",
-			url, err, summary, strings.Join(fails, "\n"), tail(out, 3000))
+	}
+	expected := len(fails) == len(wantFailed)
+	for i := 0; expected && i < len(fails); i++ {
+		expected = strings.HasPrefix(fails[i], "FAIL "+wantFailed[i])
+	}
+	wantErr := len(wantFailed) > 0
+	if (err != nil) != wantErr || summary == nil || summary[2] != strconv.Itoa(len(wantFailed)) || summary[1] == "0" || !expected {
+		t.Fatalf("Java driver against %s: %v, summary %v\nfailed checks (want %q):\n%s\noutput tail:\n%s",
+			url, err, summary, wantFailed, strings.Join(fails, "\n"), tail(out, 3000))
 	}
 	return text
 }
@@ -180,6 +193,34 @@ func TestJavaClient_againstMuster(t *testing.T) {
 				t.Fatalf("the driver did not report the re-registration after a heartbeat 404:\n%s", tail([]byte(out), 3000))
 			}
 		})
+	}
+}
+
+// The Java client with eureka.clientDataAccept=compact: it sends
+// X-Eureka-Accept: compact on every registry fetch and decodes the answers
+// with JacksonJsonMini. Against the Java server the same run passes 34
+// checks and fails exactly two, because the compact form carries neither
+// overriddenStatus nor metadata: the override is seen as a status without
+// its overriddenStatus, and a metadata change is not seen at all. Muster
+// must give the same result: everything else (register, deltas with no
+// hashcode mismatch, status changes, the re-registration after a 404)
+// passes, and the two checks fail, which they would not if the full form
+// were sent.
+func TestJavaClient_compactAgainstMuster(t *testing.T) {
+	dir := javaEureka(t)
+	url := startNode(t)
+	out := runDriverExpecting(t, dir, url,
+		[]string{"override OUT_OF_SERVICE visible (status + overriddenStatus) via delta", "metadata change visible in fetched registry"},
+		"--app", "JAVA-INTEROP-C", "--port", "19753", "--accept", "compact", "--steady", "8")
+	for _, want := range []string{
+		`PASS no hashcode mismatch overall`,
+		`PASS override OUT_OF_SERVICE survives client heartbeats`,
+		`PASS heartbeat 404 after server-side loss -> client re-registers by itself`,
+		`accept=compact`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the compact run does not report %q:\n%s", want, tail([]byte(out), 3000))
+		}
 	}
 }
 

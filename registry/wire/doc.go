@@ -43,6 +43,11 @@
 // not XML names are coded with XStream's "_.xxxx" escapes (see
 // appendXMLName); an empty key cannot be an element and is left out of XML.
 //
+// The compact form (encode_compact.go) is what the Java server sends a
+// client that asks with X-Eureka-Accept: compact: its JacksonJsonMini and
+// JacksonXmlMini encoders, which keep an instance's routing fields only and
+// write versions__delta and apps__hashcode after the apps.
+//
 // # Input: lenient, never a panic
 //
 // The decoders take what Eureka's decoders take (InstanceInfoDeserializer,

@@ -21,8 +21,9 @@ import (
 	"github.com/muster-registry/muster/registry"
 )
 
-// TestJavaBytes compares the gzip bytes of Muster's full and delta fetches
-// with the real Java Eureka server's for the same Spring-shaped fleet
+// TestJavaBytes compares the gzip bytes of Muster's full and delta fetches,
+// in the full and the compact form, with the real Java Eureka server's for
+// the same Spring-shaped fleet
 // (docs/performance.md says how to start the Java server for it). Bytes are
 // deterministic, so the machine's load does not matter. It needs a running
 // Java server: MUSTER_JAVA_URL is its base URL (…/eureka/), MUSTER_JAVA_N
@@ -100,9 +101,15 @@ func TestJavaBytes(t *testing.T) {
 	}
 	var rows []row
 	measure := func(figure, path string) {
-		for _, f := range []struct{ name, accept string }{{"JSON", "application/json"}, {"XML", "application/xml"}} {
-			m, j := muster.gzipBody(path, f.accept), java.gzipBody(path, f.accept)
-			rows = append(rows, row{figure + " gzip " + f.name, len(m), len(j), len(gunzipBench(t, m)), len(gunzipBench(t, j))})
+		for _, compact := range []bool{false, true} {
+			for _, f := range []struct{ name, accept string }{{"JSON", "application/json"}, {"XML", "application/xml"}} {
+				name := figure + " gzip " + f.name
+				if compact {
+					name += ", compact"
+				}
+				m, j := muster.gzipBody(path, f.accept, compact), java.gzipBody(path, f.accept, compact)
+				rows = append(rows, row{name, len(m), len(j), len(gunzipBench(t, m)), len(gunzipBench(t, j))})
+			}
 		}
 	}
 	measure(fmt.Sprintf("full fetch, %d instances,", n), "/eureka/apps")
@@ -146,9 +153,12 @@ type javaBytesTarget struct {
 	do func(*http.Request) *http.Response
 }
 
-func (tg *javaBytesTarget) call(method, path, accept string, body []byte) (int, http.Header, []byte) {
+func (tg *javaBytesTarget) call(method, path, accept string, body []byte, extra ...string) (int, http.Header, []byte) {
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	req.Header.Set("Accept", accept)
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Set(extra[i], extra[i+1])
+	}
 	req.Header.Set("Accept-Encoding", "gzip")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -196,8 +206,14 @@ func (tg *javaBytesTarget) overrides(count int, method string) {
 	}
 }
 
-func (tg *javaBytesTarget) gzipBody(path, accept string) []byte {
-	code, h, b := tg.call(http.MethodGet, path, accept, nil)
+// gzipBody fetches path gzip-encoded, in the compact form (X-Eureka-Accept:
+// compact) when compact.
+func (tg *javaBytesTarget) gzipBody(path, accept string, compact bool) []byte {
+	var extra []string
+	if compact {
+		extra = []string{"X-Eureka-Accept", "compact"}
+	}
+	code, h, b := tg.call(http.MethodGet, path, accept, nil, extra...)
 	if code != http.StatusOK || h.Get("Content-Encoding") != "gzip" {
 		tg.t.Fatalf("GET %s (%s): %d, Content-Encoding %q", path, accept, code, h.Get("Content-Encoding"))
 	}
