@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/httpapi/eureka"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/replication"
@@ -65,14 +66,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 		_ = c.NoContent(code)
 		return
 	}
-	if isEurekaClientRoute(c.Path()) {
+	if eureka.IsClientRoute(c.Path()) {
 		// The Java client reads any non-HTML body of an answer as an
 		// InstanceInfo, whatever the status: a text body on a heartbeat
 		// 404 makes it count a transport error and never register again
 		// (issue 22). So every error on the routes Eureka clients decode
 		// is what the Java server sends, an empty application/xml answer,
 		// and the reason travels in a header.
-		c.Response().Header().Set(errorHeader, headerSafe(msg))
+		c.Response().Header().Set(eureka.ErrorHeader, eureka.HeaderSafe(msg))
 		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationXML)
 		c.Response().WriteHeader(code)
 		return
@@ -80,41 +81,5 @@ func (s *Server) handleError(err error, c echo.Context) {
 	_ = c.String(code, msg+"\n")
 }
 
-// errorHeader carries an error's reason on the Eureka client routes, whose
-// error answers have an empty body (docs/eureka-errors.md).
-const errorHeader = "X-Muster-Error"
-
-// isEurekaClientRoute reports whether an echo route pattern is one of the
-// Eureka REST routes clients call (apps, instances, vips, svips, status),
-// under any of the bases. Peer replication, the watch stream, the console
-// and the admin routes keep their plain-text error bodies.
-func isEurekaClientRoute(route string) bool {
-	for _, base := range []string{"/eureka/v2/", "/eureka/", "/v2/"} {
-		if rest, ok := strings.CutPrefix(route, base); ok {
-			return rest == "apps" || rest == "status" ||
-				strings.HasPrefix(rest, "apps/") || strings.HasPrefix(rest, "instances/") ||
-				strings.HasPrefix(rest, "vips/") || strings.HasPrefix(rest, "svips/")
-		}
-	}
-	return false
-}
-
-// headerSafe makes a message fit for one header line: control characters
-// (a client value quoted in it could hold any) become spaces.
-func headerSafe(msg string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, msg)
-}
-
 // maxErrorBody caps the text of an error answer.
 const maxErrorBody = 1024
-
-var errReadsRefused = echo.NewHTTPError(http.StatusForbidden,
-	"registry not open for traffic yet (syncing with peers); try another server")
-
-var errPeerSyncing = echo.NewHTTPError(http.StatusServiceUnavailable,
-	"this node is still copying the registry itself; copy from another peer")

@@ -1,39 +1,12 @@
 package httpapi
 
-// WatchState reports, for tests, how many blocking fetches wait on app and
-// whether the channel they wait on is still open (not yet woken).
-func (s *Server) WatchState(app string) (waiters int, armed bool) {
-	h := s.watch
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a := h.apps[app]
-	if a == nil {
-		return 0, false
-	}
-	return a.waiters, a.changed != nil
-}
+import "github.com/muster-registry/muster/httpapi/eureka"
 
-// WatchAppVersion is the hub's version of app.
-func (s *Server) WatchAppVersion(app string) uint64 { return s.watch.appVersion(app) }
+// The Eureka API's insides, for these tests (httpapi/eureka/introspect.go).
 
-// WatchersHeld is how many blocking fetches are held now.
-func (s *Server) WatchersHeld() int64 { return s.watch.held.Load() }
+func (s *Server) WatchState(app string) (waiters int, armed bool) { return s.api.WatchState(app) }
+func (s *Server) WatchAppVersion(app string) uint64               { return s.api.WatchAppVersion(app) }
+func (s *Server) WatchersHeld() int64                             { return s.api.WatchersHeld() }
+func (s *Server) ChunkSpans(delta bool) [4]int                    { return s.api.ChunkSpans(delta) }
 
-// SetChunkBytes sets the size payload chunks aim at, so that a test's small
-// registry makes several chunks; the returned func restores it.
-func SetChunkBytes(n int) (restore func()) {
-	old := chunkBytes
-	chunkBytes = n
-	return func() { chunkBytes = old }
-}
-
-// ChunkSpans reports, for tests, the apps per chunk of the registry's
-// documents (delta false) or the delta's, by format: JSON, XML, gzip JSON,
-// gzip XML.
-func (s *Server) ChunkSpans(delta bool) [4]int {
-	ps := s.pieces
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	st := &ps.spans[b2i(delta)]
-	return [4]int{st[variantJSON].span, st[variantXML].span, st[variantJSONGzNext].span, st[variantXMLGz].span}
-}
+var SetChunkBytes = eureka.SetChunkBytes

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/muster-registry/muster/httpapi/eureka"
 	"github.com/muster-registry/muster/httpapi/ops"
 )
 
@@ -14,13 +15,9 @@ import (
 func newMetrics(cfg Config, s *Server) (*ops.Metrics, error) {
 	extra := []prometheus.Collector{
 		s.guard.Failures(),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_encodings_total", Help: "Payload pieces encoded: an app's or a delta group's JSON or XML, plain or compressed (at most one per changed app and form), and partial apps of VIP lookups."},
-			func() float64 { return float64(s.pieces.encodings.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_payload_assemblies_total", Help: "Registry payloads assembled from pieces (at most one per kind, format and registry version)."},
-			func() float64 { return float64(s.payloads.buildCount()) }),
 		newLimitsCollector(s),
 	}
-	extra = append(extra, s.watch.collectors()...)
+	extra = append(extra, s.api.Collectors()...)
 	return ops.NewMetrics(ops.MetricsConfig{Registry: cfg.Registry, Registerer: cfg.Metrics, Gatherer: cfg.Gatherer,
 		Ready: s.cfg.Ready, Peers: s.cfg.Peers, Replication: cfg.Replication, AntiEntropy: cfg.AntiEntropy, Extra: extra})
 }
@@ -40,7 +37,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		if c.Get(heldKey) != nil {
+		if eureka.Held(c) {
 			// A held blocking fetch or a watch stream takes as long as it
 			// waits: kept apart from the latency of plain reads.
 			route += " (held)"
@@ -49,7 +46,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.Observe(route, c.Request().Method, code, elapsed)
 		if e := s.log.Debug(); e.Enabled() {
 			e.Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Int("status", code).
-				Dur("took", elapsed).Bool("replication", isReplication(c)).Msg("request")
+				Dur("took", elapsed).Bool("replication", eureka.IsReplication(c)).Msg("request")
 		}
 		return err
 	}

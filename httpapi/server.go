@@ -17,39 +17,24 @@ import (
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/httpapi/console"
 	"github.com/muster-registry/muster/httpapi/edge"
+	"github.com/muster-registry/muster/httpapi/eureka"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
 
-// BatchHandler applies an inbound peer replication batch (POST
-// /peerreplication/batch): it decodes body, applies every item and returns
-// the encoded response. An error means the body as a whole could not be
-// read (400); per-item failures are in the response.
-type BatchHandler func(body []byte) (response []byte, err error)
+// BatchHandler is eureka.BatchHandler.
+type BatchHandler = eureka.BatchHandler
 
-// Registry is what the HTTP API needs of the registry: one write path
-// (every request is an operation from a client or, with the replication
-// header, a peer) and its reads. *registry.Registry implements it; every
-// method must be safe for concurrent use.
+// Registry is what the whole HTTP layer needs of the registry: the Eureka
+// API's (eureka.Registry), which the console and ops interfaces are parts
+// of. *registry.Registry implements it.
 type Registry interface {
-	Apply(registry.Op) (*registry.Instance, error)
-	Instance(app, id string) (registry.InstanceView, bool)
-	InstanceByID(id string) (registry.InstanceView, bool)
-	Snapshot() *registry.Snapshot
-	SelfPreservationState() registry.SelfPreservation
-	Tombstones() registry.TombstoneStats
-	Stats() registry.Stats
-	Len() int
-	Version() uint64
+	eureka.Registry
+	console.Registry
+	ops.AdminRegistry
+	ops.MetricsRegistry
 	LimitRejections() map[registry.Limit]uint64
-	AppRenewals(dst map[string]uint64) map[string]uint64
-	// The change stream, for blocking fetches and watch streams.
-	Subscribe() *registry.Cursor
-	SubscribeAfter(seq uint64) (*registry.Cursor, bool)
-	// IsClientLive: the instance's client talks to this node (the
-	// console's origin column).
-	IsClientLive(app, id string) bool
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -194,24 +179,20 @@ func (c Config) Validate() error {
 // /eureka/v2/, the peer batch endpoint, the dashboard, /admin/status,
 // health and metrics.
 type Server struct {
-	cfg      Config
-	reg      Registry
-	log      zerolog.Logger
-	echo     *echo.Echo
-	payloads *payloadCache
-	pieces   *pieceStore
-	metrics  *ops.Metrics
-	admin    *ops.Admin
-	started  time.Time
-	now      func() time.Time
+	cfg     Config
+	reg     Registry
+	log     zerolog.Logger
+	echo    *echo.Echo
+	api     *eureka.API
+	metrics *ops.Metrics
+	admin   *ops.Admin
+	started time.Time
+	now     func() time.Time
 
 	limits *edge.Limits
 	guard  *edge.Guard
 
 	console *console.Console
-
-	watch      *watchHub
-	watchTimer func(d time.Duration) (<-chan time.Time, func())
 
 	// httpapi/ops: the last-N recorder (the node runs it) and, with
 	// Actuator.Port set, the management port's handler.
@@ -227,8 +208,9 @@ func (s *Server) Run(ctx context.Context) { s.console.Run(ctx) }
 // clock; tests call it on a moved clock instead of Run.
 func (s *Server) SampleConsole() { s.console.Sample() }
 
-// New builds the server and its routes. It starts one goroutine, the watch
-// hub's feed, which StopWatches ends; serve Handler() with an http.Server.
+// New builds the server and its routes, and starts nothing: the watch
+// hub's feed starts with the first watch (StopWatches ends it), the
+// console's samples with Run. Serve HTTPServer() (or Handler()).
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -251,17 +233,14 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Peers == nil {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
-	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
-	s.pieces = newPieceStore()
+	s.api = eureka.New(eureka.Config{Registry: cfg.Registry, Node: cfg.Node, Logger: s.log,
+		Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Peers: s.cfg.Peers, Batch: cfg.Batch, Digests: cfg.Digests,
+		DisableDelta: cfg.DisableDelta, MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes,
+		WatchMaxWait: cfg.WatchMaxWait, WatchMaxWatchers: cfg.WatchMaxWatchers, WatchTimer: cfg.WatchTimer, Now: s.now})
 	s.guard = edge.NewGuard(edge.GuardConfig{Users: cfg.Auth, Peers: cfg.PeerVerifier,
 		MaxPeerBody: cfg.MaxBatchBodyBytes, Now: s.now, Logger: s.log})
 	s.limits = edge.NewLimits(edge.LimitsConfig{BodyReadTimeout: cfg.BodyReadTimeout,
 		WriteChunkTimeout: cfg.WriteChunkTimeout, MaxConnections: cfg.MaxConnections})
-	s.watchTimer = cfg.WatchTimer
-	if s.watchTimer == nil {
-		s.watchTimer = realTimer
-	}
-	s.watch = newWatchHub(cfg.Registry, s.log)
 	m, err := newMetrics(cfg, s)
 	if err != nil {
 		return nil, err
@@ -319,31 +298,11 @@ func (s *Server) routes() {
 		}
 	}
 	e := s.echo
-	// Both Spring's /eureka/ and Netflix's /eureka/v2/ (and bare /v2/);
-	// Eureka treats any other version segment as V2 as well.
-	for _, base := range []string{"/eureka", "/eureka/v2", "/v2"} {
-		g := e.Group(base)
-		post, put, get, del := route(g.POST), route(g.PUT), route(g.GET), route(g.DELETE)
-		post("/apps/:app", s.register, edge.LimitBody(s.cfg.MaxBodyBytes))
-		put("/apps/:app/:id", s.heartbeat)
-		del("/apps/:app/:id", s.cancel)
-		put("/apps/:app/:id/status", s.updateStatus)
-		del("/apps/:app/:id/status", s.deleteStatusOverride)
-		put("/apps/:app/:id/metadata", s.updateMetadata)
-		get("/apps", s.getApps)
-		get("/apps/delta", s.getDelta)
-		get("/apps/:app", s.getApp)
-		get("/apps/:app/:id", s.getAppInstance)
-		get("/instances/:id", s.getInstanceByID)
-		get("/vips/:vip", s.getVIP)
-		get("/svips/:vip", s.getSVIP)
-		get("/status", s.getStatus)
-		post("/peerreplication/batch", s.peerBatch, edge.LimitBody(s.cfg.MaxBatchBodyBytes))
-		post("/peerreplication/digest", s.peerDigest, edge.LimitBody(s.cfg.MaxBodyBytes))
-		post("/peerreplication/copies", s.peerCopies, edge.LimitBody(s.cfg.MaxBodyBytes))
-	}
 	get := route(e.GET)
-	get("/eureka/watch", s.watchStream)
+	s.api.Routes(func(base string) (post, put, get, del eureka.Route) {
+		g := e.Group(base)
+		return route(g.POST), route(g.PUT), route(g.GET), route(g.DELETE)
+	}, get)
 	s.console.Routes(get, route(e.POST))
 	get("/admin/status", s.admin.ServeStatus)
 	get("/readyz", s.admin.Readyz)
@@ -423,3 +382,7 @@ func (s *Server) HTTPServer() *http.Server {
 	srv.RegisterOnShutdown(s.StopWatches)
 	return srv
 }
+
+// StopWatches answers every held blocking fetch and ends every watch
+// stream (HTTPServer's Shutdown runs it).
+func (s *Server) StopWatches() { s.api.StopWatches() }

@@ -63,9 +63,16 @@ var allowed = map[string]rule{
 		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
 	},
 	"httpapi": {
-		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
-		why:         "the HTTP edge: the Eureka API and the server that mounts the console and ops; knows nothing of cluster or cmd",
+		why:         "the HTTP server: mounts the Eureka API, the console and ops behind the edge, one lifecycle; knows nothing of cluster or cmd",
+	},
+	"httpapi/eureka": {
+		// Never the console: the Eureka API and the dashboard are separate
+		// audiences that share only the edge, httpkit and ops' types.
+		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
+		testImports: []string{"registry/registrytest"},
+		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
 	"httpapi/console": {
 		// Never the Eureka API (httpapi): the console reads the registry

@@ -1,4 +1,4 @@
-package httpapi
+package eureka
 
 import (
 	"encoding/xml"
@@ -55,7 +55,7 @@ func (m statsMap) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 	return e.EncodeToken(start.End())
 }
 
-func (s *Server) getStatus(c echo.Context) error {
+func (s *API) getStatus(c echo.Context) error {
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 	var registered, available, unavailable []string

@@ -1,4 +1,4 @@
-package httpapi
+package eureka
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func statusParam(c echo.Context, name string) (registry.Status, bool, error) {
 // no snapshot): the peer must not take an empty or half-filled registry
 // for one that has data, and copies from a node that has it or treats
 // this one as starting too.
-func (s *Server) readsAllowed(c echo.Context) error {
+func (s *API) readsAllowed(c echo.Context) error {
 	if isReplication(c) {
 		if !s.cfg.Ready() || !s.cfg.ReadsAllowed() {
 			return errPeerSyncing
@@ -232,7 +232,7 @@ func decodeInstanceBody(c echo.Context) (*registry.Instance, error) {
 }
 
 // register is POST /apps/{app}: 204 on success, as the Java client demands.
-func (s *Server) register(c echo.Context) error {
+func (s *API) register(c echo.Context) error {
 	app, err := httpkit.PathParam(c, "app")
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func (s *Server) register(c echo.Context) error {
 
 // heartbeat is PUT /apps/{app}/{id}: 200, 404 ("register again"), or 409
 // with our copy when a peer's data is older.
-func (s *Server) heartbeat(c echo.Context) error {
+func (s *API) heartbeat(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return err
@@ -277,7 +277,7 @@ func (s *Server) heartbeat(c echo.Context) error {
 	return c.NoContent(http.StatusOK)
 }
 
-func (s *Server) cancel(c echo.Context) error {
+func (s *API) cancel(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func readStatusRequest(c echo.Context, fallback registry.Status) (statusRequest,
 }
 
 // updateStatus is PUT /apps/{app}/{id}/status?value=X.
-func (s *Server) updateStatus(c echo.Context) error {
+func (s *API) updateStatus(c echo.Context) error {
 	sr, err := readStatusRequest(c, "")
 	if err != nil {
 		return err
@@ -332,7 +332,7 @@ func (s *Server) updateStatus(c echo.Context) error {
 
 // deleteStatusOverride is DELETE /apps/{app}/{id}/status[?value=Y]; the
 // status becomes Y, UNKNOWN by default, as in Eureka.
-func (s *Server) deleteStatusOverride(c echo.Context) error {
+func (s *API) deleteStatusOverride(c echo.Context) error {
 	sr, err := readStatusRequest(c, registry.StatusUnknown)
 	if err != nil {
 		return err
@@ -344,7 +344,7 @@ func (s *Server) deleteStatusOverride(c echo.Context) error {
 }
 
 // updateMetadata is PUT /apps/{app}/{id}/metadata?key=value&…
-func (s *Server) updateMetadata(c echo.Context) error {
+func (s *API) updateMetadata(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return err
@@ -370,7 +370,7 @@ func (s *Server) updateMetadata(c echo.Context) error {
 }
 
 // getApps is GET /apps: the whole registry, encoded once per version.
-func (s *Server) getApps(c echo.Context) error {
+func (s *API) getApps(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
@@ -389,7 +389,7 @@ func (s *Server) getApps(c echo.Context) error {
 
 // getDelta is GET /apps/delta: the changes of the last few minutes and the
 // hashcode of the full registry, both from one snapshot.
-func (s *Server) getDelta(c echo.Context) error {
+func (s *API) getDelta(c echo.Context) error {
 	if s.cfg.DisableDelta {
 		return echo.NewHTTPError(http.StatusForbidden, "delta is disabled on this server (eureka.server.disable-delta)")
 	}
@@ -408,7 +408,7 @@ func (s *Server) getDelta(c echo.Context) error {
 	return writePayload(c, f, gz, body)
 }
 
-func (s *Server) getApp(c echo.Context) error {
+func (s *API) getApp(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
@@ -435,12 +435,12 @@ func (s *Server) getApp(c echo.Context) error {
 	return writePayload(c, f, false, body)
 }
 
-func (s *Server) getVIP(c echo.Context) error  { return s.vipLookup(c, payloadVIP) }
-func (s *Server) getSVIP(c echo.Context) error { return s.vipLookup(c, payloadSVIP) }
+func (s *API) getVIP(c echo.Context) error  { return s.vipLookup(c, payloadVIP) }
+func (s *API) getSVIP(c echo.Context) error { return s.vipLookup(c, payloadSVIP) }
 
 // vipLookup is GET /vips/{vip} and /svips/{svip}: 200 with the matching
 // instances, an empty list when nothing matches.
-func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
+func (s *API) vipLookup(c echo.Context, kind payloadKind) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
@@ -464,7 +464,7 @@ func (s *Server) vipLookup(c echo.Context, kind payloadKind) error {
 }
 
 // getAppInstance is GET /apps/{app}/{id}; it is not gated, as in Eureka.
-func (s *Server) getAppInstance(c echo.Context) error {
+func (s *API) getAppInstance(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return err
@@ -476,7 +476,7 @@ func (s *Server) getAppInstance(c echo.Context) error {
 	return s.writeInstance(c, http.StatusOK, iv)
 }
 
-func (s *Server) getInstanceByID(c echo.Context) error {
+func (s *API) getInstanceByID(c echo.Context) error {
 	id, err := httpkit.PathParam(c, "id")
 	if err != nil {
 		return err
@@ -488,7 +488,7 @@ func (s *Server) getInstanceByID(c echo.Context) error {
 	return s.writeInstance(c, http.StatusOK, iv)
 }
 
-func (s *Server) writeInstance(c echo.Context, code int, iv registry.InstanceView) error {
+func (s *API) writeInstance(c echo.Context, code int, iv registry.InstanceView) error {
 	if wantsJSON(c) {
 		return c.Blob(code, echo.MIMEApplicationJSON, wire.AppendInstanceJSON(nil, iv))
 	}
@@ -496,7 +496,7 @@ func (s *Server) writeInstance(c echo.Context, code int, iv registry.InstanceVie
 }
 
 // peerBatch is POST /peerreplication/batch.
-func (s *Server) peerBatch(c echo.Context) error {
+func (s *API) peerBatch(c echo.Context) error {
 	if s.cfg.Batch == nil {
 		return echo.NewHTTPError(http.StatusNotImplemented, "peer replication is not enabled on this node")
 	}
@@ -514,17 +514,17 @@ func (s *Server) peerBatch(c echo.Context) error {
 
 // peerDigest is POST /peerreplication/digest: the registry's anti-entropy
 // digests for a peer (replication.AnswerDigest).
-func (s *Server) peerDigest(c echo.Context) error {
+func (s *API) peerDigest(c echo.Context) error {
 	return s.antiEntropyAnswer(c, replication.AnswerDigest)
 }
 
 // peerCopies is POST /peerreplication/copies: stored copies for a peer's
 // anti-entropy repair (replication.AnswerCopies).
-func (s *Server) peerCopies(c echo.Context) error {
+func (s *API) peerCopies(c echo.Context) error {
 	return s.antiEntropyAnswer(c, replication.AnswerCopies)
 }
 
-func (s *Server) antiEntropyAnswer(c echo.Context, answer func(replication.DigestSource, []byte) ([]byte, error)) error {
+func (s *API) antiEntropyAnswer(c echo.Context, answer func(replication.DigestSource, []byte) ([]byte, error)) error {
 	if s.cfg.Digests == nil {
 		return echo.NewHTTPError(http.StatusNotFound, "anti-entropy is not served by this node")
 	}

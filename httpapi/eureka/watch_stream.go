@@ -1,4 +1,4 @@
-package httpapi
+package eureka
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ const streamKeepAlive = 15 * time.Second
 // "event: resync" with the current version as id instead of skipping
 // silently: the reader re-reads GET /eureka/apps and goes on with the
 // events that follow, which may repeat what that fetch shows.
-func (s *Server) watchStream(c echo.Context) error {
+func (s *API) watchStream(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}

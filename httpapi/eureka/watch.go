@@ -1,4 +1,4 @@
-package httpapi
+package eureka
 
 import (
 	"strings"
@@ -38,8 +38,9 @@ type watchHub struct {
 	apps      map[string]*appVersion // by upper-case app name
 	anyChange chan struct{}          // closed at the next change; nil when none waits
 
-	stop     chan struct{} // closed by close: held requests answer, streams end
-	stopOnce sync.Once
+	stop      chan struct{} // closed by close: held requests answer, streams end
+	stopOnce  sync.Once
+	startOnce sync.Once // the feed starts with the first watch (start)
 	done     chan struct{} // the feeding goroutine has ended
 
 	// figures for /metrics
@@ -71,14 +72,24 @@ func newWatchHub(reg Registry, log zerolog.Logger) *watchHub {
 	// as now, which wakes nobody and only makes a client's first index
 	// conservative.
 	h.rebuild()
-	go h.run()
 	return h
 }
+
+// start starts the feed, once: at the first blocking fetch or index read,
+// so that building the API starts nothing. Changes before it are counted
+// as now, as those before the subscription are (or, if the cursor fell
+// behind meanwhile, by a resync): a first index may be conservative, no
+// change is missed by a waiter.
+func (h *watchHub) start() { h.startOnce.Do(func() { go h.run() }) }
 
 // close ends the feed and releases every held request and watch stream.
 func (h *watchHub) close() {
 	h.stopOnce.Do(func() {
 		close(h.stop)
+		h.startOnce.Do(func() { // never started: nothing runs to end
+			h.cursor.Close()
+			close(h.done)
+		})
 		<-h.done
 	})
 }
@@ -173,6 +184,7 @@ func (h *watchHub) rebuild() {
 // appVersion is the version of one app's view: the Seq of its newest
 // change this node has applied, 0 when it has seen none.
 func (h *watchHub) appVersion(app string) uint64 {
+	h.start()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if a := h.apps[strings.ToUpper(app)]; a != nil {
@@ -185,6 +197,7 @@ func (h *watchHub) appVersion(app string) uint64 {
 // version is no longer index: the caller answers at once. A non-nil
 // channel must be followed by releaseApp.
 func (h *watchHub) waitApp(app string, index uint64) <-chan struct{} {
+	h.start()
 	name := strings.ToUpper(app)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -229,6 +242,7 @@ func (h *watchHub) releaseApp(app string) {
 // waitAny returns a channel closed at the next change after version, or
 // nil when the hub has applied changes past it already.
 func (h *watchHub) waitAny(version uint64) <-chan struct{} {
+	h.start()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.processed > version {

@@ -1,4 +1,4 @@
-package httpapi
+package eureka
 
 import (
 	"math/rand/v2"
@@ -28,7 +28,7 @@ const heldKey = "muster.held"
 // watchParams reads index and wait. ok is false when the request is not a
 // blocking fetch (either is missing, or wait is 0); a malformed value is a
 // 400 either way.
-func (s *Server) watchParams(c echo.Context) (index uint64, wait time.Duration, ok bool, err error) {
+func (s *API) watchParams(c echo.Context) (index uint64, wait time.Duration, ok bool, err error) {
 	q := c.Request().URL.Query()
 	rawIndex, hasIndex := q[paramIndex]
 	rawWait, hasWait := q[paramWait]
@@ -60,7 +60,7 @@ func truncate(s string) string {
 
 // holdApp holds a blocking fetch of app while the app's version is index;
 // it returns at once for a plain request.
-func (s *Server) holdApp(c echo.Context, app string) error {
+func (s *API) holdApp(c echo.Context, app string) error {
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
 		ch := s.watch.waitApp(app, index)
 		if ch == nil {
@@ -72,7 +72,7 @@ func (s *Server) holdApp(c echo.Context, app string) error {
 
 // holdRegistry holds a blocking fetch of a registry-wide view (all apps,
 // the delta, a VIP) while the registry's version is index.
-func (s *Server) holdRegistry(c echo.Context) error {
+func (s *API) holdRegistry(c echo.Context) error {
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
 		if s.reg.Version() != index {
 			return nil, nil
@@ -85,7 +85,7 @@ func (s *Server) holdRegistry(c echo.Context) error {
 // waits until wait returns no channel (the view is no longer at index),
 // the wait passes, the client goes or the server shuts down. The caller
 // then answers as to a plain request.
-func (s *Server) hold(c echo.Context, wait func(index uint64) (<-chan struct{}, func())) error {
+func (s *API) hold(c echo.Context, wait func(index uint64) (<-chan struct{}, func())) error {
 	index, d, ok, err := s.watchParams(c)
 	if err != nil || !ok {
 		return err
@@ -142,6 +142,6 @@ func setIndex(c echo.Context, v uint64) {
 // stream, so that a graceful shutdown does not wait for them. Later
 // blocking fetches are answered at once and streams refused. HTTPServer
 // registers it to run when Shutdown begins.
-func (s *Server) StopWatches() { s.watch.close() }
+func (s *API) StopWatches() { s.watch.close() }
 
 var errWatchStopped = echo.NewHTTPError(http.StatusServiceUnavailable, "this node is shutting down; watch another server")

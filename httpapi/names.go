@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"github.com/muster-registry/muster/httpapi/console"
+	"github.com/muster-registry/muster/httpapi/eureka"
 	"github.com/muster-registry/muster/httpapi/ops"
 )
 
@@ -34,3 +35,6 @@ const (
 
 // ConsoleActionsPolicies is console.ActionsPolicies.
 var ConsoleActionsPolicies = console.ActionsPolicies
+
+// HeaderIndex is eureka.HeaderIndex, the version header of registry reads.
+const HeaderIndex = eureka.HeaderIndex
