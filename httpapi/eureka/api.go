@@ -119,6 +119,7 @@ type Route func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc)
 // Routes mounts the API; group returns the adders (POST, PUT, GET,
 // DELETE) under a base, root the GET adder at the root.
 func (s *API) Routes(group func(base string) (post, put, get, del Route), rootGet Route) {
+	peers := peerEndpoints{batchHandler: s.cfg.Batch, digests: s.cfg.Digests}
 	for _, base := range Bases {
 		post, put, get, del := group(base)
 		post("/apps/:app", s.register, edge.LimitBody(s.cfg.MaxBodyBytes))
@@ -135,9 +136,9 @@ func (s *API) Routes(group func(base string) (post, put, get, del Route), rootGe
 		get("/vips/:vip", s.getVIP)
 		get("/svips/:vip", s.getSVIP)
 		get("/status", s.getStatus)
-		post("/peerreplication/batch", s.peerBatch, edge.LimitBody(s.cfg.MaxBatchBodyBytes))
-		post("/peerreplication/digest", s.peerDigest, edge.LimitBody(s.cfg.MaxBodyBytes))
-		post("/peerreplication/copies", s.peerCopies, edge.LimitBody(s.cfg.MaxBodyBytes))
+		post("/peerreplication/batch", peers.batch, edge.LimitBody(s.cfg.MaxBatchBodyBytes))
+		post("/peerreplication/digest", peers.digest, edge.LimitBody(s.cfg.MaxBodyBytes))
+		post("/peerreplication/copies", peers.copies, edge.LimitBody(s.cfg.MaxBodyBytes))
 	}
 	rootGet("/eureka/watch", s.watchStream)
 }

@@ -1,11 +1,12 @@
 package eureka
 
 // The API seen from inside, for the HTTP layer's black-box tests (which
-// reach it through httpapi's export_test.go) and for diagnosis.
+// reach it through httpapi's export_test.go) and for diagnosis: functions,
+// not methods, so they stay out of the API's own method set.
 
 // WatchState reports, for tests, how many blocking fetches wait on app and
 // whether the channel they wait on is still open (not yet woken).
-func (s *API) WatchState(app string) (waiters int, armed bool) {
+func WatchState(s *API, app string) (waiters int, armed bool) {
 	h := s.watch
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -17,10 +18,10 @@ func (s *API) WatchState(app string) (waiters int, armed bool) {
 }
 
 // WatchAppVersion is the hub's version of app.
-func (s *API) WatchAppVersion(app string) uint64 { return s.watch.appVersion(app) }
+func WatchAppVersion(s *API, app string) uint64 { return s.watch.appVersion(app) }
 
 // WatchersHeld is how many blocking fetches are held now.
-func (s *API) WatchersHeld() int64 { return s.watch.held.Load() }
+func WatchersHeld(s *API) int64 { return s.watch.held.Load() }
 
 // SetChunkBytes sets the size payload chunks aim at, so that a test's small
 // registry makes several chunks; the returned func restores it.
@@ -33,7 +34,7 @@ func SetChunkBytes(n int) (restore func()) {
 // ChunkSpans reports, for tests, the apps per chunk of the registry's
 // documents (delta false) or the delta's, by format: JSON, XML, gzip JSON,
 // gzip XML.
-func (s *API) ChunkSpans(delta bool) [4]int {
+func ChunkSpans(s *API, delta bool) [4]int {
 	ps := s.pieces
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

@@ -40,8 +40,8 @@ type watchHub struct {
 
 	stop      chan struct{} // closed by close: held requests answer, streams end
 	stopOnce  sync.Once
-	startOnce sync.Once // the feed starts with the first watch (start)
-	done     chan struct{} // the feeding goroutine has ended
+	startOnce sync.Once     // the feed starts with the first watch (start)
+	done      chan struct{} // the feeding goroutine has ended
 
 	// figures for /metrics
 	held      atomic.Int64  // blocking fetches waiting now

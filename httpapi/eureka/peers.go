@@ -1,0 +1,62 @@
+package eureka
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/muster-registry/muster/replication"
+)
+
+// peerEndpoints are the routes only peers call: replication batches and
+// anti-entropy. They share nothing with the client routes but the body
+// reader.
+type peerEndpoints struct {
+	batchHandler BatchHandler
+	digests      replication.DigestSource
+}
+
+// batch is POST /peerreplication/batch.
+func (s peerEndpoints) batch(c echo.Context) error {
+	if s.batchHandler == nil {
+		return echo.NewHTTPError(http.StatusNotImplemented, "peer replication is not enabled on this node")
+	}
+	body, release, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	resp, err := s.batchHandler(body)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, resp)
+}
+
+// digest is POST /peerreplication/digest: the registry's anti-entropy
+// digests for a peer (replication.AnswerDigest).
+func (s peerEndpoints) digest(c echo.Context) error {
+	return s.antiEntropyAnswer(c, replication.AnswerDigest)
+}
+
+// copies is POST /peerreplication/copies: stored copies for a peer's
+// anti-entropy repair (replication.AnswerCopies).
+func (s peerEndpoints) copies(c echo.Context) error {
+	return s.antiEntropyAnswer(c, replication.AnswerCopies)
+}
+
+func (s peerEndpoints) antiEntropyAnswer(c echo.Context, answer func(replication.DigestSource, []byte) ([]byte, error)) error {
+	if s.digests == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "anti-entropy is not served by this node")
+	}
+	body, release, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	resp, err := answer(s.digests, body)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, resp)
+}
