@@ -28,8 +28,18 @@ func (n *Node) startDNS() (stop func(), err error) {
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
+	n.dnsAddr = srv.Addr()
 	n.log.Info().Str("addr", srv.Addr().String()).Str("domain", cfg.Domain).Msg("serving DNS")
 	return func() { _ = srv.Shutdown() }, nil
+}
+
+// DNSAddr is the address the DNS interface serves (UDP and TCP on one
+// port), or "" when muster.dns.enabled is off.
+func (n *Node) DNSAddr() string {
+	if n.dnsAddr == nil {
+		return ""
+	}
+	return n.dnsAddr.String()
 }
 
 // dnsNodes are the live nodes as DNS names them: cluster members that are
