@@ -24,7 +24,7 @@ func startServer(t *testing.T, cfg dns.Config, nodes dns.Nodes, ins ...*registry
 
 // startServerOpts is startServer with the collaborators given (the
 // registry is made here).
-func startServerOpts(t *testing.T, cfg dns.Config, o dns.Options, ins ...*registry.Instance) (*dns.Server, *registry.Registry) {
+func startServerOpts(t testing.TB, cfg dns.Config, o dns.Options, ins ...*registry.Instance) (*dns.Server, *registry.Registry) {
 	t.Helper()
 	rcfg := registry.DefaultConfig()
 	clk := registrytest.NewClock()
