@@ -127,9 +127,16 @@ func startNode(t *testing.T, sets ...string) string {
 // its output; it fails the test unless every check passed.
 func runDriver(t *testing.T, dir, url string, args ...string) string {
 	t.Helper()
+	return runDriverCmd(t, exec.CommandContext, dir, url, args...)
+}
+
+// runDriverCmd is runDriver with the driver's command made by command
+// (exec.CommandContext, or one that wraps run.sh).
+func runDriverCmd(t *testing.T, command func(ctx context.Context, name string, args ...string) *exec.Cmd, dir, url string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "client", "run.sh"), append([]string{"--url", url}, args...)...)
+	cmd := command(ctx, filepath.Join(dir, "client", "run.sh"), append([]string{"--url", url}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	text := string(out)
