@@ -382,3 +382,65 @@ func mustRead(t *testing.T, c net.Conn) []byte {
 	}
 	return b[:n]
 }
+
+// sample reads one labelled counter (or, for a histogram, its count).
+func sample(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestServer_metrics: real queries show up by type and response code,
+// with truncations, refusals and latencies.
+func TestServer_metrics(t *testing.T) {
+	var ins []*registry.Instance
+	for i := range 60 {
+		ins = append(ins, registrytest.NewInstance("ORDERS", fmt.Sprint("o", i), withIP(fmt.Sprintf("10.3.0.%d", i+1))))
+	}
+	metrics := prometheus.NewRegistry()
+	s, _ := startServerOpts(t, dns.DefaultConfig(), dns.Options{Metrics: metrics}, ins...)
+	ask(t, s, "udp", "orders.app.muster.", mdns.TypeA) // 60 A records: TC at 512
+	ask(t, s, "tcp", "orders.app.muster.", mdns.TypeA)
+	ask(t, s, "udp", "_orders._tcp.app.muster.", mdns.TypeSRV)
+	ask(t, s, "udp", "nope.app.muster.", mdns.TypeA)
+	ask(t, s, "udp", "example.com.", mdns.TypeA)
+	ask(t, s, "udp", "orders.app.muster.", mdns.TypeMX)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"muster_dns_queries_total", map[string]string{"qtype": "A", "rcode": "NOERROR"}, 2},
+		{"muster_dns_queries_total", map[string]string{"qtype": "SRV", "rcode": "NOERROR"}, 1},
+		{"muster_dns_queries_total", map[string]string{"qtype": "A", "rcode": "NXDOMAIN"}, 1},
+		{"muster_dns_queries_total", map[string]string{"qtype": "A", "rcode": "REFUSED"}, 1},
+		{"muster_dns_queries_total", map[string]string{"qtype": "other", "rcode": "NOERROR"}, 1},
+		{"muster_dns_truncated_total", nil, 2}, // the UDP A and SRV answers
+		{"muster_dns_refused_total", map[string]string{"reason": "outside-domain"}, 1},
+		{"muster_dns_query_duration_seconds", nil, 6},
+	} {
+		if got := sample(t, metrics, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
