@@ -444,3 +444,47 @@ func TestServer_metrics(t *testing.T) {
 		}
 	}
 }
+
+// TestRecords_secureAndZoneForms: _<app>._tls answers the enabled
+// securePort only; the zone-scoped SRV form and <svip>.svip / its _tls SRV
+// pick their instances.
+func TestRecords_secureAndZoneForms(t *testing.T) {
+	secure := func(port int) registrytest.Option {
+		return func(in *registry.Instance) { in.SecurePort = registry.Port{Number: port, Enabled: true} }
+	}
+	zone := func(z string) registrytest.Option {
+		return registrytest.WithMetadata(map[string]string{"zone": z})
+	}
+	s, _ := startServer(t, dns.DefaultConfig(), nil,
+		registrytest.NewInstance("PAY", "p1", withIP("10.4.0.1"), secure(8443), zone("z1"), registrytest.WithVIP("pay-api")),
+		registrytest.NewInstance("PAY", "p2", withIP("10.4.0.2"), zone("z2"), registrytest.WithVIP("pay-api")),
+		registrytest.NewInstance("PAY", "p3", withIP("10.4.0.3"), secure(9443), zone("z2"), registrytest.WithVIP("other")),
+	)
+	srv := func(name string) []string {
+		t.Helper()
+		var out []string
+		for _, rr := range ask(t, s, "udp", name, mdns.TypeSRV).Answer {
+			x := rr.(*mdns.SRV)
+			out = append(out, fmt.Sprintf("%d %s", x.Port, x.Target))
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		want []string
+	}{
+		{"_pay._tls.app.muster.", []string{"8443 0a040001.addr.muster.", "9443 0a040003.addr.muster."}},
+		{"_pay._tcp.z2.app.muster.", []string{"8080 0a040002.addr.muster.", "8080 0a040003.addr.muster."}},
+		{"_pay._tls.z2.app.muster.", []string{"9443 0a040003.addr.muster."}},
+		{"_pay-api._tcp.vip.muster.", []string{"8080 0a040001.addr.muster.", "8080 0a040002.addr.muster."}},
+		{"_pay-api._tls.svip.muster.", []string{"8443 0a040001.addr.muster."}},
+	} {
+		if got := srv(c.name); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if r := ask(t, s, "udp", "pay-api.svip.muster.", mdns.TypeA); len(r.Answer) != 2 {
+		t.Errorf("svip A: %v", r.Answer)
+	}
+}
