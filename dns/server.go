@@ -451,7 +451,8 @@ func addrFromLabel(l string) netip.Addr {
 
 // resolveTXT answers Eureka's DNS server discovery: txt.<region> lists the
 // zones with live nodes as <zone>.<domain>; txt.<zone> lists those nodes'
-// host names (Java's EndpointUtils reads both, space-separated).
+// host names (Java's EndpointUtils and DnsTxtRecordClusterResolver read
+// both).
 func (s *Server) resolveTXT(r *mdns.Msg, q mdns.Question, key string) bool {
 	nodes := s.nodes()
 	var values []string
@@ -476,7 +477,12 @@ func (s *Server) resolveTXT(r *mdns.Msg, q mdns.Question, key string) bool {
 		}
 	}
 	if len(values) > 0 && (q.Qtype == mdns.TypeTXT || q.Qtype == mdns.TypeANY) {
-		r.Answer = append(r.Answer, &mdns.TXT{Hdr: s.hdr(q.Name, mdns.TypeTXT), Txt: []string{strings.Join(values, " ")}})
+		// One record, one character-string per name: a character-string
+		// holds at most 255 bytes, so one joined string would not pack past
+		// a handful of nodes; JNDI (Eureka's DnsResolver) reads the strings
+		// of one record back space-separated, which is what it splits on.
+		// A second record would be ignored (it reads the first value only).
+		r.Answer = append(r.Answer, &mdns.TXT{Hdr: s.hdr(q.Name, mdns.TypeTXT), Txt: values})
 	}
 	return true
 }

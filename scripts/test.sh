@@ -35,6 +35,8 @@ ensure_tool() {
 }
 ensure_tool promtool prometheus
 ensure_tool dig bind9-dnsutils
+# The DNS interface's HAProxy test (cmd/muster/dns_haproxy_test.go) runs a real haproxy.
+ensure_tool haproxy haproxy
 ensure_tool kubectl kubernetes-client
 # The console's browser test (httpapi/browser_test.go) drives headless Chromium.
 ensure_tool chromium chromium

@@ -12,14 +12,9 @@ import (
 // returned stop is never nil. Self-contained so the node wiring is two
 // lines (start, stop).
 func (n *Node) startDNS() (stop func(), err error) {
-	cfg := n.settings.DNS
+	cfg := n.dnsConfig()
 	if !cfg.Enabled {
 		return func() {}, nil
-	}
-	if sec := n.security.report(n.settings); len(cfg.AllowedCIDRs) == 0 && (sec.Auth || sec.ClientAuth == "need") {
-		// DNS carries no credentials: once the API asks for them, only
-		// loopback may read the registry over DNS unless told otherwise.
-		cfg.AllowedCIDRs = dns.LoopbackOnly
 	}
 	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics})
 	if err != nil {
@@ -28,8 +23,29 @@ func (n *Node) startDNS() (stop func(), err error) {
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
+	n.dnsAddr = srv.Addr()
 	n.log.Info().Str("addr", srv.Addr().String()).Str("domain", cfg.Domain).Msg("serving DNS")
 	return func() { _ = srv.Shutdown() }, nil
+}
+
+// dnsConfig is muster.dns.* as the node serves it.
+func (n *Node) dnsConfig() dns.Config {
+	cfg := n.settings.DNS
+	if sec := n.security.report(n.settings); len(cfg.AllowedCIDRs) == 0 && (sec.Auth || sec.ClientAuth == "need") {
+		// DNS carries no credentials: once the API asks for them, only
+		// loopback may read the registry over DNS unless told otherwise.
+		cfg.AllowedCIDRs = dns.LoopbackOnly
+	}
+	return cfg
+}
+
+// DNSAddr is the address the DNS interface serves (UDP and TCP on one
+// port), or "" when muster.dns.enabled is off.
+func (n *Node) DNSAddr() string {
+	if n.dnsAddr == nil {
+		return ""
+	}
+	return n.dnsAddr.String()
 }
 
 // dnsNodes are the live nodes as DNS names them: cluster members that are

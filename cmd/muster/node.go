@@ -89,7 +89,8 @@ type Node struct {
 	stopped    bool
 	stopSelf   context.CancelFunc // stops the self-registration
 	selfDone   chan struct{}
-	stopDNS    func() // dnsnode.go
+	stopDNS    func()   // dnsnode.go
+	dnsAddr    net.Addr // the DNS interface's UDP (and TCP) address; nil when off
 }
 
 // newNode builds a node from settings. It opens nothing and starts no

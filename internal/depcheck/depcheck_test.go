@@ -126,7 +126,7 @@ var allowed = map[string]rule{
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
 		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "tlsconfig"},
-		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"registry/registrytest", "replication/replicationtest", "internal/testwait"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.

@@ -127,7 +127,7 @@ func startNode(t *testing.T, sets ...string) string {
 // its output; it fails the test unless every check passed.
 func runDriver(t *testing.T, dir, url string, args ...string) string {
 	t.Helper()
-	return runDriverExpecting(t, dir, url, nil, args...)
+	return runDriverCmd(t, exec.CommandContext, dir, url, nil, args...)
 }
 
 // runDriverExpecting is runDriver where exactly the checks named in
@@ -135,9 +135,16 @@ func runDriver(t *testing.T, dir, url string, args ...string) string {
 // against the Java server with the same arguments.
 func runDriverExpecting(t *testing.T, dir, url string, wantFailed []string, args ...string) string {
 	t.Helper()
+	return runDriverCmd(t, exec.CommandContext, dir, url, wantFailed, args...)
+}
+
+// runDriverCmd is runDriverExpecting with the driver's command made by
+// command (exec.CommandContext, or one that wraps run.sh).
+func runDriverCmd(t *testing.T, command func(ctx context.Context, name string, args ...string) *exec.Cmd, dir, url string, wantFailed []string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "client", "run.sh"), append([]string{"--url", url}, args...)...)
+	cmd := command(ctx, filepath.Join(dir, "client", "run.sh"), append([]string{"--url", url}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	text := string(out)

@@ -63,7 +63,7 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // benchScenarios are the scenarios of the bench, in report order.
-var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "dashboard", "abuse", "micro"}
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "dashboard", "abuse", "dns", "micro"}
 
 // benchOnDemand are left out of a run unless asked for (--only or their
 // own flag): they take long or need a lot of memory.
@@ -167,7 +167,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
-	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "micro", "million"}
+	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "dns", "micro", "million"}
 	var failures []string
 	for _, s := range order {
 		if !selected[s] || ctx.Err() != nil {
@@ -264,6 +264,8 @@ func benchRunScenario(e *benchEnv, s string) error {
 		return e.abuse()
 	case "micro":
 		return e.micro()
+	case "dns":
+		return e.dns()
 	case "dashboard":
 		return e.dashboard()
 	case "million":

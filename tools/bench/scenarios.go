@@ -117,15 +117,23 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // noisy machine hits both alike. around, if set, runs around every run
 // against mu (background work such as churn) and returns its stop func.
 func (e *benchEnv) compare(mu, bare *benchChild, cfg loadgen.Config, around func() func()) (m, b benchSide, err error) {
-	runOne := func(c *benchChild, d time.Duration) (loadgen.Result, time.Duration, error) {
+	return e.compareWith(mu, bare, func(c *benchChild, d time.Duration) (loadgen.Result, error) {
 		cfg := cfg
 		cfg.Duration = d
+		return e.load(c, cfg)
+	}, around)
+}
+
+// compareWith is compare with the load of one run made by load (HTTP
+// requests, or another protocol such as DNS).
+func (e *benchEnv) compareWith(mu, bare *benchChild, load func(c *benchChild, d time.Duration) (loadgen.Result, error), around func() func()) (m, b benchSide, err error) {
+	runOne := func(c *benchChild, d time.Duration) (loadgen.Result, time.Duration, error) {
 		var stop func()
 		if c == mu && around != nil {
 			stop = around()
 		}
 		cpu0 := c.cpu()
-		res, err := e.load(c, cfg)
+		res, err := load(c, d)
 		cpu := c.cpu() - cpu0
 		if stop != nil {
 			stop()

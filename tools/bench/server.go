@@ -37,8 +37,16 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.String("name", "bench", "name of the server (for its log)")
 	hold := fs.Int("hold", 0, "hold a registry of this many fleet instances that the routes never touch: the heap of a node that size, for the route to be measured beside")
+	dnsAddr := fs.String("dns", "", "also serve DNS (UDP) on this address, one fixed record for every question: the ceiling of the dns scenario")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *dnsAddr != "" {
+		dnsSrv, err := dnsCeilingServe(*dnsAddr)
+		if err != nil {
+			return err
+		}
+		defer dnsSrv.Shutdown()
 	}
 	held, err := benchHoldRegistry(*hold)
 	if err != nil {

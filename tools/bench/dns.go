@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	mdns "github.com/miekg/dns"
+
+	"github.com/muster-registry/muster/tools/loadgen"
+)
+
+// ---- DNS interface ----
+//
+// The node's DNS interface (muster.dns.*) against a bare miekg/dns server
+// in the ceiling process that answers every question with one fixed
+// record: queries/s, latency and server CPU per query over UDP, for A and
+// SRV names of random fleet apps (50 instances each) at 10k and 100k
+// instances; then the answer size and time of a 1,000-instance app.
+
+// benchDNSConc is the number of UDP clients, one socket and one query in
+// flight each.
+const benchDNSConc = 32
+
+// benchDNSBigApp is the app of the answer-size figure.
+const (
+	benchDNSBigApp = "DNS-BIG"
+	benchDNSBigN   = 1000
+)
+
+// dnsCeilingServe serves the ceiling's fixed answers on addr (UDP): an A
+// record, or for SRV questions one SRV record and its target's address.
+func dnsCeilingServe(addr string) (*mdns.Server, error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	a := net.IPv4(10, 0, 0, 1).To4()
+	handler := mdns.HandlerFunc(func(w mdns.ResponseWriter, q *mdns.Msg) {
+		r := new(mdns.Msg)
+		r.SetReply(q)
+		r.Authoritative = true
+		if len(q.Question) == 1 {
+			name := q.Question[0].Name
+			hdr := func(n string, t uint16) mdns.RR_Header {
+				return mdns.RR_Header{Name: n, Rrtype: t, Class: mdns.ClassINET, Ttl: 5}
+			}
+			if q.Question[0].Qtype == mdns.TypeSRV {
+				r.Answer = append(r.Answer, &mdns.SRV{Hdr: hdr(name, mdns.TypeSRV), Weight: 1, Port: 8080, Target: "0a000001.addr.muster."})
+				r.Extra = append(r.Extra, &mdns.A{Hdr: hdr("0a000001.addr.muster.", mdns.TypeA), A: a})
+			} else {
+				r.Answer = append(r.Answer, &mdns.A{Hdr: hdr(name, mdns.TypeA), A: a})
+			}
+		}
+		_ = w.WriteMsg(r)
+	})
+	srv := &mdns.Server{PacketConn: pc, Handler: handler}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = srv.ActivateAndServe() }()
+	<-started
+	return srv, nil
+}
+
+// benchFreeUDPAddr is a loopback UDP address free right now.
+func benchFreeUDPAddr() (string, error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer pc.Close()
+	return pc.LocalAddr().String(), nil
+}
+
+// dnsLoad sends queries made by next to addr from benchDNSConc UDP
+// clients for d. Answers are counted as status 200 when NOERROR with at
+// least one record, 206 when that is truncated (TC), else as 1000+rcode;
+// a lost one as an error.
+func dnsLoad(ctx context.Context, addr string, d time.Duration, next func(rng *rand.Rand) (string, uint16)) (loadgen.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	res := loadgen.Result{Status: map[int]uint64{}, Latency: loadgen.NewHistogram()}
+	var mu sync.Mutex // guards res while the workers merge into it
+	var wg sync.WaitGroup
+	start := time.Now()
+	var dialErr error
+	for w := range benchDNSConc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := mdns.Dial("udp", addr)
+			if err != nil {
+				mu.Lock()
+				dialErr = err
+				mu.Unlock()
+				return
+			}
+			defer c.Close()
+			c.UDPSize = mdns.DefaultMsgSize
+			mine := loadgen.Result{Status: map[int]uint64{}, Latency: loadgen.NewHistogram()}
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			q := new(mdns.Msg)
+			q.SetEdns0(1232, false) // as Go, systemd-resolved and HAProxy (accepted_payload_size) offer
+			for ctx.Err() == nil {
+				name, qtype := next(rng)
+				q.SetQuestion(name, qtype) // a new id; the OPT record stays
+				t0 := time.Now()
+				_ = c.SetDeadline(t0.Add(time.Second))
+				err := c.WriteMsg(q)
+				var r *mdns.Msg
+				if err == nil {
+					r, err = c.ReadMsg()
+				}
+				if err == nil && r.Id != q.Id {
+					err = fmt.Errorf("answer id %d to query %d", r.Id, q.Id)
+				}
+				if err != nil {
+					mine.Errors++
+					if mine.FirstErr == nil {
+						mine.FirstErr = err
+					}
+					continue
+				}
+				mine.Latency.Record(time.Since(t0))
+				mine.Requests++
+				code := 200
+				switch {
+				case r.Rcode != mdns.RcodeSuccess || len(r.Answer) == 0:
+					code = 1000 + r.Rcode
+				case r.Truncated:
+					code = 206 // the UDP part answered; a real client goes on over TCP
+				}
+				mine.Status[code]++
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.Requests += mine.Requests
+			res.Errors += mine.Errors
+			res.Latency.Merge(mine.Latency)
+			for k, v := range mine.Status {
+				res.Status[k] += v
+			}
+			if res.FirstErr == nil {
+				res.FirstErr = mine.FirstErr
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	return res, dialErr
+}
+
+func (e *benchEnv) dns() error {
+	sizes := []int{10_000, benchBigN}
+	if e.quick {
+		sizes = sizes[:1]
+	}
+	bareDNS, err := benchFreeUDPAddr()
+	if err != nil {
+		return err
+	}
+	bare, err := e.startChild("dns-bare", "bare", "--dns", bareDNS)
+	if err != nil {
+		return err
+	}
+	bareDNSAddr := map[*benchChild]string{bare: bareDNS}
+	for _, n := range sizes {
+		addr, err := benchFreeUDPAddr()
+		if err != nil {
+			return err
+		}
+		mu, err := e.startChild(fmt.Sprintf("dns-muster-%dk", n/1000), "muster",
+			"--set", "muster.dns.enabled=true", "--set", "muster.dns.addr="+addr,
+			// The bench is one source asking as fast as it can: no per-source limit.
+			"--set", "muster.dns.rate-limit=0", "--set", "muster.dns.max-answers="+strconv.Itoa(benchDNSBigN))
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if _, err := e.registerFleet(mu, 0, n); err != nil {
+			return err
+		}
+		e.logf("   registered %d instances in %s", n, time.Since(t0).Round(time.Millisecond))
+		bareDNSAddr[mu] = addr
+		apps := n / benchPerApp
+		for _, kind := range []struct {
+			label string
+			qtype uint16
+			name  func(app string) string
+		}{
+			{"A", mdns.TypeA, func(app string) string { return app + ".app.muster." }},
+			{"SRV", mdns.TypeSRV, func(app string) string { return "_" + app + "._tcp.app.muster." }},
+		} {
+			next := func(rng *rand.Rand) (string, uint16) {
+				return kind.name(strings.ToLower(benchAppName(rng.IntN(apps) * benchPerApp))), kind.qtype
+			}
+			m, b, err := e.compareWith(mu, bare, func(c *benchChild, d time.Duration) (loadgen.Result, error) {
+				return dnsLoad(e.ctx, bareDNSAddr[c], d, next)
+			}, nil)
+			if err != nil {
+				return err
+			}
+			what := fmt.Sprintf("%s queries (%dk instances, %d UDP clients)", kind.label, n/1000, benchDNSConc)
+			e.addCompared("dns", what+"/s", m.res.RPS(), b.res.RPS(), "queries/s", "", nil, roundRatios(m, b))
+			e.addCompared("dns", what+" latency p50", ms(m.res.Latency.Quantile(0.5)), ms(b.res.Latency.Quantile(0.5)), "ms", "", nil, "")
+			e.addCompared("dns", what+" latency p99", ms(m.res.Latency.Quantile(0.99)), ms(b.res.Latency.Quantile(0.99)), "ms", "", nil,
+				fmt.Sprintf("max %.1f ms", ms(m.res.Latency.Max())))
+			e.addCompared("dns", what+": server CPU per query", m.cpuPerReq(), b.cpuPerReq(), "µs", "", nil, "user+system CPU of the server process")
+			if bad := m.res.NotOK(); bad > 0 {
+				e.add(benchRow{Scenario: "dns", Figure: what + ": failed queries", Value: float64(bad), Target: "0", Met: benchBool(false),
+					Note: fmt.Sprintf("answers by code %v (1000+rcode), first error %v", m.res.Status, m.res.FirstErr)})
+			}
+			if tc := m.res.Status[206]; tc > 0 {
+				e.add(benchRow{Scenario: "dns", Figure: what + ": truncated", Value: 100 * float64(tc) / float64(m.res.Requests), Unit: "%",
+					Note: "answers past the 1232-byte EDNS0 size, TC set (a client retries over TCP)"})
+			}
+			if n == sizes[0] && kind.qtype == mdns.TypeA {
+				e.add(benchRow{Scenario: "dns", Figure: "ceiling", Note: "a bare miekg/dns server in the ceiling process answering every question with one fixed record (SRV: one record and its A)"})
+			}
+		}
+		if n == sizes[0] {
+			if err := e.dnsBigApp(mu, addr); err != nil {
+				return err
+			}
+		}
+		mu.stop()
+	}
+	return nil
+}
+
+// dnsBigApp registers a 1,000-instance app and measures its whole SRV and
+// A answers over TCP (size and time) and what UDP gets of them.
+func (e *benchEnv) dnsBigApp(mu *benchChild, addr string) error {
+	_, err := e.load(mu, loadgen.Config{Total: benchDNSBigN, Next: func(w int, seq uint64) loadgen.Request {
+		body := fmt.Sprintf(`{"instance":{"instanceId":"big-%d","hostName":"big-%d.internal","app":%q,"ipAddr":"10.200.%d.%d","status":"UP",`+
+			`"port":{"$":8080,"@enabled":"true"},"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+
+			`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"vipAddress":"dns-big"}}`, seq, seq, benchDNSBigApp, seq/250, seq%250+1)
+		return loadgen.Request{Method: http.MethodPost, Path: "/eureka/apps/" + benchDNSBigApp, Header: benchJSONBodyHeaders, Body: []byte(body)}
+	}})
+	if err != nil {
+		return err
+	}
+	for _, q := range []struct {
+		label string
+		name  string
+		qtype uint16
+	}{
+		{"A", "dns-big.app.muster.", mdns.TypeA},
+		{"SRV", "_dns-big._tcp.app.muster.", mdns.TypeSRV},
+	} {
+		tcp := &mdns.Client{Net: "tcp", Timeout: 5 * time.Second}
+		h := loadgen.NewHistogram()
+		var size, records int
+		for range 50 {
+			m := new(mdns.Msg)
+			m.SetQuestion(q.name, q.qtype)
+			r, rtt, err := tcp.Exchange(m, addr)
+			if err != nil {
+				return fmt.Errorf("TCP %s %s: %w", q.label, q.name, err)
+			}
+			h.Record(rtt)
+			r.Compress = true
+			size, records = r.Len(), len(r.Answer)
+		}
+		if records != benchDNSBigN {
+			return fmt.Errorf("TCP %s of the %d-instance app: %d records", q.label, benchDNSBigN, records)
+		}
+		e.add(benchRow{Scenario: "dns", Figure: fmt.Sprintf("%d-instance app, %s over TCP: answer size", benchDNSBigN, q.label),
+			Value: float64(size), Unit: "bytes", Note: fmt.Sprintf("%d records (muster.dns.max-answers=%d)", records, benchDNSBigN)})
+		e.add(benchRow{Scenario: "dns", Figure: fmt.Sprintf("%d-instance app, %s over TCP: time p50", benchDNSBigN, q.label),
+			Value: ms(h.Quantile(0.5)), Unit: "ms", Note: fmt.Sprintf("p99 %.2f ms, 50 queries, one connection each", ms(h.Quantile(0.99)))})
+		udp := &mdns.Client{Net: "udp", Timeout: 2 * time.Second}
+		m := new(mdns.Msg)
+		m.SetQuestion(q.name, q.qtype)
+		m.SetEdns0(1232, false)
+		r, _, err := udp.Exchange(m, addr)
+		if err != nil {
+			return fmt.Errorf("UDP %s %s: %w", q.label, q.name, err)
+		}
+		e.add(benchRow{Scenario: "dns", Figure: fmt.Sprintf("%d-instance app, %s over UDP (EDNS0 1232)", benchDNSBigN, q.label),
+			Value: float64(len(r.Answer)), Unit: "records", Note: fmt.Sprintf("TC=%v: the client retries over TCP", r.Truncated)})
+	}
+	return nil
+}
