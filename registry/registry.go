@@ -797,19 +797,26 @@ func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Orig
 	r.changeLocked(kind, origin, in, now)
 }
 
-// updateStatus sets a status override (PUT .../status?value=). The lease is
-// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Like
-// Eureka it is replicated even when nothing changed.
-func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
-	status := op.Status
-	if err := status.check(); err != nil {
+// lockStatusWrite is the prologue of the status writes (updateStatus,
+// deleteStatusOverride): it checks op's status and lastDirtyTimestamp,
+// then takes the write lock and renews the lease (lockLease). On an error
+// the lock is not held.
+func (r *Registry) lockStatusWrite(op Op, app string, now time.Time) (*lease, error) {
+	if err := op.Status.check(); err != nil {
 		return nil, err
 	}
 	if err := r.checkDirtySkew(op.LastDirtyTimestamp, now); err != nil {
 		return nil, err
 	}
-	app := upperASCII(op.App)
-	l, err := r.lockLease(op, app, now)
+	return r.lockLease(op, app, now)
+}
+
+// updateStatus sets a status override (PUT .../status?value=). The lease is
+// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Like
+// Eureka it is replicated even when nothing changed.
+func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
+	status, app := op.Status, upperASCII(op.App)
+	l, err := r.lockStatusWrite(op, app, now)
 	if err != nil {
 		return nil, err
 	}
@@ -842,15 +849,8 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 // client's next heartbeat answer 404 so that it registers again with its
 // real status). The lease is renewed.
 func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error) {
-	status := op.Status
-	if err := status.check(); err != nil {
-		return nil, err
-	}
-	if err := r.checkDirtySkew(op.LastDirtyTimestamp, now); err != nil {
-		return nil, err
-	}
-	app := upperASCII(op.App)
-	l, err := r.lockLease(op, app, now)
+	status, app := op.Status, upperASCII(op.App)
+	l, err := r.lockStatusWrite(op, app, now)
 	if err != nil {
 		return nil, err
 	}
