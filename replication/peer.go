@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/rs/zerolog"
 )
@@ -152,7 +153,7 @@ func (p *peer) offer(t Task) {
 // answer to onResult and sleeps out backoffs. It returns when ctx ends,
 // after the batch in flight, if any, has been answered or aborted.
 func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
-	p.log.Info().Str(logURL, RedactURL(p.info.Load().URL)).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
+	p.log.Info().Str(logURL, redact.URL(p.info.Load().URL)).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -543,7 +544,7 @@ func (p *peer) snapshot() PeerStats {
 	s := p.stats
 	p.statsMu.Unlock()
 	info := p.info.Load()
-	s.Name, s.URL, s.Zone = info.Name, RedactURL(info.URL), info.Zone
+	s.Name, s.URL, s.Zone = info.Name, redact.URL(info.URL), info.Zone
 	s.QueueDepth += len(p.inbox)
 	s.Drops.InboxFull = p.inboxFull.Load()
 	return s
