@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 )
 
@@ -109,12 +110,7 @@ func (n *testNode) async(path string, headers ...string) <-chan response {
 // measures nothing.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting until %s", what)
+	testwait.True(t, 10*time.Second, what, cond)
 }
 
 func receive(t *testing.T, ch <-chan response) response {

@@ -64,7 +64,7 @@ var allowed = map[string]rule{
 	},
 	"httpapi": {
 		imports:     []string{"auth", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
-		testImports: []string{"internal/redact", "registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"internal/redact", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP edge; knows nothing of cluster or cmd",
 	},
 	"httpapi/ops": {
@@ -108,7 +108,7 @@ var allowed = map[string]rule{
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
 		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "internal/redact", "tlsconfig"},
-		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.
