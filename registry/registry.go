@@ -174,7 +174,7 @@ func New(cfg Config) (*Registry, error) {
 	if r.rand == nil {
 		r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	r.log = cfg.Logger.With().Str("component", "registry").Logger()
+	r.log = cfg.Logger.With().Str(logComponent, "registry").Logger()
 	r.renewals = NewMeasuredRate(cfg.RenewalRateWindow, r.now())
 	return r, nil
 }
@@ -348,7 +348,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	stored, created, err := r.registerLocked(op, in, key, now)
 	r.unlock(v0)
 	if created {
-		r.log.Debug().Str("app", in.App).Str("instance_id", id).Stringer("origin", op.Origin).Msg("registered")
+		r.log.Debug().Str(logApp, in.App).Str(logInstanceID, id).Stringer(logOrigin, op.Origin).Msg("registered")
 	}
 	return stored, err
 }
@@ -727,7 +727,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
 	r.cancels.Add(1)
 	r.unlock(v0)
-	r.log.Debug().Str("app", app).Str("instance_id", op.ID).Stringer("origin", op.Origin).Msg("cancelled")
+	r.log.Debug().Str(logApp, app).Str(logInstanceID, op.ID).Stringer(logOrigin, op.Origin).Msg("cancelled")
 	return removed, nil
 }
 
@@ -838,8 +838,8 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 	}
 	r.unlock(v0)
 	if old.Status != status {
-		r.log.Info().Str("app", app).Str("instance_id", op.ID).Str("from", string(old.Status)).
-			Str("to", string(status)).Stringer("origin", op.Origin).Msg("status override set")
+		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
+			Str(logTo, string(status)).Stringer(logOrigin, op.Origin).Msg("status override set")
 	}
 	return in, nil
 }
@@ -869,8 +869,8 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 	}
 	r.unlock(v0)
 	if removed {
-		r.log.Info().Str("app", app).Str("instance_id", op.ID).Str("status", string(status)).
-			Stringer("origin", op.Origin).Msg("status override removed")
+		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logStatus, string(status)).
+			Stringer(logOrigin, op.Origin).Msg("status override removed")
 	}
 	return in, nil
 }

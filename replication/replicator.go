@@ -310,7 +310,7 @@ func (r *Replicator) resync() {
 			p.askCatchUp()
 		}
 	}
-	r.log.Warn().Int("peers", n).
+	r.log.Warn().Int(logPeers, n).
 		Msg("replication fell behind the registry's change stream; every peer gets a heartbeat for every live instance")
 }
 
@@ -372,7 +372,7 @@ func (r *Replicator) SetPeers(peers []Peer) {
 		if p, ok := r.peers[name]; ok {
 			if old := p.info.Load(); *old != np {
 				p.info.Store(&np)
-				p.log.Info().Str(logURL, redact.URL(np.URL)).Str(logZone, np.Zone).Str("old_url", redact.URL(old.URL)).Msg("peer address changed")
+				p.log.Info().Str(logURL, redact.URL(np.URL)).Str(logZone, np.Zone).Str(logOldURL, redact.URL(old.URL)).Msg("peer address changed")
 			}
 			continue
 		}
