@@ -22,7 +22,7 @@ import (
 // manualTimers stands in for the wait timers of held requests: they fire
 // when the test says so.
 type manualTimers struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards waits and chans
 	waits []time.Duration
 	chans []chan time.Time
 }
@@ -498,7 +498,7 @@ type gatedWriter struct {
 	header  http.Header
 	entered chan struct{} // closed when the first Write starts
 	release chan struct{} // closed by the test
-	mu      sync.Mutex
+	mu      sync.Mutex    // guards body
 	body    strings.Builder
 	first   sync.Once
 }
