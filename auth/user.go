@@ -180,7 +180,8 @@ type Authenticator struct {
 	decoyHash []byte
 	// bcryptSlots bounds concurrent bcrypt checks.
 	bcryptSlots chan struct{}
-	// bcryptChecks counts real bcrypt comparisons (tests check the cache).
+	// bcryptMu guards bcryptChecks, which counts real bcrypt comparisons
+	// (tests check the cache).
 	bcryptMu     sync.Mutex
 	bcryptChecks int
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/internal/redact"
 )
 
 // DefaultZone is the zone of a server or client that names none (Eureka's
@@ -164,10 +166,10 @@ func parseServer(s Server) (server, error) {
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		// url's error quotes the URL, credentials included: leave it out.
-		return server{}, fmt.Errorf("client: server URL %s does not parse", redact(s.URL))
+		return server{}, fmt.Errorf("client: server URL %s does not parse", redact.URL(s.URL))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return server{}, fmt.Errorf("client: server URL %s: want http:// or https:// and a host", redact(s.URL))
+		return server{}, fmt.Errorf("client: server URL %s: want http:// or https:// and a host", redact.URL(s.URL))
 	}
 	srv := server{zone: s.Zone}
 	if srv.zone == "" {
@@ -185,17 +187,4 @@ func parseServer(s Server) (server, error) {
 		srv.base += "/"
 	}
 	return srv, nil
-}
-
-// redact hides the password of a URL that may not even parse.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			return scheme + "://xxxxx@" + rest[at+1:]
-		}
-	}
-	return raw
 }

@@ -10,6 +10,7 @@ import (
 // package): After's channels fire only when Advance moves the time past
 // them, so no test waits on a real timer.
 type FakeClock struct {
+	// mu guards now, waiters and changed.
 	mu      sync.Mutex
 	now     time.Time
 	waiters []fakeWaiter

@@ -29,6 +29,7 @@ type appStub struct {
 	// server over its watcher limit does.
 	neverHold bool
 
+	// mu guards everything below it.
 	mu       sync.Mutex
 	version  uint64
 	apps     map[string][]*registry.Instance

@@ -14,7 +14,7 @@ import (
 )
 
 type lockedBuffer struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards b
 	b  bytes.Buffer
 }
 

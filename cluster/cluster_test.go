@@ -26,7 +26,7 @@ const converge = 10 * time.Second // generous: -race on a loaded 2-core machine
 
 // syncBuffer is a goroutine-safe log sink for asserting on log output.
 type syncBuffer struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards b
 	b  bytes.Buffer
 }
 

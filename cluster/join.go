@@ -77,7 +77,7 @@ func (c *Cluster) rejoinLoop(ctx context.Context, ml *memberlist.Memberlist) {
 		after, _ := c.peerCounts()
 		switch {
 		case err == nil && after > alive:
-			c.log.Info().Strs(keySeeds, targets).Int(keyNodesContacted, n).Int("alive_peers", after).Msg("rejoined peers")
+			c.log.Info().Strs(keySeeds, targets).Int(keyNodesContacted, n).Int(keyAlivePeers, after).Msg("rejoined peers")
 		case err != nil:
 			c.log.Debug().Err(&joinError{seeds: targets, err: err}).Msg("rejoin failed; will retry")
 		}

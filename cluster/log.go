@@ -25,6 +25,7 @@ const (
 	keySource         = "source"
 	keyEncrypted      = "encrypted"
 	keyGraceful       = "graceful"
+	keyAlivePeers     = "alive_peers"
 )
 
 // secretKeyHint is appended to every error that looks like two nodes using

@@ -18,7 +18,7 @@ import (
 // would. Blocking each side's outgoing traffic to the other cuts both ways.
 type filterTransport struct {
 	*memberlist.NetTransport
-	mu      sync.Mutex
+	mu      sync.Mutex      // guards blocked
 	blocked map[string]bool // host:port
 }
 

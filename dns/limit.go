@@ -13,9 +13,10 @@ import (
 type limiter struct {
 	rate, burst float64
 	now         func() time.Time
-	mu          sync.Mutex
-	buckets     map[netip.Prefix]*bucket
-	lastSweep   time.Time
+	// mu guards buckets and lastSweep.
+	mu        sync.Mutex
+	buckets   map[netip.Prefix]*bucket
+	lastSweep time.Time
 }
 
 type bucket struct {

@@ -45,6 +45,7 @@ type Server struct {
 	limiter *limiter
 	m       *metrics
 
+	// mu guards servers and addrs.
 	mu      sync.Mutex
 	servers []*mdns.Server
 	addrs   []net.Addr

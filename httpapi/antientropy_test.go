@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
@@ -218,7 +219,7 @@ func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 	var peers []replication.Peer
 	for _, u := range []string{refusing.URL, goneURL} {
 		raw := strings.Replace(u, "http://", "http://admin:s3cr3t@", 1) + "/eureka/"
-		peers = append(peers, replication.Peer{Name: replication.RedactURL(raw), URL: raw, Muster: true})
+		peers = append(peers, replication.Peer{Name: redact.URL(raw), URL: raw, Muster: true})
 	}
 	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
 		Store: local, Transport: tr, Peers: func() []replication.Peer { return peers },

@@ -557,7 +557,7 @@ func asStatus(err error, se **replication.StatusError) bool { return errors.As(e
 
 // syncBuffer is a log sink safe for the server's goroutines.
 type syncBuffer struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards b
 	b  bytes.Buffer
 }
 

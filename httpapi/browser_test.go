@@ -43,7 +43,7 @@ func findChromium(t *testing.T) string {
 type cdp struct {
 	t      *testing.T
 	ws     *websocket.Conn
-	mu     sync.Mutex
+	mu     sync.Mutex // guards nextID and wait
 	nextID int
 	wait   map[int]chan cdpReply
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
@@ -140,13 +141,7 @@ func TestHostile_slowBodiesHoldWhatTheySentAndAreClosed(t *testing.T) {
 
 func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.True(t, within, "the condition", cond)
 }
 
 // floodBatch is a peer replication batch registering n instances of app

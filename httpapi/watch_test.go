@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 )
 
 // manualTimers stands in for the wait timers of held requests: they fire
 // when the test says so.
 type manualTimers struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards waits and chans
 	waits []time.Duration
 	chans []chan time.Time
 }
@@ -109,12 +110,7 @@ func (n *testNode) async(path string, headers ...string) <-chan response {
 // measures nothing.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting until %s", what)
+	testwait.True(t, 10*time.Second, what, cond)
 }
 
 func receive(t *testing.T, ch <-chan response) response {
@@ -502,7 +498,7 @@ type gatedWriter struct {
 	header  http.Header
 	entered chan struct{} // closed when the first Write starts
 	release chan struct{} // closed by the test
-	mu      sync.Mutex
+	mu      sync.Mutex    // guards body
 	body    strings.Builder
 	first   sync.Once
 }

@@ -103,10 +103,10 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 		r.logSelfPreservation(sp)
 	}
 	if len(keys) > 0 {
-		ev := r.log.Info().Int("evicted", len(keys)).Int("expired", len(expired)+len(unproven)).
-			Int("never_renewed", len(unproven)).Dur("compensation", grace)
+		ev := r.log.Info().Int(logEvicted, len(keys)).Int(logExpired, len(expired)+len(unproven)).
+			Int(logNeverRenewed, len(unproven)).Dur(logCompensation, grace)
 		if n < len(expired) {
-			ev = ev.Int("limit", limit)
+			ev = ev.Int(logLimit, limit)
 		}
 		ev.Msg("evicted expired leases")
 	}
@@ -115,8 +115,8 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 
 // logSelfPreservation logs a turn of self-preservation on or off.
 func (r *Registry) logSelfPreservation(sp SelfPreservation) {
-	ev := r.log.Info().Int64("renews_last_min", sp.RenewsLastMin).Int64("renews_threshold", sp.RenewsThreshold).
-		Float64("expected_renews_per_min", sp.ExpectedRenewsPerMin)
+	ev := r.log.Info().Int64(logRenewsLastMin, sp.RenewsLastMin).Int64(logRenewsThreshold, sp.RenewsThreshold).
+		Float64(logExpectedRenews, sp.ExpectedRenewsPerMin)
 	if sp.Active {
 		ev.Msg("self-preservation active: renewals are below the threshold, expired leases are kept")
 	} else {

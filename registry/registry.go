@@ -174,7 +174,7 @@ func New(cfg Config) (*Registry, error) {
 	if r.rand == nil {
 		r.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	r.log = cfg.Logger.With().Str("component", "registry").Logger()
+	r.log = cfg.Logger.With().Str(logComponent, "registry").Logger()
 	r.renewals = NewMeasuredRate(cfg.RenewalRateWindow, r.now())
 	return r, nil
 }
@@ -345,33 +345,43 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 
 	r.mu.Lock()
 	v0 := r.version
+	stored, created, err := r.registerLocked(op, in, key, now)
+	r.unlock(v0)
+	if created {
+		r.log.Debug().Str(logApp, in.App).Str(logInstanceID, id).Stringer(logOrigin, op.Origin).Msg("registered")
+	}
+	return stored, err
+}
+
+// registerLocked is register under mu held for writing: it stores in, an
+// unversioned write, unless a stored copy, a tombstone or a syncUp in
+// progress says otherwise, and returns the stored instance and whether the
+// instance is new here.
+func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time.Time) (stored *Instance, created bool, err error) {
+	replicated := op.Origin.fromPeer()
+	nowMs := now.UnixMilli()
 	if r.sync != nil && r.sync.skipLocked(op, key) {
-		r.mu.Unlock()
-		return nil, nil
+		return nil, false, nil
 	}
 	if _, gone := r.tombs.get(key); gone && (op.Origin == OriginSync || op.Origin == OriginAntiEntropy) {
 		// An unversioned copy (from a Java peer's registry) of an instance
 		// cancelled here: the cancel is newer than anything the copy can
 		// prove.
-		r.mu.Unlock()
-		return nil, nil
+		return nil, false, nil
 	}
-	l := r.lookupLocked(in.App, id)
+	l := r.lookupLocked(key.App, key.ID)
 	if l != nil && l.inst.WriteVersion != 0 && (op.Origin == OriginSync || op.Origin == OriginAntiEntropy) {
 		// An unversioned copy from a registry snapshot (syncUp over
 		// Eureka's wire) is older than any versioned write that already
 		// reached this node.
-		r.mu.Unlock()
-		return l.inst, nil
+		return l.inst, false, nil
 	}
 	if op.OnlyIfNewer && (l == nil || l.inst.LastDirtyTimestamp >= in.LastDirtyTimestamp) {
-		r.mu.Unlock()
-		return nil, nil
+		return nil, false, nil
 	}
 	if l == nil {
 		if err := r.checkCapacityLocked(in.App); err != nil {
-			r.mu.Unlock()
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var existing *Instance
@@ -384,8 +394,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 			r.noteClientLocked(l, op, now)
 			r.registrations.Add(1)
 			r.eventLocked(OpRegister, op.Origin, existing, now)
-			r.unlock(v0)
-			return existing, nil
+			return existing, false, nil
 		}
 	}
 
@@ -415,11 +424,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 		in.WriteVersion = r.clock.next(now)
 	}
 	r.storeLocked(l, in, op, key, now, now)
-	r.unlock(v0)
-	if existing == nil {
-		r.log.Debug().Str("app", in.App).Str("instance_id", id).Stringer("origin", op.Origin).Msg("registered")
-	}
-	return in, nil
+	return in, existing == nil, nil
 }
 
 // storeLocked stores in (a new instance when l is nil) with its lease
@@ -474,25 +479,30 @@ func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.T
 		in.OverriddenStatus = StatusUnknown
 	}
 	v, d := in.WriteVersion, InstanceDigest(in)
-	nowMs := now.UnixMilli()
 	if err := r.checkVersionSkew(v, now); err != nil {
 		return nil, err
 	}
 
 	r.mu.Lock()
 	v0 := r.version
+	stored, err := r.registerCopyLocked(op, in, key, v, d, now)
+	r.unlock(v0)
+	return stored, err
+}
+
+// registerCopyLocked is registerCopy under mu held for writing; v and d
+// are the copy's version and digest.
+func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, v, d uint64, now time.Time) (*Instance, error) {
+	nowMs := now.UnixMilli()
 	r.clock.observe(v)
 	if r.sync != nil && r.sync.skipLocked(op, key) {
-		r.mu.Unlock()
 		return nil, nil
 	}
 	if t, gone := r.tombs.get(key); gone && t.version >= v {
-		r.mu.Unlock()
 		return nil, nil
 	}
 	l := r.lookupLocked(key.App, key.ID)
 	if l == nil && op.OnlyIfNewer {
-		r.mu.Unlock()
 		return nil, nil
 	}
 	var existing *Instance
@@ -500,7 +510,6 @@ func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.T
 	if l != nil {
 		existing = l.inst
 		if !newerCopy(v, d, existing.WriteVersion, l.digest) {
-			r.mu.Unlock()
 			return existing, nil
 		}
 		if op.Origin == OriginAntiEntropy {
@@ -508,7 +517,6 @@ func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.T
 		}
 	} else {
 		if err := r.checkCapacityLocked(key.App); err != nil {
-			r.mu.Unlock()
 			return nil, err
 		}
 		if !op.RenewedAt.IsZero() && op.RenewedAt.Before(now) {
@@ -529,7 +537,6 @@ func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.T
 		in.ServiceUpTimestamp = nowMs
 	}
 	r.storeLocked(l, in, op, key, now, renewedAt)
-	r.unlock(v0)
 	return in, nil
 }
 
@@ -720,7 +727,7 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
 	r.cancels.Add(1)
 	r.unlock(v0)
-	r.log.Debug().Str("app", app).Str("instance_id", op.ID).Stringer("origin", op.Origin).Msg("cancelled")
+	r.log.Debug().Str(logApp, app).Str(logInstanceID, op.ID).Stringer(logOrigin, op.Origin).Msg("cancelled")
 	return removed, nil
 }
 
@@ -790,19 +797,26 @@ func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Orig
 	r.changeLocked(kind, origin, in, now)
 }
 
-// updateStatus sets a status override (PUT .../status?value=). The lease is
-// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Like
-// Eureka it is replicated even when nothing changed.
-func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
-	status := op.Status
-	if err := status.check(); err != nil {
+// lockStatusWrite is the prologue of the status writes (updateStatus,
+// deleteStatusOverride): it checks op's status and lastDirtyTimestamp,
+// then takes the write lock and renews the lease (lockLease). On an error
+// the lock is not held.
+func (r *Registry) lockStatusWrite(op Op, app string, now time.Time) (*lease, error) {
+	if err := op.Status.check(); err != nil {
 		return nil, err
 	}
 	if err := r.checkDirtySkew(op.LastDirtyTimestamp, now); err != nil {
 		return nil, err
 	}
-	app := upperASCII(op.App)
-	l, err := r.lockLease(op, app, now)
+	return r.lockLease(op, app, now)
+}
+
+// updateStatus sets a status override (PUT .../status?value=). The lease is
+// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Like
+// Eureka it is replicated even when nothing changed.
+func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
+	status, app := op.Status, upperASCII(op.App)
+	l, err := r.lockStatusWrite(op, app, now)
 	if err != nil {
 		return nil, err
 	}
@@ -824,8 +838,8 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 	}
 	r.unlock(v0)
 	if old.Status != status {
-		r.log.Info().Str("app", app).Str("instance_id", op.ID).Str("from", string(old.Status)).
-			Str("to", string(status)).Stringer("origin", op.Origin).Msg("status override set")
+		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
+			Str(logTo, string(status)).Stringer(logOrigin, op.Origin).Msg("status override set")
 	}
 	return in, nil
 }
@@ -835,15 +849,8 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 // client's next heartbeat answer 404 so that it registers again with its
 // real status). The lease is renewed.
 func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error) {
-	status := op.Status
-	if err := status.check(); err != nil {
-		return nil, err
-	}
-	if err := r.checkDirtySkew(op.LastDirtyTimestamp, now); err != nil {
-		return nil, err
-	}
-	app := upperASCII(op.App)
-	l, err := r.lockLease(op, app, now)
+	status, app := op.Status, upperASCII(op.App)
+	l, err := r.lockStatusWrite(op, app, now)
 	if err != nil {
 		return nil, err
 	}
@@ -862,8 +869,8 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 	}
 	r.unlock(v0)
 	if removed {
-		r.log.Info().Str("app", app).Str("instance_id", op.ID).Str("status", string(status)).
-			Stringer("origin", op.Origin).Msg("status override removed")
+		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logStatus, string(status)).
+			Stringer(logOrigin, op.Origin).Msg("status override removed")
 	}
 	return in, nil
 }

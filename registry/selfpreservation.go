@@ -107,11 +107,11 @@ func (r *Registry) updateRenewThreshold(now time.Time) bool {
 	r.mu.Unlock()
 	switch {
 	case adopted:
-		r.log.Info().Float64("from", before).Float64("to", recount).
-			Int64("renews_threshold", renewsThreshold(recount, r.cfg.RenewalPercentThreshold)).
+		r.log.Info().Float64(logFrom, before).Float64(logTo, recount).
+			Int64(logRenewsThreshold, renewsThreshold(recount, r.cfg.RenewalPercentThreshold)).
 			Msg("expected renewals recounted")
 	case recount != before:
-		r.log.Info().Float64("expected_renews_per_min", before).Float64("recount", recount).
+		r.log.Info().Float64(logExpectedRenews, before).Float64(logRecount, recount).
 			Msg("expected renewals kept: the recount is too far below the expectation to be trusted")
 	}
 	return adopted
@@ -300,8 +300,8 @@ func (r *Registry) OpenForTraffic() int {
 	n := r.instances
 	r.mu.Unlock()
 	r.opened.Store(true)
-	r.log.Info().Int("instances", n).Float64("expected_renews_per_min", expected).
-		Int64("renews_threshold", renewsThreshold(expected, r.cfg.RenewalPercentThreshold)).
+	r.log.Info().Int(logInstances, n).Float64(logExpectedRenews, expected).
+		Int64(logRenewsThreshold, renewsThreshold(expected, r.cfg.RenewalPercentThreshold)).
 		Msg("open for traffic")
 	return n
 }

@@ -73,9 +73,17 @@ type Cursor struct {
 // Subscribe returns a cursor positioned after the newest event: it reads
 // every change applied from now on. Close it when done.
 func (r *Registry) Subscribe() *Cursor {
-	o := r.out
+	c, _ := r.out.subscribe(func(head uint64) (uint64, bool) { return head + 1, false })
+	return c
+}
+
+// subscribe lists a new cursor, placed at the Seq that position picks from
+// the head (under mu, so no event slips between the two), and passes on
+// position's resync.
+func (o *outbox) subscribe(position func(head uint64) (next uint64, resync bool)) (*Cursor, bool) {
 	o.mu.Lock()
-	c := &Cursor{o: o, next: o.head + 1, wake: make(chan struct{}, 1)}
+	next, resync := position(o.head)
+	c := &Cursor{o: o, next: next, wake: make(chan struct{}, 1)}
 	o.mu.Unlock()
 	o.cursorsMu.Lock()
 	var list []*Cursor
@@ -85,7 +93,7 @@ func (r *Registry) Subscribe() *Cursor {
 	list = append(list, c)
 	o.cursors.Store(&list)
 	o.cursorsMu.Unlock()
-	return c
+	return c, resync
 }
 
 // Close detaches the cursor; it is no longer woken.

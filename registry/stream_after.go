@@ -9,22 +9,13 @@ package registry
 // one that fell behind. Close the cursor when done.
 func (r *Registry) SubscribeAfter(seq uint64) (c *Cursor, resync bool) {
 	o := r.out
-	o.mu.Lock()
 	size := uint64(len(o.ring))
-	next := seq + 1
-	if seq > o.head || (o.head >= size && seq < o.head-size) {
-		next, resync = o.head+1, true
-	}
-	c = &Cursor{o: o, next: next, wake: make(chan struct{}, 1)}
-	o.mu.Unlock()
-	o.cursorsMu.Lock()
-	var list []*Cursor
-	if cs := o.cursors.Load(); cs != nil {
-		list = append(list, *cs...)
-	}
-	list = append(list, c)
-	o.cursors.Store(&list)
-	o.cursorsMu.Unlock()
+	c, resync = o.subscribe(func(head uint64) (uint64, bool) {
+		if seq > head || (head >= size && seq < head-size) {
+			return head + 1, true
+		}
+		return seq + 1, false
+	})
 	// Events may be waiting already (a resume), or have been appended
 	// before the cursor was listed: Ready may fire spuriously, never late.
 	c.wake <- struct{}{}

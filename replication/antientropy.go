@@ -431,7 +431,7 @@ func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed b
 	default:
 		firstServed = st.stats.Last.IsZero() || st.stats.Unsupported
 		if st.failed > 0 {
-			a.log.Info().Str(logPeer, p.Name).Int("failed_rounds", st.failed).Msg("anti-entropy rounds with the peer run through again")
+			a.log.Info().Str(logPeer, p.Name).Int(logFailedRounds, st.failed).Msg("anti-entropy rounds with the peer run through again")
 		}
 		st.failed, st.quiet = 0, 0
 		st.stats.Unsupported, st.stats.Failing = false, false
@@ -445,13 +445,13 @@ func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed b
 		}
 		ev := a.log.Info().Str(logPeer, p.Name).Uint64(RepairMissing, res.Repaired.Missing).
 			Uint64(RepairStale, res.Repaired.Stale).Uint64(RepairCancelled, res.Repaired.Cancelled).
-			Int("divergent", res.Divergent).Strs("instances", names)
+			Int(logDivergent, res.Divergent).Strs(logInstances, names)
 		if more := n - uint64(len(names)); more > 0 {
-			ev = ev.Uint64("more", more)
+			ev = ev.Uint64(logMore, more)
 		}
 		ev.Msg("anti-entropy repaired the registry")
 	} else if res.Err == nil {
-		a.log.Debug().Str(logPeer, p.Name).Bool("in_sync", res.InSync).Int("divergent", res.Divergent).Msg("anti-entropy round")
+		a.log.Debug().Str(logPeer, p.Name).Bool(logInSync, res.InSync).Int(logDivergent, res.Divergent).Msg("anti-entropy round")
 	}
 	return firstServed
 }
@@ -468,9 +468,9 @@ func (a *AntiEntropy) logFailure(p Peer, st *aePeer, err error, now time.Time) {
 		a.log.Debug().Err(err).Str(logPeer, p.Name).Msg("anti-entropy round failed")
 		return
 	}
-	ev := a.log.Warn().Err(err).Str(logPeer, p.Name).Int("failed_rounds", st.failed)
+	ev := a.log.Warn().Err(err).Str(logPeer, p.Name).Int(logFailedRounds, st.failed)
 	if st.quiet > 0 {
-		ev = ev.Int("suppressed", st.quiet)
+		ev = ev.Int(logSuppressed, st.quiet)
 	}
 	ev.Msg("anti-entropy round failed")
 	st.warnedAt, st.quiet = now, 0

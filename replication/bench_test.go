@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,32 @@ func BenchmarkBatcher_addTake(b *testing.B) {
 			_ = bt.take(now, benchBatchSize)
 		}
 	}
+}
+
+// BenchmarkScanBatch is the batch fast path alone (batch_fast.go): the
+// scan of 250 heartbeats or registers, and of a peer's all-200 answer.
+func BenchmarkScanBatch(b *testing.B) {
+	for _, action := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister} {
+		b.Run(string(action), func(b *testing.B) {
+			_, stored := benchRegistry(b, 1_000)
+			body := benchBatches(b, action, stored)[0]
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := scanBatch(body); !ok {
+					b.Fatal("scanBatch refused the body")
+				}
+			}
+		})
+	}
+	b.Run("response", func(b *testing.B) {
+		body := []byte(`{"responseList":[` + strings.Repeat(`{"statusCode":200},`, benchBatchSize-1) + `{"statusCode":200}]}`)
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := scanBatchResponse(body); !ok {
+				b.Fatal("scanBatchResponse refused the body")
+			}
+		}
+	})
 }

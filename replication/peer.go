@@ -9,28 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/rs/zerolog"
-)
-
-// Log keys.
-const (
-	logComponent  = "component"
-	logPeer       = "peer"
-	logURL        = "url"
-	logZone       = "zone"
-	logBatchSize  = "batch_size"
-	logDuration   = "duration"
-	logOutcome    = "outcome"
-	logFailures   = "failures"
-	logRetryIn    = "retry_in"
-	logQueued     = "queued"
-	logApp        = "app"
-	logInstanceID = "instance_id"
-	logAction     = "action"
-	logStatusCode = "status_code"
-	logCount      = "count"
-	logSuppressed = "suppressed"
 )
 
 // peer is the sender for one peer. One goroutine (run) owns everything
@@ -152,7 +133,7 @@ func (p *peer) offer(t Task) {
 // answer to onResult and sleeps out backoffs. It returns when ctx ends,
 // after the batch in flight, if any, has been answered or aborted.
 func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
-	p.log.Info().Str(logURL, RedactURL(p.info.Load().URL)).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
+	p.log.Info().Str(logURL, redact.URL(p.info.Load().URL)).Str(logZone, p.info.Load().Zone).Msg("peer sender started")
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -355,7 +336,7 @@ func (p *peer) onResult(r sendResult, now time.Time) {
 		if ok, suppressed := p.errRefused.allow(now, p.cfg.LogInterval); ok {
 			p.log.Error().Err(r.err).Int(logBatchSize, len(tasks)).Int(logFailures, p.failures).
 				Str(logApp, tasks[0].Key.App).Str(logInstanceID, tasks[0].Key.ID).
-				Uint64("dropped_permanent", p.c.Drops.Permanent).Int(logSuppressed, suppressed).
+				Uint64(logDroppedPermanent, p.c.Drops.Permanent).Int(logSuppressed, suppressed).
 				Msg("peer rejected batch; dropped (first task's key shown)")
 		}
 	case outcomeAborted:
@@ -405,7 +386,7 @@ func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
 			if ok, suppressed := p.warnItems.allow(now, p.cfg.LogInterval); ok {
 				p.log.Warn().Str(logAction, string(t.Action)).Str(logApp, t.Key.App).
 					Str(logInstanceID, t.Key.ID).Int(logStatusCode, code).
-					Uint64("item_failures", p.c.ItemFailures).Int(logSuppressed, suppressed).
+					Uint64(logItemFailures, p.c.ItemFailures).Int(logSuppressed, suppressed).
 					Msg("peer failed a replicated item")
 			}
 		}
@@ -422,9 +403,9 @@ func (p *peer) dropForGood(t *Task, reason string, code int, now time.Time) {
 		p.c.Drops.Refused++
 	}
 	if ok, suppressed := p.errRefused.allow(now, p.cfg.LogInterval); ok {
-		ev := p.log.Error().Str("reason", reason).Str(logAction, string(t.Action)).
+		ev := p.log.Error().Str(logReason, reason).Str(logAction, string(t.Action)).
 			Str(logApp, registry.QuotePrefix(t.Key.App)).Str(logInstanceID, registry.QuotePrefix(t.Key.ID)).
-			Uint64("too_large", p.c.Drops.TooLarge).Uint64("refused", p.c.Drops.Refused).Int(logSuppressed, suppressed)
+			Uint64(logTooLarge, p.c.Drops.TooLarge).Uint64(logRefused, p.c.Drops.Refused).Int(logSuppressed, suppressed)
 		if code != 0 {
 			ev = ev.Int(logStatusCode, code)
 		}
@@ -451,7 +432,7 @@ func (p *peer) tooLargeForPeer(tasks []Task, now time.Time) {
 	p.byteBudget = max(p.byteBudget/2, 1)
 	p.c.Retries++
 	p.b.requeueFront(tasks, now)
-	p.log.Warn().Int(logBatchSize, len(tasks)).Int("batch_bytes", size).Int("byte_budget", p.byteBudget).
+	p.log.Warn().Int(logBatchSize, len(tasks)).Int(logBatchBytes, size).Int(logByteBudget, p.byteBudget).
 		Msg("peer refused a batch as too large (413); sending it in smaller batches")
 }
 
@@ -495,10 +476,10 @@ func (p *peer) warnDropsIfAny(now time.Time) {
 		return
 	}
 	p.log.Warn().
-		Uint64("overflow", d.Overflow-w.Overflow).
-		Uint64("expired", d.Expired-w.Expired).
-		Uint64("inbox_full", d.InboxFull-w.InboxFull).
-		Uint64("dropped_total", d.Total()).
+		Uint64(logOverflow, d.Overflow-w.Overflow).
+		Uint64(logExpired, d.Expired-w.Expired).
+		Uint64(logInboxFull, d.InboxFull-w.InboxFull).
+		Uint64(logDroppedTotal, d.Total()).
 		Int(logQueued, p.b.len()).
 		Msg("replication tasks dropped")
 	p.warnedDrops = d
@@ -543,7 +524,7 @@ func (p *peer) snapshot() PeerStats {
 	s := p.stats
 	p.statsMu.Unlock()
 	info := p.info.Load()
-	s.Name, s.URL, s.Zone = info.Name, RedactURL(info.URL), info.Zone
+	s.Name, s.URL, s.Zone = info.Name, redact.URL(info.URL), info.Zone
 	s.QueueDepth += len(p.inbox)
 	s.Drops.InboxFull = p.inboxFull.Load()
 	return s

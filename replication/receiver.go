@@ -33,7 +33,7 @@ func NewReceiver(reg Applier, logger zerolog.Logger) (*Receiver, error) {
 	if reg == nil {
 		return nil, errors.New("replication: NewReceiver needs a registry")
 	}
-	return &Receiver{reg: reg, log: logger.With().Str("component", "replication").Logger()}, nil
+	return &Receiver{reg: reg, log: logger.With().Str(logComponent, "replication").Logger()}, nil
 }
 
 // Handle decodes a ReplicationList, applies every item in order and returns
@@ -49,7 +49,7 @@ func (rc *Receiver) Handle(body []byte) ([]byte, error) {
 	for i := range items {
 		if raw := items[i].raw; raw != nil {
 			if err := json.Unmarshal(raw, &items[i].it); err != nil {
-				rc.log.Warn().Err(err).Int("item", i).Msg("unreadable replication item")
+				rc.log.Warn().Err(err).Int(logItem, i).Msg("unreadable replication item")
 				resp[i] = replicationResponse{StatusCode: http.StatusBadRequest}
 				continue
 			}
@@ -75,7 +75,7 @@ func (rc *Receiver) handleSlow(body []byte) ([]byte, error) {
 	for i, raw := range list.ReplicationList {
 		var it replicationItem
 		if err := json.Unmarshal(raw, &it); err != nil {
-			rc.log.Warn().Err(err).Int("item", i).Msg("unreadable replication item")
+			rc.log.Warn().Err(err).Int(logItem, i).Msg("unreadable replication item")
 			resp.ResponseList[i] = replicationResponse{StatusCode: http.StatusBadRequest}
 			continue
 		}
@@ -90,7 +90,7 @@ func (rc *Receiver) handleSlow(body []byte) ([]byte, error) {
 func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 	defer func() {
 		if p := recover(); p != nil {
-			rc.log.Error().Interface("panic", p).Str("action", it.Action).Str("app", it.AppName).Str("instance_id", it.ID).Msg("replicated item panicked")
+			rc.log.Error().Interface(logPanic, p).Str(logAction, it.Action).Str(logApp, it.AppName).Str(logInstanceID, it.ID).Msg("replicated item panicked")
 			out = replicationResponse{StatusCode: http.StatusInternalServerError}
 		}
 	}()
@@ -162,7 +162,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			apply(registry.StatusOp(it.AppName, it.ID, st))
 		}
 	default:
-		rc.log.Warn().Str("action", it.Action).Msg("unknown replication action")
+		rc.log.Warn().Str(logAction, it.Action).Msg("unknown replication action")
 		return replicationResponse{StatusCode: http.StatusBadRequest}
 	}
 	return replicationResponse{StatusCode: itemStatus(err)}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/rs/zerolog"
 )
@@ -309,7 +310,7 @@ func (r *Replicator) resync() {
 			p.askCatchUp()
 		}
 	}
-	r.log.Warn().Int("peers", n).
+	r.log.Warn().Int(logPeers, n).
 		Msg("replication fell behind the registry's change stream; every peer gets a heartbeat for every live instance")
 }
 
@@ -343,14 +344,14 @@ func (r *Replicator) SetPeers(peers []Peer) {
 	want := make(map[string]Peer, len(peers))
 	for _, np := range peers {
 		if np.Name == "" {
-			np.Name = RedactURL(np.URL)
+			np.Name = redact.URL(np.URL)
 		}
 		if np.Name == "" {
 			r.log.Warn().Msg("peer without name or URL ignored")
 			continue
 		}
 		if _, dup := want[np.Name]; dup {
-			r.log.Warn().Str(logPeer, np.Name).Str(logURL, RedactURL(np.URL)).Msg("duplicate peer name ignored")
+			r.log.Warn().Str(logPeer, np.Name).Str(logURL, redact.URL(np.URL)).Msg("duplicate peer name ignored")
 			continue
 		}
 		want[np.Name] = np
@@ -371,7 +372,7 @@ func (r *Replicator) SetPeers(peers []Peer) {
 		if p, ok := r.peers[name]; ok {
 			if old := p.info.Load(); *old != np {
 				p.info.Store(&np)
-				p.log.Info().Str(logURL, RedactURL(np.URL)).Str(logZone, np.Zone).Str("old_url", RedactURL(old.URL)).Msg("peer address changed")
+				p.log.Info().Str(logURL, redact.URL(np.URL)).Str(logZone, np.Zone).Str(logOldURL, redact.URL(old.URL)).Msg("peer address changed")
 			}
 			continue
 		}

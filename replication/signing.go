@@ -2,7 +2,6 @@ package replication
 
 import (
 	"net/http"
-	"net/url"
 )
 
 // RequestSigner authenticates a request this node sends to a peer: a batch
@@ -17,13 +16,3 @@ type RequestSigner func(req *http.Request, body []byte)
 // noRedirects keeps peer requests, and the credentials they carry, at the
 // URL they were meant for.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// RedactURL hides the password of a URL with credentials, for names, logs
-// and status pages.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	return u.Redacted()
-}

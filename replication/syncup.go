@@ -148,7 +148,7 @@ func NewSyncer(cfg SyncConfig) (*Syncer, error) {
 	if cfg.After == nil {
 		cfg.After = time.After
 	}
-	return &Syncer{cfg: cfg, log: cfg.Logger.With().Str("component", "syncup").Logger()}, nil
+	return &Syncer{cfg: cfg, log: cfg.Logger.With().Str(logComponent, "syncup").Logger()}, nil
 }
 
 // Run copies the registry from the first candidate that answers, same zone
@@ -177,7 +177,7 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 				s.log.Info().Msg("no peers: nothing to sync, this node starts the registry")
 				return res
 			}
-			s.log.Warn().Int("attempt", attempt).Int("of", s.cfg.Attempts).Msg("syncUp: no peer known yet")
+			s.log.Warn().Int(logAttempt, attempt).Int(logOf, s.cfg.Attempts).Msg("syncUp: no peer known yet")
 			continue
 		}
 		res.PeersKnown = true
@@ -186,15 +186,15 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 			n, err := s.copyFrom(ctx, p)
 			if errors.Is(err, ErrPeerStarting) {
 				starting++
-				s.log.Info().Str("peer", p.Name).Int("attempt", attempt).Msg("syncUp: peer is still copying the registry itself")
+				s.log.Info().Str(logPeer, p.Name).Int(logAttempt, attempt).Msg("syncUp: peer is still copying the registry itself")
 				continue
 			}
 			if err != nil {
-				s.log.Warn().Err(err).Str("peer", p.Name).Int("attempt", attempt).Msg("syncUp: peer did not answer")
+				s.log.Warn().Err(err).Str(logPeer, p.Name).Int(logAttempt, attempt).Msg("syncUp: peer did not answer")
 				continue
 			}
 			res.Reached, res.Source, res.Instances = true, p.Name, n
-			s.log.Info().Str("peer", p.Name).Str("zone", p.Zone).Int("instances", n).Int("attempt", attempt).
+			s.log.Info().Str(logPeer, p.Name).Str(logZone, p.Zone).Int(logInstances, n).Int(logAttempt, attempt).
 				Msg("syncUp: registry copied")
 			return res
 		}
@@ -205,7 +205,7 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 			startingRounds++
 			if startingRounds >= 2 {
 				res.Reached, res.AllStarting = true, true
-				s.log.Info().Int("peers", len(peers)).Msg("syncUp: every peer is starting too; opening with an empty registry")
+				s.log.Info().Int(logPeers, len(peers)).Msg("syncUp: every peer is starting too; opening with an empty registry")
 				return res
 			}
 		} else {
@@ -213,10 +213,10 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 		}
 	}
 	if !res.PeersKnown {
-		s.log.Info().Int("attempts", res.Attempts).Msg("syncUp: no peer appeared, this node starts the registry")
+		s.log.Info().Int(logAttempts, res.Attempts).Msg("syncUp: no peer appeared, this node starts the registry")
 		return res
 	}
-	s.log.Warn().Int("attempts", res.Attempts).Msg("syncUp: no peer could be reached")
+	s.log.Warn().Int(logAttempts, res.Attempts).Msg("syncUp: no peer could be reached")
 	return res
 }
 
@@ -235,13 +235,13 @@ func (s *Syncer) copyFrom(ctx context.Context, p Peer) (int, error) {
 	copied, refused := 0, 0
 	defer func() {
 		if refused > 1 {
-			s.log.Warn().Int("refused", refused).Str("peer", p.Name).Msg("syncUp: instances refused")
+			s.log.Warn().Int(logRefused, refused).Str(logPeer, p.Name).Msg("syncUp: instances refused")
 		}
 	}()
 	for _, in := range instances {
 		stored, err := st.Apply(registry.RegisterOp(in).From(registry.OriginSync))
 		if err != nil {
-			s.log.Warn().Err(err).Str("app", in.App).Str("instance_id", in.ID()).Msg("syncUp: instance refused")
+			s.log.Warn().Err(err).Str(logApp, in.App).Str(logInstanceID, in.ID()).Msg("syncUp: instance refused")
 			continue
 		}
 		if stored != nil { // nil: cancelled while the copy was in flight
@@ -282,7 +282,7 @@ func (s *Syncer) addVersions(ctx context.Context, p Peer, instances []*registry.
 		apps = apps[n:]
 		reply, err := s.cfg.Transport.Digest(ctx, p, DigestRequest{Apps: chunk})
 		if err != nil {
-			s.log.Info().Err(err).Str("peer", p.Name).Msg("syncUp: copied without write versions; anti-entropy adds them later")
+			s.log.Info().Err(err).Str(logPeer, p.Name).Msg("syncUp: copied without write versions; anti-entropy adds them later")
 			return
 		}
 		for _, app := range chunk {
@@ -307,7 +307,7 @@ func (s *Syncer) addVersions(ctx context.Context, p Peer, instances []*registry.
 		}
 	}
 	if matched < len(instances) {
-		s.log.Info().Int("versioned", matched).Int("instances", len(instances)).Str("peer", p.Name).
+		s.log.Info().Int(logVersioned, matched).Int(logInstances, len(instances)).Str(logPeer, p.Name).
 			Msg("syncUp: some copies changed on the peer meanwhile and came without write versions")
 	}
 }

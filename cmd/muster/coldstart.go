@@ -98,6 +98,7 @@ func newSnapshotMetrics(reg prometheus.Registerer) *snapshotMetrics {
 // snapshotWriter writes the registry to muster.data-dir; one write at a
 // time, skipped when the registry's version has not moved.
 type snapshotWriter struct {
+	// mu guards written and version, and makes writes one at a time.
 	mu      sync.Mutex
 	written bool
 	version uint64

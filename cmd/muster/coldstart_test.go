@@ -57,7 +57,7 @@ func TestStartRefusal(t *testing.T) {
 // heartbeat gets 404.
 type liveClients struct {
 	n        int
-	mu       sync.Mutex
+	mu       sync.Mutex // guards urls
 	urls     []string
 	failures atomic.Int64
 	reRegs   atomic.Int64
@@ -113,7 +113,7 @@ func (lc *liveClients) run(ctx context.Context, every time.Duration) {
 // lists fewer instances than are alive.
 type readWatch struct {
 	want               int
-	mu                 sync.Mutex
+	mu                 sync.Mutex // guards urls
 	urls               []string
 	ok, refused, short atomic.Int64
 	firstShort         atomic.Value

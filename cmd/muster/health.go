@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -45,7 +45,7 @@ func healthCmd(args []string, stdout io.Writer) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s answered %d: %.200s", redactURL(*target), resp.StatusCode, body)
+		return fmt.Errorf("health: %s answered %d: %.200s", redact.URL(*target), resp.StatusCode, body)
 	}
 	fmt.Fprintf(stdout, "%s", body)
 	return nil
@@ -108,13 +108,4 @@ func stripFile(p string) string {
 		return p[5:]
 	}
 	return p
-}
-
-// redactURL hides the password of a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
@@ -484,7 +485,7 @@ func (n *Node) staticPeers() []replication.Peer {
 			}
 			// The URL may carry a Java peer's credentials; the name (logs,
 			// metrics, status pages) must not.
-			peers = append(peers, replication.Peer{Name: replication.RedactURL(u), URL: u, Zone: zone})
+			peers = append(peers, replication.Peer{Name: redact.URL(u), URL: u, Zone: zone})
 		}
 	}
 	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
@@ -549,7 +550,7 @@ func (n *Node) peerInfos() []httpapi.PeerInfo {
 	}
 	for _, p := range n.staticPeers() {
 		if !seen[normalizeURL(p.URL)] {
-			add(p.Name, p.Zone, replication.RedactURL(p.URL), "static")
+			add(p.Name, p.Zone, redact.URL(p.URL), "static")
 		}
 	}
 	return out

@@ -113,7 +113,7 @@ func TestLoadSettings_securityErrors(t *testing.T) {
 
 // syncWriter collects log output from the node's goroutines.
 type syncWriter struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards b
 	b  bytes.Buffer
 }
 

@@ -12,18 +12,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.True(t, timeout, what, cond)
 }
 
 func httpGet(url string) (int, string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -104,26 +106,23 @@ func startTLSNode(t *testing.T, name string, join []string, reload time.Duration
 	return n
 }
 
+// tlsWaitLimit is generous: -race on a loaded 2-core machine.
+const tlsWaitLimit = 30 * time.Second
+
 func waitUntilTrue(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	waitUntilWhy(t, what, func() (bool, string) { return cond(), "" })
+	testwait.True(t, tlsWaitLimit, what, cond)
 }
 
 // waitUntilWhy is waitUntilTrue with cond's last reason in the failure.
 func waitUntilWhy(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	const limit = 30 * time.Second // generous: -race on a loaded 2-core machine
-	deadline := time.Now().Add(limit)
-	for {
-		ok, why := cond()
-		if ok {
-			return
+	testwait.For(t, tlsWaitLimit, what, func() error {
+		if ok, why := cond(); !ok {
+			return errors.New(why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s (%s)", limit, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestCluster_mutualTLS: two nodes with client-auth need, certificates

@@ -63,6 +63,7 @@ type appTotals struct {
 type spHistory struct {
 	seq atomic.Uint64 // bumped by every sample; part of the console's live index
 
+	// mu guards samples, next, perApp and episodes.
 	mu       sync.Mutex
 	samples  []spSample // ring of historySamples
 	next     int

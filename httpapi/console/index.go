@@ -81,8 +81,8 @@ type consoleIndex struct {
 	zones []string       // sorted; "" for instances without a zone
 	rows  [][]searchable // per app, in snap.Apps[i].Instances order
 
-	// searches caches the results of the last few instance searches of
-	// this version, by filter.
+	// searchMu guards searches, which caches the results of the last few
+	// instance searches of this version, by filter.
 	searchMu sync.Mutex
 	searches []cachedSearch
 }
@@ -154,7 +154,7 @@ type searchable struct {
 type consoleIndexCache struct {
 	cur      atomic.Pointer[consoleIndex]
 	building atomic.Bool
-	mu       sync.Mutex // one build at a time
+	mu       sync.Mutex // guards no field: one build at a time
 }
 
 // staleViewInstances is the registry size from which a console view may

@@ -55,6 +55,7 @@ type ackWatch struct {
 	acks    ackCounter
 	timeout time.Duration
 
+	// mu guards stopped, base and timer.
 	mu      sync.Mutex
 	stopped bool
 	base    uint64 // acknowledged bytes when the deadline last moved

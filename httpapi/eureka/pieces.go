@@ -93,7 +93,8 @@ type appPieces struct {
 	compact bool
 	once    [numVariants]sync.Once
 	plain   [2][]byte
-	// gzMu makes readers that arrive together wait for one compression.
+	// gzMu guards no field (see below): readers that arrive together wait
+	// on it for one compression.
 	gzMu sync.Mutex
 	// gz, gzMade and gzDict are guarded by pieceStore.mu (a chunk may be
 	// rebasing gz).

@@ -33,6 +33,7 @@ type watchHub struct {
 	cursor *registry.Cursor
 	log    zerolog.Logger
 
+	// mu guards processed, apps and anyChange.
 	mu        sync.Mutex
 	processed uint64                 // Seq of the newest change applied
 	apps      map[string]*appVersion // by upper-case app name

@@ -50,7 +50,7 @@ var allowed = map[string]rule{
 		why:         "memberlist only; cmd/muster turns members into replication peers (STYLE.md §1)",
 	},
 	"replication": {
-		imports:     []string{"registry", "registry/wire"},
+		imports:     []string{"internal/redact", "registry", "registry/wire"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "never imports cluster; peers are handed to it",
 	},
@@ -64,7 +64,7 @@ var allowed = map[string]rule{
 	},
 	"httpapi": {
 		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
-		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"internal/redact", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP server: mounts the Eureka API, the console and ops behind the edge, one lifecycle; knows nothing of cluster or cmd",
 	},
 	"httpapi/eureka": {
@@ -111,6 +111,9 @@ var allowed = map[string]rule{
 	"internal/gzjoin": {
 		why: "one gzip member from separately compressed pieces; compress only",
 	},
+	"internal/redact": {
+		why: "the one way to hide a URL's password (client, replication, tools, cmd); stdlib only",
+	},
 	"internal/testwait": {
 		why: "the one poll helper for tests that wait on real I/O; testing only",
 	},
@@ -119,14 +122,14 @@ var allowed = map[string]rule{
 	},
 	// The Go client library: any Go service may import it.
 	"client": {
-		imports:     []string{"registry", "registry/wire"},
+		imports:     []string{"internal/redact", "registry", "registry/wire"},
 		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "tlsconfig"},
-		testImports: []string{"registry/registrytest", "replication/replicationtest", "internal/testwait"},
+		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "internal/redact", "tlsconfig"},
+		testImports: []string{"internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.
@@ -134,7 +137,7 @@ var allowed = map[string]rule{
 		why: "a load generator needs no Muster code",
 	},
 	"tools/simclient": {
-		imports:     []string{"client", "registry"},
+		imports:     []string{"client", "internal/redact", "registry"},
 		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest", "registry/wire", "tlsconfig"},
 		why:         "simulated Eureka clients on the client package, so every chaos run exercises it; never the server",
 	},

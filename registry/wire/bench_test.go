@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -290,4 +291,20 @@ func TestBenchRegistry_referenceMatches(t *testing.T) {
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("reference document differs from ours")
 	}
+}
+
+// BenchmarkReadApplicationsJSON is syncUp's streaming decode of a peer's
+// registry of 10k instances.
+func BenchmarkReadApplicationsJSON(b *testing.B) {
+	apps := benchRegistry(10_000)
+	body := wire.AppendApplicationsJSON(nil, apps, "1", registry.HashcodeOf(apps))
+	b.Run("10k", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := wire.ReadApplicationsJSON(bytes.NewReader(body), func(registry.AppView) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -17,7 +17,7 @@ import (
 
 // logBuffer collects JSON log lines from every node of a cluster.
 type logBuffer struct {
-	mu  sync.Mutex
+	mu  sync.Mutex // guards buf
 	buf bytes.Buffer
 }
 

@@ -41,7 +41,7 @@ const (
 type convInst struct {
 	app, id string
 	via     string // the node it registers and renews through
-	// mu serializes this instance's heartbeat (and its 404 re-registration)
+	// mu guards live and lastDirty, and serializes this instance's heartbeat (and its 404 re-registration)
 	// with its cancel, so that a heartbeat in flight cannot register a
 	// cancelled instance again.
 	mu        sync.Mutex
@@ -56,8 +56,9 @@ type convergeRun struct {
 	base map[string]string // node → https base URL (published port, or the tunnel for the isolated node)
 	inst map[string]*convInst
 
-	renewOK, renewFailed, reregistered int
+	// statsMu guards renewOK, renewFailed and reregistered.
 	statsMu                            sync.Mutex
+	renewOK, renewFailed, reregistered int
 }
 
 func (c *convergeRun) body(in *convInst) string {

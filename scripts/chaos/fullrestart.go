@@ -28,8 +28,9 @@ type readWatch struct {
 	alive                      int
 	ok, refused, short, failed atomic.Int64
 	minOK                      atomic.Int64
-	mu                         sync.Mutex
-	firstShort                 string
+	// mu guards firstShort.
+	mu         sync.Mutex
+	firstShort string
 }
 
 func (w *readWatch) run(ctx context.Context) {

@@ -9,6 +9,7 @@ import (
 
 // logger writes timestamped lines.
 type logger struct {
+	// mu guards w, so that lines from concurrent scenarios do not interleave.
 	mu  sync.Mutex
 	w   io.Writer
 	t0  time.Time

@@ -174,6 +174,7 @@ func watchChaos(ctx context.Context, b *bench, r *report) error {
 
 // chaosWatcher keeps the watch's latest list of instance ids.
 type chaosWatcher struct {
+	// mu guards ids and lists.
 	mu    sync.Mutex
 	ids   []string
 	lists int
@@ -207,7 +208,8 @@ func (w *chaosWatcher) count() int {
 // chaosWriter registers watched-k and cancels watched-(k-3) in turn, through
 // the first node that accepts, and keeps the set it left.
 type chaosWriter struct {
-	gate sync.Mutex // held while paused
+	gate sync.Mutex // guards no field: held while paused, so no write starts
+	// mu guards live, k and n.
 	mu   sync.Mutex
 	live map[string]bool
 	k, n int

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/internal/redact"
 )
 
 // DefaultZone is the zone of a server given without one, and of a fleet
@@ -30,11 +32,7 @@ func (s Server) String() string { return s.Zone + "=" + s.Redacted() }
 // (https://user:pass@node-a:8761/eureka/) are sent as HTTP Basic, as
 // Spring's client does.
 func (s Server) Redacted() string {
-	u, err := url.Parse(s.URL)
-	if err != nil || u.User == nil {
-		return s.URL
-	}
-	return u.Redacted()
+	return redact.URL(s.URL)
 }
 
 // Config describes a fleet. Start from DefaultConfig.

@@ -20,7 +20,7 @@ import (
 )
 
 type syncLog struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards b
 	b  strings.Builder
 }
 
