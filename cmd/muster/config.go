@@ -94,6 +94,16 @@ type Settings struct {
 	AuthUsers          map[string]*userSettings // muster.auth.users.<name>
 	PeerSecret         string
 	PeerMaxClockSkew   time.Duration
+
+	// Java keystores instead of the PEM files (tlsnode.go).
+	SSLKeyStore           string
+	SSLKeyStorePassword   string
+	SSLKeyStoreType       string
+	SSLKeyAlias           string
+	SSLKeyPassword        string
+	SSLTrustStore         string
+	SSLTrustStorePassword string
+	SSLTrustStoreType     string
 }
 
 // defaultServerPort is Eureka's port, server.port's default.
@@ -187,7 +197,15 @@ var settings = []setting{
 	boolKey("server.ssl.enabled", "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
 	strKey("server.ssl.certificate", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
 	strKey("server.ssl.certificate-private-key", "PEM private key of server.ssl.certificate (PKCS#8, EC or RSA).", func(s *Settings) *string { return &s.SSLKey }),
-	strKey("server.ssl.trust-certificate", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need.", func(s *Settings) *string { return &s.SSLTrust }),
+	strKey("server.ssl.trust-certificate", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need, unless server.ssl.trust-store is set.", func(s *Settings) *string { return &s.SSLTrust }),
+	strKey("server.ssl.key-store", "PKCS12 or JKS keystore holding the node's key and certificate chain, instead of server.ssl.certificate and certificate-private-key; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLKeyStore }),
+	strKey("server.ssl.key-store-password", "Password of server.ssl.key-store; a wrong one stops start-up.", func(s *Settings) *string { return &s.SSLKeyStorePassword }),
+	storeTypeKey("server.ssl.key-store-type", "Type of server.ssl.key-store: PKCS12 or JKS. Empty: Java's default; either way the file's content decides how it is read, as Java's keystore.type.compat does.", func(s *Settings) *string { return &s.SSLKeyStoreType }),
+	strKey("server.ssl.key-alias", "Alias of the key entry in server.ssl.key-store; empty takes its only key entry. An alias the store lacks stops start-up with the aliases it has.", func(s *Settings) *string { return &s.SSLKeyAlias }),
+	strKey("server.ssl.key-password", "Password of that key entry (JKS keys may have their own); empty means server.ssl.key-store-password.", func(s *Settings) *string { return &s.SSLKeyPassword }),
+	strKey("server.ssl.trust-store", "PKCS12 or JKS keystore whose trusted certificates (and key entries' certificates) clients and peers are verified against, instead of server.ssl.trust-certificate.", func(s *Settings) *string { return &s.SSLTrustStore }),
+	strKey("server.ssl.trust-store-password", "Password of server.ssl.trust-store (a JKS trust store may be read without one, unchecked, as Java does).", func(s *Settings) *string { return &s.SSLTrustStorePassword }),
+	storeTypeKey("server.ssl.trust-store-type", "Type of server.ssl.trust-store: PKCS12 or JKS; as server.ssl.key-store-type.", func(s *Settings) *string { return &s.SSLTrustStoreType }),
 	clientAuthKey("server.ssl.client-auth", "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *tlsconfig.ClientAuth { return &s.SSLClientAuth }),
 	strKey("spring.application.name", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
 	strKey("eureka.environment", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Environment }),
