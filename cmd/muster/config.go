@@ -165,6 +165,7 @@ func (s *Settings) derive() {
 	// A cancel's tombstone must outlive one anti-entropy round, so the
 	// cancel reaches every peer before the tombstone goes.
 	s.Registry.TombstoneGrace = max(registry.DefaultConfig().TombstoneGrace, s.AntiEntropy.Interval)
+	s.deriveColdStartWait()
 }
 
 // setting is one configuration key: its Spring-style name, its default as
@@ -213,7 +214,7 @@ var settings = []setting{
 
 	boolKey("eureka.server.enable-self-preservation", "Keep expired leases while renewals are below the threshold (the network, not the instances, is assumed to have failed).", func(s *Settings) *bool { return &s.Registry.SelfPreservation }),
 	floatKey("eureka.server.renewal-percent-threshold", "Share of the expected renewals below which self-preservation stops eviction; also caps an eviction run at size − ⌊size × this⌋.", func(s *Settings) *float64 { return &s.Registry.RenewalPercentThreshold }),
-	secondsKey("eureka.server.expected-client-renewal-interval-seconds", "Heartbeat interval assumed for instances that send no leaseInfo.renewalIntervalInSecs.", func(s *Settings) *time.Duration { return &s.Registry.ExpectedRenewalInterval }),
+	secondsKey("eureka.server.expected-client-renewal-interval-seconds", "Heartbeat interval assumed for instances that send no leaseInfo.renewalIntervalInSecs; plus 5 s, the default cold-start wait (muster.cold-start-wait-ms).", func(s *Settings) *time.Duration { return &s.Registry.ExpectedRenewalInterval }),
 	msKey("eureka.server.renewal-threshold-update-interval-ms", "How often the expected renewals are recounted from the live leases (never lowered by more than the threshold share at once).", func(s *Settings) *time.Duration { return &s.Registry.RenewThresholdUpdateInterval }),
 	msKey("eureka.server.eviction-interval-timer-in-ms", "How often expired leases are evicted.", func(s *Settings) *time.Duration { return &s.Registry.EvictionInterval }),
 	msKey("eureka.server.retention-time-in-m-s-in-delta-queue", "How long a change stays in GET /apps/delta.", func(s *Settings) *time.Duration { return &s.Registry.DeltaRetention }),
@@ -250,7 +251,7 @@ var settings = []setting{
 	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
-	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
+	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering instance declares (at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
 	boolKey("cluster.enabled", "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
 	strKey("cluster.node-name", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
