@@ -253,3 +253,30 @@ func TestHealth_followsTheNodesKeyStores(t *testing.T) {
 		t.Errorf("health with a wrong password shows it: %s", stderr)
 	}
 }
+
+// TestCluster_TLS_keyStores: two nodes on the keystores, client-auth need:
+// B copies A's registry at start-up and gets A's changes by replication,
+// both over mutual TLS with the identities from the keystores.
+func TestCluster_TLS_keyStores(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	a := startTLSNode(t, "node-a", nil, 0, keyStoreSets(t, t.TempDir())...)
+	waitOpened(t, a)
+	c := keyStoreClient(t)
+	if code, _, err := do(t, c, "POST", "https://"+a.Addr()+"/eureka/apps/SYNCED", instanceBody("SYNCED", "s1", 60)); err != nil || code != 204 {
+		t.Fatalf("register on A: %d %v", code, err)
+	}
+	b := startTLSNode(t, "node-b", []string{a.gossipAddr(t)}, 0, keyStoreSets(t, t.TempDir())...)
+	waitOpened(t, b)
+	if b.syncResult.Instances != 1 || b.syncResult.Source != "node-a" {
+		t.Errorf("B's syncUp: %+v, want 1 instance from node-a", b.syncResult)
+	}
+	if code, _, err := do(t, c, "POST", "https://"+a.Addr()+"/eureka/apps/REPLICATED", instanceBody("REPLICATED", "r1", 60)); err != nil || code != 204 {
+		t.Fatalf("register on A: %d %v", code, err)
+	}
+	testwait.True(t, 30*time.Second, "B holds A's new instance", func() bool {
+		code, _, _ := do(t, c, "GET", "https://"+b.Addr()+"/eureka/apps/REPLICATED/r1", "")
+		return code == 200
+	})
+}

@@ -8,5 +8,5 @@
 // PKCS12 (legacy.p12: RC2 and 3DES, as Java 8 wrote them), a client's key
 // (client.p12), trust stores holding only the CA (trust.p12, trust.jks),
 // and a PKCS12 with two keys (twokeys.p12). Every certificate is for
-// 127.0.0.1 and localhost, for server and client use, valid for 100 years.
+// 127.0.0.1 and localhost, for server and client use, valid from 2020 for 100 years.
 package keystoretest

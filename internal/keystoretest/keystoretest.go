@@ -64,8 +64,10 @@ func Make(tb testing.TB, dir string) Set {
 		}
 		return out.Bytes()
 	}
-	const validity = "36500"
-	ec := []string{"-keyalg", "EC", "-groupname", "secp256r1", "-validity", validity}
+	// Valid from 2020 for 100 years: the committed files work on any
+	// machine whose clock is roughly right.
+	const validity, startDate = "36500", "2020/01/01 00:00:00"
+	ec := []string{"-keyalg", "EC", "-groupname", "secp256r1", "-validity", validity, "-startdate", startDate}
 	kt(nil, append([]string{"-genkeypair", "-alias", "ca", "-dname", "CN=Keystore Test CA", "-ext", "bc:c",
 		"-keystore", "ca.p12", "-storetype", "PKCS12", "-storepass", caPassword}, ec...)...)
 	ca := kt(nil, "-exportcert", "-rfc", "-alias", "ca", "-keystore", "ca.p12", "-storepass", caPassword)
@@ -78,7 +80,7 @@ func Make(tb testing.TB, dir string) Set {
 			"-keystore", store, "-storetype", "PKCS12", "-storepass", StorePassword}, ec...)...)
 		req := kt(nil, "-certreq", "-alias", name, "-keystore", store, "-storepass", StorePassword)
 		signed := kt(req, "-gencert", "-rfc", "-alias", "ca", "-keystore", "ca.p12", "-storepass", caPassword,
-			"-ext", "san=ip:127.0.0.1,dns:localhost", "-ext", "eku=serverAuth,clientAuth", "-validity", validity)
+			"-ext", "san=ip:127.0.0.1,dns:localhost", "-ext", "eku=serverAuth,clientAuth", "-validity", validity, "-startdate", startDate)
 		kt(nil, "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", store, "-storepass", StorePassword)
 		kt(signed, "-importcert", "-noprompt", "-alias", name, "-keystore", store, "-storepass", StorePassword)
 	}
