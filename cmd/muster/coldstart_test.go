@@ -492,12 +492,12 @@ func readCode(t *testing.T, n *Node) int {
 	return code
 }
 
-// TestCluster_coldStart_followsTheClients: a two-node cluster told that
+// TestCluster_ColdStart_followsTheClients: a two-node cluster told that
 // its clients renew every 10 s (eureka.server.expected-client-renewal-
 // interval-seconds) starts cold, both nodes at once, no data dir: reads
 // open 15 s later by the registry's clock, not after the 35 s of Eureka's
 // default interval.
-func TestCluster_coldStart_followsTheClients(t *testing.T) {
+func TestCluster_ColdStart_followsTheClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
@@ -552,11 +552,11 @@ func slowInstanceBody(app, id string, renewSecs int) string {
 	return strings.Replace(instanceBody(app, id, 90), `"renewalIntervalInSecs":1`, `"renewalIntervalInSecs":`+strconv.Itoa(renewSecs), 1)
 }
 
-// TestNode_coldStart_waitRules: a client declaring a longer renewal
+// TestNode_ColdStart_waitRules: a client declaring a longer renewal
 // interval while reads are refused stretches the wait to its interval plus
 // 5 s; an explicit muster.cold-start-wait-ms is a fixed wait whatever the
 // clients declare.
-func TestNode_coldStart_waitRules(t *testing.T) {
+func TestNode_ColdStart_waitRules(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		sets   []string
