@@ -192,5 +192,8 @@
 // meanwhile leave tombstones the copy respects, and peers' status writes
 // are applied again after it, all under the write lock. OpenForTraffic
 // ends start-up; RefuseReadsFor and ReadsAllowed are the refuse-reads
-// policy after a syncUp that reached no peer, on the registry's clock.
+// policy after a syncUp that reached no peer, on the registry's clock;
+// RefuseReadsUntilRenewed refuses until every client has had time to renew
+// once (the longest of ExpectedRenewalInterval and the intervals
+// registering instances declare, plus a margin, within a limit).
 package registry

@@ -105,9 +105,17 @@ type Registry struct {
 	limitHits                         limitCounters // writes refused, per limit
 	unproven                          atomic.Int64  // expected renewals/min of unproven leases, in millionths
 
-	// opened and readsRefusedUntil are the start-up state (startup.go).
-	opened            atomic.Bool
-	readsRefusedUntil atomic.Int64 // Unix ns
+	// opened and readsRefusedUntil are the start-up state (startup.go);
+	// untilRenewedFrom, -Margin and -Limit are set while a refusal
+	// waits for every client to renew once (RefuseReadsUntilRenewed), and
+	// longestDeclared is the longest renewal interval an instance has
+	// declared since the registry started.
+	opened             atomic.Bool
+	readsRefusedUntil  atomic.Int64 // Unix ns
+	untilRenewedFrom   atomic.Int64 // Unix ns; 0: no such refusal
+	untilRenewedMargin atomic.Int64 // ns
+	untilRenewedLimit  atomic.Int64 // ns
+	longestDeclared    atomic.Int64 // ns
 
 	// out is the change stream; its own mutex is taken inside mu.
 	out *outbox
@@ -326,6 +334,7 @@ func (r *Registry) register(op Op, now time.Time) (*Instance, error) {
 	if err := r.checkInstanceLimits(in, now); err != nil {
 		return nil, err
 	}
+	r.noteRenewalInterval(in, now)
 	id := in.ID()
 	key := InstanceKey{in.App, id}
 	replicated := op.Origin.fromPeer()

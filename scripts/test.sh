@@ -40,6 +40,10 @@ ensure_tool haproxy haproxy
 ensure_tool kubectl kubernetes-client
 # The console's browser test (httpapi/browser_test.go) drives headless Chromium.
 ensure_tool chromium chromium
+# Keystore tests (tlsconfig, cmd/muster) make PKCS12 and JKS stores with the
+# JDK's keytool (committed ones are tested without it) and one with openssl.
+ensure_tool keytool openjdk-17-jre-headless
+ensure_tool openssl openssl
 
 # The real Java Eureka client and server (interop/javaeureka) need Debian's
 # Java 17 runtime and libraries; their install script beside the repository

@@ -1,7 +1,9 @@
 // Package tlsconfig gives a node its TLS identity from PEM files, the way
 // Spring Boot's server.ssl.certificate, server.ssl.certificate-private-key
-// and server.ssl.trust-certificate name them, and keeps it current while
-// the node runs.
+// and server.ssl.trust-certificate name them, or from Java keystores
+// (server.ssl.key-store, key-alias, trust-store…: PKCS12 through
+// software.sslmate.com/src/go-pkcs12, JKS through keystore-go), and keeps
+// it current while the node runs.
 //
 // A Store holds the certificate/key pair and the trust bundle (the CA
 // certificates peers and clients are verified against). ServerConfig is
@@ -11,8 +13,8 @@
 //
 // # Rotation
 //
-// Run re-reads the three files every ReloadInterval (default 10 s) and
-// swaps in what changed. Both sides ask the Store at every handshake
+// Run re-reads the files (PEM or keystores) every ReloadInterval (default
+// 10 s) and swaps in what changed. Both sides ask the Store at every handshake
 // (tls.Config.GetConfigForClient on the server, a fresh client config per
 // dial), so new connections see a rotated certificate at once, while
 // connections already established keep theirs and are never dropped. A new

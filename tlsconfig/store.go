@@ -61,14 +61,20 @@ func (a ClientAuth) tlsType() tls.ClientAuthType {
 	return tls.NoClientCert
 }
 
-// File names one of the three inputs, so callers can name their setting
-// in an error.
+// File names one of the inputs (a file, or a password or alias of a
+// keystore), so callers can name their setting in an error.
 type File int
 
 const (
-	FileCertificate File = iota // the node's certificate (chain), PEM
-	FileKey                     // its private key, PEM (PKCS#8, SEC1 or PKCS#1)
-	FileTrust                   // the CA bundle peers and clients are verified against, PEM
+	FileCertificate        File = iota // the node's certificate (chain), PEM
+	FileKey                            // its private key, PEM (PKCS#8, SEC1 or PKCS#1)
+	FileTrust                          // the CA bundle peers and clients are verified against, PEM
+	FileKeyStore                       // the keystore holding the node's key and chain (PKCS12 or JKS)
+	FileKeyStorePassword               // its password
+	FileKeyAlias                       // the alias of the key entry in it
+	FileKeyPassword                    // the password of that entry's key
+	FileTrustStore                     // the keystore of the certificates peers and clients are verified against
+	FileTrustStorePassword             // its password
 )
 
 func (f File) String() string {
@@ -77,11 +83,34 @@ func (f File) String() string {
 		return "private key"
 	case FileTrust:
 		return "trust certificate"
+	case FileKeyStore:
+		return "key store"
+	case FileKeyStorePassword:
+		return "key store password"
+	case FileKeyAlias:
+		return "key alias"
+	case FileKeyPassword:
+		return "key password"
+	case FileTrustStore:
+		return "trust store"
+	case FileTrustStorePassword:
+		return "trust store password"
 	}
 	return "certificate"
 }
 
-// FileError is a problem with one input file.
+// IsFile tells whether f names a file (then a FileError's Path is that
+// file) rather than a password or alias of the keystore at Path.
+func (f File) IsFile() bool {
+	switch f {
+	case FileKeyStorePassword, FileKeyAlias, FileKeyPassword, FileTrustStorePassword:
+		return false
+	}
+	return true
+}
+
+// FileError is a problem with one input. Its text never holds a
+// password.
 type FileError struct {
 	File File
 	Path string
@@ -89,24 +118,43 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
+	if !e.File.IsFile() {
+		return fmt.Sprintf("tlsconfig: %s of %s: %v", e.File, e.Path, e.Err)
+	}
 	return fmt.Sprintf("tlsconfig: %s %s: %v", e.File, e.Path, e.Err)
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-// Config says where the PEM files are and what the server asks of clients.
+// Config says where the node's key and certificates are (PEM files or
+// Java keystores) and what the server asks of clients.
 type Config struct {
 	// CertFile is the node's certificate, optionally followed by
-	// intermediates. Required. A "file:" prefix (Spring's resource syntax)
-	// is accepted.
+	// intermediates. Required unless KeyStore is set. A "file:" prefix
+	// (Spring's resource syntax) is accepted.
 	CertFile string
-	// KeyFile is the private key of CertFile. Required.
+	// KeyFile is the private key of CertFile. Required with CertFile.
 	KeyFile string
+	// KeyStore holds the node's key and certificate chain instead of
+	// CertFile and KeyFile (one or the other).
+	KeyStore KeyStore
+	// KeyAlias picks the key entry of KeyStore; empty takes its only key
+	// entry (a store with several needs it).
+	KeyAlias string
+	// KeyPassword decrypts that entry's key; empty means
+	// KeyStore.Password, as in Spring. JKS entries may have a password of
+	// their own; a PKCS12 store has one password (keytool makes it so), so
+	// there it is not needed.
+	KeyPassword string
 	// TrustFile is the CA bundle: client certificates (want, need) and
 	// peers' server certificates are verified against it. Required for
-	// want and need; empty means peers are verified against the system's
-	// roots.
+	// want and need unless TrustStore is set; empty means peers are
+	// verified against the system's roots.
 	TrustFile string
+	// TrustStore is TrustFile as a keystore (one or the other): its
+	// trusted certificates and the certificates of its key entries are
+	// trusted.
+	TrustStore KeyStore
 	// ClientAuth is none, want or need. Default none.
 	ClientAuth ClientAuth
 	// ReloadInterval is how often Run looks at the files. Default 10 s:
@@ -145,15 +193,33 @@ func Load(cfg Config) (*Store, error) {
 	cfg.CertFile = stripFilePrefix(cfg.CertFile)
 	cfg.KeyFile = stripFilePrefix(cfg.KeyFile)
 	cfg.TrustFile = stripFilePrefix(cfg.TrustFile)
+	cfg.KeyStore.Path = stripFilePrefix(cfg.KeyStore.Path)
+	cfg.TrustStore.Path = stripFilePrefix(cfg.TrustStore.Path)
 	if cfg.ReloadInterval <= 0 {
 		cfg.ReloadInterval = 10 * time.Second
 	}
+	for _, ks := range []struct {
+		store *KeyStore
+		file  File
+	}{{&cfg.KeyStore, FileKeyStore}, {&cfg.TrustStore, FileTrustStore}} {
+		t, err := ParseStoreType(ks.store.Type)
+		if err != nil {
+			return nil, &FileError{File: ks.file, Path: ks.store.Path, Err: err}
+		}
+		ks.store.Type = t
+	}
 	switch {
+	case cfg.KeyStore.Path != "" && (cfg.CertFile != "" || cfg.KeyFile != ""):
+		return nil, &FileError{File: FileKeyStore, Path: cfg.KeyStore.Path, Err: errors.New("set together with PEM certificate and key files: give one or the other")}
+	case cfg.TrustStore.Path != "" && cfg.TrustFile != "":
+		return nil, &FileError{File: FileTrustStore, Path: cfg.TrustStore.Path, Err: errors.New("set together with a PEM trust certificate: give one or the other")}
+	case cfg.KeyStore.Path != "":
 	case cfg.CertFile == "":
 		return nil, &FileError{File: FileCertificate, Err: errors.New("not set")}
 	case cfg.KeyFile == "":
 		return nil, &FileError{File: FileKey, Err: errors.New("not set")}
-	case cfg.TrustFile == "" && cfg.ClientAuth != ClientAuthNone:
+	}
+	if cfg.TrustFile == "" && cfg.TrustStore.Path == "" && cfg.ClientAuth != ClientAuthNone {
 		return nil, &FileError{File: FileTrust, Err: fmt.Errorf("not set: client auth %s verifies client certificates against it", cfg.ClientAuth)}
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger.With().Str("component", "tls").Logger()}
@@ -175,12 +241,13 @@ func stripFilePrefix(p string) string {
 }
 
 type rawFiles struct {
-	cert, key, trust []byte
+	cert, key, trust     []byte
+	keyStore, trustStore []byte
 }
 
 func (r rawFiles) digest() [sha256.Size]byte {
 	h := sha256.New()
-	for _, b := range [][]byte{r.cert, r.key, r.trust} {
+	for _, b := range [][]byte{r.cert, r.key, r.trust, r.keyStore, r.trustStore} {
 		fmt.Fprintf(h, "%d:", len(b))
 		h.Write(b)
 	}
@@ -192,11 +259,22 @@ func (r rawFiles) digest() [sha256.Size]byte {
 func (s *Store) read() (rawFiles, error) {
 	var r rawFiles
 	var err error
-	if r.cert, err = os.ReadFile(s.cfg.CertFile); err != nil {
-		return r, &FileError{File: FileCertificate, Path: s.cfg.CertFile, Err: unwrapPath(err)}
+	if s.cfg.KeyStore.Path != "" {
+		if r.keyStore, err = os.ReadFile(s.cfg.KeyStore.Path); err != nil {
+			return r, &FileError{File: FileKeyStore, Path: s.cfg.KeyStore.Path, Err: unwrapPath(err)}
+		}
+	} else {
+		if r.cert, err = os.ReadFile(s.cfg.CertFile); err != nil {
+			return r, &FileError{File: FileCertificate, Path: s.cfg.CertFile, Err: unwrapPath(err)}
+		}
+		if r.key, err = os.ReadFile(s.cfg.KeyFile); err != nil {
+			return r, &FileError{File: FileKey, Path: s.cfg.KeyFile, Err: unwrapPath(err)}
+		}
 	}
-	if r.key, err = os.ReadFile(s.cfg.KeyFile); err != nil {
-		return r, &FileError{File: FileKey, Path: s.cfg.KeyFile, Err: unwrapPath(err)}
+	if s.cfg.TrustStore.Path != "" {
+		if r.trustStore, err = os.ReadFile(s.cfg.TrustStore.Path); err != nil {
+			return r, &FileError{File: FileTrustStore, Path: s.cfg.TrustStore.Path, Err: unwrapPath(err)}
+		}
 	}
 	if s.cfg.TrustFile != "" {
 		if r.trust, err = os.ReadFile(s.cfg.TrustFile); err != nil {
@@ -216,6 +294,42 @@ func unwrapPath(err error) error {
 }
 
 func (s *Store) build(r rawFiles) (*identity, error) {
+	pair, err := s.buildPair(r)
+	if err != nil {
+		return nil, err
+	}
+	id := &identity{cert: pair, leaf: pair.Leaf, digest: r.digest()}
+	switch {
+	case s.cfg.TrustStore.Path != "":
+		certs, err := decodeTrustStore(r.trustStore, s.cfg.TrustStore)
+		if err != nil {
+			return nil, err
+		}
+		id.pool = x509.NewCertPool()
+		for _, c := range certs {
+			id.pool.AddCert(c)
+		}
+	case s.cfg.TrustFile != "":
+		id.pool = x509.NewCertPool()
+		if !appendCerts(id.pool, r.trust) {
+			return nil, &FileError{File: FileTrust, Path: s.cfg.TrustFile, Err: errors.New("no PEM CERTIFICATE block that parses")}
+		}
+	}
+	id.server = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{*pair},
+		ClientCAs:    id.pool,
+		ClientAuth:   s.cfg.ClientAuth.tlsType(),
+	}
+	return id, nil
+}
+
+// buildPair is the node's key and certificate chain, from the keystore or
+// the PEM files.
+func (s *Store) buildPair(r rawFiles) (*tls.Certificate, error) {
+	if s.cfg.KeyStore.Path != "" {
+		return decodeKeyPair(r.keyStore, keyStoreInputs{store: s.cfg.KeyStore, alias: s.cfg.KeyAlias, keyPassword: s.cfg.KeyPassword})
+	}
 	if !bytes.Contains(r.cert, []byte("-----BEGIN CERTIFICATE-----")) {
 		return nil, &FileError{File: FileCertificate, Path: s.cfg.CertFile, Err: errors.New("no PEM CERTIFICATE block")}
 	}
@@ -229,26 +343,28 @@ func (s *Store) build(r rawFiles) (*identity, error) {
 		// culprit, and the message names both.
 		return nil, &FileError{File: FileKey, Path: s.cfg.KeyFile, Err: fmt.Errorf("does not load with certificate %s: %v", s.cfg.CertFile, err)}
 	}
-	leaf := pair.Leaf
-	if leaf == nil {
-		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+	if pair.Leaf == nil {
+		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
 			return nil, &FileError{File: FileCertificate, Path: s.cfg.CertFile, Err: err}
 		}
 	}
-	id := &identity{cert: &pair, leaf: leaf, digest: r.digest()}
-	if s.cfg.TrustFile != "" {
-		id.pool = x509.NewCertPool()
-		if !appendCerts(id.pool, r.trust) {
-			return nil, &FileError{File: FileTrust, Path: s.cfg.TrustFile, Err: errors.New("no PEM CERTIFICATE block that parses")}
-		}
+	return &pair, nil
+}
+
+// certSource and trustSource name where the certificate and the trust
+// bundle come from, for messages.
+func (s *Store) certSource() string {
+	if s.cfg.KeyStore.Path != "" {
+		return "in key store " + s.cfg.KeyStore.Path
 	}
-	id.server = &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{pair},
-		ClientCAs:    id.pool,
-		ClientAuth:   s.cfg.ClientAuth.tlsType(),
+	return s.cfg.CertFile
+}
+
+func (s *Store) trustSource() string {
+	if s.cfg.TrustStore.Path != "" {
+		return "store " + s.cfg.TrustStore.Path
 	}
-	return id, nil
+	return "certificate " + s.cfg.TrustFile
 }
 
 // appendCerts adds every certificate of a PEM bundle and reports whether
@@ -400,9 +516,9 @@ func (s *Store) Check(now time.Time) []string {
 	id := s.current()
 	var out []string
 	if now.After(id.leaf.NotAfter) {
-		out = append(out, fmt.Sprintf("certificate %s expired at %s", s.cfg.CertFile, id.leaf.NotAfter.UTC().Format(time.RFC3339)))
+		out = append(out, fmt.Sprintf("certificate %s expired at %s", s.certSource(), id.leaf.NotAfter.UTC().Format(time.RFC3339)))
 	} else if now.Before(id.leaf.NotBefore) {
-		out = append(out, fmt.Sprintf("certificate %s is not valid before %s", s.cfg.CertFile, id.leaf.NotBefore.UTC().Format(time.RFC3339)))
+		out = append(out, fmt.Sprintf("certificate %s is not valid before %s", s.certSource(), id.leaf.NotBefore.UTC().Format(time.RFC3339)))
 	}
 	if id.pool != nil {
 		inter := x509.NewCertPool()
@@ -413,7 +529,7 @@ func (s *Store) Check(now time.Time) []string {
 		}
 		if _, err := id.leaf.Verify(x509.VerifyOptions{Roots: id.pool, Intermediates: inter, CurrentTime: now,
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-			out = append(out, fmt.Sprintf("certificate %s does not verify against trust certificate %s (%v): peers using that bundle will refuse it", s.cfg.CertFile, s.cfg.TrustFile, err))
+			out = append(out, fmt.Sprintf("certificate %s does not verify against trust %s (%v): peers using that bundle will refuse it", s.certSource(), s.trustSource(), err))
 		}
 	}
 	return out

@@ -26,6 +26,13 @@ import (
 //     (eureka.server.wait-time-in-ms-when-sync-empty): they may be alive
 //     behind a partition with the registry.
 //
+// The wait is one client renewal interval plus coldStartMargin: the
+// interval eureka.server.expected-client-renewal-interval-seconds names,
+// or the longest leaseInfo.renewalIntervalInSecs the registering clients
+// declare, up to eureka.server.wait-time-in-ms-when-sync-empty
+// (registry.RefuseReadsUntilRenewed). An explicit muster.cold-start-wait-ms
+// is a fixed wait instead.
+//
 // A node with no peers configured (a single node) serves what it has at
 // once, as Eureka does: there is no one else to ask, and a lone node that
 // restarts without a data dir would otherwise refuse every new deployment
@@ -40,6 +47,30 @@ const (
 	startNoPeer   = "unreachable" // peers known, none reachable: Eureka's wait-time-in-ms-when-sync-empty
 	startSyncOff  = "sync_off"    // eureka.server.registry-sync-retries = 0
 )
+
+const (
+	coldStartWaitKey = "muster.cold-start-wait-ms"
+	// coldStartMargin is what the cold-start wait adds to the clients'
+	// renewal interval: time for a heartbeat's 404 and the registration
+	// that follows.
+	coldStartMargin = 5 * time.Second
+)
+
+// deriveColdStartWait makes the default cold-start wait follow the
+// clients' renewal interval: the wait reported before any client declares
+// a longer one.
+func (s *Settings) deriveColdStartWait() {
+	if !s.explicit[coldStartWaitKey] {
+		s.ColdStartWait = s.Registry.ExpectedRenewalInterval + coldStartMargin
+	}
+}
+
+// coldStartLimit bounds how far clients declaring long renewal intervals
+// stretch the cold-start wait: Eureka's own wait when syncUp found
+// nothing, and never below the configured interval's wait.
+func (s *Settings) coldStartLimit() time.Duration {
+	return max(s.WaitWhenSyncEmpty, s.Registry.ExpectedRenewalInterval+coldStartMargin)
+}
 
 // startRefusal decides, after syncUp and the snapshot, how long registry
 // reads are refused and why.

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/muster-registry/muster/registry/persist"
+	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -455,5 +458,137 @@ func TestNode_snapshotWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(persist.Path(other)); !os.IsNotExist(err) {
 		t.Fatalf("a node refusing reads wrote a snapshot: %v", err)
+	}
+}
+
+// startClockedNode is startTestNode on a registry clock the test moves.
+func startClockedNode(t *testing.T, clk *registrytest.Clock, name string, join []string, sets ...string) *Node {
+	t.Helper()
+	base := []string{
+		"server.port=0", "server.address=127.0.0.1",
+		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
+		"cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.zone=zone-a",
+		"eureka.server.registry-sync-retry-wait-ms=200", "cluster.join=" + strings.Join(join, ","),
+	}
+	s := mustLoad(t, "", nil, append(base, sets...))
+	n, err := newNode(s, testLogger(t).With().Str("node", name).Logger(), nodeOptions{memberlist: memberlist.DefaultLocalConfig(), now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
+	return n
+}
+
+// readCode is what GET /eureka/apps answers: 403 while reads are refused.
+func readCode(t *testing.T, n *Node) int {
+	t.Helper()
+	code, _, err := httpGet(n.URL() + "apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// TestCluster_ColdStart_followsTheClients: a two-node cluster told that
+// its clients renew every 10 s (eureka.server.expected-client-renewal-
+// interval-seconds) starts cold, both nodes at once, no data dir: reads
+// open 15 s later by the registry's clock, not after the 35 s of Eureka's
+// default interval.
+func TestCluster_ColdStart_followsTheClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	clk := registrytest.NewClock()
+	ports := []int{freeGossipPort(t), freeGossipPort(t)}
+	nodes := make([]*Node, 2)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i] = startClockedNode(t, clk, "cs-"+strconv.Itoa(i), []string{"127.0.0.1:" + strconv.Itoa(ports[1-i])},
+				"cluster.bind-port="+strconv.Itoa(ports[i]), "eureka.server.expected-client-renewal-interval-seconds=10",
+				"eureka.server.registry-sync-retries=3")
+		}()
+	}
+	wg.Wait()
+	waitOpened(t, nodes...)
+	var cold []*Node
+	for _, n := range nodes {
+		if n.startState == startCold {
+			cold = append(cold, n)
+		}
+		if n.settings.ColdStartWait != 15*time.Second {
+			t.Errorf("%s: cold-start wait %s, want 15 s", n.name, n.settings.ColdStartWait)
+		}
+	}
+	if len(cold) == 0 {
+		t.Fatalf("start states %s, %s: want a cold start", nodes[0].startState, nodes[1].startState)
+	}
+	for _, n := range cold {
+		if code := readCode(t, n); code != 403 {
+			t.Fatalf("%s right after a cold start: GET apps %d, want 403", n.name, code)
+		}
+	}
+	clk.Advance(14 * time.Second)
+	for _, n := range cold {
+		if code := readCode(t, n); code != 403 {
+			t.Errorf("%s 14 s after a cold start: GET apps %d, want 403", n.name, code)
+		}
+	}
+	clk.Advance(time.Second)
+	for _, n := range cold {
+		if code := readCode(t, n); code != 200 {
+			t.Errorf("%s 15 s after a cold start: GET apps %d, want 200", n.name, code)
+		}
+	}
+}
+
+// slowInstanceBody is an instance renewing every renewSecs.
+func slowInstanceBody(app, id string, renewSecs int) string {
+	return strings.Replace(instanceBody(app, id, 90), `"renewalIntervalInSecs":1`, `"renewalIntervalInSecs":`+strconv.Itoa(renewSecs), 1)
+}
+
+// TestNode_ColdStart_waitRules: a client declaring a longer renewal
+// interval while reads are refused stretches the wait to its interval plus
+// 5 s; an explicit muster.cold-start-wait-ms is a fixed wait whatever the
+// clients declare.
+func TestNode_ColdStart_waitRules(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sets   []string
+		closed time.Duration // still refused at this time after the start
+		open   time.Duration // open by then
+	}{
+		{"default: a client renewing every 60 s stretches 35 s to 65 s", nil, 64 * time.Second, 65 * time.Second},
+		{"explicit wait wins", []string{"muster.cold-start-wait-ms=6000", "eureka.server.expected-client-renewal-interval-seconds=10"}, 5 * time.Second, 6 * time.Second},
+		{"stretched at most to wait-time-in-ms-when-sync-empty", []string{"eureka.server.wait-time-in-ms-when-sync-empty=40000"}, 39 * time.Second, 40 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := registrytest.NewClock()
+			start := clk.Now()
+			// The configured peer never appears: a cold start.
+			n := startClockedNode(t, clk, "cw", []string{"127.0.0.1:" + strconv.Itoa(freeGossipPort(t))},
+				append([]string{"cluster.bind-port=0", "eureka.server.registry-sync-retries=1"}, tc.sets...)...)
+			waitOpened(t, n)
+			if n.startState != startCold {
+				t.Fatalf("start state %s, want cold", n.startState)
+			}
+			clk.Advance(2 * time.Second)
+			if code := call(t, "POST", n.URL()+"apps/SLOW", slowInstanceBody("SLOW", "s1", 60)); code != 204 {
+				t.Fatalf("register during the wait: %d", code)
+			}
+			clk.Set(start.Add(tc.closed))
+			if code := readCode(t, n); code != 403 {
+				t.Errorf("at %s: GET apps %d, want 403", tc.closed, code)
+			}
+			clk.Set(start.Add(tc.open))
+			if code := readCode(t, n); code != 200 {
+				t.Errorf("at %s: GET apps %d, want 200", tc.open, code)
+			}
+		})
 	}
 }

@@ -94,6 +94,16 @@ type Settings struct {
 	AuthUsers          map[string]*userSettings // muster.auth.users.<name>
 	PeerSecret         string
 	PeerMaxClockSkew   time.Duration
+
+	// Java keystores instead of the PEM files (tlsnode.go).
+	SSLKeyStore           string
+	SSLKeyStorePassword   string
+	SSLKeyStoreType       string
+	SSLKeyAlias           string
+	SSLKeyPassword        string
+	SSLTrustStore         string
+	SSLTrustStorePassword string
+	SSLTrustStoreType     string
 }
 
 // defaultServerPort is Eureka's port, server.port's default.
@@ -155,6 +165,7 @@ func (s *Settings) derive() {
 	// A cancel's tombstone must outlive one anti-entropy round, so the
 	// cancel reaches every peer before the tombstone goes.
 	s.Registry.TombstoneGrace = max(registry.DefaultConfig().TombstoneGrace, s.AntiEntropy.Interval)
+	s.deriveColdStartWait()
 }
 
 // setting is one configuration key: its Spring-style name, its default as
@@ -187,7 +198,15 @@ var settings = []setting{
 	boolKey("server.ssl.enabled", "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
 	strKey("server.ssl.certificate", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
 	strKey("server.ssl.certificate-private-key", "PEM private key of server.ssl.certificate (PKCS#8, EC or RSA).", func(s *Settings) *string { return &s.SSLKey }),
-	strKey("server.ssl.trust-certificate", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need.", func(s *Settings) *string { return &s.SSLTrust }),
+	strKey("server.ssl.trust-certificate", "PEM CA bundle: client certificates and peers' certificates are verified against it (empty: peers against the system roots). Required for client-auth want and need, unless server.ssl.trust-store is set.", func(s *Settings) *string { return &s.SSLTrust }),
+	strKey("server.ssl.key-store", "PKCS12 or JKS keystore holding the node's key and certificate chain, instead of server.ssl.certificate and certificate-private-key; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLKeyStore }),
+	strKey("server.ssl.key-store-password", "Password of server.ssl.key-store; a wrong one stops start-up.", func(s *Settings) *string { return &s.SSLKeyStorePassword }),
+	storeTypeKey("server.ssl.key-store-type", "Type of server.ssl.key-store: PKCS12 or JKS. Empty: Java's default; either way the file's content decides how it is read, as Java's keystore.type.compat does.", func(s *Settings) *string { return &s.SSLKeyStoreType }),
+	strKey("server.ssl.key-alias", "Alias of the key entry in server.ssl.key-store; empty takes its only key entry. An alias the store lacks stops start-up with the aliases it has.", func(s *Settings) *string { return &s.SSLKeyAlias }),
+	strKey("server.ssl.key-password", "Password of that key entry (JKS keys may have their own); empty means server.ssl.key-store-password.", func(s *Settings) *string { return &s.SSLKeyPassword }),
+	strKey("server.ssl.trust-store", "PKCS12 or JKS keystore whose trusted certificates (and key entries' certificates) clients and peers are verified against, instead of server.ssl.trust-certificate.", func(s *Settings) *string { return &s.SSLTrustStore }),
+	strKey("server.ssl.trust-store-password", "Password of server.ssl.trust-store (a JKS trust store may be read without one, unchecked, as Java does).", func(s *Settings) *string { return &s.SSLTrustStorePassword }),
+	storeTypeKey("server.ssl.trust-store-type", "Type of server.ssl.trust-store: PKCS12 or JKS; as server.ssl.key-store-type.", func(s *Settings) *string { return &s.SSLTrustStoreType }),
 	clientAuthKey("server.ssl.client-auth", "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *tlsconfig.ClientAuth { return &s.SSLClientAuth }),
 	strKey("spring.application.name", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
 	strKey("eureka.environment", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Environment }),
@@ -195,7 +214,7 @@ var settings = []setting{
 
 	boolKey("eureka.server.enable-self-preservation", "Keep expired leases while renewals are below the threshold (the network, not the instances, is assumed to have failed).", func(s *Settings) *bool { return &s.Registry.SelfPreservation }),
 	floatKey("eureka.server.renewal-percent-threshold", "Share of the expected renewals below which self-preservation stops eviction; also caps an eviction run at size − ⌊size × this⌋.", func(s *Settings) *float64 { return &s.Registry.RenewalPercentThreshold }),
-	secondsKey("eureka.server.expected-client-renewal-interval-seconds", "Heartbeat interval assumed for instances that send no leaseInfo.renewalIntervalInSecs.", func(s *Settings) *time.Duration { return &s.Registry.ExpectedRenewalInterval }),
+	secondsKey("eureka.server.expected-client-renewal-interval-seconds", "Heartbeat interval assumed for instances that send no leaseInfo.renewalIntervalInSecs; plus 5 s, the default cold-start wait (muster.cold-start-wait-ms).", func(s *Settings) *time.Duration { return &s.Registry.ExpectedRenewalInterval }),
 	msKey("eureka.server.renewal-threshold-update-interval-ms", "How often the expected renewals are recounted from the live leases (never lowered by more than the threshold share at once).", func(s *Settings) *time.Duration { return &s.Registry.RenewThresholdUpdateInterval }),
 	msKey("eureka.server.eviction-interval-timer-in-ms", "How often expired leases are evicted.", func(s *Settings) *time.Duration { return &s.Registry.EvictionInterval }),
 	msKey("eureka.server.retention-time-in-m-s-in-delta-queue", "How long a change stays in GET /apps/delta.", func(s *Settings) *time.Duration { return &s.Registry.DeltaRetention }),
@@ -232,7 +251,7 @@ var settings = []setting{
 	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
-	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first: one client renewal interval (30 s) plus 5 s. 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
+	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering instance declares (at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
 	boolKey("cluster.enabled", "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
 	strKey("cluster.node-name", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/tlsconfig"
 )
@@ -33,7 +35,7 @@ func healthCmd(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tlsCfg, err := clientTLS(*caFile, *certFile, *keyFile)
+	tlsCfg, err := def.clientTLS(*caFile, *certFile, *keyFile)
 	if err != nil {
 		return fmt.Errorf("health: %w", err)
 	}
@@ -51,7 +53,22 @@ func healthCmd(args []string, stdout io.Writer) error {
 	return nil
 }
 
-type probe struct{ url, ca, cert, key string }
+type probe struct {
+	url, ca, cert, key string
+	// store is the node's identity when it comes from keystores, which
+	// the PEM flags cannot name.
+	store *tlsconfig.Store
+}
+
+// clientTLS is the package's clientTLS, except that with the flags left
+// at the node's defaults and the node on keystores, the node's own
+// keystores verify it and identify the caller.
+func (p probe) clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if p.store != nil && caFile == p.ca && certFile == p.cert && keyFile == p.key {
+		return p.store.ClientConfig(""), nil
+	}
+	return clientTLS(caFile, certFile, keyFile)
+}
 
 // probeDefaults reads the node's settings from the environment; without
 // usable ones it probes http://127.0.0.1:8761/readyz.
@@ -70,6 +87,9 @@ func probeDefaults(env []string) probe {
 		p.ca = s.SSLTrust
 		if s.SSLClientAuth != tlsconfig.ClientAuthNone {
 			p.cert, p.key = s.SSLCertificate, s.SSLKey
+		}
+		if s.SSLKeyStore != "" || s.SSLTrustStore != "" {
+			p.store, _ = tlsconfig.Load(s.tlsConfig(zerolog.Nop(), 0))
 		}
 	}
 	return p

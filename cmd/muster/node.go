@@ -40,6 +40,9 @@ type nodeOptions struct {
 	memberlist *memberlist.Config
 	// tlsReload is how often the TLS files are looked at (0: 10 s).
 	tlsReload time.Duration
+	// now is the registry's clock (nil: time.Now); tests move the
+	// start-up refusals with a registrytest.Clock.
+	now func() time.Time
 }
 
 // Node is one running Muster node: registry, HTTP API, membership and
@@ -108,6 +111,9 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	}
 	rcfg := s.Registry
 	rcfg.Logger = logger
+	if n.opts.now != nil {
+		rcfg.Now = n.opts.now
+	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
 		return nil, err
@@ -366,11 +372,16 @@ func (n *Node) startUp(ctx context.Context) {
 	n.startState = state
 	n.snapMetrics.startState.WithLabelValues(state).Set(1)
 	if wait > 0 {
-		until := n.reg.RefuseReadsFor(wait)
+		var until time.Time
+		if state == startCold && !n.settings.explicit[coldStartWaitKey] {
+			until = n.reg.RefuseReadsUntilRenewed(coldStartMargin, n.settings.coldStartLimit())
+		} else {
+			until = n.reg.RefuseReadsFor(wait)
+		}
 		switch state {
 		case startCold:
 			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).
-				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then, while live clients register again")
+				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then (later if clients declaring a longer renewal interval register meanwhile), while live clients register again")
 		default:
 			n.log.Warn().Time("until", until).
 				Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")

@@ -74,7 +74,7 @@ func fetchStatus(name string, args []string) (st ops.AdminStatus, raw []byte, as
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	tlsCfg, err := clientTLS(*caFile, *certFile, *keyFile)
+	tlsCfg, err := def.clientTLS(*caFile, *certFile, *keyFile)
 	if err != nil {
 		return st, nil, false, fmt.Errorf("%s: %w", name, err)
 	}

@@ -22,7 +22,13 @@ func (s *Settings) tlsOn() bool {
 		return false
 	}
 	return s.explicit["server.ssl.enabled"] || s.SSLCertificate != "" || s.SSLKey != "" || s.SSLTrust != "" ||
-		s.SSLClientAuth != tlsconfig.ClientAuthNone
+		s.SSLKeyStore != "" || s.SSLKeyStorePassword != "" || s.SSLKeyStoreType != "" || s.SSLKeyAlias != "" || s.SSLKeyPassword != "" ||
+		s.SSLTrustStore != "" || s.SSLTrustStorePassword != "" || s.SSLTrustStoreType != "" || s.SSLClientAuth != tlsconfig.ClientAuthNone
+}
+
+// storeTypeKey is a server.ssl.*-store-type setting: PKCS12 or JKS.
+func storeTypeKey(key, help string, field func(*Settings) *string) setting {
+	return bind(key, help, field, tlsconfig.ParseStoreType, func(v string) string { return v })
 }
 
 // scheme is the scheme of the node's advertised URLs.
@@ -37,13 +43,20 @@ func (s *Settings) scheme() string {
 // settings that can be checked without reading files.
 func (s *Settings) validateSecurityTransport() error {
 	if s.tlsOn() {
+		// As Spring Boot does, one source per side: PEM files or a keystore.
 		switch {
+		case s.SSLKeyStore != "" && (s.SSLCertificate != "" || s.SSLKey != ""):
+			return errors.New("setting server.ssl.key-store: set together with server.ssl.certificate/certificate-private-key; give a keystore or PEM files, not both")
+		case s.SSLTrustStore != "" && s.SSLTrust != "":
+			return errors.New("setting server.ssl.trust-store: set together with server.ssl.trust-certificate; give one of them")
+		case s.SSLKeyStore != "":
 		case s.SSLCertificate == "":
-			return errors.New("setting server.ssl.certificate: required when TLS is on (a server.ssl.* key is set and server.ssl.enabled is not false)")
+			return errors.New("setting server.ssl.certificate: required when TLS is on (a server.ssl.* key is set and server.ssl.enabled is not false), or server.ssl.key-store")
 		case s.SSLKey == "":
 			return errors.New("setting server.ssl.certificate-private-key: required with server.ssl.certificate")
-		case s.SSLTrust == "" && s.SSLClientAuth != tlsconfig.ClientAuthNone:
-			return fmt.Errorf("setting server.ssl.trust-certificate: required with server.ssl.client-auth = %s (client certificates are verified against it)", s.SSLClientAuth)
+		}
+		if s.SSLTrust == "" && s.SSLTrustStore == "" && s.SSLClientAuth != tlsconfig.ClientAuthNone {
+			return fmt.Errorf("setting server.ssl.trust-certificate: required with server.ssl.client-auth = %s (client certificates are verified against it), or server.ssl.trust-store", s.SSLClientAuth)
 		}
 	}
 	if len(s.ClusterSecretKeys) > 0 && s.ClusterSecretKey == "" {
@@ -77,6 +90,42 @@ var tlsSettingKey = map[tlsconfig.File]string{
 	tlsconfig.FileCertificate: "server.ssl.certificate",
 	tlsconfig.FileKey:         "server.ssl.certificate-private-key",
 	tlsconfig.FileTrust:       "server.ssl.trust-certificate",
+
+	tlsconfig.FileKeyStore:           "server.ssl.key-store",
+	tlsconfig.FileKeyStorePassword:   "server.ssl.key-store-password",
+	tlsconfig.FileKeyAlias:           "server.ssl.key-alias",
+	tlsconfig.FileKeyPassword:        "server.ssl.key-password",
+	tlsconfig.FileTrustStore:         "server.ssl.trust-store",
+	tlsconfig.FileTrustStorePassword: "server.ssl.trust-store-password",
+}
+
+// tlsConfig is the tlsconfig.Config of the node's server.ssl.* settings.
+func (s *Settings) tlsConfig(logger zerolog.Logger, reload time.Duration) tlsconfig.Config {
+	return tlsconfig.Config{
+		CertFile:       s.SSLCertificate,
+		KeyFile:        s.SSLKey,
+		TrustFile:      s.SSLTrust,
+		KeyStore:       tlsconfig.KeyStore{Path: s.SSLKeyStore, Password: s.SSLKeyStorePassword, Type: s.SSLKeyStoreType},
+		KeyAlias:       s.SSLKeyAlias,
+		KeyPassword:    s.SSLKeyPassword,
+		TrustStore:     tlsconfig.KeyStore{Path: s.SSLTrustStore, Password: s.SSLTrustStorePassword, Type: s.SSLTrustStoreType},
+		ClientAuth:     s.SSLClientAuth,
+		ReloadInterval: reload,
+		Logger:         logger,
+	}
+}
+
+// tlsLoadError names the setting at fault; for a password or an alias,
+// the keystore it belongs to (the password itself is never shown).
+func tlsLoadError(err error) error {
+	var fe *tlsconfig.FileError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if !fe.File.IsFile() {
+		return fmt.Errorf("setting %s: %s of %s: %w", tlsSettingKey[fe.File], fe.File, fe.Path, fe.Err)
+	}
+	return fmt.Errorf("setting %s = %q: %s: %w", tlsSettingKey[fe.File], fe.Path, fe.File, fe.Err)
 }
 
 // loadTLS reads the node's TLS files; nil when TLS is off. Errors name the
@@ -86,20 +135,9 @@ func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconf
 	if !s.tlsOn() {
 		return nil, nil
 	}
-	store, err := tlsconfig.Load(tlsconfig.Config{
-		CertFile:       s.SSLCertificate,
-		KeyFile:        s.SSLKey,
-		TrustFile:      s.SSLTrust,
-		ClientAuth:     s.SSLClientAuth,
-		ReloadInterval: reload,
-		Logger:         logger,
-	})
-	var fe *tlsconfig.FileError
-	if errors.As(err, &fe) {
-		return nil, fmt.Errorf("setting %s = %q: %s: %w", tlsSettingKey[fe.File], fe.Path, fe.File, fe.Err)
-	}
+	store, err := tlsconfig.Load(s.tlsConfig(logger, reload))
 	if err != nil {
-		return nil, err
+		return nil, tlsLoadError(err)
 	}
 	for _, w := range store.Check(time.Now()) {
 		logger.Warn().Str("component", "tls").Msg(w)

@@ -100,7 +100,11 @@ var allowed = map[string]rule{
 		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
 	},
 	"tlsconfig": {
-		why: "a node's TLS identity from PEM files, its rotation, and muster tls's CA; crypto only",
+		testImports: []string{"internal/keystoretest"},
+		why:         "a node's TLS identity from PEM files or Java keystores, its rotation, and muster tls's CA; crypto only",
+	},
+	"internal/keystoretest": {
+		why: "Java keystores for tests, made by keytool or committed; stdlib only",
 	},
 	"internal/logging": {
 		why: "the commands' zerolog set-up; zerolog only",
@@ -129,7 +133,7 @@ var allowed = map[string]rule{
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
 		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "internal/redact", "tlsconfig"},
-		testImports: []string{"internal/testwait", "registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/internal/keystoretest"
+	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/tlsconfig"
+)
+
+// keyStoreSets are a node's settings with Spring's keystore keys, the
+// keystore copied to dir so that a test may replace it.
+func keyStoreSets(t *testing.T, dir string) []string {
+	t.Helper()
+	ks := keystoretest.Fixtures()
+	copyInto(t, ks.Path("node.p12"), filepath.Join(dir, "node.p12"))
+	return []string{
+		"server.ssl.key-store=file:" + filepath.Join(dir, "node.p12"),
+		"server.ssl.key-store-password=" + keystoretest.StorePassword,
+		"server.ssl.key-store-type=PKCS12",
+		"server.ssl.key-alias=node",
+		"server.ssl.trust-store=" + ks.Path("trust.jks"),
+		"server.ssl.trust-store-password=" + keystoretest.TrustPassword,
+		"server.ssl.trust-store-type=JKS",
+		"server.ssl.client-auth=need",
+	}
+}
+
+func copyInto(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keyStoreClient dials as the keystore set's client (its own PKCS12,
+// verifying the node against the CA), as peers do.
+func keyStoreClient(t *testing.T) *http.Client {
+	t.Helper()
+	ks := keystoretest.Fixtures()
+	s, err := tlsconfig.Load(tlsconfig.Config{KeyStore: tlsconfig.KeyStore{Path: ks.Path("client.p12"), Password: keystoretest.StorePassword},
+		TrustFile: ks.Path("ca.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialTLSContext: s.DialTLSContext(&net.Dialer{Timeout: time.Second})}}
+}
+
+// TestNode_TLS_keyStore: a node configured as a Spring Boot server with a
+// PKCS12 keystore, a JKS trust store and client-auth need serves the
+// Eureka API over mutual TLS; a client without a certificate of the CA is
+// refused; a keystore replaced on disk is served on the next handshakes,
+// and one the password does not open changes nothing.
+func TestNode_TLS_keyStore(t *testing.T) {
+	dir := t.TempDir()
+	// Reloads only when the test asks (TestNode_TLS_keyStoreReload has the
+	// node's own loop).
+	n := startTLSNode(t, "node-a", nil, time.Hour, append(keyStoreSets(t, dir), "cluster.enabled=false")...)
+	waitOpened(t, n)
+	if !strings.HasPrefix(n.URL(), "https://") {
+		t.Errorf("advertised URL %s, want https", n.URL())
+	}
+	c := keyStoreClient(t)
+	base := "https://" + n.Addr()
+	if code, body, err := do(t, c, "POST", base+"/eureka/apps/KEYSTORE", instanceBody("KEYSTORE", "k1", 60)); err != nil || code != 204 {
+		t.Fatalf("register over mutual TLS: %d %s %v", code, body, err)
+	}
+	if code, _, err := do(t, c, "GET", base+"/eureka/apps/KEYSTORE/k1", ""); err != nil || code != 200 {
+		t.Fatalf("read over mutual TLS: %d %v", code, err)
+	}
+	_, body, _ := do(t, c, "GET", base+"/admin/status", "")
+	var st struct{ Security struct{ TLS bool } }
+	json.Unmarshal([]byte(body), &st)
+	if !st.Security.TLS {
+		t.Errorf("/admin/status: %s", body)
+	}
+	p := mustPKI(t) // certificates of another CA than the keystores'
+	for who, other := range map[string]*http.Client{
+		"a client of another CA":         tlsClient(t, keystoretest.Fixtures().Path("ca.pem"), p.cert("client"), p.key("client")),
+		"a client without a certificate": tlsClient(t, keystoretest.Fixtures().Path("ca.pem"), "", ""),
+	} {
+		if code, _, err := do(t, other, "POST", base+"/eureka/apps/EVIL", instanceBody("EVIL", "e1", 60)); err == nil {
+			t.Errorf("%s: answered %d, want the handshake refused", who, code)
+		}
+	}
+
+	servedCN := func() string {
+		fresh := keyStoreClient(t)
+		resp, err := fresh.Get(base + "/readyz")
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		return resp.TLS.PeerCertificates[0].Subject.CommonName
+	}
+	if cn := servedCN(); cn != "node" {
+		t.Fatalf("serving %s, want node", cn)
+	}
+	// Another keystore with the same password: key-alias names node, so
+	// the client's store is refused…
+	copyInto(t, keystoretest.Fixtures().Path("client.p12"), filepath.Join(dir, "node.p12"))
+	if _, err := n.tls.Reload(); err == nil || !strings.Contains(err.Error(), `no entry "node"`) {
+		t.Errorf("Reload of a store without the alias: %v", err)
+	}
+	if cn := servedCN(); cn != "node" {
+		t.Errorf("after a store without the alias: serving %s, want node still", cn)
+	}
+	// …and a renewed node keystore (the legacy copy of the same key, other
+	// bytes) is taken.
+	copyInto(t, keystoretest.Fixtures().Path("legacy.p12"), filepath.Join(dir, "node.p12"))
+	if changed, err := n.tls.Reload(); !changed || err != nil {
+		t.Errorf("Reload of the renewed keystore: %v, %v", changed, err)
+	}
+	if cn := servedCN(); cn != "node" {
+		t.Errorf("after the renewed keystore: serving %s, want node", cn)
+	}
+	copyInto(t, keystoretest.Fixtures().Path("node.jks"), filepath.Join(dir, "node.p12"))
+	if _, err := n.tls.Reload(); err == nil || !strings.Contains(err.Error(), "key store password") {
+		t.Errorf("Reload of a store the password does not open: %v", err)
+	}
+	if code, _, err := do(t, c, "GET", base+"/eureka/apps/KEYSTORE/k1", ""); err != nil || code != 200 {
+		t.Errorf("after a refused store: %d %v", code, err)
+	}
+}
+
+// TestNode_TLS_keyStoreReload: the node's reload loop serves a keystore
+// replaced on disk (no Reload call by the test).
+func TestNode_TLS_keyStoreReload(t *testing.T) {
+	dir := t.TempDir()
+	sets := keyStoreSets(t, dir)
+	sets = append(sets[:3:3], "server.ssl.trust-store="+keystoretest.Fixtures().Path("trust.p12"),
+		"server.ssl.trust-store-password="+keystoretest.TrustPassword, "server.ssl.client-auth=need", "cluster.enabled=false")
+	n := startTLSNode(t, "node-a", nil, 10*time.Millisecond, sets...)
+	waitOpened(t, n)
+	serial := func() string {
+		resp, err := keyStoreClient(t).Get("https://" + n.Addr() + "/readyz")
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		return resp.TLS.PeerCertificates[0].Subject.CommonName
+	}
+	if got := serial(); got != "node" {
+		t.Fatalf("serving %s, want node", got)
+	}
+	copyInto(t, keystoretest.Fixtures().Path("client.p12"), filepath.Join(dir, "node.p12"))
+	testwait.True(t, 30*time.Second, "new handshakes get the replaced keystore's certificate", func() bool { return serial() == "client" })
+}
+
+// TestNode_TLS_keyStoreErrors: a wrong password or alias stops start-up
+// naming the setting, never showing the password.
+func TestNode_TLS_keyStoreErrors(t *testing.T) {
+	ks := keystoretest.Fixtures()
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want []string
+	}{
+		{"wrong key store password", []string{"server.ssl.key-store=" + ks.Path("node.p12"), "server.ssl.key-store-password=hunter2-wrong"},
+			[]string{"setting server.ssl.key-store-password: key store password of " + ks.Path("node.p12") + ": wrong password"}},
+		{"alias absent", []string{"server.ssl.key-store=" + ks.Path("node.jks"), "server.ssl.key-store-password=" + keystoretest.JKSPassword, "server.ssl.key-alias=tomcat"},
+			[]string{"setting server.ssl.key-alias: ", `no entry "tomcat"`, "key entries: node; trusted certificates: ca"}},
+		{"JKS key password wrong", []string{"server.ssl.key-store=" + ks.Path("node.jks"), "server.ssl.key-store-password=" + keystoretest.JKSPassword, "server.ssl.key-password=hunter2-wrong"},
+			[]string{"setting server.ssl.key-password: ", `does not decrypt key "node"`}},
+		{"wrong trust store password", []string{"server.ssl.key-store=" + ks.Path("node.p12"), "server.ssl.key-store-password=" + keystoretest.StorePassword,
+			"server.ssl.trust-store=" + ks.Path("trust.p12"), "server.ssl.trust-store-password=hunter2-wrong"},
+			[]string{"setting server.ssl.trust-store-password: trust store password of " + ks.Path("trust.p12")}},
+		{"key store missing", []string{"server.ssl.key-store=" + ks.Path("nope.p12")}, []string{`setting server.ssl.key-store = "` + ks.Path("nope.p12") + `"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustLoad(t, "", nil, append([]string{"server.port=0", "cluster.enabled=false"}, tc.sets...))
+			_, err := newNode(s, testLogger(t))
+			if err == nil {
+				t.Fatal("the node started")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want %q in it", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("err = %v shows the password", err)
+			}
+		})
+	}
+}
+
+func TestSettings_TLS_keyStore(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want string // error text; "" = valid
+	}{
+		{[]string{"server.ssl.key-store=/n.p12"}, ""},
+		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.client-auth=need"}, "setting server.ssl.trust-certificate: required with server.ssl.client-auth = need (client certificates are verified against it), or server.ssl.trust-store"},
+		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store=/t.jks", "server.ssl.client-auth=need"}, ""},
+		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem", "server.ssl.trust-store=/t.jks", "server.ssl.client-auth=want"}, ""},
+		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.certificate=/c.pem"}, "setting server.ssl.key-store: set together with server.ssl.certificate"},
+		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store=/t.jks", "server.ssl.trust-certificate=/ca.pem"}, "setting server.ssl.trust-store: set together with server.ssl.trust-certificate"},
+		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.key-store-type=JCEKS"}, "server.ssl.key-store-type"},
+		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store-type=BKS"}, "server.ssl.trust-store-type"},
+		{[]string{"server.ssl.key-alias=node"}, "setting server.ssl.certificate: required"},
+	} {
+		s, _, err := loadSettings("", nil, tc.sets)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.sets, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: err = %v, want %q", tc.sets, err, tc.want)
+		case err == nil && !s.tlsOn():
+			t.Errorf("%v: TLS off", tc.sets)
+		}
+	}
+	// Spring's environment names, as a container would set them.
+	s, _, err := loadSettings("", []string{"SERVER_SSL_KEY_STORE=/n.jks", "SERVER_SSL_KEYSTOREPASSWORD=pw", "SERVER_SSL_KEY_STORE_TYPE=jks",
+		"SERVER_SSL_KEY_ALIAS=node", "SERVER_SSL_KEY_PASSWORD=kp", "SERVER_SSL_TRUST_STORE=/t.p12", "SERVER_SSL_TRUST_STORE_PASSWORD=tp",
+		"SERVER_SSL_TRUST_STORE_TYPE=PKCS12"}, nil)
+	if err != nil || s.SSLKeyStore != "/n.jks" || s.SSLKeyStorePassword != "pw" || s.SSLKeyStoreType != "JKS" || s.SSLKeyAlias != "node" ||
+		s.SSLKeyPassword != "kp" || s.SSLTrustStore != "/t.p12" || s.SSLTrustStorePassword != "tp" || s.SSLTrustStoreType != "PKCS12" {
+		t.Errorf("from the environment: %v, %+v", err, s)
+	}
+}
+
+// TestHealth_followsTheNodesKeyStores: `muster health` in the node's
+// container (its settings in the environment) gets through client-auth
+// need with the node's keystores.
+func TestHealth_followsTheNodesKeyStores(t *testing.T) {
+	dir := t.TempDir()
+	sets := keyStoreSets(t, dir)
+	n := startTLSNode(t, "node-a", nil, 0, append(sets, "cluster.enabled=false")...)
+	waitOpened(t, n)
+	_, port, _ := strings.Cut(n.Addr(), ":")
+	t.Setenv("MUSTER_SERVER_PORT", port)
+	for _, kv := range sets {
+		key, value, _ := strings.Cut(kv, "=")
+		t.Setenv("MUSTER_"+strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key)), value)
+	}
+	// The node's own key is from the keystores' CA, which the trust store
+	// holds: health verifies the node and is let in.
+	muster(t, false, "health")
+	t.Setenv("MUSTER_SERVER_SSL_KEY_STORE_PASSWORD", "hunter2-wrong")
+	if _, stderr := muster(t, true, "health"); strings.Contains(stderr, "hunter2") {
+		t.Errorf("health with a wrong password shows it: %s", stderr)
+	}
+}
+
+// TestCluster_TLS_keyStores: two nodes on the keystores, client-auth need:
+// B copies A's registry at start-up and gets A's changes by replication,
+// both over mutual TLS with the identities from the keystores.
+func TestCluster_TLS_keyStores(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	a := startTLSNode(t, "node-a", nil, 0, keyStoreSets(t, t.TempDir())...)
+	waitOpened(t, a)
+	c := keyStoreClient(t)
+	if code, _, err := do(t, c, "POST", "https://"+a.Addr()+"/eureka/apps/SYNCED", instanceBody("SYNCED", "s1", 60)); err != nil || code != 204 {
+		t.Fatalf("register on A: %d %v", code, err)
+	}
+	b := startTLSNode(t, "node-b", []string{a.gossipAddr(t)}, 0, keyStoreSets(t, t.TempDir())...)
+	waitOpened(t, b)
+	if b.syncResult.Instances != 1 || b.syncResult.Source != "node-a" {
+		t.Errorf("B's syncUp: %+v, want 1 instance from node-a", b.syncResult)
+	}
+	if code, _, err := do(t, c, "POST", "https://"+a.Addr()+"/eureka/apps/REPLICATED", instanceBody("REPLICATED", "r1", 60)); err != nil || code != 204 {
+		t.Fatalf("register on A: %d %v", code, err)
+	}
+	testwait.True(t, 30*time.Second, "B holds A's new instance", func() bool {
+		code, _, _ := do(t, c, "GET", "https://"+b.Addr()+"/eureka/apps/REPLICATED/r1", "")
+		return code == 200
+	})
+}
