@@ -52,15 +52,27 @@ func benchJavaDir() (string, error) {
 // startJava starts a Java Eureka server with Spring's URL layout (the same
 // paths as Muster's) and waits until GET /eureka/apps answers.
 func (e *benchEnv) startJava(dir, name string, props ...string) (*benchChild, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := benchFreePort()
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	return e.startJavaAt(dir, name, port, "1g", props...)
+}
+
+func benchFreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startJavaAt is startJava on a given port with a given -Xmx.
+func (e *benchEnv) startJavaAt(dir, name string, port int, xmx string, props ...string) (*benchChild, error) {
 	args := append([]string{"--port", strconv.Itoa(port), "--layout", "spring"}, props...)
 	cmd := exec.Command(filepath.Join(dir, "server", "run.sh"), args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+e.tmpDir, "JAVA_OPTS=-Xmx1g -XX:+UseSerialGC")
+	cmd.Env = append(os.Environ(), "TMPDIR="+e.tmpDir, "JAVA_OPTS=-Xmx"+xmx+" -XX:+UseSerialGC")
 	logPath := filepath.Join(e.tmpDir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -407,6 +419,91 @@ func (e *benchEnv) java() error {
 		fmt.Sprintf("--eureka.shouldUseReadOnlyResponseCache=false; max Muster %.0f ms, Java %.0f ms; seen by the first fetch: Muster %d, Java %d of %d",
 			ms(mv2[len(mv2)-1]), ms(jv2[len(jv2)-1]), firstPoll[mu]-firstPoll0, firstPoll[java2], samples))
 	java2.stop()
+	return e.javaPropagation(dir)
+}
+
+// javaPropagation times a registration on one server until the other
+// answers it (GET /apps/APP/ID, which neither caches): two Java servers
+// as each other's static peers against two clustered Muster nodes.
+func (e *benchEnv) javaPropagation(dir string) error {
+	const sc = "java"
+	samples := 20
+	if e.quick {
+		samples = 8
+	}
+	pa, err := benchFreePort()
+	if err != nil {
+		return err
+	}
+	pb, err := benchFreePort()
+	if err != nil {
+		return err
+	}
+	peer := func(p int) []string { return []string{"--peers", "http://127.0.0.1:" + strconv.Itoa(p) + "/eureka/"} }
+	ja, err := e.startJavaAt(dir, "java-peer-a", pa, "256m", peer(pb)...)
+	if err != nil {
+		return err
+	}
+	jb, err := e.startJavaAt(dir, "java-peer-b", pb, "256m", peer(pa)...)
+	if err != nil {
+		return err
+	}
+	ma, err := e.startChild("java-prop-a", "muster", "--cluster")
+	if err != nil {
+		return err
+	}
+	mb, err := e.startChild("java-prop-b", "muster", "--cluster", "--join", ma.Gossip)
+	if err != nil {
+		return err
+	}
+	if err := benchWait(e.ctx, 30*time.Second, "two Muster nodes to see each other", func() bool {
+		for _, nd := range []*benchChild{ma, mb} {
+			if st, err := nd.status(); err != nil || st.Peers != 1 || !st.Opened {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	run := func(a, b *benchChild, from int) ([]time.Duration, error) {
+		var ds []time.Duration
+		for s := range samples {
+			i := from + s
+			code, body, err := a.api("POST", "/eureka/apps/"+benchAppName(i), benchRegisterBody(i), "Content-Type", "application/json")
+			if err != nil || code != http.StatusNoContent {
+				return nil, fmt.Errorf("%s: register %d: %d %v %s", a.name, i, code, err, body)
+			}
+			t0 := time.Now()
+			for {
+				code, _, err := b.api("GET", "/eureka/apps/"+benchAppName(i)+"/"+benchInstanceID(i), nil, "Accept", "application/json")
+				if err == nil && code == http.StatusOK {
+					ds = append(ds, time.Since(t0))
+					break
+				}
+				if time.Since(t0) > 30*time.Second {
+					return nil, fmt.Errorf("%s: instance %d registered on %s not there after 30 s (%d %v)", b.name, i, a.name, code, err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // not one batch for all
+		}
+		slices.Sort(ds)
+		return ds, nil
+	}
+	md, err := run(ma, mb, 2*benchJavaN)
+	if err != nil {
+		return err
+	}
+	jd, err := run(ja, jb, 2*benchJavaN)
+	if err != nil {
+		return err
+	}
+	e.addCompared(sc, "register on one peer → on the other, median", ms(md[len(md)/2]), ms(jd[len(jd)/2]), "ms", "", nil,
+		fmt.Sprintf("2 Muster nodes (gossip cluster) against 2 Java servers as static peers; max Muster %.0f ms, Java %.0f ms of %d; polled every 10 ms",
+			ms(md[len(md)-1]), ms(jd[len(jd)-1]), samples))
+	ja.stop()
+	jb.stop()
 	return nil
 }
 
