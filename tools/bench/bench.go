@@ -3,7 +3,7 @@
 // echo server driven by the same load generator, alternating with the node
 // under test). Speed is reported, never asserted.
 //
-//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--out FILE] [--muster PATH]
+//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--java] [--million] [--out FILE] [--muster PATH]
 //
 // The node under test is the muster binary itself, run as `muster
 // bench-target` in a child process (built from ./cmd/muster unless --muster
