@@ -3,7 +3,7 @@
 // echo server driven by the same load generator, alternating with the node
 // under test). Speed is reported, never asserted.
 //
-//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--out FILE] [--muster PATH]
+//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--java] [--million] [--out FILE] [--muster PATH]
 //
 // The node under test is the muster binary itself, run as `muster
 // bench-target` in a child process (built from ./cmd/muster unless --muster
@@ -63,11 +63,11 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // benchScenarios are the scenarios of the bench, in report order.
-var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "dashboard", "abuse", "dns", "micro"}
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "java", "dashboard", "abuse", "dns", "micro"}
 
 // benchOnDemand are left out of a run unless asked for (--only or their
-// own flag): they take long or need a lot of memory.
-var benchOnDemand = []string{"million"}
+// own flag): they take long, need a lot of memory, or start a JVM.
+var benchOnDemand = []string{"million", "java"}
 
 // benchCmd runs the scenarios and prints and saves the report.
 func benchCmd(args []string, stdout, stderr io.Writer) error {
@@ -85,6 +85,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "show the servers' logs")
 	fetchSizes := fs.String("fetch-sizes", "10000,100000", "registry sizes of the full-fetch scenario")
 	million := fs.Bool("million", false, "also run the million scenario (a 1M-instance node: several minutes, ~3 GB)")
+	withJava := fs.Bool("java", false, "also run the java scenario (the Java Eureka server of ../shared/java-eureka or $MUSTER_JAVA_EUREKA side by side; skipped when absent)")
 	millionN := fs.Int("million-size", benchMillionN, "registry size of the million scenario")
 	musterBin := fs.String("muster", "", "muster binary to measure (empty: go build ./cmd/muster into a temporary folder)")
 	var sets stringList
@@ -116,6 +117,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 	if *million {
 		selected["million"] = true
+	}
+	if *withJava {
+		selected["java"] = true
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -167,7 +171,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
-	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "dns", "micro", "million"}
+	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "dns", "micro", "million", "java"}
 	var failures []string
 	for _, s := range order {
 		if !selected[s] || ctx.Err() != nil {
@@ -272,6 +276,8 @@ func benchRunScenario(e *benchEnv, s string) error {
 		return e.million()
 	case "replcpu":
 		return e.replCPU()
+	case "java":
+		return e.java()
 	}
 	return fmt.Errorf("no scenario %q", s)
 }

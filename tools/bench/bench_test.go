@@ -5,8 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // These test the bench command's plumbing; no benchmark runs here.
@@ -105,5 +109,40 @@ func TestBenchPeerProxy_countsRoundsBytesAndCuts(t *testing.T) {
 	p.cut.Store(true)
 	if err := post("/eureka/peerreplication/digest", `{"root":3}`); err == nil {
 		t.Error("a request went through a cut link")
+	}
+}
+
+// The java scenario reads a JVM's CPU and memory from /proc; here it reads
+// this process's.
+func TestProcCPUAndRSS_readAProcess(t *testing.T) {
+	pid := os.Getpid()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc: not Linux")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for procCPU(pid) == 0 && time.Now().Before(deadline) {
+		for i := 0; i < 1e6; i++ {
+			_ = strconv.Itoa(i)
+		}
+	}
+	if procCPU(pid) <= 0 {
+		t.Fatal("procCPU of this process is 0 after 5 s of work")
+	}
+	if rss := procRSS(pid); rss < 1<<20 || rss > 1<<40 {
+		t.Fatalf("procRSS of this process = %d bytes", rss)
+	}
+}
+
+// Without the Java Eureka folder the java scenario is a skipped row that
+// says why, not a failure.
+func TestBenchJava_skipsWithoutJava(t *testing.T) {
+	t.Setenv("MUSTER_JAVA_EUREKA", filepath.Join(t.TempDir(), "none"))
+	var log bytes.Buffer
+	e := &benchEnv{log: &log}
+	if err := e.java(); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.rows) != 1 || e.rows[0].Figure != "skipped" || !strings.Contains(e.rows[0].Note, "MUSTER_JAVA_EUREKA") {
+		t.Fatalf("rows %+v", e.rows)
 	}
 }

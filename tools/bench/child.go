@@ -138,6 +138,10 @@ func (c *benchChild) stop() {
 	if c == nil || c.cmd == nil {
 		return
 	}
+	if c.stdin == nil { // a Java server (java.go)
+		c.stopJava()
+		return
+	}
 	_ = c.stdin.Close()
 	select {
 	case <-c.done:
@@ -174,6 +178,9 @@ func (c *benchChild) ctl(method, path string, body []byte, header ...string) ([]
 
 // cpu is the child's CPU time so far.
 func (c *benchChild) cpu() time.Duration {
+	if c.Mode == "java" {
+		return procCPU(c.PID)
+	}
 	b, err := c.ctl("GET", "/cpu", nil)
 	if err != nil {
 		return 0
