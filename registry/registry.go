@@ -675,6 +675,18 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	}
 	r.mu.Lock()
 	v0 := r.version
+	removed, err := r.cancelLocked(op, key, now)
+	r.unlock(v0)
+	if removed != nil {
+		r.log.Debug().Str(logApp, app).Str(logInstanceID, op.ID).Stringer(logOrigin, op.Origin).Msg("cancelled")
+	}
+	return removed, err
+}
+
+// cancelLocked is cancel under mu held for writing. It returns the removed
+// copy, nil for a stale cancel, or ErrInstanceNotFound.
+func (r *Registry) cancelLocked(op Op, key InstanceKey, now time.Time) (*Instance, error) {
+	app := key.App
 	if r.sync != nil {
 		r.sync.cancelledLocked(key)
 	}
@@ -688,7 +700,6 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 			// a late register out.
 			r.tombstoneLocked(key, op.Version, op.LeaseDuration, op.TombstoneTTL, now)
 		}
-		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
 	}
 	var version uint64
@@ -698,7 +709,6 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	case op.Version != 0:
 		if op.Version < l.inst.WriteVersion {
 			// Stale: the instance was written again after this cancel.
-			r.mu.Unlock()
 			return nil, nil
 		}
 		version = op.Version
@@ -708,8 +718,6 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
 	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
 	r.cancels.Add(1)
-	r.unlock(v0)
-	r.log.Debug().Str(logApp, app).Str(logInstanceID, op.ID).Stringer(logOrigin, op.Origin).Msg("cancelled")
 	return removed, nil
 }
 
