@@ -53,7 +53,7 @@ func TestArrivalSlices_matchAWalkOfTheArrivals(t *testing.T) {
 				got := r.provenArrivalsSince(r.renewals.lastWindowSlice(now))
 				want := 0.0
 				lastStart := r.renewals.LastWindowStart(now)
-				for l, a := range r.arrivals {
+				for l, a := range r.arrivals.leases {
 					if !a.at.Before(lastStart) && l.proven.Load() {
 						want += a.renewsPerMin
 					}
@@ -77,7 +77,7 @@ func TestArrivals_forgottenByEvictionRunsAlone(t *testing.T) {
 	count := func() (int, int) {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
-		return len(r.arrivals), len(r.arrivalSlices)
+		return len(r.arrivals.leases), len(r.arrivals.slices)
 	}
 	if a, _ := count(); a != n {
 		t.Fatalf("after %d registrations: %d arrivals", n, a)

@@ -73,14 +73,6 @@ func leaseExpired(now, lastRenewal time.Time, duration, grace time.Duration) boo
 	return now.After(lastRenewal.Add(duration + grace))
 }
 
-// arrival records a new lease, so that self-preservation does not hold an
-// instance to a full window of renewals in the window it arrived in.
-type arrival struct {
-	at           time.Time
-	renewsPerMin float64
-	slice        int64 // the renewal rate's slice holding at (MeasuredRate.sliceAt)
-}
-
 // Stats are running totals since start, for metrics.
 type Stats struct {
 	Registrations, Renewals, Cancels, Evictions uint64
@@ -140,18 +132,8 @@ type Registry struct {
 	version        uint64 // Seq of the newest event: bumped by every visible change
 	deltaVersion   uint64 // bumped by every change of the delta's content
 	deltas         deltaQueue
-	expected       float64            // expected renewals per minute
-	arrivals       map[*lease]arrival // new leases of the last two windows
-	arrivalsPruned time.Time          // when arrivals last lost its old entries
-	arrivalsPeak   int                // most entries arrivals held since it was last rebuilt
-	// arrivalSlices sums the arrivals by slice of the renewal rate, so
-	// that SelfPreservationState adds a few dozen sums instead of walking
-	// every arrival (selfpreservation.go). The map changes under mu held
-	// for writing; the proven sums also change on a first heartbeat, under
-	// a read stripe, so they are guarded by arrivalMu.
-	arrivalSlices map[int64]*arrivalSlice
-	// arrivalMu guards the proven sums of arrivalSlices' entries.
-	arrivalMu      sync.Mutex
+	expected       float64    // expected renewals per minute
+	arrivals       arrivalLog // new leases of the last two windows (selfpreservation.go)
 	lastEvictionAt time.Time
 	spActive       bool       // self-preservation was active at the last check (for logging transitions)
 	sync           *syncState // non-nil while a syncUp copy is being applied (sync.go)
@@ -173,7 +155,7 @@ func New(cfg Config) (*Registry, error) {
 	}
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		apps: map[string]map[string]*lease{}, byKey: map[uint64]*lease{}, hashKey: seededKeyHash(), arrivals: map[*lease]arrival{}, arrivalSlices: map[int64]*arrivalSlice{},
+		apps: map[string]map[string]*lease{}, byKey: map[uint64]*lease{}, hashKey: seededKeyHash(), arrivals: newArrivalLog(),
 		out: newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
 	}
 	if r.now == nil {
@@ -702,6 +684,18 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	}
 	r.mu.Lock()
 	v0 := r.version
+	removed, err := r.cancelLocked(op, key, now)
+	r.unlock(v0)
+	if removed != nil {
+		r.log.Debug().Str(logApp, app).Str(logInstanceID, op.ID).Stringer(logOrigin, op.Origin).Msg("cancelled")
+	}
+	return removed, err
+}
+
+// cancelLocked is cancel under mu held for writing. It returns the removed
+// copy, nil for a stale cancel, or ErrInstanceNotFound.
+func (r *Registry) cancelLocked(op Op, key InstanceKey, now time.Time) (*Instance, error) {
+	app := key.App
 	if r.sync != nil {
 		r.sync.cancelledLocked(key)
 	}
@@ -715,7 +709,6 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 			// a late register out.
 			r.tombstoneLocked(key, op.Version, op.LeaseDuration, op.TombstoneTTL, now)
 		}
-		r.mu.Unlock()
 		return nil, ErrInstanceNotFound
 	}
 	var version uint64
@@ -725,7 +718,6 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	case op.Version != 0:
 		if op.Version < l.inst.WriteVersion {
 			// Stale: the instance was written again after this cancel.
-			r.mu.Unlock()
 			return nil, nil
 		}
 		version = op.Version
@@ -735,8 +727,6 @@ func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
 	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
 	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
 	r.cancels.Add(1)
-	r.unlock(v0)
-	r.log.Debug().Str(logApp, app).Str(logInstanceID, op.ID).Stringer(logOrigin, op.Origin).Msg("cancelled")
 	return removed, nil
 }
 

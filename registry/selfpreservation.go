@@ -2,6 +2,7 @@ package registry
 
 import (
 	"math"
+	"sync"
 	"time"
 )
 
@@ -135,11 +136,38 @@ func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount f
 	return true, recount
 }
 
+// arrival records a new lease, so that self-preservation does not hold an
+// instance to a full window of renewals in the window it arrived in.
+type arrival struct {
+	at           time.Time
+	renewsPerMin float64
+	slice        int64 // the renewal rate's slice holding at (MeasuredRate.sliceAt)
+}
+
+// arrivalLog is self-preservation's record of new leases: each arrival,
+// and their sums by slice of the renewal rate, so that
+// SelfPreservationState adds a few dozen sums instead of walking every
+// arrival. Its maps change under Registry.mu held for writing; the proven
+// sums also change on a first heartbeat, under a read stripe, so they have
+// their own lock.
+type arrivalLog struct {
+	leases map[*lease]arrival // new leases of the last two windows
+	pruned time.Time          // when leases last lost its old entries
+	peak   int                // most entries leases held since it was last rebuilt
+	slices map[int64]*arrivalSlice
+	// mu guards the proven sums (nProven, proven) of slices' entries.
+	mu sync.Mutex
+}
+
+func newArrivalLog() arrivalLog {
+	return arrivalLog{leases: map[*lease]arrival{}, slices: map[int64]*arrivalSlice{}}
+}
+
 // arrivalSlice is the arrivals of one slice of the renewal rate.
 type arrivalSlice struct {
 	n       int     // arrivals; under Registry.mu
-	nProven int     // proven arrivals; under arrivalMu
-	proven  float64 // Σ renewsPerMin of the proven arrivals; under arrivalMu
+	nProven int     // proven arrivals; under arrivalLog.mu
+	proven  float64 // Σ renewsPerMin of the proven arrivals; under arrivalLog.mu
 }
 
 // provenArrivalsSince is Σ renewsPerMin of the proven arrivals in slices
@@ -149,18 +177,18 @@ type arrivalSlice struct {
 // arrivals. The caller holds a read stripe of mu at least.
 func (r *Registry) provenArrivalsSince(first int64) float64 {
 	arriving := 0.0
-	r.arrivalMu.Lock()
-	for n, s := range r.arrivalSlices {
+	r.arrivals.mu.Lock()
+	for n, s := range r.arrivals.slices {
 		if n >= first {
 			arriving += s.proven
 		}
 	}
-	r.arrivalMu.Unlock()
+	r.arrivals.mu.Unlock()
 	return arriving
 }
 
 // countProvenArrival adds (sign 1) or removes (sign −1) a proven arrival's
-// rate from its slice's sum. The caller holds arrivalMu.
+// rate from its slice's sum. The caller holds arrivals.mu.
 func (s *arrivalSlice) countProven(rate float64, sign int) {
 	s.nProven += sign
 	if s.nProven == 0 {
@@ -179,21 +207,21 @@ func (s *arrivalSlice) countProven(rate float64, sign int) {
 // emptied out to under a quarter of its peak is rebuilt, since a Go map
 // keeps its largest table.
 func (r *Registry) pruneArrivalsLocked(now time.Time) {
-	if now.Sub(r.arrivalsPruned) < r.cfg.RenewalRateWindow {
+	if now.Sub(r.arrivals.pruned) < r.cfg.RenewalRateWindow {
 		return
 	}
-	r.arrivalsPruned = now
-	if len(r.arrivals) == 0 && r.arrivalsPeak == 0 {
+	r.arrivals.pruned = now
+	if len(r.arrivals.leases) == 0 && r.arrivals.peak == 0 {
 		return
 	}
 	cutoff := now.Add(-2 * r.cfg.RenewalRateWindow)
-	for k, old := range r.arrivals {
+	for k, old := range r.arrivals.leases {
 		if old.at.Before(cutoff) {
 			r.dropArrivalLocked(k, old)
 		}
 	}
-	if len(r.arrivals) < r.arrivalsPeak/4 {
-		r.resetArrivalsLocked(r.arrivals)
+	if len(r.arrivals.leases) < r.arrivals.peak/4 {
+		r.resetArrivalsLocked(r.arrivals.leases)
 	}
 }
 
@@ -205,8 +233,8 @@ func (r *Registry) resetArrivalsLocked(keep map[*lease]arrival) {
 	for l, a := range keep {
 		m[l] = a
 	}
-	r.arrivals = m
-	r.arrivalsPeak = len(m)
+	r.arrivals.leases = m
+	r.arrivals.peak = len(m)
 }
 
 // addArrivalLocked records a new lease (and prunes the old ones once a
@@ -214,32 +242,32 @@ func (r *Registry) resetArrivalsLocked(keep map[*lease]arrival) {
 func (r *Registry) addArrivalLocked(l *lease, a arrival) {
 	r.pruneArrivalsLocked(a.at)
 	a.slice = r.renewals.sliceAt(a.at)
-	slice := r.arrivalSlices[a.slice]
+	slice := r.arrivals.slices[a.slice]
 	if slice == nil {
 		slice = &arrivalSlice{}
-		r.arrivalSlices[a.slice] = slice
+		r.arrivals.slices[a.slice] = slice
 	}
 	slice.n++
 	if l.proven.Load() {
-		r.arrivalMu.Lock()
+		r.arrivals.mu.Lock()
 		slice.countProven(a.renewsPerMin, 1)
-		r.arrivalMu.Unlock()
+		r.arrivals.mu.Unlock()
 	}
-	r.arrivals[l] = a
-	r.arrivalsPeak = max(r.arrivalsPeak, len(r.arrivals))
+	r.arrivals.leases[l] = a
+	r.arrivals.peak = max(r.arrivals.peak, len(r.arrivals.leases))
 }
 
 // dropArrivalLocked forgets l's arrival a.
 func (r *Registry) dropArrivalLocked(l *lease, a arrival) {
-	delete(r.arrivals, l)
-	slice := r.arrivalSlices[a.slice]
+	delete(r.arrivals.leases, l)
+	slice := r.arrivals.slices[a.slice]
 	if l.proven.Load() {
-		r.arrivalMu.Lock()
+		r.arrivals.mu.Lock()
 		slice.countProven(a.renewsPerMin, -1)
-		r.arrivalMu.Unlock()
+		r.arrivals.mu.Unlock()
 	}
 	if slice.n--; slice.n == 0 {
-		delete(r.arrivalSlices, a.slice)
+		delete(r.arrivals.slices, a.slice)
 	}
 }
 
@@ -248,7 +276,7 @@ func (r *Registry) dropArrivalLocked(l *lease, a arrival) {
 // registers and cancels must not keep lowering the bar), to its new rate
 // when it registers again with another interval.
 func (r *Registry) rerateArrivalLocked(l *lease, rate float64) {
-	a, ok := r.arrivals[l]
+	a, ok := r.arrivals.leases[l]
 	if !ok {
 		return
 	}
@@ -257,14 +285,14 @@ func (r *Registry) rerateArrivalLocked(l *lease, rate float64) {
 		return
 	}
 	if l.proven.Load() {
-		r.arrivalMu.Lock()
-		slice := r.arrivalSlices[a.slice]
+		r.arrivals.mu.Lock()
+		slice := r.arrivals.slices[a.slice]
 		slice.countProven(a.renewsPerMin, -1)
 		slice.countProven(rate, 1)
-		r.arrivalMu.Unlock()
+		r.arrivals.mu.Unlock()
 	}
 	a.renewsPerMin = rate
-	r.arrivals[l] = a
+	r.arrivals.leases[l] = a
 }
 
 // OpenForTraffic ends start-up: the expected renewals are seeded from the
@@ -296,7 +324,7 @@ func (r *Registry) OpenForTraffic() int {
 	// The first window is a warm-up in which nothing is evicted, so what
 	// arrived before it is due a full window of renewals after it.
 	r.resetArrivalsLocked(nil) // a syncUp copy may have filled it
-	clear(r.arrivalSlices)
+	clear(r.arrivals.slices)
 	n := r.instances
 	r.mu.Unlock()
 	r.opened.Store(true)
@@ -343,11 +371,11 @@ func (r *Registry) proveLease(l *lease) {
 	if !l.proven.Load() && l.proven.CompareAndSwap(false, true) {
 		r.unproven.Add(-micros(l.renewsPerMin))
 		// The arrivals map changes only under the write lock, so reading
-		// it here is safe; its sums take arrivalMu.
-		if a, ok := r.arrivals[l]; ok {
-			r.arrivalMu.Lock()
-			r.arrivalSlices[a.slice].countProven(a.renewsPerMin, 1)
-			r.arrivalMu.Unlock()
+		// it here is safe; its sums take arrivals.mu.
+		if a, ok := r.arrivals.leases[l]; ok {
+			r.arrivals.mu.Lock()
+			r.arrivals.slices[a.slice].countProven(a.renewsPerMin, 1)
+			r.arrivals.mu.Unlock()
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // A peer's batch under load is 250 heartbeats, each a handful of short
@@ -76,154 +78,64 @@ var itemFields = func() map[string]itemField {
 	return out
 }()
 
-// batchScanner reads a batch body; every method leaves i after what it
-// read and reports false when the input is not what it handles.
-type batchScanner struct {
-	s []byte
-	i int
-}
-
 // scanBatch reads {"replicationList":[item, …]} into items. ok is false
 // when the body has another shape or is not valid JSON: Handle then leaves
 // it all to encoding/json.
 func scanBatch(body []byte) (items []scannedItem, ok bool) {
-	sc := batchScanner{s: body}
-	if !sc.byte('{') || !sc.key("replicationList") || !sc.byte('[') {
+	sc := wire.NewScanner(body)
+	if !sc.Byte('{') || !sc.Key("replicationList") || !sc.Byte('[') {
 		return nil, false
 	}
 	items = make([]scannedItem, 0, 64)
-	if sc.peek() == ']' {
-		sc.i++
-	} else {
+	if !sc.Byte(']') {
 		for {
-			sc.ws()
-			start := sc.i
+			start := sc.Pos()
 			var si scannedItem
-			if !sc.item(&si.it) {
-				sc.i = start
-				if !sc.skipValue(0) || !json.Valid(body[start:sc.i]) {
+			if !scanItem(&sc, &si.it) {
+				sc.Seek(start)
+				raw, ok := sc.SkipValue()
+				if !ok || !json.Valid(raw) {
 					return nil, false
 				}
-				si = scannedItem{raw: body[start:sc.i]}
+				si = scannedItem{raw: raw}
 			}
 			items = append(items, si)
-			if sc.peek() == ',' {
-				sc.i++
+			if sc.Byte(',') {
 				continue
 			}
-			if !sc.byte(']') {
+			if !sc.Byte(']') {
 				return nil, false
 			}
 			break
 		}
 	}
-	if !sc.byte('}') {
+	if !sc.Byte('}') {
 		return nil, false
 	}
-	sc.ws()
-	return items, sc.i == len(sc.s)
+	return items, sc.AtEnd()
 }
 
-func (sc *batchScanner) ws() {
-	for sc.i < len(sc.s) {
-		switch sc.s[sc.i] {
-		case ' ', '\t', '\n', '\r':
-			sc.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek skips white space and returns the next byte (0 at the end).
-func (sc *batchScanner) peek() byte {
-	sc.ws()
-	if sc.i < len(sc.s) {
-		return sc.s[sc.i]
-	}
-	return 0
-}
-
-func (sc *batchScanner) byte(c byte) bool {
-	if sc.peek() != c {
+// scanItem decodes one item object; false sends it to encoding/json.
+func scanItem(sc *wire.Scanner, it *replicationItem) bool {
+	if !sc.Byte('{') {
 		return false
 	}
-	sc.i++
-	return true
-}
-
-// key reads "name": and reports whether it was that name.
-func (sc *batchScanner) key(name string) bool {
-	k, ok := sc.plainString()
-	return ok && string(k) == name && sc.byte(':')
-}
-
-// plainString reads a string of printable ASCII without escapes and
-// returns its content (a slice of the body).
-func (sc *batchScanner) plainString() ([]byte, bool) {
-	if !sc.byte('"') {
-		return nil, false
-	}
-	start := sc.i
-	for ; sc.i < len(sc.s); sc.i++ {
-		switch c := sc.s[sc.i]; {
-		case c == '"':
-			sc.i++
-			return sc.s[start : sc.i-1], true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// integer reads -?(0|[1-9][0-9]*) not followed by a fraction or exponent.
-func (sc *batchScanner) integer() ([]byte, bool) {
-	sc.ws()
-	start := sc.i
-	if sc.i < len(sc.s) && sc.s[sc.i] == '-' {
-		sc.i++
-	}
-	digits := sc.i
-	for sc.i < len(sc.s) && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
-		sc.i++
-	}
-	n := sc.i - digits
-	if n == 0 || n > 1 && sc.s[digits] == '0' {
-		return nil, false
-	}
-	if sc.i < len(sc.s) {
-		if c := sc.s[sc.i]; c == '.' || c == 'e' || c == 'E' {
-			return nil, false
-		}
-	}
-	return sc.s[start:sc.i], true
-}
-
-// item decodes one item object; false sends it to encoding/json.
-func (sc *batchScanner) item(it *replicationItem) bool {
-	if !sc.byte('{') {
-		return false
-	}
-	if sc.peek() == '}' {
-		sc.i++
+	if sc.Byte('}') {
 		return true
 	}
 	v := reflect.ValueOf(it).Elem()
 	for {
-		k, ok := sc.plainString()
-		if !ok || !sc.byte(':') {
+		k, ok := sc.PlainString()
+		if !ok || !sc.Byte(':') {
 			return false
 		}
 		f, known := itemFields[string(k)]
-		if !known || !sc.field(v.Field(f.index), f.kind) {
+		if !known || !scanField(sc, v.Field(f.index), f.kind) {
 			return false
 		}
-		switch sc.peek() {
-		case ',':
-			sc.i++
-		case '}':
-			sc.i++
+		switch {
+		case sc.Byte(','):
+		case sc.Byte('}'):
 			return true
 		default:
 			return false
@@ -231,10 +143,10 @@ func (sc *batchScanner) item(it *replicationItem) bool {
 	}
 }
 
-func (sc *batchScanner) field(dst reflect.Value, kind itemFieldKind) bool {
+func scanField(sc *wire.Scanner, dst reflect.Value, kind itemFieldKind) bool {
 	switch kind {
 	case fieldString:
-		s, ok := sc.plainString()
+		s, ok := sc.PlainString()
 		if ok {
 			dst.SetString(string(s))
 		}
@@ -242,21 +154,21 @@ func (sc *batchScanner) field(dst reflect.Value, kind itemFieldKind) bool {
 	case fieldFlexInt:
 		var text []byte
 		var ok bool
-		switch sc.peek() {
+		switch sc.Peek() {
 		case 'n':
-			if ok = sc.literal("null"); ok {
+			if ok = sc.Literal("null"); ok {
 				dst.SetZero()
 			}
 			return ok
 		case '"':
 			// flexInt takes the number quoted; only digits here.
-			if text, ok = sc.plainString(); ok {
-				inner := batchScanner{s: text}
-				_, ok = inner.integer()
-				ok = ok && inner.i == len(text)
+			if text, ok = sc.PlainString(); ok {
+				inner := wire.NewScanner(text)
+				_, ok = inner.Integer()
+				ok = ok && inner.Pos() == len(text)
 			}
 		default:
-			text, ok = sc.integer()
+			text, ok = sc.Integer()
 		}
 		if !ok {
 			return false
@@ -269,17 +181,17 @@ func (sc *batchScanner) field(dst reflect.Value, kind itemFieldKind) bool {
 		dst.Set(reflect.ValueOf(&f))
 		return true
 	case fieldObject:
-		if sc.peek() != '{' {
+		if sc.Peek() != '{' {
 			return false
 		}
-		start := sc.i
-		if !sc.skipValue(0) || !json.Valid(sc.s[start:sc.i]) {
+		raw, ok := sc.SkipValue()
+		if !ok || !json.Valid(raw) {
 			return false
 		}
-		dst.SetBytes(sc.s[start:sc.i])
+		dst.SetBytes(raw)
 		return true
 	case fieldInt, fieldUint:
-		text, ok := sc.integer()
+		text, ok := sc.Integer()
 		if !ok {
 			return false
 		}
@@ -299,69 +211,6 @@ func (sc *batchScanner) field(dst reflect.Value, kind itemFieldKind) bool {
 		return true
 	}
 	return false
-}
-
-func (sc *batchScanner) literal(word string) bool {
-	sc.ws()
-	if !strings.HasPrefix(string(sc.s[sc.i:min(sc.i+len(word), len(sc.s))]), word) {
-		return false
-	}
-	sc.i += len(word)
-	return true
-}
-
-// skipValue moves past one value, finding its end by its strings and
-// brackets only; the caller checks the bytes with json.Valid.
-func (sc *batchScanner) skipValue(depth int) bool {
-	if depth > 256 {
-		return false
-	}
-	switch sc.peek() {
-	case '{', '[':
-		closer := byte('}')
-		if sc.s[sc.i] == '[' {
-			closer = ']'
-		}
-		sc.i++
-		for {
-			switch c := sc.peek(); {
-			case c == 0:
-				return false
-			case c == closer:
-				sc.i++
-				return true
-			case c == ',' || c == ':':
-				sc.i++
-			default:
-				if !sc.skipValue(depth + 1) {
-					return false
-				}
-			}
-		}
-	case '"':
-		for sc.i++; sc.i < len(sc.s); sc.i++ {
-			switch sc.s[sc.i] {
-			case '\\':
-				sc.i++
-			case '"':
-				sc.i++
-				return true
-			}
-		}
-		return false
-	case 0:
-		return false
-	default:
-		start := sc.i
-		for sc.i < len(sc.s) {
-			switch sc.s[sc.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
-				return sc.i > start
-			}
-			sc.i++
-		}
-		return sc.i > start
-	}
 }
 
 // appendBatchResponse writes a ReplicationListResponse as json.Marshal
@@ -496,20 +345,18 @@ func plainASCII(s string) bool {
 // false for anything else (a 409's entity, another shape), which
 // DecodeBatchResponse leaves to encoding/json.
 func scanBatchResponse(body []byte) ([]ItemResult, bool) {
-	sc := batchScanner{s: body}
-	if !sc.byte('{') || !sc.key("responseList") || !sc.byte('[') {
+	sc := wire.NewScanner(body)
+	if !sc.Byte('{') || !sc.Key("responseList") || !sc.Byte('[') {
 		return nil, false
 	}
 	out := make([]ItemResult, 0, 256)
-	if sc.peek() == ']' {
-		sc.i++
-	} else {
+	if !sc.Byte(']') {
 		for {
-			if !sc.byte('{') || !sc.key("statusCode") {
+			if !sc.Byte('{') || !sc.Key("statusCode") {
 				return nil, false
 			}
-			text, ok := sc.integer()
-			if !ok || !sc.byte('}') {
+			text, ok := sc.Integer()
+			if !ok || !sc.Byte('}') {
 				return nil, false
 			}
 			code, err := strconv.Atoi(string(text))
@@ -517,19 +364,17 @@ func scanBatchResponse(body []byte) ([]ItemResult, bool) {
 				return nil, false
 			}
 			out = append(out, ItemResult{StatusCode: code})
-			if sc.peek() == ',' {
-				sc.i++
+			if sc.Byte(',') {
 				continue
 			}
-			if !sc.byte(']') {
+			if !sc.Byte(']') {
 				return nil, false
 			}
 			break
 		}
 	}
-	if !sc.byte('}') {
+	if !sc.Byte('}') {
 		return nil, false
 	}
-	sc.ws()
-	return out, sc.i == len(sc.s)
+	return out, sc.AtEnd()
 }

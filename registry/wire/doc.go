@@ -94,4 +94,16 @@
 // JSON and XML decoders (decode_json.go, decode_xml.go) look every key or
 // element up there and read the value as their format writes that kind, so
 // a field added to the table is read from both formats alike.
+//
+// # One JSON scanner
+//
+// scan.go holds the JSON primitives every reader of Eureka's JSON shares:
+// white space, the grammar of an integer, and extent, which finds where a
+// value ends by its strings and brackets and resumes when its input grows.
+// jsonreader.go's strict reader (instances, applications) and
+// stream_decode.go's window on an io.Reader (syncUp's ReadApplicationsJSON)
+// use them, and so does Scanner, the exported quick token reader that
+// replication's peer batch fast path (replication/batch_fast.go) drives:
+// it reads the common case and says false for anything else, which the
+// caller then gives to encoding/json.
 package wire

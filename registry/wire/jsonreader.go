@@ -102,16 +102,7 @@ func (r *jsonReader) unexpected() error {
 	return r.syntaxError(r.i, "unexpected byte 0x"+strconv.FormatUint(uint64(c), 16))
 }
 
-func (r *jsonReader) ws() {
-	for r.i < len(r.s) {
-		switch r.s[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
-}
+func (r *jsonReader) ws() { r.i = skipSpace(r.s, r.i) }
 
 // kind skips white space and tells the type of the next value without
 // consuming it.

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -105,13 +104,8 @@ func (s *jsonStream) fill() bool {
 // peek skips white space and returns the next byte; false at the end.
 func (s *jsonStream) peek() (byte, bool) {
 	for {
-		for s.pos < len(s.buf) {
-			switch c := s.buf[s.pos]; c {
-			case ' ', '\t', '\n', '\r':
-				s.pos++
-			default:
-				return c, true
-			}
+		if s.pos = skipSpace(s.buf, s.pos); s.pos < len(s.buf) {
+			return s.buf[s.pos], true
 		}
 		if !s.fill() {
 			return 0, false
@@ -140,67 +134,23 @@ func (s *jsonStream) want(path string, c byte) error {
 }
 
 // value returns the bytes of the next value, valid until the next read,
-// and moves past it. It only finds where the value ends; the caller
-// checks it.
+// and moves past it. It only finds where the value ends (extent); the
+// caller checks it.
 func (s *jsonStream) value(path string) ([]byte, error) {
-	first, ok := s.peek()
-	if !ok {
+	if _, ok := s.peek(); !ok {
 		return nil, s.unexpected(path)
 	}
-	scalar := first != '{' && first != '[' && first != '"'
-	depth, inStr, esc := 0, false, false
-	for k := 0; ; {
-		if s.pos+k >= len(s.buf) {
-			if !s.fill() {
-				if scalar && k > 0 && s.err == nil {
-					return s.take(k), nil
-				}
-				return nil, s.unexpected(path)
-			}
-			continue
+	var e extent
+	for {
+		if n, done := e.scan(s.buf[s.pos:], true); done {
+			return s.take(n), nil
 		}
-		if inStr {
-			// Jump to the next quote or backslash.
-			rest := s.buf[s.pos+k:]
-			i := bytes.IndexAny(rest, "\"\\")
-			if i < 0 {
-				k += len(rest)
-				continue
+		if !s.fill() {
+			// The input ends here, and so does a number or a literal.
+			if n, done := e.scan(s.buf[s.pos:], false); done && s.err == nil {
+				return s.take(n), nil
 			}
-			k += i
-			if esc = rest[i] == '\\'; esc {
-				if s.pos+k+1 >= len(s.buf) && !s.fill() {
-					return nil, s.unexpected(path)
-				}
-				k += 2
-				continue
-			}
-			k++
-			inStr = false
-			if depth == 0 {
-				return s.take(k), nil
-			}
-			continue
-		}
-		c := s.buf[s.pos+k]
-		if scalar {
-			switch c {
-			case ',', '}', ']', ':', ' ', '\t', '\n', '\r':
-				return s.take(k), nil
-			}
-			k++
-			continue
-		}
-		k++
-		switch c {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return s.take(k), nil
-			}
+			return nil, s.unexpected(path)
 		}
 	}
 }
