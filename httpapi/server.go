@@ -149,6 +149,14 @@ type Config struct {
 	WatchTimer       func(d time.Duration) (<-chan time.Time, func())
 	// Actuator is Spring Boot's actuator (management.*), httpapi/ops.
 	Actuator ops.ActuatorConfig
+
+	// ConsoleDisabled leaves the dashboard out: its pages answer 404
+	// (Spring's eureka.dashboard.enabled false).
+	ConsoleDisabled bool
+	// ConsolePath is one more path of the dashboard's overview, besides
+	// /, /dashboard and /console (Spring's eureka.dashboard.path); its
+	// links stay under /console.
+	ConsolePath string
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -201,6 +209,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Actuator.Validate(); err != nil {
 		return bad("Actuator", "%v", err)
+	}
+	if p := c.ConsolePath; p != "" && (p[0] != '/' || strings.ContainsAny(p, ":*?#% ")) {
+		return bad("ConsolePath", "must be a plain path starting with /, got %q", p)
 	}
 	if !c.ConsoleActions.Valid() {
 		return bad("ConsoleActions", "must be one of %v, got %q", ConsoleActionsPolicies, c.ConsoleActions)
@@ -345,7 +356,13 @@ func (s *Server) routes() {
 	}
 	get := route(e.GET)
 	get("/eureka/watch", s.watchStream)
-	s.consoleRoutes(get, route(e.POST))
+	if !s.cfg.ConsoleDisabled {
+		s.consoleRoutes(get, route(e.POST))
+		if p := strings.TrimRight(s.cfg.ConsolePath, "/"); p != "" && accessFor(http.MethodGet, p) != accessRead {
+			s.guard.mounted[p] = accessRead
+			get(p, s.consoleOverview)
+		}
+	}
 	get("/admin/status", s.adminStatus)
 	get("/readyz", s.readyz)
 	get("/livez", s.livez)
