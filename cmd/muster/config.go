@@ -383,25 +383,28 @@ func editDistance(a, b string) int {
 
 func applyValue(s *Settings, key string, value any) error {
 	raw := valueString(value)
+	if s.raw == nil {
+		s.raw = map[string]string{}
+	}
 	switch {
 	case strings.HasPrefix(key, serviceURLPrefix):
 		zone := strings.TrimPrefix(key, serviceURLPrefix)
+		s.raw[key] = raw
 		for _, u := range splitList(raw) {
 			s.ServiceURLs[zone] = append(s.ServiceURLs[zone], u)
 		}
 		return nil
 	case strings.HasPrefix(key, metadataPrefix):
+		s.raw[key] = raw
 		s.InstanceMetadata[strings.TrimPrefix(key, metadataPrefix)] = raw
 		return nil
 	case strings.HasPrefix(key, authUsersPrefix):
+		s.raw[key] = raw
 		return s.applyAuthUser(strings.TrimPrefix(key, authUsersPrefix), raw)
 	}
 	st, ok := settingByCanonical[canonical(key)]
 	if !ok || st.apply == nil {
 		return fmt.Errorf("unknown setting %q", key)
-	}
-	if s.raw == nil {
-		s.raw = map[string]string{}
 	}
 	s.raw[st.Key] = raw
 	if err := st.apply(s, raw); err != nil {

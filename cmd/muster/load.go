@@ -140,9 +140,7 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 		case err == nil && target != "":
 			merged[target] = chosen{e.value, e.origin}
 			explicit[target] = true
-			if len(e.resolved) > 0 {
-				rep.resolved[target] = e.resolved
-			}
+			rep.resolved[target] = e.resolved
 		case !e.strict:
 		case err != nil && mode == unknownKeysWarn:
 			rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: e.origin + ": " + err.Error() + " (ignored: muster.config.unknown-keys is warn)"})
