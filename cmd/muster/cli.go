@@ -164,7 +164,11 @@ func effectiveSettings(s *Settings, rep *configReport) [][3]string {
 			return "default"
 		}
 		if notes := rep.resolved[key]; len(notes) > 0 {
-			o += " (" + strings.Join(notes, "; ") + ")"
+			masked := make([]string, len(notes))
+			for i, n := range notes {
+				masked[i] = maskNote(key, n)
+			}
+			o += " (" + strings.Join(masked, "; ") + ")"
 		}
 		return o
 	}

@@ -225,7 +225,7 @@ var settings = []setting{
 	boolKey("eureka.server.sync-when-timestamp-differs", "Compare lastDirtyTimestamp on heartbeats: 404 asks a client with newer data to register again, 409 hands a peer our newer copy.", func(s *Settings) *bool { return &s.Registry.SyncWhenTimestampDiffers }),
 	intKey("eureka.server.registry-sync-retries", "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.Sync.Attempts }),
 	msKey("eureka.server.registry-sync-retry-wait-ms", "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.Sync.RetryWait }),
-	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 1, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows; 0 (as Spring guides set for a standalone server) serves at once.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
 	intKey("eureka.server.max-elements-in-peer-replication-pool", "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.Replication.MaxQueueSize }),
 	msKey("eureka.server.max-time-for-replication", "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.Replication.TaskMaxAge }),
 	msKey("eureka.server.peer-node-connect-timeout-ms", "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.Transport.ConnectTimeout }),
@@ -494,7 +494,7 @@ func (s *Settings) validate() error {
 	for zone, urls := range s.ServiceURLs {
 		for _, u := range urls {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				return fmt.Errorf("setting eureka.client.service-url.%s = %q: want http:// or https:// URLs", zone, u)
+				return fmt.Errorf("setting eureka.client.service-url.%s = %q: want http:// or https:// URLs", zone, maskSecret("", u))
 			}
 		}
 	}
@@ -669,10 +669,11 @@ func enumKey[T ~string](key string, allowed []T, help string, field func(*Settin
 	}
 	list := strings.Join(names, ", ")
 	return bind(key, help+" One of: "+list+".", field, func(raw string) (T, error) {
+		// Spring binds enums relaxed: WHEN_AUTHORIZED is when-authorized.
 		v := T(strings.ToLower(raw))
 		for _, a := range allowed {
-			if v == a {
-				return v, nil
+			if canonical(string(a)) == canonical(raw) {
+				return a, nil
 			}
 		}
 		return v, fmt.Errorf("want one of %s", list)

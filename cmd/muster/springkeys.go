@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // Spring keys that Muster reads under another name: Spring Boot 1.x's
 // security user is Spring Boot 2's spring.security.user.
@@ -252,10 +255,44 @@ func secretKey(key string) bool {
 	return false
 }
 
-// maskSecret shows a value, or stars for a secret key's.
+// maskSecret shows a value, or stars for a secret key's; the passwords
+// of URLs (a service-url with a Java peer's credentials) are starred too.
 func maskSecret(key, value string) string {
 	if value != "" && secretKey(key) {
 		return "******"
 	}
-	return value
+	if !strings.Contains(value, "@") {
+		return value
+	}
+	parts := strings.Split(value, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "******")
+				parts[i] = strings.Replace(u.String(), url.QueryEscape("******"), "******", 1)
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// maskNote stars the value in a placeholder note (${name} = "v" from …)
+// when the placeholder or the key names a secret.
+func maskNote(key, note string) string {
+	inner, rest, ok := strings.Cut(strings.TrimPrefix(note, "${"), "} = ")
+	if !ok {
+		return note
+	}
+	name, _, hasDefault := strings.Cut(inner, ":")
+	if !secretKey(name) && !secretKey(key) {
+		return note
+	}
+	if inner = name; hasDefault {
+		inner += ":******"
+	}
+	from := ""
+	if end := strings.LastIndex(rest, "\" "); end >= 0 {
+		from = rest[end+1:]
+	}
+	return "${" + inner + "} = ******" + from
 }
