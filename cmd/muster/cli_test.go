@@ -89,3 +89,16 @@ func TestNodeURL_hostPortEverywhere(t *testing.T) {
 		t.Error("ftp: no error")
 	}
 }
+
+func TestConfigCheck_missingFileAndNoCheck(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"config", "--check", "--config", "/nonexistent/application.yml"}, &out, &errOut); code == 0 || !strings.Contains(out.String(), "/nonexistent/application.yml") {
+		t.Errorf("missing file: exit %d, out %q", code, out.String())
+	}
+	// --config alone checks too (it used to be ignored, exit 0).
+	out.Reset()
+	file := writeFile(t, "application.yml", "eureka.server.colour: blue\n")
+	if code := run([]string{"config", "--config", file}, &out, &errOut); code == 0 || !strings.Contains(out.String(), "eureka.server.colour") {
+		t.Errorf("config --config with a typo: exit %d, out %q", code, out.String())
+	}
+}

@@ -107,6 +107,7 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 				rep.Errors = append(rep.Errors, e.Error())
 			}
 		case err != nil:
+			rep.Errors = append(rep.Errors, err.Error())
 			return nil, rep, err
 		}
 		rep.Files, rep.Profiles = cfg.Files, cfg.Profiles
