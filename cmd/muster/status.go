@@ -69,7 +69,7 @@ func fetchStatus(name string, args []string, out io.Writer) (st ops.AdminStatus,
 	if fs.NArg() > 0 {
 		return st, nil, false, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
 	}
-	u, err := statusURL(*rawURL)
+	u, err := statusURL(*rawURL, schemeOf(def.url))
 	if err != nil {
 		return st, nil, false, fmt.Errorf("%s: %w", name, err)
 	}
@@ -91,8 +91,8 @@ func fetchStatus(name string, args []string, out io.Writer) (st ops.AdminStatus,
 
 // statusURL turns what a user types (host:port, a base URL, or a Eureka
 // service URL ending in /eureka/) into the /admin/status URL of that node.
-func statusURL(raw string) (*url.URL, error) {
-	u, err := nodeURL(raw, "http", "/admin/status")
+func statusURL(raw, defaultScheme string) (*url.URL, error) {
+	u, err := nodeURL(raw, defaultScheme, "/admin/status")
 	if err != nil {
 		return nil, err
 	}
