@@ -116,6 +116,14 @@ type Config struct {
 	WatchTimer       func(d time.Duration) (<-chan time.Time, func())
 	// Actuator is Spring Boot's actuator (management.*), httpapi/ops.
 	Actuator ops.ActuatorConfig
+
+	// ConsoleDisabled leaves the dashboard out: its pages answer 404
+	// (Spring's eureka.dashboard.enabled false).
+	ConsoleDisabled bool
+	// ConsolePath is one more path of the dashboard's overview, besides
+	// /, /dashboard and /console (Spring's eureka.dashboard.path); its
+	// links stay under /console.
+	ConsolePath string
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -168,6 +176,14 @@ func (c Config) Validate() error {
 	}
 	if err := c.Actuator.Validate(); err != nil {
 		return bad("Actuator", "%v", err)
+	}
+	if p := c.ConsolePath; p != "" && (p[0] != '/' || strings.ContainsAny(p, ":*?#% ")) {
+		return bad("ConsolePath", "must be a plain path starting with /, got %q", p)
+	}
+	for _, taken := range []string{"/eureka", "/v2", "/admin", "/actuator", "/metrics", "/readyz", "/livez", "/lastn", "/static"} {
+		if p := strings.TrimRight(c.ConsolePath, "/"); p == taken || strings.HasPrefix(p, taken+"/") {
+			return bad("ConsolePath", "%q is taken by the node's own routes (%s)", c.ConsolePath, taken)
+		}
 	}
 	if !c.ConsoleActions.Valid() {
 		return bad("ConsoleActions", "must be one of %v, got %q", console.ActionsPolicies, c.ConsoleActions)
@@ -303,7 +319,15 @@ func (s *Server) routes() {
 		g := e.Group(base)
 		return route(g.POST), route(g.PUT), route(g.GET), route(g.DELETE)
 	}, get)
-	s.console.Routes(get, route(e.POST))
+	if !s.cfg.ConsoleDisabled {
+		s.console.Routes(get, route(e.POST))
+		if p := strings.TrimRight(s.cfg.ConsolePath, "/"); p != "" {
+			// eureka.dashboard.path: the overview there too, with the
+			// console's read access.
+			s.guard.Mount(p, false)
+			get(p, s.console.Overview)
+		}
+	}
 	get("/admin/status", s.admin.ServeStatus)
 	get("/readyz", s.admin.Readyz)
 	get("/livez", s.admin.Livez)

@@ -3,18 +3,10 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/providers/file"
-	"github.com/knadh/koanf/v2"
 
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/cluster"
@@ -54,6 +46,14 @@ type Settings struct {
 
 	RegisterWithEureka bool
 	ServiceURLs        map[string][]string // zone → Eureka base URLs of static peers
+	// ClientEnabled false turns the node's own Eureka client off: no
+	// self-registration and no static peers (eureka.client.enabled).
+	ClientEnabled bool
+	// DashboardEnabled false leaves the dashboard out (eureka.dashboard.enabled).
+	DashboardEnabled bool
+	// UnknownKeys is what an unknown key of Muster's namespaces is: an
+	// error, or a warning (muster.config.unknown-keys).
+	UnknownKeys string
 
 	InstanceHostname        string
 	InstanceIPAddress       string
@@ -62,6 +62,14 @@ type Settings struct {
 	InstanceRenewalInterval int // seconds
 	InstanceLeaseDuration   int // seconds
 	InstanceMetadata        map[string]string
+	// The URLs the node's self-registration advertises: a full URL wins
+	// over a path on the node's own base URL, as in Spring.
+	InstanceStatusPagePath  string
+	InstanceHealthCheckPath string
+	InstanceHomePagePath    string
+	InstanceStatusPageURL   string
+	InstanceHealthCheckURL  string
+	InstanceHomePageURL     string
 
 	LogLevel        string
 	LogFormat       string
@@ -86,8 +94,11 @@ type Settings struct {
 	SSLClientAuth     tlsconfig.ClientAuth
 	ClusterSecretKeys []string
 	explicit          map[string]bool
-	// raw holds the value of each key as the user wrote it, for errors.
-	raw map[string]string
+	// raw holds the value of each key as the user wrote it, for errors;
+	// origin says where it was written (file:line, environment NAME,
+	// command line), for muster config --check.
+	raw    map[string]string
+	origin map[string]string
 	// Security (security.go): users, roles, peer signatures.
 	SpringUserName     string
 	SpringUserPassword string
@@ -123,9 +134,17 @@ func defaultSettings() Settings {
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
 
-		ServerPort:        defaultServerPort,
-		AppName:           "muster",
-		WaitWhenSyncEmpty: 5 * time.Minute, // Eureka's wait-time-in-ms-when-sync-empty
+		ServerPort:       defaultServerPort,
+		ClientEnabled:    true,
+		DashboardEnabled: true,
+		UnknownKeys:      unknownKeysError,
+		// What the node served before these keys existed: the dashboard
+		// as status page, /livez as health check.
+		InstanceStatusPagePath:  "/",
+		InstanceHealthCheckPath: "/livez",
+		InstanceHomePagePath:    "/",
+		AppName:                 "muster",
+		WaitWhenSyncEmpty:       5 * time.Minute, // Eureka's wait-time-in-ms-when-sync-empty
 		// The node's own lease is what the registry assumes of a client
 		// that says nothing, as Eureka's client defaults are.
 		InstanceRenewalInterval: int(reg.ExpectedRenewalInterval / time.Second),
@@ -146,6 +165,7 @@ func defaultSettings() Settings {
 		AuthUsers:        map[string]*userSettings{},
 		explicit:         map[string]bool{},
 		raw:              map[string]string{},
+		origin:           map[string]string{},
 	}
 	s.derive()
 	return s
@@ -160,6 +180,7 @@ func (s *Settings) derive() {
 	// Batches stay below the peers' muster.max-batch-body-bytes.
 	s.Replication.MaxBatchBytes = int(s.HTTP.MaxBatchBodyBytes / 4 * 3)
 	s.HTTP.Node.Zone = s.Cluster.Zone
+	s.HTTP.ConsoleDisabled = !s.DashboardEnabled
 	s.Sync.Zone = s.Cluster.Zone
 	s.AntiEntropy.RequestTimeout = s.Transport.RequestTimeout
 	// A cancel's tombstone must outlive one anti-entropy round, so the
@@ -223,7 +244,7 @@ var settings = []setting{
 	boolKey("eureka.server.sync-when-timestamp-differs", "Compare lastDirtyTimestamp on heartbeats: 404 asks a client with newer data to register again, 409 hands a peer our newer copy.", func(s *Settings) *bool { return &s.Registry.SyncWhenTimestampDiffers }),
 	intKey("eureka.server.registry-sync-retries", "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.Sync.Attempts }),
 	msKey("eureka.server.registry-sync-retry-wait-ms", "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.Sync.RetryWait }),
-	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 1, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows; 0 (as Spring guides set for a standalone server) serves at once.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
 	intKey("eureka.server.max-elements-in-peer-replication-pool", "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.Replication.MaxQueueSize }),
 	msKey("eureka.server.max-time-for-replication", "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.Replication.TaskMaxAge }),
 	msKey("eureka.server.peer-node-connect-timeout-ms", "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.Transport.ConnectTimeout }),
@@ -231,6 +252,9 @@ var settings = []setting{
 
 	boolKey("eureka.client.register-with-eureka", "Register the node itself as an instance of spring.application.name and renew like any client.", func(s *Settings) *bool { return &s.RegisterWithEureka }),
 	{Key: "eureka.client.service-url.<zone>", Default: "", Help: "Comma-separated Eureka base URLs of static peers (e.g. a Java Eureka server during a migration), by zone; added to the memberlist members."},
+	boolKey("eureka.client.enabled", "The node's own Eureka client: false means no self-registration (whatever register-with-eureka says) and no static peers from eureka.client.service-url.*, which are then ignored with a warning; memberlist peers still replicate.", func(s *Settings) *bool { return &s.ClientEnabled }),
+	boolKey("eureka.dashboard.enabled", "Serve the dashboard (/, /dashboard, /console…); false: its pages answer 404, the API and probes are unchanged.", func(s *Settings) *bool { return &s.DashboardEnabled }),
+	strKey("eureka.dashboard.path", "One more path of the dashboard's overview besides /, /dashboard and /console (Spring's dashboard path); the dashboard's links stay under /console.", func(s *Settings) *string { return &s.HTTP.ConsolePath }),
 
 	strKey("eureka.instance.hostname", "Host name the node advertises (self-registration and its Eureka URL for peers); empty means the machine's host name.", func(s *Settings) *string { return &s.InstanceHostname }),
 	strKey("eureka.instance.ip-address", "IP address the node advertises; empty means the address memberlist advertises, or the first non-loopback address.", func(s *Settings) *string { return &s.InstanceIPAddress }),
@@ -239,10 +263,17 @@ var settings = []setting{
 	rangeKey("eureka.instance.lease-renewal-interval-in-seconds", 1, registry.MaxRenewalIntervalSecs, "Heartbeat interval of the node's self-registration.", func(s *Settings) *int { return &s.InstanceRenewalInterval }),
 	rangeKey("eureka.instance.lease-expiration-duration-in-seconds", 1, registry.MaxLeaseDurationSecs, "Lease duration of the node's self-registration.", func(s *Settings) *int { return &s.InstanceLeaseDuration }),
 	{Key: "eureka.instance.metadata-map.<key>", Default: "", Help: "Metadata of the node's self-registration."},
+	strKey("eureka.instance.status-page-url-path", "Path of the status page URL the node's self-registration advertises, on its own base URL.", func(s *Settings) *string { return &s.InstanceStatusPagePath }),
+	strKey("eureka.instance.health-check-url-path", "Path of the health check URL the node's self-registration advertises (e.g. /actuator/health).", func(s *Settings) *string { return &s.InstanceHealthCheckPath }),
+	strKey("eureka.instance.home-page-url-path", "Path of the home page URL the node's self-registration advertises.", func(s *Settings) *string { return &s.InstanceHomePagePath }),
+	strKey("eureka.instance.status-page-url", "Full status page URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceStatusPageURL }),
+	strKey("eureka.instance.health-check-url", "Full health check URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceHealthCheckURL }),
+	strKey("eureka.instance.home-page-url", "Full home page URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceHomePageURL }),
 
 	msKey("muster.measured-rate-window-ms", "Length of the window that counts renewals for self-preservation; figures are still reported per minute. Short windows suit tests.", func(s *Settings) *time.Duration { return &s.Registry.RenewalRateWindow }),
 	int64Key("muster.max-body-bytes", "Largest request body a client may send (413 beyond).", func(s *Settings) *int64 { return &s.HTTP.MaxBodyBytes }),
 	int64Key("muster.max-batch-body-bytes", "Largest peer replication batch accepted.", func(s *Settings) *int64 { return &s.HTTP.MaxBatchBodyBytes }),
+	enumKey("muster.config.unknown-keys", []string{unknownKeysError, unknownKeysWarn}, "What an unknown key under eureka.*, server.*, muster.* or cluster.* is (keys elsewhere are ignored): error stops start-up, listing every such key with its file:line and a did-you-mean; warn logs them and starts, for a migration that must start first and be cleaned up after.", func(s *Settings) *string { return &s.UnknownKeys }),
 	enumKey("muster.log.level", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
 	enumKey("muster.log.format", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
 	enumKey("muster.dashboard.actions-without-auth", httpapi.ConsoleActionsPolicies, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *httpapi.ConsoleActionsPolicy { return &s.HTTP.ConsoleActions }),
@@ -300,35 +331,6 @@ var settings = []setting{
 	intKey("muster.dns.rate-burst", "Burst of the per-source DNS rate limit.", func(s *Settings) *int { return &s.DNS.RateBurst }),
 }
 
-// Eureka settings that are valid in a Spring application.yml but have no
-// meaning in Muster. They are accepted with a warning, so an existing file
-// works; anything else unknown under eureka.* is a typo and stops start-up.
-var ignoredEurekaKeys = map[string]string{
-	"eureka.server.use-read-only-response-cache":              "Muster has no read-only cache: reads see writes at once",
-	"eureka.server.response-cache-update-interval-ms":         "Muster has no read-only cache: reads see writes at once",
-	"eureka.server.response-cache-auto-expiration-in-seconds": "payloads are re-encoded on change, not on a timer",
-	"eureka.server.initial-capacity-of-response-cache":        "sizing of Eureka's cache",
-	"eureka.server.peer-eureka-nodes-update-interval-ms":      "peers come from memberlist as they join and leave",
-	"eureka.server.max-threads-for-peer-replication":          "one sender per peer sends batches by back-pressure",
-	"eureka.server.min-threads-for-peer-replication":          "one sender per peer sends batches by back-pressure",
-	"eureka.server.batch-replication":                         "replication is always batched",
-	"eureka.server.number-of-replication-retries":             "unused in Eureka as well",
-	"eureka.server.enable-replicated-request-compression":     "not implemented",
-	"eureka.server.my-url":                                    "peers are told apart by node identity",
-	"eureka.server.wait-time-in-ms-when-sync-empty-dashboard": "",
-	"eureka.client.fetch-registry":                            "the node holds the whole registry itself",
-	"eureka.client.registry-fetch-interval-seconds":           "the node holds the whole registry itself",
-	"eureka.client.prefer-same-zone-eureka":                   "syncUp always prefers the same zone",
-	"eureka.client.region":                                    "no remote regions",
-	"eureka.client.availability-zones":                        "the zone is cluster.zone",
-	"eureka.instance.appname":                                 "the app name is spring.application.name",
-	"eureka.instance.non-secure-port":                         "the port is server.port",
-}
-
-// Namespaces of Spring Boot settings a shared application.yml may carry;
-// Muster does not read them and says so at debug level.
-var foreignPrefixes = []string{"spring.", "management.", "logging.", "info.", "endpoints.", "springdoc.", "hystrix.", "ribbon.", "feign."}
-
 // canonical folds a key for Spring's relaxed binding: case and dashes do
 // not matter, so enableSelfPreservation, enable-self-preservation and
 // ENABLE_SELF_PRESERVATION name the same setting.
@@ -345,137 +347,6 @@ var settingByCanonical = func() map[string]*setting {
 	return m
 }()
 
-var ignoredByCanonical = func() map[string]string {
-	m := map[string]string{}
-	for k, why := range ignoredEurekaKeys {
-		m[canonical(k)] = k + ": " + why
-	}
-	return m
-}()
-
-// Notice is something about the configuration worth logging once the
-// logger exists.
-type Notice struct {
-	Warn bool
-	Msg  string
-}
-
-// configLayer is one source of settings; in a strict layer unknown keys
-// are errors.
-type configLayer struct {
-	source string
-	values map[string]any
-	strict bool
-}
-
-// loadSettings builds Settings from the layers: built-in defaults, the
-// config file (YAML, JSON or Java properties), the environment (MUSTER_*,
-// and Spring's SERVER_*/EUREKA_*/SPRING_APPLICATION_NAME/CLUSTER_* names
-// when they match a setting), then --set key=value. Unknown keys and bad
-// values are errors that name the key and where it came from.
-func loadSettings(configFile string, env []string, sets []string) (*Settings, []Notice, error) {
-	k := koanf.New(".")
-	var notices []Notice
-
-	explicit := map[string]bool{}
-	var layers []configLayer
-	if configFile != "" {
-		values, err := readConfigFile(configFile)
-		if err != nil {
-			return nil, nil, err
-		}
-		layers = append(layers, configLayer{configFile, values, true})
-	}
-	envLenient, envStrict := envLayer(env)
-	layers = append(layers, configLayer{"environment", envLenient, false}, configLayer{"environment", envStrict, true})
-	setValues := map[string]any{}
-	for _, kv := range sets {
-		key, value, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(key) == "" {
-			return nil, nil, fmt.Errorf("--set %q: want key=value", kv)
-		}
-		setValues[strings.TrimSpace(key)] = value
-	}
-	layers = append(layers, configLayer{"--set", setValues, true})
-
-	for _, layer := range layers {
-		resolved := map[string]any{}
-		keys := make([]string, 0, len(layer.values))
-		for key := range layer.values {
-			keys = append(keys, key)
-		}
-		sort.Strings(keys)
-		for _, key := range keys {
-			target, note, err := resolveKey(key)
-			if err != nil {
-				if layer.strict {
-					return nil, nil, fmt.Errorf("%s: %w", layer.source, err)
-				}
-				continue
-			}
-			if note != nil {
-				notices = append(notices, *note)
-			}
-			if target != "" {
-				resolved[target] = layer.values[key]
-				explicit[target] = true
-			}
-		}
-		if err := k.Load(confmap.Provider(resolved, "."), nil); err != nil {
-			return nil, nil, err
-		}
-	}
-
-	d := defaultSettings()
-	s := &d
-	s.explicit = explicit
-	for key, value := range k.All() {
-		if err := applyValue(s, key, value); err != nil {
-			return nil, nil, err
-		}
-	}
-	s.derive()
-	if err := s.validate(); err != nil {
-		return nil, nil, err
-	}
-	return s, notices, nil
-}
-
-const (
-	serviceURLPrefix = "eureka.client.service-url."
-	metadataPrefix   = "eureka.instance.metadata-map."
-	authUsersPrefix  = "muster.auth.users."
-)
-
-// resolveKey maps a key as written by the user to the canonical key of a
-// setting, or to "" with a notice for keys Muster deliberately ignores.
-func resolveKey(key string) (string, *Notice, error) {
-	c := canonical(key)
-	if st, ok := settingByCanonical[c]; ok && st.apply != nil {
-		return st.Key, nil, nil
-	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
-		if cp := canonical(prefix); strings.HasPrefix(c, cp) && len(c) > len(cp) {
-			// Keep the map key as written: zone names and metadata keys are
-			// case-sensitive.
-			return prefix + mapKeySuffix(key, strings.Count(prefix, ".")), nil, nil
-		}
-	}
-	if why, ok := ignoredByCanonical[c]; ok {
-		return "", &Notice{Warn: true, Msg: "ignored setting " + why}, nil
-	}
-	for _, p := range foreignPrefixes {
-		if strings.HasPrefix(c, canonical(p)) {
-			return "", &Notice{Msg: "not a Muster setting, ignored: " + key}, nil
-		}
-	}
-	msg := fmt.Sprintf("unknown setting %q", key)
-	if s := suggest(c); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return "", nil, fmt.Errorf("%s", msg)
-}
-
 // mapKeySuffix returns what follows the first n dot-separated segments.
 func mapKeySuffix(key string, n int) string {
 	for i := 0; i < n; i++ {
@@ -488,13 +359,23 @@ func mapKeySuffix(key string, n int) string {
 	return key
 }
 
-// suggest returns the known key closest to an unknown one, if any is close.
+// suggest returns the known key closest to an unknown one, if any is
+// close: a setting, or a Spring key Muster accepts.
 func suggest(c string) string {
 	best, bestDist := "", 4
-	for _, st := range settings {
-		if d := editDistance(c, canonical(st.Key)); d < bestDist {
-			best, bestDist = st.Key, d
+	consider := func(key string) {
+		if d := editDistance(c, canonical(key)); d < bestDist || d == bestDist && best != "" && key < best {
+			best, bestDist = key, d
 		}
+	}
+	for _, st := range settings {
+		consider(st.Key)
+	}
+	for k := range springKeys {
+		consider(k)
+	}
+	for k := range springAliases {
+		consider(k)
 	}
 	return best
 }
@@ -521,29 +402,32 @@ func editDistance(a, b string) int {
 
 func applyValue(s *Settings, key string, value any) error {
 	raw := valueString(value)
+	if s.raw == nil {
+		s.raw = map[string]string{}
+	}
 	switch {
 	case strings.HasPrefix(key, serviceURLPrefix):
 		zone := strings.TrimPrefix(key, serviceURLPrefix)
+		s.raw[key] = raw
 		for _, u := range splitList(raw) {
 			s.ServiceURLs[zone] = append(s.ServiceURLs[zone], u)
 		}
 		return nil
 	case strings.HasPrefix(key, metadataPrefix):
+		s.raw[key] = raw
 		s.InstanceMetadata[strings.TrimPrefix(key, metadataPrefix)] = raw
 		return nil
 	case strings.HasPrefix(key, authUsersPrefix):
+		s.raw[key] = raw
 		return s.applyAuthUser(strings.TrimPrefix(key, authUsersPrefix), raw)
 	}
 	st, ok := settingByCanonical[canonical(key)]
 	if !ok || st.apply == nil {
 		return fmt.Errorf("unknown setting %q", key)
 	}
-	if s.raw == nil {
-		s.raw = map[string]string{}
-	}
 	s.raw[st.Key] = raw
 	if err := st.apply(s, raw); err != nil {
-		return fmt.Errorf("setting %s = %q: %w", st.Key, raw, err)
+		return fmt.Errorf("setting %s = %q: %w", st.Key, maskSecret(st.Key, raw), err)
 	}
 	return nil
 }
@@ -576,70 +460,6 @@ func splitList(raw string) []string {
 		}
 	}
 	return out
-}
-
-// readConfigFile reads YAML (.yml, .yaml, also JSON, which is YAML) or Java
-// properties (.properties) into a flat map.
-func readConfigFile(path string) (map[string]any, error) {
-	if strings.EqualFold(filepath.Ext(path), ".properties") {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("config file: %w", err)
-		}
-		return parseProperties(string(b))
-	}
-	k := koanf.New(".")
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return k.All(), nil
-}
-
-// parseProperties reads the key=value (or key: value) lines of a Java
-// properties file; # and ! start comments.
-func parseProperties(text string) (map[string]any, error) {
-	out := map[string]any{}
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		sep := strings.IndexAny(line, "=:")
-		if sep <= 0 {
-			return nil, fmt.Errorf("properties line %d: want key=value, got %q", i+1, line)
-		}
-		out[strings.TrimSpace(line[:sep])] = strings.TrimSpace(line[sep+1:])
-	}
-	return out, nil
-}
-
-// envLayer reads the environment. MUSTER_SERVER_PORT and friends must name
-// a setting (unknown ones are errors, so a typo does not go unnoticed);
-// muster.* settings may drop their prefix (MUSTER_LOG_LEVEL). The variables
-// Kubernetes' service links make for a Service named muster (MUSTER_PORT…,
-// MUSTER_SERVICE_…) are not settings and are left alone. Spring-style names
-// without the prefix (SERVER_PORT, EUREKA_SERVER_ENABLESELFPRESERVATION,
-// EUREKA_CLIENT_SERVICEURL_DEFAULTZONE, CLUSTER_JOIN) are taken when they
-// match a setting and ignored otherwise, since the environment holds much
-// that is not for Muster.
-func envLayer(env []string) (lenient, strict map[string]any) {
-	lenient, strict = map[string]any{}, map[string]any{}
-	for _, kv := range env {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		switch {
-		case name == "MUSTER_PORT", strings.HasPrefix(name, "MUSTER_PORT_"), strings.HasPrefix(name, "MUSTER_SERVICE_"):
-		case strings.HasPrefix(name, "MUSTER_"):
-			strict[envKey(strings.TrimPrefix(name, "MUSTER_"))] = value
-		case strings.HasPrefix(name, "SERVER_"), strings.HasPrefix(name, "EUREKA_"),
-			strings.HasPrefix(name, "CLUSTER_"), name == "SPRING_APPLICATION_NAME",
-			name == "SPRING_SECURITY_USER_NAME", name == "SPRING_SECURITY_USER_PASSWORD":
-			lenient[envKey(name)] = value
-		}
-	}
-	return lenient, strict
 }
 
 // envKey turns an environment name (SERVER_PORT) into a setting key
@@ -693,7 +513,7 @@ func (s *Settings) validate() error {
 	for zone, urls := range s.ServiceURLs {
 		for _, u := range urls {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				return fmt.Errorf("setting eureka.client.service-url.%s = %q: want http:// or https:// URLs", zone, u)
+				return fmt.Errorf("setting eureka.client.service-url.%s = %q: want http:// or https:// URLs", zone, maskSecret("", u))
 			}
 		}
 	}
@@ -748,7 +568,7 @@ func (s *Settings) blame(c packageConfig, err error) error {
 		reflect.ValueOf(st.field(&probe)).Elem().Set(reflect.ValueOf(st.field(&d)).Elem())
 		probe.derive()
 		if perr := c.validate(&probe); perr == nil || perr.Error() != err.Error() {
-			return fmt.Errorf("setting %s = %q: %w", st.Key, raw, err)
+			return fmt.Errorf("setting %s = %q: %w", st.Key, maskSecret(st.Key, raw), err)
 		}
 	}
 	return err
@@ -868,10 +688,11 @@ func enumKey[T ~string](key string, allowed []T, help string, field func(*Settin
 	}
 	list := strings.Join(names, ", ")
 	return bind(key, help+" One of: "+list+".", field, func(raw string) (T, error) {
+		// Spring binds enums relaxed: WHEN_AUTHORIZED is when-authorized.
 		v := T(strings.ToLower(raw))
 		for _, a := range allowed {
-			if v == a {
-				return v, nil
+			if canonical(string(a)) == canonical(raw) {
+				return a, nil
 			}
 		}
 		return v, fmt.Errorf("want one of %s", list)

@@ -167,7 +167,7 @@ func TestLoadSettings_springFileWithForeignAndIgnoredKeys(t *testing.T) {
 spring:
   application:
     name: eureka-server
-  profiles: peer1
+
 management:
   endpoints:
     web:
@@ -273,5 +273,114 @@ func TestLoadSettings_environmentNames(t *testing.T) {
 	}
 	if len(s.ServiceURLs["defaultZone"]) != 1 || len(s.ServiceURLs["zone2"]) != 1 {
 		t.Errorf("service urls %v", s.ServiceURLs)
+	}
+}
+
+// Every typo of a file is reported in one run, each with its file:line and
+// a did-you-mean; Spring keys Muster does not use are accepted with a
+// warning; other namespaces are ignored; muster.config.unknown-keys: warn
+// starts anyway.
+func TestLoadSettings_allProblemsAtOnce(t *testing.T) {
+	text := `eureka:
+  server:
+    enable-self-preservaton: false
+    rate-limiter-enabled: true
+    a-s-g-cache-expiry-timeout-ms: 1000
+  client:
+    registerWithEurka: false
+    instance-info-replication-interval-seconds: 10
+server:
+  prot: 8762
+  tomcat:
+    max-threads: 10
+security:
+  user:
+    name: admin
+    password: s3cret-pass
+jhipster:
+  registry:
+    password: x
+zuul:
+  routes: {a: b}
+`
+	file := writeFile(t, "application.yml", text)
+	_, _, err := loadSettings(file, nil, nil)
+	if err == nil {
+		t.Fatal("typos: no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`application.yml:3: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?)`,
+		`application.yml:7: unknown setting "eureka.client.registerWithEurka" (did you mean "eureka.client.register-with-eureka"?)`,
+		`application.yml:10: unknown setting "server.prot" (did you mean "server.port"?)`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if n := strings.Count(msg, "\n") + 1; n != 3 {
+		t.Errorf("want exactly the 3 typos, got %d lines:\n%s", n, msg)
+	}
+	if strings.Contains(msg, "jhipster") || strings.Contains(msg, "rate-limiter") || strings.Contains(msg, "tomcat") {
+		t.Errorf("valid keys refused:\n%s", msg)
+	}
+
+	warnFile := writeFile(t, "application.yml", text+"muster.config.unknown-keys: warn\ncluster.enabled: false\n")
+	s, notices, err := loadSettings(warnFile, nil, nil)
+	if err != nil {
+		t.Fatalf("unknown-keys warn: %v", err)
+	}
+	if s.SpringUserName != "admin" || s.SpringUserPassword != "s3cret-pass" {
+		t.Errorf("Spring Boot 1.x security.user.* not honoured: %q", s.SpringUserName)
+	}
+	var warns []string
+	for _, n := range notices {
+		if n.Warn {
+			warns = append(warns, n.Msg)
+		}
+		if strings.Contains(n.Msg, "s3cret") {
+			t.Errorf("a notice shows the password: %s", n.Msg)
+		}
+	}
+	all := strings.Join(warns, "\n")
+	for _, want := range []string{"enable-self-preservaton", "application.yml:4: eureka.server.rate-limiter-enabled is accepted but not used: no rate limiter",
+		"a-s-g-cache-expiry-timeout-ms", "instance-info-replication-interval-seconds", "server.tomcat.max-threads"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning %q in:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "jhipster") || strings.Contains(all, "zuul") {
+		t.Errorf("foreign namespaces warned about:\n%s", all)
+	}
+}
+
+func TestLoadSettings_clientDisabledAndSelfRegistrationURLs(t *testing.T) {
+	file := writeFile(t, "application.yml", `eureka:
+  client:
+    enabled: false
+    register-with-eureka: true
+    service-url:
+      defaultZone: http://peer:8761/eureka/
+  instance:
+    status-page-url-path: /actuator/info
+    health-check-url-path: /actuator/health
+`)
+	s := mustLoad(t, file, nil, nil)
+	if s.RegisterWithEureka || len(s.ServiceURLs) != 0 {
+		t.Errorf("eureka.client.enabled false: register %v, peers %v", s.RegisterWithEureka, s.ServiceURLs)
+	}
+	inst := selfInstance(s, "h", "127.0.0.1", 8761, time.Now())
+	if inst.StatusPageURL != "http://h:8761/actuator/info" || inst.HealthCheckURL != "http://h:8761/actuator/health" || inst.HomePageURL != "http://h:8761/" {
+		t.Errorf("self-registration URLs: %s %s %s", inst.StatusPageURL, inst.HealthCheckURL, inst.HomePageURL)
+	}
+}
+
+func TestLoadSettings_secretsMaskedInErrors(t *testing.T) {
+	_, _, err := loadSettings("", nil, []string{"cluster.peer-secret=short-secret"})
+	if err == nil {
+		t.Skip("a short peer secret is accepted alone")
+	}
+	if strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("error shows the secret: %v", err)
 	}
 }

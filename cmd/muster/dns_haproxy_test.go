@@ -181,16 +181,6 @@ backend orders
 	expect("the override removed and the client UP again", "o-2", "o-3", "o-4")
 }
 
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // serversState is HAProxy's own view of the backend (its stats socket's
 // "show servers state"), for failure messages.
 func serversState(sock string) string {

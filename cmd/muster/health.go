@@ -27,7 +27,8 @@ import (
 func healthCmd(args []string, stdout io.Writer) error {
 	def := probeDefaults(os.Environ())
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	target := fs.String("url", def.url, "URL to probe (credentials may go in it: https://user:pass@host:8761/admin/status)")
+	fs.SetOutput(stdout)
+	target := fs.String("url", def.url, "URL to probe: host:port (its /readyz) or a full URL; credentials may go in it: https://user:pass@host:8761/admin/status")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	caFile := fs.String("ca-cert", def.ca, "PEM CA bundle to verify an https node against (default: server.ssl.trust-certificate from the environment, else the system roots)")
 	certFile := fs.String("cert", def.cert, "PEM client certificate, for nodes with server.ssl.client-auth need (default: server.ssl.certificate from the environment)")
@@ -35,6 +36,14 @@ func healthCmd(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("health: unexpected argument %q", fs.Arg(0))
+	}
+	u, err := nodeURL(*target, schemeOf(def.url), "/readyz")
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	*target = u.String()
 	tlsCfg, err := def.clientTLS(*caFile, *certFile, *keyFile)
 	if err != nil {
 		return fmt.Errorf("health: %w", err)

@@ -1,11 +1,11 @@
 // Command muster runs a Muster node, a Eureka-compatible service registry,
 // and the operator commands around it.
 //
-//	muster serve [--config FILE.yml] [--set key=value]…   run a node
+//	muster serve [--config FILE.yml] [--profile P] [--set key=value]… [--KEY=VALUE]…   run a node
 //	muster health [--url URL]                             probe a node's /readyz (for container healthchecks)
 //	muster status|members [--url URL]                     a node's state and its peers, for people
 //	muster k8s-zone --out FILE                            the Kubernetes init container's zone lookup
-//	muster config                                         list every setting with its default
+//	muster config [--check --config FILE]                 list every setting with its default, or check a configuration
 //	muster tls ca | cert                                  make a CA and node certificates
 //	muster version
 //
@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench-target":
 		err = benchTargetCmd(args[1:], stdout, stderr)
 	case "config":
-		printSettings(stdout, len(args) > 1 && args[1] == "--markdown")
+		err = configCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "muster", version)
 	case "help", "-h", "--help":
@@ -63,6 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "muster: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return 2
+	}
+	if helpRequested(err) {
+		return 0 // the command printed its usage
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "muster:", err)
@@ -75,12 +78,14 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Muster: a Eureka-compatible service registry whose nodes are equal peers.
 
 Usage:
-  muster serve [--config FILE.yml] [--set key=value]...   run a node (defaults: API and dashboard on :8761)
-  muster health [--url http://127.0.0.1:8761/readyz]      exit 0 when the node is ready (container healthchecks)
-  muster status [--url http://user:pass@127.0.0.1:8761]   the node's state, from its /admin/status
-  muster members [--url http://user:pass@127.0.0.1:8761]  the node's peers and their replication
+  muster serve [--config FILE.yml] [--profile P] [--set key=value]... [--KEY=VALUE]...
+                                                          run a node (defaults: API and dashboard on :8761)
+  muster health [--url 127.0.0.1:8761]                    exit 0 when the node is ready (container healthchecks)
+  muster status [--url user:pass@127.0.0.1:8761]          the node's state, from its /admin/status
+  muster members [--url user:pass@127.0.0.1:8761]         the node's peers and their replication
   muster k8s-zone --out FILE                              write cluster.zone from the Kubernetes node's zone label (init container)
   muster config [--markdown]                              list every setting and its default
+  muster config --check [--config FILE] [--profile P]     check a configuration: every problem, the effective settings and their origins
   muster tls ca | cert [flags]                            make a CA and node certificates (muster tls -h)
   muster version
 
@@ -99,19 +104,26 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func serveCmd(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "YAML, JSON or .properties file with settings (Spring names)")
-	var sets stringList
-	fs.Var(&sets, "set", "key=value, overrides the file and the environment (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: muster serve [--config FILE] [--profile P] [--set key=value]... [--KEY=VALUE]...\n\nAny setting may be given as --KEY=VALUE, as on Spring Boot's command line: muster serve --server.port=8762.")
+		fs.PrintDefaults()
+	}
+	var cf configFlags
+	cf.register(fs)
+	if err := parseConfigArgs(fs, &cf, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	settings, notices, err := loadSettings(*configFile, os.Environ(), sets)
+	settings, rep, err := load(cf.request(os.Environ()))
 	if err != nil {
+		if rep != nil && len(rep.Errors) > 1 {
+			return fmt.Errorf("%d configuration errors (muster config --check lists them with the effective settings):\n%s", len(rep.Errors), err)
+		}
 		return err
 	}
+	notices := rep.Notices
 	logger := logging.New(os.Stderr, settings.LogLevel, settings.LogFormat)
 	for _, nt := range notices {
 		if nt.Warn {

@@ -55,13 +55,25 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 		RenewalIntervalSecs: s.InstanceRenewalInterval,
 		LeaseDurationSecs:   s.InstanceLeaseDuration,
 		Metadata:            registry.NewMetadata(md),
-		HomePageURL:         base + "/",
-		StatusPageURL:       base + "/",
-		HealthCheckURL:      base + "/livez",
+		HomePageURL:         instanceURL(base, s.InstanceHomePageURL, s.InstanceHomePagePath),
+		StatusPageURL:       instanceURL(base, s.InstanceStatusPageURL, s.InstanceStatusPagePath),
+		HealthCheckURL:      instanceURL(base, s.InstanceHealthCheckURL, s.InstanceHealthCheckPath),
 		VIPAddress:          app,
 		SecureVIPAddress:    app,
 		LastDirtyTimestamp:  now.UnixMilli(),
 	}
+}
+
+// instanceURL is Spring's rule for the instance's URLs: a full URL as
+// given, else the path on the node's own base URL.
+func instanceURL(base, full, path string) string {
+	if full != "" {
+		return full
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return base + path
 }
 
 func (sr *selfRegistration) run(ctx context.Context) {

@@ -23,7 +23,7 @@ import (
 // traffic, registry size, self-preservation and a one-line peer summary,
 // all from GET /admin/status.
 func statusCmd(args []string, stdout io.Writer) error {
-	st, raw, asJSON, err := fetchStatus("status", args)
+	st, raw, asJSON, err := fetchStatus("status", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func statusCmd(args []string, stdout io.Writer) error {
 // membersCmd prints the node and its peers as a table: zone, memberlist
 // state, replication queue and last batch, last error.
 func membersCmd(args []string, stdout io.Writer) error {
-	st, raw, asJSON, err := fetchStatus("members", args)
+	st, raw, asJSON, err := fetchStatus("members", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -53,8 +53,9 @@ func membersCmd(args []string, stdout io.Writer) error {
 // fetchStatus parses the common flags and reads /admin/status. Credentials
 // come from the URL (http://user:pass@host:8761), as in a Spring client's
 // service URL; they go only to that host and never into messages.
-func fetchStatus(name string, args []string) (st ops.AdminStatus, raw []byte, asJSON bool, err error) {
+func fetchStatus(name string, args []string, out io.Writer) (st ops.AdminStatus, raw []byte, asJSON bool, err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
 	def := probeDefaults(os.Environ()) // in a node's container: its scheme, port and certificates
 	rawURL := fs.String("url", strings.TrimSuffix(def.url, "/readyz"), "the node: its base URL or Eureka URL, with user:pass@ when auth is on")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
@@ -68,7 +69,7 @@ func fetchStatus(name string, args []string) (st ops.AdminStatus, raw []byte, as
 	if fs.NArg() > 0 {
 		return st, nil, false, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
 	}
-	u, err := statusURL(*rawURL)
+	u, err := statusURL(*rawURL, schemeOf(def.url))
 	if err != nil {
 		return st, nil, false, fmt.Errorf("%s: %w", name, err)
 	}
@@ -90,16 +91,10 @@ func fetchStatus(name string, args []string) (st ops.AdminStatus, raw []byte, as
 
 // statusURL turns what a user types (host:port, a base URL, or a Eureka
 // service URL ending in /eureka/) into the /admin/status URL of that node.
-func statusURL(raw string) (*url.URL, error) {
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
+func statusURL(raw, defaultScheme string) (*url.URL, error) {
+	u, err := nodeURL(raw, defaultScheme, "/admin/status")
 	if err != nil {
-		return nil, fmt.Errorf("--url: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--url %s: want http(s)://host:port", u.Redacted())
+		return nil, err
 	}
 	u.Path = "/admin/status"
 	u.RawPath, u.RawQuery, u.Fragment = "", "", ""

@@ -104,6 +104,10 @@ func (s *Console) Routes(get, post func(string, echo.HandlerFunc, ...echo.Middle
 	get("/static/*", s.static)
 }
 
+// Overview is the dashboard's overview page, for a server that mounts it
+// at one more path (eureka.dashboard.path).
+func (s *Console) Overview(c echo.Context) error { return s.consoleOverview(c) }
+
 // Paths are where the overview answers: Spring's dashboard at /, and the
 // names operators try.
 var Paths = []string{"/", "/dashboard", "/console"}

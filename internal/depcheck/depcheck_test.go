@@ -112,6 +112,9 @@ var allowed = map[string]rule{
 	"internal/proccontrol": {
 		why: "process CPU/memory/profile control for benchmarked processes; stdlib only",
 	},
+	"internal/springconf": {
+		why: "Spring Boot's reading of a config file (documents, profiles, placeholders); yaml only",
+	},
 	"internal/gzjoin": {
 		why: "one gzip member from separately compressed pieces; compress only",
 	},
@@ -132,7 +135,7 @@ var allowed = map[string]rule{
 	},
 	// The server binary: every server package, no tool.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "internal/redact", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "internal/redact", "internal/springconf", "tlsconfig"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "wires the server; links no tool (tools/, scripts/)",
 	},
