@@ -29,6 +29,9 @@ func TestConfig_Validate(t *testing.T) {
 		{func(c *httpapi.Config) { c.WatchMaxWait = 0 }, "httpapi: WatchMaxWait must be positive, got 0s"},
 		{func(c *httpapi.Config) { c.WatchMaxWatchers = -1 }, "httpapi: WatchMaxWatchers must be from 0 (no limit) to 10000000, got -1"},
 		{func(c *httpapi.Config) { c.ConsoleActions = "all" }, `httpapi: ConsoleActions must be one of [loopback any none], got "all"`},
+		{func(c *httpapi.Config) { c.ConsolePath = "registry" }, `httpapi: ConsolePath must be a plain path starting with /, got "registry"`},
+		{func(c *httpapi.Config) { c.ConsolePath = "/admin/status" }, `httpapi: ConsolePath "/admin/status" is taken by the node's own routes (/admin)`},
+		{func(c *httpapi.Config) { c.ConsolePath = "/eureka/" }, `httpapi: ConsolePath "/eureka/" is taken by the node's own routes (/eureka)`},
 	} {
 		c := httpapi.DefaultConfig()
 		tt.change(&c)
@@ -40,6 +43,8 @@ func TestConfig_Validate(t *testing.T) {
 		func(c *httpapi.Config) { c.BodyReadTimeout, c.WriteChunkTimeout, c.MaxConnections = 0, 0, 0 },
 		func(c *httpapi.Config) { c.WatchMaxWatchers = 0 },
 		func(c *httpapi.Config) { c.ConsoleActions = "" },
+		func(c *httpapi.Config) { c.ConsolePath = "/registry" },
+		func(c *httpapi.Config) { c.ConsolePath = "/eurekas" }, // a prefix of a name is not the name
 	} {
 		c := httpapi.DefaultConfig()
 		ok(&c)
