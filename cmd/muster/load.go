@@ -183,6 +183,15 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 		s.ServiceURLs = map[string][]string{}
 		s.RegisterWithEureka = false
 	}
+	if s.authOn() && s.ClusterEnabled && s.PeerSecret == "" && !explicit["cluster.enabled"] {
+		// A Spring file with a password names its peers in
+		// eureka.client.service-url (with credentials in the URLs); gossip
+		// without a peer secret would let any host that reaches the port
+		// replicate into this node. So gossip stays off unless asked for.
+		s.ClusterEnabled = false
+		rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: "gossip clustering is off: users are configured (spring.security.user.* or muster.auth.users.*) and cluster.peer-secret is not; " +
+			"static peers of eureka.client.service-url.* still replicate with the credentials in their URLs. For gossip, set the same cluster.peer-secret on every node"})
+	}
 	if len(rep.Errors) == 0 {
 		if err := s.validate(); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())

@@ -76,6 +76,31 @@ cluster:
 	}
 }
 
+// A file with a password and no peer secret starts as a Spring Eureka
+// server would: gossip off (said once, as a warning), static peers kept.
+func TestLoadSettings_authWithoutPeerSecretTurnsGossipOff(t *testing.T) {
+	s, notices, err := loadSettings("", nil, []string{"spring.security.user.name=admin", "spring.security.user.password=pw",
+		"eureka.client.service-url.defaultZone=http://admin:pw@peer-b:8761/eureka/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ClusterEnabled || len(s.ServiceURLs["defaultZone"]) != 1 {
+		t.Fatalf("cluster.enabled %v, static peers %v; want gossip off and the peer kept", s.ClusterEnabled, s.ServiceURLs)
+	}
+	var said int
+	for _, n := range notices {
+		if n.Warn && strings.Contains(n.Msg, "gossip clustering is off") {
+			said++
+			if strings.Contains(n.Msg, "pw") {
+				t.Errorf("the warning repeats a password: %s", n.Msg)
+			}
+		}
+	}
+	if said != 1 {
+		t.Fatalf("%d warnings about gossip, want 1: %+v", said, notices)
+	}
+}
+
 // Bad security settings stop start-up with a message that names the key
 // and never repeats a password.
 func TestLoadSettings_securityErrors(t *testing.T) {
@@ -84,7 +109,7 @@ func TestLoadSettings_securityErrors(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{auth, "setting cluster.peer-secret is required"},
+		{append(auth, "cluster.enabled=true"), "setting cluster.peer-secret is required"},
 		{[]string{"spring.security.user.name=admin", "cluster.enabled=false"}, "spring.security.user.password is empty"},
 		{[]string{"spring.security.user.password=pw", "cluster.enabled=false"}, "spring.security.user.name is empty"},
 		{append(auth, "cluster.enabled=false", "spring.security.user.password={bcrypt}$2a$10$notahash-Xyz"), "setting spring.security.user.password: auth: unusable password encoding"},

@@ -93,15 +93,15 @@ func corpus() []corpusCase {
 			errors: []string{"unresolved.yml:6: eureka.client.service-url.defaultZone: unresolved placeholder ${EUREKA_PEERS}",
 				"unresolved.yml:8: eureka.instance.hostname: unresolved placeholder ${POD_NAME}"}},
 		{name: "jhipster registry: foreign namespaces, dashboard path, actuator paths", file: "jhipster-registry.yml",
-			args: []string{"--cluster.enabled=false"},
 			want: map[string]string{"eureka.dashboard.path": "/registry", "eureka.instance.status-page-url-path": "/management/info",
 				"eureka.instance.health-check-url-path": "/management/health", "management.endpoints.web.base-path": "/management",
 				"spring.security.user.password": "******", "eureka.server.enable-self-preservation": "true",
 				"eureka.client.service-url.defaultZone": "http://admin:******@localhost:8761/eureka/"},
-			origins:  map[string]string{"eureka.server.enable-self-preservation": "jhipster-registry.yml:63"},
-			warnings: []string{"eureka.instance.appname is accepted but not used", "spring.security.user.roles is accepted but not used"},
-			ignored:  []string{"jhipster.registry.password = ******", "zuul.routes.api.path", "spring.cloud.config.server.git.uri"},
-			start:    true, user: "admin:admin",
+			origins: map[string]string{"eureka.server.enable-self-preservation": "jhipster-registry.yml:63"},
+			warnings: []string{"eureka.instance.appname is accepted but not used", "spring.security.user.roles is accepted but not used",
+				"gossip clustering is off: users are configured"},
+			ignored: []string{"jhipster.registry.password = ******", "zuul.routes.api.path", "spring.cloud.config.server.git.uri"},
+			start:   true, user: "admin:admin",
 			check: func(t *testing.T, base string) {
 				if code := getAs(t, base+"/registry", "admin:admin"); code != 200 {
 					t.Errorf("eureka.dashboard.path /registry: %d", code)
@@ -110,8 +110,8 @@ func corpus() []corpusCase {
 					t.Errorf("/registry without credentials: %d, want 401", code)
 				}
 			}},
-		{name: "jhipster registry: authentication with gossip needs a peer secret", file: "jhipster-registry.yml",
-			errors: []string{"cluster.peer-secret is required"}},
+		{name: "jhipster registry: gossip asked for with authentication needs a peer secret", file: "jhipster-registry.yml",
+			args: []string{"--cluster.enabled=true"}, errors: []string{"cluster.peer-secret is required"}},
 		{name: "typos: every one at once, with line and did-you-mean", file: "typos.yml",
 			errors: []string{
 				`typos.yml:5: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?)`,
