@@ -166,6 +166,7 @@ type nodeStatus struct {
 		URL         string `json:"url"`
 		State       string `json:"state"`
 		AntiEntropy string `json:"antiEntropy"`
+		LastError   string `json:"lastError"`
 	} `json:"peers"`
 }
 

@@ -51,11 +51,15 @@ type musterNode struct {
 	http   *http.Client
 	cmd    *exec.Cmd
 	done   chan struct{}
+	logDir string
 	logs   []string
 }
 
 func newMusterNode(t *testing.T, sets ...string) *musterNode {
-	n := &musterNode{t: t, port: freePort(t), sets: sets, scheme: "http", http: &http.Client{Timeout: 5 * time.Second}}
+	// The log directory is made before the cleanup is registered, so it
+	// is removed after the cleanup has read the logs.
+	n := &musterNode{t: t, port: freePort(t), sets: sets, scheme: "http", http: &http.Client{Timeout: 5 * time.Second},
+		logDir: t.TempDir()}
 	t.Cleanup(func() {
 		n.stop()
 		if t.Failed() {
@@ -99,7 +103,7 @@ func (n *musterNode) start() *musterNode {
 		args = append(args, "--set", s)
 	}
 	n.cmd = exec.Command(musterBinary(t), args...)
-	logFile, err := os.CreateTemp(t.TempDir(), "muster-*.log")
+	logFile, err := os.CreateTemp(n.logDir, "muster-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +149,14 @@ type javaServer struct {
 	port  int
 	peers []string
 	extra []string
+	tmp   string
 	cmd   *exec.Cmd
 	done  chan struct{}
 	out   *lineLog
 }
 
 func newJavaServer(t *testing.T, dir string, extra ...string) *javaServer {
-	s := &javaServer{t: t, dir: dir, port: freePort(t), extra: extra}
+	s := &javaServer{t: t, dir: dir, port: freePort(t), extra: extra, tmp: t.TempDir()}
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() && s.out != nil {
@@ -173,7 +178,7 @@ func (s *javaServer) launch() *javaServer {
 	}
 	args = append(args, s.extra...)
 	s.cmd = exec.Command(filepath.Join(s.dir, "server", "run.sh"), args...)
-	s.cmd.Env = append(os.Environ(), "TMPDIR="+s.t.TempDir(), "JAVA_OPTS=-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+	s.cmd.Env = append(os.Environ(), "TMPDIR="+s.tmp, "JAVA_OPTS=-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 	s.out = &lineLog{}
 	s.done = startLogged(s.t, s.cmd, s.out)
 	return s
