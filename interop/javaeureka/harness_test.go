@@ -345,7 +345,7 @@ func startAgent(t *testing.T, dir, app string, urls []string, javaOpts string, e
 		a.stdin.Close()
 		stopProcess(a.cmd, a.done)
 		if t.Failed() {
-			t.Logf("java client %s output tail:\n%s", a.id, a.out.tail(6000))
+			t.Logf("java client %s output tail:\n%s", a.id, a.out.tail(12000))
 		}
 	})
 	a.waitSelf(60*time.Second, "UP")
