@@ -59,9 +59,12 @@ func TestMixedCluster_javaServerAndMusterAsPeers(t *testing.T) {
 		}
 		return "absent"
 	}
-	if got := peerState(); !strings.Contains(got, "/unsupported ") {
-		t.Fatalf("/admin/status lists the Java peer as %q, want anti-entropy unsupported", got)
-	}
+	testwait.For(t, 30*time.Second, "/admin/status lists the Java peer with anti-entropy unsupported", func() error {
+		if got := peerState(); !strings.Contains(got, "/unsupported ") {
+			return fmt.Errorf("listed as %q", got)
+		}
+		return nil
+	})
 
 	onJava := startAgent(t, dir, "JAVA-ON-JAVA", []string{java.url()}, "")
 	onMuster := startAgent(t, dir, "JAVA-ON-MUSTER", []string{node.url()}, "")
