@@ -49,10 +49,11 @@ ensure_tool openssl openssl
 # Java 17 runtime and libraries; their install script beside the repository
 # puts them in place (about 20 minutes on a machine without them).
 java_eureka=../shared/java-eureka
-if [ -x "$java_eureka/install.sh" ] && ! "$java_eureka/classpath.sh" >/dev/null 2>&1; then
+# --jdk adds javac: the tests compile their own Java client (interop/javaeureka/testdata/agent).
+if [ -x "$java_eureka/install.sh" ] && { ! "$java_eureka/classpath.sh" >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; }; then
   if [ "$(id -u)" = 0 ] && [ "${MUSTER_NO_INSTALL:-}" != 1 ]; then
-    echo "== installing the Java Eureka runtime ($java_eureka/install.sh)"
-    timeout 2400 "$java_eureka/install.sh" >/tmp/muster-install-java-eureka.log 2>&1 ||
+    echo "== installing the Java Eureka runtime ($java_eureka/install.sh --jdk)"
+    timeout 2400 "$java_eureka/install.sh" --jdk >/tmp/muster-install-java-eureka.log 2>&1 ||
       echo "== could not install it (see /tmp/muster-install-java-eureka.log): the Java interop tests will skip"
   else
     echo "== the Java Eureka runtime is not installed (run $java_eureka/install.sh as root): the Java interop tests will skip"

@@ -1,16 +1,26 @@
 // Package javaeureka holds the interop tests against the real Netflix
 // Eureka Java client (eureka-client 1.10.18's DiscoveryClient, the client
-// Spring Cloud Netflix wraps), run from ../shared/java-eureka beside the
-// repository. They build the muster binary, start nodes as processes and
-// let the Java driver register, heartbeat, fetch full and delta payloads
-// with every Eureka codec (and in the compact form, X-Eureka-Accept:
-// compact), and lose its instance on the server, which it must repair by
-// registering again after an empty heartbeat 404. One test lets the client
-// find the node by Eureka's DNS server discovery (TXT records from the
-// node's DNS interface; it needs root for port 53 and a private mount
-// namespace, and skips otherwise).
+// Spring Cloud Netflix wraps) and server (eureka-core 1.10.18), run from
+// ../shared/java-eureka beside the repository. They build the muster
+// binary and start nodes, Java servers and Java clients as processes:
 //
-// Without the folder or a Java runtime the tests skip and say why, so
-// `go test ./...` passes anywhere; scripts/test.sh installs the runtime
-// (../shared/java-eureka/install.sh) when it runs as root.
+//   - the fixed-script driver (client/run.sh): every codec, gzip, deltas,
+//     overrides, metadata, the compact form (X-Eureka-Accept: compact),
+//     and the re-registration after an empty heartbeat 404;
+//   - the driver finding the node by Eureka's DNS server discovery (TXT
+//     records from the node's DNS interface; it needs root for port 53
+//     and a private mount namespace, and skips otherwise);
+//   - a long-running DiscoveryClient steered over stdin (testdata/agent,
+//     compiled with javac at test time): eviction, a node restart without
+//     data dir, failover between serviceUrls and back, basic auth in the
+//     URL, TLS, shutdown cancel;
+//   - a Java server and a Muster node as static peers (replication,
+//     syncUp and repair both ways, a healed partition);
+//   - the migration of docs/migration-from-java-eureka.md end to end.
+//
+// Without the folder, a Java runtime, its libraries or javac the tests
+// skip and say why, so `go test ./...` passes anywhere; scripts/test.sh
+// installs them (../shared/java-eureka/install.sh --jdk) when it runs as
+// root. Independent scenarios run as parallel tests: about 2.5 minutes on
+// two cores, most of it the driver's two fixed runs.
 package javaeureka

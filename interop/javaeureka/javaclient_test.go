@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // javaEureka is the folder of the Java Eureka client and server, or the
@@ -73,54 +70,7 @@ func freePort(t *testing.T) int {
 // Eureka base URL once /readyz answers 200. It stops with the test.
 func startNode(t *testing.T, sets ...string) string {
 	t.Helper()
-	port := freePort(t)
-	args := []string{"serve",
-		"--set", "server.port=" + strconv.Itoa(port),
-		"--set", "server.address=127.0.0.1",
-		"--set", "cluster.enabled=false",
-		"--set", "eureka.instance.hostname=127.0.0.1",
-	}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	cmd := exec.Command(musterBinary(t), args...)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "muster.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile.Name())
-			t.Logf("muster log:\n%s", tail(b, 4000))
-		}
-	})
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	testwait.For(t, 30*time.Second, "the node answers /readyz", func() error {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz %d", resp.StatusCode)
-		}
-		return nil
-	})
-	return base + "/eureka/"
+	return newMusterNode(t, sets...).start().url()
 }
 
 // runDriver runs the real DiscoveryClient driver against url and returns
