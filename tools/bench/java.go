@@ -286,6 +286,17 @@ func (e *benchEnv) java() error {
 	if bad := m.res.NotOK() + j.res.NotOK(); bad > 0 {
 		e.add(benchRow{Scenario: sc, Figure: "failed heartbeats", Value: float64(bad), Note: fmt.Sprintf("Muster %v, Java %v", m.res.Status, j.res.Status)})
 	}
+	// The same at a fixed rate both servers keep up with: what a heartbeat
+	// costs a server that is idle between requests, as in production.
+	const fixedRate, fixedConns = 2000, 16
+	paced := hb
+	paced.Concurrency, paced.Interval = fixedConns, time.Second*fixedConns/fixedRate
+	mf, jf, err := e.compare(mu, java, paced, nil)
+	if err != nil {
+		return err
+	}
+	e.addCompared(sc, fmt.Sprintf("server CPU per heartbeat at %d/s", fixedRate), mf.cpuPerReq(), jf.cpuPerReq(), "µs", "", nil,
+		fmt.Sprintf("user+system CPU of the server process, %d conns paced to %d heartbeats/s in all (served %.0f/s and %.0f/s)", fixedConns, fixedRate, mf.res.RPS(), jf.res.RPS()))
 
 	// Full fetches, gzip JSON and XML.
 	for _, format := range []struct {
