@@ -189,6 +189,7 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 		// without a peer secret would let any host that reaches the port
 		// replicate into this node. So gossip stays off unless asked for.
 		s.ClusterEnabled = false
+		s.origin["cluster.enabled"] = "turned off: users configured, no cluster.peer-secret"
 		rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: "gossip clustering is off: users are configured (spring.security.user.* or muster.auth.users.*) and cluster.peer-secret is not; " +
 			"static peers of eureka.client.service-url.* still replicate with the credentials in their URLs. For gossip, set the same cluster.peer-secret on every node"})
 	}

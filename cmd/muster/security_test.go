@@ -87,6 +87,9 @@ func TestLoadSettings_authWithoutPeerSecretTurnsGossipOff(t *testing.T) {
 	if s.ClusterEnabled || len(s.ServiceURLs["defaultZone"]) != 1 {
 		t.Fatalf("cluster.enabled %v, static peers %v; want gossip off and the peer kept", s.ClusterEnabled, s.ServiceURLs)
 	}
+	if o := s.origin["cluster.enabled"]; !strings.Contains(o, "no cluster.peer-secret") {
+		t.Errorf("config --check would show cluster.enabled's origin as %q, not why it is off", o)
+	}
 	var said int
 	for _, n := range notices {
 		if n.Warn && strings.Contains(n.Msg, "gossip clustering is off") {
