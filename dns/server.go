@@ -82,13 +82,8 @@ func New(cfg Config, o Options) (*Server, error) {
 // Start listens on cfg.Addr over UDP and TCP (same port; with port 0 the
 // TCP port is the one the kernel chose for UDP) and serves until Shutdown.
 func (s *Server) Start() error {
-	pc, err := net.ListenPacket("udp", s.cfg.Addr)
+	pc, ln, err := listenBoth(s.cfg.Addr)
 	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
 		return err
 	}
 	udp := &mdns.Server{PacketConn: pc, Handler: mdns.HandlerFunc(s.serveUDP)}
@@ -103,6 +98,30 @@ func (s *Server) Start() error {
 		<-started
 	}
 	return nil
+}
+
+// listenBoth binds UDP and TCP on one port. With port 0 the kernel's UDP
+// port may be in use over TCP (an ephemeral port of an outgoing
+// connection, say), so a few other ports are tried before giving up.
+func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	tries := 1
+	if port == "0" {
+		tries = 16
+	}
+	var err error
+	for range tries {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return nil, nil, err
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+	}
+	return nil, nil, err
 }
 
 // Addr is the UDP address served (TCP is on the same port).
