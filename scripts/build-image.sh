@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 tag="${1:-muster:latest}"
 version="$(git describe --always --dirty 2>/dev/null || echo dev)"
 mkdir -p build/image
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o build/image/muster ./cmd/muster
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/muster-registry/muster/node.Version=${version}" -o build/image/muster ./cmd/muster
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o build/image/muster-clients ./tools/clients
 docker build --quiet -t "$tag" -f Dockerfile build/image >/dev/null
 echo "built image $tag (muster ${version}, $(du -h build/image/muster | cut -f1) binary)"

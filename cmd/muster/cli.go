@@ -7,9 +7,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/muster-registry/muster/node"
 )
 
 // configFlags are the flags of every command that loads the
@@ -27,8 +28,8 @@ func (c *configFlags) register(fs *flag.FlagSet) {
 	fs.Var(&c.sets, "set", "key=value, overrides the file and the environment (repeatable); --KEY=VALUE does the same")
 }
 
-func (c *configFlags) request(env []string) loadRequest {
-	return loadRequest{File: c.file, Env: env, Sets: c.sets, Profiles: c.profiles}
+func (c *configFlags) request(env []string) node.LoadRequest {
+	return node.LoadRequest{File: c.file, Env: env, Sets: c.sets, Profiles: c.profiles}
 }
 
 // parseConfigArgs parses a command's flags where, as on Spring Boot's
@@ -71,10 +72,10 @@ func parseConfigArgs(fs *flag.FlagSet, c *configFlags, args []string) error {
 			i++
 			value = args[i]
 		}
-		switch canonical(name) {
-		case canonical("spring.profiles.active"):
+		switch node.CanonicalKey(name) {
+		case node.CanonicalKey("spring.profiles.active"):
 			c.profiles = append(c.profiles, value)
-		case canonical("spring.config.location"):
+		case node.CanonicalKey("spring.config.location"):
 			c.file = strings.TrimPrefix(strings.TrimPrefix(value, "optional:"), "file:")
 		default:
 			c.sets = append(c.sets, name+"="+value)
@@ -108,7 +109,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 		printSettings(stdout, *markdown)
 		return nil
 	}
-	s, rep, err := load(cf.request(os.Environ()))
+	s, rep, err := node.Load(cf.request(os.Environ()))
 	if rep == nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // writeCheck prints a load's report for a person.
-func writeCheck(w io.Writer, s *Settings, rep *configReport) {
+func writeCheck(w io.Writer, s *node.Settings, rep *node.Report) {
 	if len(rep.Files) > 0 {
 		fmt.Fprintf(w, "Files read: %s\nActive profiles: %s\n", strings.Join(rep.Files, ", "), strings.Join(rep.Profiles, ", "))
 	}
@@ -140,7 +141,7 @@ func writeCheck(w io.Writer, s *Settings, rep *configReport) {
 	if s != nil {
 		fmt.Fprintln(w, "\nEffective settings:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, row := range effectiveSettings(s, rep) {
+		for _, row := range node.EffectiveSettings(s, rep) {
 			fmt.Fprintf(tw, "  %s\t= %s\t%s\n", row[0], row[1], row[2])
 		}
 		tw.Flush()
@@ -153,45 +154,6 @@ func writeCheck(w io.Writer, s *Settings, rep *configReport) {
 		}
 		tw.Flush()
 	}
-}
-
-// effectiveSettings are key, value (secrets masked) and origin of every
-// setting, then of the map entries set (zones, metadata, users).
-func effectiveSettings(s *Settings, rep *configReport) [][3]string {
-	origin := func(key string) string {
-		o, ok := s.origin[key]
-		if !ok {
-			return "default"
-		}
-		if notes := rep.resolved[key]; len(notes) > 0 {
-			masked := make([]string, len(notes))
-			for i, n := range notes {
-				masked[i] = maskNote(key, n)
-			}
-			o += " (" + strings.Join(masked, "; ") + ")"
-		}
-		return o
-	}
-	var rows [][3]string
-	for _, st := range settings {
-		if st.format == nil {
-			continue
-		}
-		rows = append(rows, [3]string{st.Key, maskSecret(st.Key, st.format(s)), origin(st.Key)})
-	}
-	var mapped []string
-	for key := range s.origin {
-		for _, p := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
-			if strings.HasPrefix(key, p) {
-				mapped = append(mapped, key)
-			}
-		}
-	}
-	sort.Strings(mapped)
-	for _, key := range mapped {
-		rows = append(rows, [3]string{key, maskSecret(key, s.raw[key]), origin(key)})
-	}
-	return rows
 }
 
 // nodeURL reads a --url as people write it: host:port, a base URL or a

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/internal/redact"
+	"github.com/muster-registry/muster/node"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -82,23 +83,23 @@ func (p probe) clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) 
 // probeDefaults reads the node's settings from the environment; without
 // usable ones it probes http://127.0.0.1:8761/readyz.
 func probeDefaults(env []string) probe {
-	p := probe{url: "http://127.0.0.1:" + strconv.Itoa(defaultServerPort) + "/readyz"}
-	s, _, err := loadSettings("", env, nil)
+	p := probe{url: "http://127.0.0.1:" + strconv.Itoa(node.DefaultServerPort) + "/readyz"}
+	s, _, err := node.LoadSettings("", env, nil)
 	if err != nil {
 		return p
 	}
 	port := s.ServerPort
 	if port == 0 {
-		port = defaultServerPort
+		port = node.DefaultServerPort
 	}
-	p.url = s.scheme() + "://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
-	if s.tlsOn() {
+	p.url = s.Scheme() + "://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
+	if s.TLSOn() {
 		p.ca = s.SSLTrust
 		if s.SSLClientAuth != tlsconfig.ClientAuthNone {
 			p.cert, p.key = s.SSLCertificate, s.SSLKey
 		}
 		if s.SSLKeyStore != "" || s.SSLTrustStore != "" {
-			p.store, _ = tlsconfig.Load(s.tlsConfig(zerolog.Nop(), 0))
+			p.store, _ = tlsconfig.Load(s.TLSConfig(zerolog.Nop(), 0))
 		}
 	}
 	return p

@@ -11,8 +11,9 @@
 //
 // The tools are their own commands and are not linked into this one:
 // go run ./tools/bench (performance figures), go run ./tools/clients
-// (simulated Eureka clients). `muster bench-target`, not listed in the
-// usage, is the node tools/bench measures (benchtarget.go).
+// (simulated Eureka clients); tools/bench starts the node package in a
+// process of its own. This package is the command line only: a node is
+// assembled by package node.
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/muster-registry/muster/internal/logging"
+	"github.com/muster-registry/muster/node"
 )
 
 func main() {
@@ -51,12 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = membersCmd(args[1:], stdout)
 	case "k8s-zone":
 		err = k8sZoneCmd(args[1:], stdout, stderr)
-	case "bench-target":
-		err = benchTargetCmd(args[1:], stdout, stderr)
 	case "config":
 		err = configCmd(args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "muster", version)
+		fmt.Fprintln(stdout, "muster", node.Version)
 	case "help", "-h", "--help":
 		usage(stdout)
 	default:
@@ -116,7 +116,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	settings, rep, err := load(cf.request(os.Environ()))
+	settings, rep, err := node.Load(cf.request(os.Environ()))
 	if err != nil {
 		if rep != nil && len(rep.Errors) > 1 {
 			return fmt.Errorf("%d configuration errors (muster config --check lists them with the effective settings):\n%s", len(rep.Errors), err)
@@ -135,11 +135,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	node, err := newNode(settings, logger)
+	n, err := node.New(settings, logger)
 	if err != nil {
 		return err
 	}
-	if err := node.Start(ctx); err != nil {
+	if err := n.Start(ctx); err != nil {
 		return err
 	}
 	<-ctx.Done()
@@ -147,7 +147,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	logger.Info().Msg("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), settings.ShutdownTimeout)
 	defer cancel()
-	return node.Shutdown(shutdownCtx)
+	return n.Shutdown(shutdownCtx)
 }
 
 // printSettings lists every setting; --markdown prints docs/configuration.md's table.
@@ -155,7 +155,7 @@ func printSettings(w io.Writer, markdown bool) {
 	if markdown {
 		fmt.Fprintln(w, "| Key | Default | What it does |")
 		fmt.Fprintln(w, "|---|---|---|")
-		for _, st := range settings {
+		for _, st := range node.SettingDocs() {
 			def := "—"
 			if st.Default != "" {
 				def = "`" + st.Default + "`"
@@ -164,7 +164,7 @@ func printSettings(w io.Writer, markdown bool) {
 		}
 		return
 	}
-	for _, st := range settings {
+	for _, st := range node.SettingDocs() {
 		def := st.Default
 		if def == "" {
 			def = "(none)"

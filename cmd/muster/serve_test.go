@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -110,18 +109,8 @@ func TestRun_usageAndErrors(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	s := mustLoad(t, "", nil, []string{"server.port=0", "server.address=127.0.0.1", "cluster.enabled=false"})
-	n, err := newNode(s, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
+	n := startNode(t, "health", "cluster.enabled=false")
 	var out bytes.Buffer
-	// Opening follows Start in the background (syncUp first).
-	waitOpened(t, n)
 	if err := healthCmd([]string{"--url", "http://" + n.Addr() + "/readyz"}, &out); err != nil {
 		t.Fatalf("health of a ready node: %v", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"io"
 	"net/http"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
+	"github.com/muster-registry/muster/node"
 )
 
 // corpusCase is one Spring Eureka server configuration of
@@ -291,19 +290,11 @@ func TestSpringCorpus_startsANode(t *testing.T) {
 			if err := parseConfigArgs(fs, &cf, args); err != nil {
 				t.Fatal(err)
 			}
-			s, _, err := load(cf.request(os.Environ()))
+			s, _, err := node.Load(cf.request(os.Environ()))
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			n, err := newNode(s, testLogger(t), nodeOptions{memberlist: memberlist.DefaultLocalConfig()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := n.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
-			waitOpened(t, n)
+			startSettings(t, c.name, s)
 			base := "http://127.0.0.1:" + strconv.Itoa(port)
 			if code := getAs(t, base+"/readyz", ""); code != 200 {
 				t.Errorf("/readyz: %d", code)
@@ -343,18 +334,4 @@ func getAs(t *testing.T, url, user string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// docs/spring-config.md lists every Spring key Muster accepts without
-// using, with what Muster does instead.
-func TestSpringConfigDoc_listsEverySpringKey(t *testing.T) {
-	b, err := os.ReadFile("../../docs/spring-config.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for key := range springKeys {
-		if !strings.Contains(string(b), "| `"+key+"` |") {
-			t.Errorf("docs/spring-config.md lacks a row for %s", key)
-		}
-	}
 }

@@ -22,15 +22,12 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	n1 := startTestNode(t, "alpha", "zone-a", nil)
-	n2 := startTestNode(t, "beta", "zone-b", []string{n1.gossipAddr(t)})
-	waitOpened(t, n1, n2)
+	n1 := startNode(t, "alpha", "cluster.zone=zone-a")
+	n2 := startNode(t, "beta", "cluster.zone=zone-b", "cluster.join="+n1.GossipAddr())
 	waitFor(t, 15*time.Second, "the nodes to see each other", func() bool {
-		return len(n1.currentPeers()) == 1 && len(n2.currentPeers()) == 1
+		return len(n1.Peers()) == 1 && len(n2.Peers()) == 1
 	})
-	if code := call(t, http.MethodPost, "http://"+n1.Addr()+"/eureka/apps/ORDERS", instanceBody("ORDERS", "orders-1", 90)); code != http.StatusNoContent {
-		t.Fatalf("register: %d", code)
-	}
+	register(t, n1, "ORDERS", "orders-1")
 
 	var out, errOut bytes.Buffer
 	// A Eureka service URL works as well as a base URL.
@@ -87,8 +84,7 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 // credentials, and no message ever shows the password. A proxy in front of
 // a real node plays the part of a node with auth on.
 func TestStatus_credentialsFromURL(t *testing.T) {
-	n := startTestNode(t, "secured", "zone-a", nil)
-	waitOpened(t, n)
+	n := startNode(t, "secured", "cluster.zone=zone-a")
 	target, _ := url.Parse("http://" + n.Addr())
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	var sawAuth []string
@@ -188,37 +184,5 @@ func TestMembers_antiEntropyColumn(t *testing.T) {
 	want := `(?m)^Anti-entropy\s+2 in sync, 1 not in sync, 1 n/a \(Eureka peer\), 1 not in sync \(round failed\), 1 pending, 1 n/a \(anti-entropy off\)$`
 	if !regexp.MustCompile(want).MatchString(out.String()) {
 		t.Errorf("status lacks %s:\n%s", want, out.String())
-	}
-}
-
-// TestNode_antiEntropyInfo: a node passes anti-entropy's state through to
-// /admin/status: inSync only for a peer that serves anti-entropy, the
-// failed round's error and time.
-func TestNode_antiEntropyInfo(t *testing.T) {
-	n := &Node{settings: &Settings{AntiEntropy: replication.AntiEntropyConfig{Interval: time.Second}}}
-	at := time.Date(2024, 6, 10, 6, 0, 0, 0, time.FixedZone("x", 3600))
-	for _, c := range []struct {
-		as    replication.AntiEntropyStats
-		state string
-		sync  *bool
-	}{
-		{replication.AntiEntropyStats{}, replication.AEPending, new(bool)},
-		{replication.AntiEntropyStats{Unsupported: true}, replication.AEUnsupported, nil},
-		{replication.AntiEntropyStats{InSync: true, Last: at, LastError: "x", LastErrorAt: at, Failing: true}, replication.AEFailing, new(bool)},
-	} {
-		var pi httpapi.PeerInfo
-		n.antiEntropyInfo(&pi, c.as)
-		if pi.AntiEntropy != c.state || (pi.InSync == nil) != (c.sync == nil) {
-			t.Errorf("%+v: got %s, inSync %v", c.as, pi.AntiEntropy, pi.InSync)
-		}
-		if c.as.LastError != "" && (pi.AntiEntropyError != "x" || pi.AntiEntropyErrorAt == nil || pi.AntiEntropyErrorAt.Location() != time.UTC) {
-			t.Errorf("%+v: error %q at %v", c.as, pi.AntiEntropyError, pi.AntiEntropyErrorAt)
-		}
-	}
-	n.settings.AntiEntropy.Interval = 0
-	var pi httpapi.PeerInfo
-	n.antiEntropyInfo(&pi, replication.AntiEntropyStats{})
-	if pi.AntiEntropy != httpapi.AntiEntropyOff || pi.InSync != nil {
-		t.Errorf("anti-entropy off: %+v", pi)
 	}
 }

@@ -47,7 +47,7 @@ var allowed = map[string]rule{
 	},
 	"cluster": {
 		testImports: []string{"internal/testwait"},
-		why:         "memberlist only; cmd/muster turns members into replication peers (STYLE.md §1)",
+		why:         "memberlist only; node turns members into replication peers (STYLE.md §1)",
 	},
 	"replication": {
 		imports:     []string{"internal/redact", "registry", "registry/wire"},
@@ -60,7 +60,7 @@ var allowed = map[string]rule{
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
 	"auth": {
-		why: "users, passwords and peer signatures for the edges (httpapi, cmd/muster); a leaf, so the registry never sees a credential",
+		why: "users, passwords and peer signatures for the edges (httpapi, node); a leaf, so the registry never sees a credential",
 	},
 	"httpapi": {
 		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
@@ -133,11 +133,17 @@ var allowed = map[string]rule{
 		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
 	},
-	// The server binary: every server package, no tool.
+	// One node, assembled: what `muster serve` and the benchmark start.
+	"node": {
+		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig"},
+		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest"},
+		why:         "settings and assembly of a node: every server package, no tool, never the command line",
+	},
+	// The server binary: the command line around the node package.
 	"cmd/muster": {
-		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "registry", "registry/persist", "registry/wire", "replication", "internal/logging", "internal/proccontrol", "internal/redact", "internal/springconf", "tlsconfig"},
-		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
-		why:         "wires the server; links no tool (tools/, scripts/)",
+		imports:     []string{"httpapi/ops", "internal/logging", "internal/redact", "node", "replication", "tlsconfig"},
+		testImports: []string{"httpapi", "internal/keystoretest", "internal/testwait"},
+		why:         "flags and subcommands; a node is package node's; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.
 	"tools/loadgen": {
@@ -153,8 +159,8 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"client", "httpapi", "registry", "registry/wire", "replication", "internal/proccontrol", "tools/loadgen", "tlsconfig"},
-		why:     "runs the muster binary as a child; micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding",
+		imports: []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "node", "registry", "registry/wire", "replication", "tlsconfig", "tools/loadgen"},
+		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding",
 	},
 	"deploy": {
 		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},

@@ -3,7 +3,7 @@
 // GC and CPU or heap profiles, and the one JSON line such a process prints
 // when it is ready.
 //
-// Both processes that tools/bench starts use it: `muster bench-target` (a
-// real node) and the bench's own ceiling server, so the two are measured
+// Both processes that tools/bench starts use it: `bench node` (a real
+// node, package node) and the bench's own ceiling server, so the two are measured
 // the same way. It imports no other Muster package.
 package proccontrol

@@ -3,12 +3,12 @@
 // echo server driven by the same load generator, alternating with the node
 // under test). Speed is reported, never asserted.
 //
-//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--java] [--million] [--out FILE] [--muster PATH]
+//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--java] [--million] [--out FILE]
 //
-// The node under test is the muster binary itself, run as `muster
-// bench-target` in a child process (built from ./cmd/muster unless --muster
-// names one); the ceiling is this binary run as `bench ceiling`. Neither
-// shares a process with the load generator.
+// The node under test is package node, the assembly `muster serve` runs,
+// started by this binary re-run as `bench node` in a child process; the
+// ceiling is this binary run as `bench ceiling`. Neither shares a process
+// with the load generator, and the server binary links no bench code.
 package main
 
 import (
@@ -20,10 +20,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/node"
 	"github.com/muster-registry/muster/tools/loadgen"
 )
 
@@ -41,9 +41,12 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var err error
-	if len(args) > 0 && args[0] == "ceiling" {
+	switch {
+	case len(args) > 0 && args[0] == "ceiling":
 		err = ceilingCmd(args[1:], stdout, stderr)
-	} else {
+	case len(args) > 0 && args[0] == "node":
+		err = nodeCmd(args[1:], stdout, stderr)
+	default:
 		err = benchCmd(args, stdout, stderr)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -87,7 +90,6 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	million := fs.Bool("million", false, "also run the million scenario (a 1M-instance node: several minutes, ~3 GB)")
 	withJava := fs.Bool("java", false, "also run the java scenario (the Java Eureka server of ../shared/java-eureka or $MUSTER_JAVA_EUREKA side by side; skipped when absent)")
 	millionN := fs.Int("million-size", benchMillionN, "registry size of the million scenario")
-	musterBin := fs.String("muster", "", "muster binary to measure (empty: go build ./cmd/muster into a temporary folder)")
 	var sets stringList
 	fs.Var(&sets, "set", "key=value for the muster servers under test (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -161,14 +163,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	defer e.stopAll()
-	if e.muster, err = benchMusterBinary(*musterBin, tmp); err != nil {
+	if e.self, err = os.Executable(); err != nil {
 		return err
 	}
-	e.version = benchMusterVersion(e.muster)
+	e.version = benchNodeVersion()
 
 	started := time.Now()
-	e.logf("bench of %s (%s): %s, %d cores, %s; client %s, concurrency %d, %d rounds of %s (warm-up %s); logs in %s",
-		e.muster, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
+	e.logf("bench of %s (node %s): %s, %d cores, %s; client %s, concurrency %d, %d rounds of %s (warm-up %s); logs in %s",
+		e.self, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
 	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "dns", "micro", "million", "java"}
@@ -215,35 +217,18 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// benchMusterBinary returns path when given, or builds the muster command
-// of this module into dir. A binary, not `go run`: the node must be a
-// process of its own whose CPU and memory the bench reads.
-func benchMusterBinary(path, dir string) (string, error) {
-	if path != "" {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return "", err
+// benchNodeVersion is the node package's version, with the commit this
+// binary was built from when the build recorded it.
+func benchNodeVersion() string {
+	v := node.Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, st := range bi.Settings {
+			if st.Key == "vcs.revision" && len(st.Value) >= 12 {
+				v += " " + st.Value[:12]
+			}
 		}
-		if _, err := os.Stat(abs); err != nil {
-			return "", fmt.Errorf("--muster: %w", err)
-		}
-		return abs, nil
 	}
-	out := filepath.Join(dir, "muster")
-	build := exec.Command("go", "build", "-o", out, "github.com/muster-registry/muster/cmd/muster")
-	if msg, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the muster binary (or pass --muster PATH): %v\n%s", err, msg)
-	}
-	return out, nil
-}
-
-// benchMusterVersion asks the binary for its version.
-func benchMusterVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "muster"))
+	return v
 }
 
 func benchRunScenario(e *benchEnv, s string) error {
@@ -291,8 +276,8 @@ type benchEnv struct {
 	warmup     time.Duration
 	conc       int
 	client     loadgen.Client
-	muster     string // the binary under test
-	version    string // what it says `muster version` is
+	self       string // this binary: `bench node` and `bench ceiling` are its children
+	version    string // the node package's version
 	sets       []string
 	verbose    bool
 	tmpDir     string

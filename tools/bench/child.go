@@ -19,7 +19,8 @@ import (
 )
 
 // benchChild is a server under test running as a child process: the
-// muster binary as `muster bench-target`, or this binary as `bench ceiling`.
+// node package as `bench node`, or the bare echo server as `bench ceiling`,
+// both this binary re-run.
 type benchChild struct {
 	proccontrol.Ready
 	name    string
@@ -35,8 +36,8 @@ type benchChild struct {
 var benchCtl = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DisableCompression: true}}
 
 // startChild starts a server under test and waits for its ready line: mode
-// muster runs `muster bench-target` from the muster binary, mode bare
-// re-executes this binary as `bench ceiling`.
+// muster re-executes this binary as `bench node`, mode bare as
+// `bench ceiling`.
 func (e *benchEnv) startChild(name, mode string, args ...string) (*benchChild, error) {
 	return e.startChildWait(name, mode, 90*time.Second, args...)
 }
@@ -44,21 +45,15 @@ func (e *benchEnv) startChild(name, mode string, args ...string) (*benchChild, e
 // startChildWait is startChild waiting up to wait for the ready line (a
 // node that copies a large registry at start-up is ready only after it).
 func (e *benchEnv) startChildWait(name, mode string, wait time.Duration, args ...string) (*benchChild, error) {
-	var exe string
+	exe := e.self
 	var argv []string
 	switch mode {
 	case "muster":
-		exe = e.muster
-		argv = append([]string{"bench-target", "--name", name}, args...)
+		argv = append([]string{"node", "--name", name}, args...)
 		for _, s := range e.sets {
 			argv = append(argv, "--set", s)
 		}
 	case "bare":
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		exe = self
 		argv = append([]string{"ceiling", "--name", name}, args...)
 	default:
 		return nil, fmt.Errorf("bench: no server mode %q (muster or bare)", mode)

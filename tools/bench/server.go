@@ -22,8 +22,8 @@ import (
 )
 
 // ceilingCmd is `bench ceiling`: the best this machine can do, started by
-// the bench as a child process beside the node under test (`muster
-// bench-target`): echo with no-op routes on the same paths, served by the
+// the bench as a child process beside the node under test (`bench
+// node`): echo with no-op routes on the same paths, served by the
 // same http.Server settings as a node. It prints one JSON line
 // (proccontrol.Ready) on stdout once it serves, and stops when stdin closes
 // or on SIGTERM.
@@ -54,6 +54,21 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	defer runtime.KeepAlive(held)
 
+	return serveChild(stdout, func(_ context.Context, ctl *http.ServeMux) (proccontrol.Ready, func(context.Context) error, error) {
+		srv, addr, err := benchStartBare(ctl)
+		if err != nil {
+			return proccontrol.Ready{}, nil, err
+		}
+		return proccontrol.Ready{Mode: "bare", PID: os.Getpid(), API: addr}, srv.Shutdown, nil
+	})
+}
+
+// serveChild is the life of a bench child process: start serves (given a
+// context that ends on SIGTERM or when the parent closes our stdin, and the
+// control mux with proccontrol's endpoints to add to), then the control
+// listener comes up, one JSON line (proccontrol.Ready) goes to stdout, and
+// the child runs until the context ends, when both stop.
+func serveChild(stdout io.Writer, start func(ctx context.Context, ctl *http.ServeMux) (proccontrol.Ready, func(context.Context) error, error)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -64,16 +79,15 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 
 	ctl := http.NewServeMux()
 	proccontrol.Handle(ctl)
-	srv, addr, err := benchStartBare(ctl)
+	info, shutdown, err := start(ctx, ctl)
 	if err != nil {
 		return err
 	}
-	info := proccontrol.Ready{Mode: "bare", PID: os.Getpid(), API: addr}
-	ctlAddr, ctlSrv, err := proccontrol.Serve(ctl)
-	if err != nil {
+	var ctlSrv *http.Server
+	if info.Control, ctlSrv, err = proccontrol.Serve(ctl); err != nil {
+		_ = shutdown(context.Background())
 		return err
 	}
-	info.Control = ctlAddr
 	line, _ := json.Marshal(info)
 	fmt.Fprintf(stdout, "%s\n", line)
 
@@ -81,7 +95,7 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = ctlSrv.Close()
-	return srv.Shutdown(sctx)
+	return shutdown(sctx)
 }
 
 // benchHoldRegistry builds a registry of instances [0, n) of the bench

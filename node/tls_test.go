@@ -1,12 +1,15 @@
-package main
+package node
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -21,20 +24,90 @@ import (
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
-// pki is a CA and certificates made with `muster tls`, as an operator
-// would: node-a, node-b, node-c and client from one CA, stranger from
+// pki is a CA and certificates as `muster tls` writes them (same files,
+// same names): node-a, node-b, node-c and client from one CA, stranger from
 // another.
 type pki struct{ dir, other string }
 
 func mustPKI(t *testing.T) pki {
 	t.Helper()
 	p := pki{dir: t.TempDir(), other: t.TempDir()}
-	muster(t, false, "tls", "ca", "--out-dir", p.dir)
-	muster(t, false, "tls", "cert", "--out-dir", p.dir, "--name", "node-a", "--name", "node-b", "--name", "node-c", "--name", "client",
-		"--dns", "localhost", "--ip", "127.0.0.1")
-	muster(t, false, "tls", "ca", "--out-dir", p.other, "--common-name", "Someone else's CA")
-	muster(t, false, "tls", "cert", "--out-dir", p.other, "--name", "stranger", "--ip", "127.0.0.1")
+	writeCA(t, p.dir, "Muster CA")
+	for _, name := range []string{"node-a", "node-b", "node-c", "client"} {
+		writeCert(t, p.dir, name, []string{name, "localhost"})
+	}
+	writeCA(t, p.other, "Someone else's CA")
+	writeCert(t, p.other, "stranger", nil)
 	return p
+}
+
+// writeCA writes muster-ca.pem and muster-ca-key.pem into dir.
+func writeCA(t *testing.T, dir, commonName string) {
+	t.Helper()
+	c, k, err := tlsconfig.NewCA(tlsconfig.CAOptions{CommonName: commonName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, "muster-ca.pem"), c)
+	writePEM(t, filepath.Join(dir, "muster-ca-key.pem"), k)
+}
+
+// writeCert writes name.pem and name-key.pem, signed by dir's CA, for
+// 127.0.0.1 and dnsNames.
+func writeCert(t *testing.T, dir, name string, dnsNames []string) {
+	t.Helper()
+	caCert, err := os.ReadFile(filepath.Join(dir, "muster-ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(dir, "muster-ca-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, k, err := tlsconfig.NewCert(tlsconfig.CertOptions{Name: name, DNSNames: dnsNames, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		CACert: caCert, CAKey: caKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Key first: a reloading node that sees the new certificate must find
+	// its key (the CLI writes both atomically).
+	writePEM(t, filepath.Join(dir, name+"-key.pem"), k)
+	writePEM(t, filepath.Join(dir, name+".pem"), c)
+}
+
+func writePEM(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clientTLS is the TLS config of a client that trusts ca and, when cert
+// is given, presents it.
+func clientTLS(ca, cert, key string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pemBytes, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pemBytes) {
+			return nil, fmt.Errorf("%s: no PEM certificate", ca)
+		}
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 func (p pki) ca() string              { return filepath.Join(p.dir, "muster-ca.pem") }
@@ -95,7 +168,7 @@ func startTLSNode(t *testing.T, name string, join []string, reload time.Duration
 		base = append(base, "cluster.join="+strings.Join(join, ","))
 	}
 	s := mustLoad(t, "", nil, append(base, sets...))
-	n, err := newNode(s, testLogger(t).With().Str("node", name).Logger(), nodeOptions{memberlist: memberlist.DefaultLocalConfig(), tlsReload: reload})
+	n, err := New(s, testLogger(t).With().Str("node", name).Logger(), Options{Memberlist: memberlist.DefaultLocalConfig(), TLSReload: reload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +340,7 @@ func TestNode_TLS_certificateRotation(t *testing.T) {
 	}
 	before, _ := serial(keepAlive)
 
-	muster(t, false, "tls", "cert", "--out-dir", p.dir, "--name", "node-a", "--dns", "localhost", "--ip", "127.0.0.1", "--force")
+	writeCert(t, p.dir, "node-a", []string{"localhost"})
 	waitUntilTrue(t, "a new handshake sees the rotated certificate", func() bool { return fresh() != before })
 	if got, reused := serial(keepAlive); !reused || got != before {
 		t.Errorf("kept-alive connection: reused %v, serial %s; want the same connection, old serial %s", reused, got, before)
@@ -305,7 +378,7 @@ func TestNode_TLS_badFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustLoad(t, "", nil, append([]string{"server.port=0", "cluster.enabled=false"}, tc.sets...))
-			_, err := newNode(s, testLogger(t))
+			_, err := New(s, testLogger(t))
 			if err == nil || !strings.Contains(err.Error(), "setting "+tc.want+" ") {
 				t.Errorf("err = %v, want one naming %s", err, tc.want)
 			}
@@ -332,47 +405,20 @@ func TestSettings_TLS(t *testing.T) {
 		{[]string{"cluster.secret-key=" + key32, "cluster.secret-keys=" + key32b + ",bad"}, "setting cluster.secret-keys[1]", false},
 		{[]string{"cluster.secret-key=short"}, "setting cluster.secret-key", false},
 	} {
-		s, _, err := loadSettings("", nil, tc.sets)
+		s, _, err := LoadSettings("", nil, tc.sets)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.sets, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: err = %v, want %q", tc.sets, err, tc.want)
-		case err == nil && s.tlsOn() != tc.on:
-			t.Errorf("%v: TLS on = %v, want %v", tc.sets, s.tlsOn(), tc.on)
+		case err == nil && s.TLSOn() != tc.on:
+			t.Errorf("%v: TLS on = %v, want %v", tc.sets, s.TLSOn(), tc.on)
 		}
 	}
 	// Spring's environment names work too.
-	s, _, err := loadSettings("", []string{"SERVER_SSL_CERTIFICATE=/c.pem", "SERVER_SSL_CERTIFICATEPRIVATEKEY=/k.pem", "SERVER_SSL_CLIENT_AUTH=want", "SERVER_SSL_TRUST_CERTIFICATE=/ca.pem"}, nil)
-	if err != nil || !s.tlsOn() || s.SSLClientAuth != tlsconfig.ClientAuthWant || s.SSLTrust != "/ca.pem" {
+	s, _, err := LoadSettings("", []string{"SERVER_SSL_CERTIFICATE=/c.pem", "SERVER_SSL_CERTIFICATEPRIVATEKEY=/k.pem", "SERVER_SSL_CLIENT_AUTH=want", "SERVER_SSL_TRUST_CERTIFICATE=/ca.pem"}, nil)
+	if err != nil || !s.TLSOn() || s.SSLClientAuth != tlsconfig.ClientAuthWant || s.SSLTrust != "/ca.pem" {
 		t.Errorf("from the environment: %+v, %v", s, err)
-	}
-}
-
-func TestHealth_followsTheNodesTLS(t *testing.T) {
-	p := mustPKI(t)
-	n := startTLSNode(t, "node-a", nil, 0, append(p.tlsSets("node-a", "need"), "cluster.enabled=false")...)
-	waitOpened(t, n)
-	_, port, _ := strings.Cut(n.Addr(), ":")
-	env := []string{"MUSTER_SERVER_PORT=" + port, "MUSTER_SERVER_SSL_CERTIFICATE=" + p.cert("node-a"),
-		"MUSTER_SERVER_SSL_CERTIFICATE_PRIVATE_KEY=" + p.key("node-a"), "MUSTER_SERVER_SSL_TRUST_CERTIFICATE=" + p.ca(),
-		"MUSTER_SERVER_SSL_CLIENT_AUTH=need"}
-	def := probeDefaults(env)
-	if def.url != "https://127.0.0.1:"+port+"/readyz" || def.cert != p.cert("node-a") || def.ca != p.ca() {
-		t.Fatalf("probe defaults %+v", def)
-	}
-	muster(t, false, "health", "--url", def.url, "--ca-cert", def.ca, "--cert", def.cert, "--key", def.key)
-	_, stderr := muster(t, true, "health", "--url", def.url, "--ca-cert", p.otherCA())
-	if !strings.Contains(stderr, "certificate") {
-		t.Errorf("health against a node of another CA: %s", stderr)
-	}
-	base := strings.TrimSuffix(def.url, "/readyz")
-	out, _ := muster(t, false, "status", "--url", base, "--ca-cert", def.ca, "--cert", def.cert, "--key", def.key)
-	if !strings.Contains(out, "node-a") {
-		t.Errorf("muster status over mutual TLS: %s", out)
-	}
-	if _, stderr := muster(t, true, "members", "--url", base, "--ca-cert", def.ca); !strings.Contains(stderr, "members:") {
-		t.Errorf("muster members without a client certificate: %s", stderr)
 	}
 }
 
@@ -422,7 +468,7 @@ func TestSecurity_Open_clientAuthNeed(t *testing.T) {
 	} {
 		s := mustLoad(t, "", nil, tc.sets)
 		rep := (&nodeSecurity{}).report(s)
-		if rep.Open() != tc.open || rep.TLS != s.tlsOn() {
+		if rep.Open() != tc.open || rep.TLS != s.TLSOn() {
 			t.Errorf("%v: report %+v, Open %v, want %v", tc.sets, rep, rep.Open(), tc.open)
 		}
 	}

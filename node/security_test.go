@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -79,7 +79,7 @@ cluster:
 // A file with a password and no peer secret starts as a Spring Eureka
 // server would: gossip off (said once, as a warning), static peers kept.
 func TestLoadSettings_authWithoutPeerSecretTurnsGossipOff(t *testing.T) {
-	s, notices, err := loadSettings("", nil, []string{"spring.security.user.name=admin", "spring.security.user.password=pw",
+	s, notices, err := LoadSettings("", nil, []string{"spring.security.user.name=admin", "spring.security.user.password=pw",
 		"eureka.client.service-url.defaultZone=http://admin:pw@peer-b:8761/eureka/"})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestLoadSettings_securityErrors(t *testing.T) {
 		{append(auth, "cluster.enabled=false", "muster.auth.users.bob.colour=red"), "unknown setting \"muster.auth.users.bob.colour\""},
 		{append(auth, "cluster.enabled=false", "muster.auth.users.admin.password=x", "muster.auth.users.admin.role=read"), "admin is already spring.security.user.name"},
 	} {
-		_, _, err := loadSettings("", nil, tc.sets)
+		_, _, err := LoadSettings("", nil, tc.sets)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sets %v: error %v, want one containing %q", tc.sets, err, tc.want)
 			continue
@@ -171,7 +171,7 @@ func startLoggedNode(t *testing.T, name string, join []string, sink io.Writer, s
 	}
 	s := mustLoad(t, "", nil, append(base, sets...))
 	logger := zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), sink)).Level(zerolog.InfoLevel).With().Str("node", name).Logger()
-	n, err := newNode(s, logger, nodeOptions{memberlist: memberlist.DefaultLocalConfig()})
+	n, err := New(s, logger, Options{Memberlist: memberlist.DefaultLocalConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,18 +281,14 @@ func TestSecuredCluster_twoNodes(t *testing.T) {
 			t.Errorf("node %s refused %v peer batches between nodes with the same secret", n.name, v)
 		}
 	}
-	// muster status authenticates with the credentials in its --url; the
-	// admin role is needed for /admin/status.
-	var out bytes.Buffer
-	if err := statusCmd([]string{"--json", "--url", "http://admin:" + testAdminPW + "@" + n1.Addr()}, &out); err != nil {
-		t.Fatalf("muster status as admin: %v", err)
+	// The admin role is needed for /admin/status (muster status reads it;
+	// cmd/muster tests the credentials in its --url).
+	body := adminStatusAs(t, "admin", testAdminPW, n1.Addr(), http.StatusOK)
+	if !strings.Contains(body, `"auth": true`) || !strings.Contains(body, `"peerAuth": true`) {
+		t.Errorf("/admin/status security of a secured node:\n%s", body)
 	}
-	if !strings.Contains(out.String(), `"auth": true`) || !strings.Contains(out.String(), `"peerAuth": true`) {
-		t.Errorf("/admin/status security of a secured node:\n%s", out.String())
-	}
-	err := statusCmd([]string{"--url", "http://writer:" + testWriterPW + "@" + n1.Addr()}, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), testWriterPW) {
-		t.Errorf("muster status as a write user: %v, want a 403 without the password", err)
+	if body := adminStatusAs(t, "writer", testWriterPW, n1.Addr(), http.StatusForbidden); strings.Contains(body, testWriterPW) {
+		t.Errorf("/admin/status as a write user shows the password: %s", body)
 	}
 	for _, secret := range []string{testAdminPW, testWriterPW, testSecret} {
 		if strings.Contains(logs.String(), secret) {
@@ -476,4 +472,24 @@ func TestNode_noOpenWarningOnLoopback(t *testing.T) {
 	if strings.Contains(logs.String(), "this registry is open") {
 		t.Errorf("warned on a loopback node:\n%s", logs.String())
 	}
+}
+
+// adminStatusAs GETs /admin/status with basic credentials and wants code.
+func adminStatusAs(t *testing.T, user, pw, addr string, code int) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/admin/status", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(user, pw)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != code {
+		t.Fatalf("/admin/status as %s = %d, want %d: %s", user, resp.StatusCode, code, b)
+	}
+	return string(b)
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ const (
 
 // loadRequest is what a command knows of the configuration: the file, the
 // environment, key=value pairs from the command line, and profiles.
-type loadRequest struct {
+type LoadRequest struct {
 	File     string
 	Env      []string
 	Sets     []string
@@ -39,7 +39,7 @@ type loadRequest struct {
 // configReport is everything a load found, for muster config --check:
 // the problems (errors and warnings, every one), the keys ignored, and
 // the files and profiles read.
-type configReport struct {
+type Report struct {
 	Errors   []string
 	Notices  []Notice
 	Ignored  []ignoredKey
@@ -68,8 +68,8 @@ type layerEntry struct {
 
 // loadSettings builds Settings from the file, the environment and --set;
 // its error lists every problem at once, one a line.
-func loadSettings(configFile string, env []string, sets []string) (*Settings, []Notice, error) {
-	s, rep, err := load(loadRequest{File: configFile, Env: env, Sets: sets})
+func LoadSettings(configFile string, env []string, sets []string) (*Settings, []Notice, error) {
+	s, rep, err := Load(LoadRequest{File: configFile, Env: env, Sets: sets})
 	if rep == nil {
 		return s, nil, err
 	}
@@ -83,8 +83,8 @@ func loadSettings(configFile string, env []string, sets []string) (*Settings, []
 // line. Every problem is collected; the error, when there is one, lists
 // them all, each with where the key was written. The report comes back
 // even then (nil only when the command line itself is malformed).
-func load(req loadRequest) (*Settings, *configReport, error) {
-	rep := &configReport{resolved: map[string][]string{}}
+func Load(req LoadRequest) (*Settings, *Report, error) {
+	rep := &Report{resolved: map[string][]string{}}
 	setValues := map[string]string{}
 	var setEntries []layerEntry
 	for _, kv := range req.Sets {
@@ -120,9 +120,9 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 
 	mode := unknownKeysError
 	for _, e := range entries {
-		if canonical(e.key) == canonical("muster.config.unknown-keys") && strings.EqualFold(strings.TrimSpace(e.value), unknownKeysWarn) {
+		if CanonicalKey(e.key) == CanonicalKey("muster.config.unknown-keys") && strings.EqualFold(strings.TrimSpace(e.value), unknownKeysWarn) {
 			mode = unknownKeysWarn
-		} else if canonical(e.key) == canonical("muster.config.unknown-keys") {
+		} else if CanonicalKey(e.key) == CanonicalKey("muster.config.unknown-keys") {
 			mode = unknownKeysError
 		}
 	}
@@ -132,7 +132,7 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 	explicit := map[string]bool{}
 	warned := map[string]bool{}
 	for _, e := range entries {
-		c := canonical(e.key)
+		c := CanonicalKey(e.key)
 		target, err := resolveKey(e.key)
 		if _, spring := springKeyOf(c); e.forMuster && err == nil && target == "" && !spring {
 			err = fmt.Errorf("unknown setting %q", e.key)
@@ -210,17 +210,17 @@ func load(req loadRequest) (*Settings, *configReport, error) {
 // an error, with a did-you-mean, for an unknown key of Muster's
 // namespaces.
 func resolveKey(key string) (string, error) {
-	c := canonical(key)
+	c := CanonicalKey(key)
 	if st, ok := settingByCanonical[c]; ok && st.apply != nil {
 		return st.Key, nil
 	}
 	for alias, target := range springAliases {
-		if c == canonical(alias) {
+		if c == CanonicalKey(alias) {
 			return target, nil
 		}
 	}
 	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
-		if cp := canonical(prefix); strings.HasPrefix(c, cp) && len(c) > len(cp) {
+		if cp := CanonicalKey(prefix); strings.HasPrefix(c, cp) && len(c) > len(cp) {
 			// Keep the map key as written: zone names and metadata keys are
 			// case-sensitive.
 			return prefix + mapKeySuffix(key, strings.Count(prefix, ".")), nil
@@ -251,7 +251,7 @@ func whyIgnored(c string) (why string, warn bool) {
 	if isLoaderKey(c) {
 		return "read by the loader (profiles, documents)", false
 	}
-	if s := suggest(c); s != "" && editDistance(c, canonical(s)) <= 2 {
+	if s := suggest(c); s != "" && editDistance(c, CanonicalKey(s)) <= 2 {
 		return fmt.Sprintf("not a Muster key, ignored (did you mean %q?)", s), true
 	}
 	return "not a Muster key, ignored", false

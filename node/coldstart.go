@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"errors"
@@ -99,7 +99,7 @@ type snapshotMetrics struct {
 	instances    prometheus.Gauge
 	lastSuccess  prometheus.Gauge
 	writes       *prometheus.CounterVec
-	load         *prometheus.GaugeVec
+	Load         *prometheus.GaugeVec
 	startState   *prometheus.GaugeVec
 }
 
@@ -115,14 +115,14 @@ func newSnapshotMetrics(reg prometheus.Registerer) *snapshotMetrics {
 			Help: "Unix time of the last successful registry snapshot write (0: none yet)."}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_snapshot_writes_total",
 			Help: "Registry snapshot writes by result (ok, error)."}, []string{"result"}),
-		load: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_snapshot_load",
+		Load: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_snapshot_load",
 			Help: "1 for the outcome of loading the snapshot at start: loaded, empty, not_found, corrupt, foreign, unsupported, not_needed (a peer had the registry), disabled."}, []string{"outcome"}),
 		startState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_start_state",
 			Help: "1 for how the node opened: copied (from a peer), restored (snapshot), alone, cold (full restart without data: reads refused for muster.cold-start-wait-ms), unreachable, sync_off."}, []string{"state"}),
 	}
 	m.writes.WithLabelValues("ok")
 	m.writes.WithLabelValues("error")
-	reg.MustRegister(m.writeSeconds, m.bytes, m.instances, m.lastSuccess, m.writes, m.load, m.startState)
+	reg.MustRegister(m.writeSeconds, m.bytes, m.instances, m.lastSuccess, m.writes, m.Load, m.startState)
 	return m
 }
 
@@ -144,7 +144,7 @@ func (n *Node) restoreSnapshot() bool {
 	h, instances := f.Header, f.Instances
 	switch {
 	case errors.Is(err, persist.ErrNotFound):
-		n.snapMetrics.load.WithLabelValues("not_found").Set(1)
+		n.snapMetrics.Load.WithLabelValues("not_found").Set(1)
 		n.log.Info().Str("file", persist.Path(dir)).Msg("no registry snapshot to load (a new data dir)")
 		return false
 	case err != nil:
@@ -154,7 +154,7 @@ func (n *Node) restoreSnapshot() bool {
 		} else if errors.Is(err, persist.ErrVersion) {
 			outcome = "unsupported"
 		}
-		n.snapMetrics.load.WithLabelValues(outcome).Set(1)
+		n.snapMetrics.Load.WithLabelValues(outcome).Set(1)
 		ev := n.log.Error().Str("file", persist.Path(dir)).Str("reason", outcome).Err(err)
 		if aside, err := persist.SetAside(dir); err == nil {
 			ev = ev.Str("moved_to", aside)
@@ -165,7 +165,7 @@ func (n *Node) restoreSnapshot() bool {
 		// The cancels still count: without their tombstones a peer's
 		// older copy could bring them back.
 		persist.RestoreTombstones(n.reg, h.Written, f.Tombstones, time.Now())
-		n.snapMetrics.load.WithLabelValues("empty").Set(1)
+		n.snapMetrics.Load.WithLabelValues("empty").Set(1)
 		n.log.Info().Str("file", persist.Path(dir)).Time("written", h.Written).Msg("registry snapshot holds no instance")
 		return false
 	}
@@ -180,7 +180,7 @@ func (n *Node) restoreSnapshot() bool {
 		}
 		n.log.Warn().Err(err).Msg("snapshot: instance refused by the registry")
 	}
-	n.snapMetrics.load.WithLabelValues("loaded").Set(1)
+	n.snapMetrics.Load.WithLabelValues("loaded").Set(1)
 	n.log.Info().Str("file", persist.Path(dir)).Str("written_by", h.Node).Time("written", h.Written).
 		Dur("age", time.Since(h.Written).Round(time.Second)).Int("instances", stored).Int("tombstones", tombs).
 		Msg("no peer had the registry: loaded the snapshot, every lease counted as renewed now")

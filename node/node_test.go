@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
@@ -33,7 +34,7 @@ func startTestNode(t *testing.T, name, zone string, join []string, sets ...strin
 		base = append(base, "cluster.join="+strings.Join(join, ","))
 	}
 	s := mustLoad(t, "", nil, append(base, sets...))
-	n, err := newNode(s, testLogger(t).With().Str("node", name).Logger(), nodeOptions{memberlist: memberlist.DefaultLocalConfig()})
+	n, err := New(s, testLogger(t).With().Str("node", name).Logger(), Options{Memberlist: memberlist.DefaultLocalConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +48,11 @@ func startTestNode(t *testing.T, name, zone string, join []string, sets ...strin
 // gossipAddr is the node's memberlist address, for others to join.
 func (n *Node) gossipAddr(t *testing.T) string {
 	t.Helper()
-	for _, m := range n.cluster.Members() {
-		if m.Self {
-			return net.JoinHostPort(m.Addr, strconv.Itoa(m.Port))
-		}
+	addr := n.GossipAddr()
+	if addr == "" {
+		t.Fatal("node lists no self member")
 	}
-	t.Fatal("node lists no self member")
-	return ""
+	return addr
 }
 
 func waitOpened(t *testing.T, nodes ...*Node) {
@@ -414,4 +413,36 @@ func TestCluster_nodesThatOpenedAloneReconcileWhenTheyMeet(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestNode_antiEntropyInfo: a node passes anti-entropy's state through to
+// /admin/status: inSync only for a peer that serves anti-entropy, the
+// failed round's error and time.
+func TestNode_antiEntropyInfo(t *testing.T) {
+	n := &Node{settings: &Settings{AntiEntropy: replication.AntiEntropyConfig{Interval: time.Second}}}
+	at := time.Date(2024, 6, 10, 6, 0, 0, 0, time.FixedZone("x", 3600))
+	for _, c := range []struct {
+		as    replication.AntiEntropyStats
+		state string
+		sync  *bool
+	}{
+		{replication.AntiEntropyStats{}, replication.AEPending, new(bool)},
+		{replication.AntiEntropyStats{Unsupported: true}, replication.AEUnsupported, nil},
+		{replication.AntiEntropyStats{InSync: true, Last: at, LastError: "x", LastErrorAt: at, Failing: true}, replication.AEFailing, new(bool)},
+	} {
+		var pi httpapi.PeerInfo
+		n.antiEntropyInfo(&pi, c.as)
+		if pi.AntiEntropy != c.state || (pi.InSync == nil) != (c.sync == nil) {
+			t.Errorf("%+v: got %s, inSync %v", c.as, pi.AntiEntropy, pi.InSync)
+		}
+		if c.as.LastError != "" && (pi.AntiEntropyError != "x" || pi.AntiEntropyErrorAt == nil || pi.AntiEntropyErrorAt.Location() != time.UTC) {
+			t.Errorf("%+v: error %q at %v", c.as, pi.AntiEntropyError, pi.AntiEntropyErrorAt)
+		}
+	}
+	n.settings.AntiEntropy.Interval = 0
+	var pi httpapi.PeerInfo
+	n.antiEntropyInfo(&pi, replication.AntiEntropyStats{})
+	if pi.AntiEntropy != httpapi.AntiEntropyOff || pi.InSync != nil {
+		t.Errorf("anti-entropy off: %+v", pi)
+	}
 }

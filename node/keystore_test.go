@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"encoding/json"
@@ -180,7 +180,7 @@ func TestNode_TLS_keyStoreErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustLoad(t, "", nil, append([]string{"server.port=0", "cluster.enabled=false"}, tc.sets...))
-			_, err := newNode(s, testLogger(t))
+			_, err := New(s, testLogger(t))
 			if err == nil {
 				t.Fatal("the node started")
 			}
@@ -211,46 +211,23 @@ func TestSettings_TLS_keyStore(t *testing.T) {
 		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store-type=BKS"}, "server.ssl.trust-store-type"},
 		{[]string{"server.ssl.key-alias=node"}, "setting server.ssl.certificate: required"},
 	} {
-		s, _, err := loadSettings("", nil, tc.sets)
+		s, _, err := LoadSettings("", nil, tc.sets)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.sets, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: err = %v, want %q", tc.sets, err, tc.want)
-		case err == nil && !s.tlsOn():
+		case err == nil && !s.TLSOn():
 			t.Errorf("%v: TLS off", tc.sets)
 		}
 	}
 	// Spring's environment names, as a container would set them.
-	s, _, err := loadSettings("", []string{"SERVER_SSL_KEY_STORE=/n.jks", "SERVER_SSL_KEYSTOREPASSWORD=pw", "SERVER_SSL_KEY_STORE_TYPE=jks",
+	s, _, err := LoadSettings("", []string{"SERVER_SSL_KEY_STORE=/n.jks", "SERVER_SSL_KEYSTOREPASSWORD=pw", "SERVER_SSL_KEY_STORE_TYPE=jks",
 		"SERVER_SSL_KEY_ALIAS=node", "SERVER_SSL_KEY_PASSWORD=kp", "SERVER_SSL_TRUST_STORE=/t.p12", "SERVER_SSL_TRUST_STORE_PASSWORD=tp",
 		"SERVER_SSL_TRUST_STORE_TYPE=PKCS12"}, nil)
 	if err != nil || s.SSLKeyStore != "/n.jks" || s.SSLKeyStorePassword != "pw" || s.SSLKeyStoreType != "JKS" || s.SSLKeyAlias != "node" ||
 		s.SSLKeyPassword != "kp" || s.SSLTrustStore != "/t.p12" || s.SSLTrustStorePassword != "tp" || s.SSLTrustStoreType != "PKCS12" {
 		t.Errorf("from the environment: %v, %+v", err, s)
-	}
-}
-
-// TestHealth_followsTheNodesKeyStores: `muster health` in the node's
-// container (its settings in the environment) gets through client-auth
-// need with the node's keystores.
-func TestHealth_followsTheNodesKeyStores(t *testing.T) {
-	dir := t.TempDir()
-	sets := keyStoreSets(t, dir)
-	n := startTLSNode(t, "node-a", nil, 0, append(sets, "cluster.enabled=false")...)
-	waitOpened(t, n)
-	_, port, _ := strings.Cut(n.Addr(), ":")
-	t.Setenv("MUSTER_SERVER_PORT", port)
-	for _, kv := range sets {
-		key, value, _ := strings.Cut(kv, "=")
-		t.Setenv("MUSTER_"+strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key)), value)
-	}
-	// The node's own key is from the keystores' CA, which the trust store
-	// holds: health verifies the node and is let in.
-	muster(t, false, "health")
-	t.Setenv("MUSTER_SERVER_SSL_KEY_STORE_PASSWORD", "hunter2-wrong")
-	if _, stderr := muster(t, true, "health"); strings.Contains(stderr, "hunter2") {
-		t.Errorf("health with a wrong password shows it: %s", stderr)
 	}
 }
 

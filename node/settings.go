@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"fmt"
@@ -84,7 +84,7 @@ type Settings struct {
 	ClusterNodeName  string // "" means derived from the host name (Node.Start)
 	ClusterSecretKey string
 
-	// TLS and the gossip keyring (tlsnode.go). explicit lists the keys the
+	// TLS and the gossip keyring (tls.go). explicit lists the keys the
 	// file, the environment or --set gave, so that server.ssl.enabled=true
 	// alone is noticed.
 	SSLEnabled        bool
@@ -106,7 +106,7 @@ type Settings struct {
 	PeerSecret         string
 	PeerMaxClockSkew   time.Duration
 
-	// Java keystores instead of the PEM files (tlsnode.go).
+	// Java keystores instead of the PEM files (tls.go).
 	SSLKeyStore           string
 	SSLKeyStorePassword   string
 	SSLKeyStoreType       string
@@ -118,7 +118,7 @@ type Settings struct {
 }
 
 // defaultServerPort is Eureka's port, server.port's default.
-const defaultServerPort = 8761
+const DefaultServerPort = 8761
 
 // defaultSettings is where every default lives: the packages' own
 // DefaultConfig, and the node's settings.
@@ -134,7 +134,7 @@ func defaultSettings() Settings {
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
 
-		ServerPort:       defaultServerPort,
+		ServerPort:       DefaultServerPort,
 		ClientEnabled:    true,
 		DashboardEnabled: true,
 		UnknownKeys:      unknownKeysError,
@@ -214,7 +214,7 @@ type setting struct {
 var settings = []setting{
 	rangeKey("server.port", 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
 	strKey("server.address", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
-	// TLS with Spring Boot's PEM keys (tlsnode.go): as in Spring, TLS is on
+	// TLS with Spring Boot's PEM keys (tls.go): as in Spring, TLS is on
 	// once any server.ssl.* key is given, unless enabled is false.
 	boolKey("server.ssl.enabled", "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
 	strKey("server.ssl.certificate", "PEM certificate (chain) of the node, served to clients and presented to peers; re-read when it changes on disk.", func(s *Settings) *string { return &s.SSLCertificate }),
@@ -334,7 +334,7 @@ var settings = []setting{
 // canonical folds a key for Spring's relaxed binding: case and dashes do
 // not matter, so enableSelfPreservation, enable-self-preservation and
 // ENABLE_SELF_PRESERVATION name the same setting.
-func canonical(key string) string {
+func CanonicalKey(key string) string {
 	key = strings.ToLower(key)
 	return strings.NewReplacer("-", "", "_", "").Replace(key)
 }
@@ -342,7 +342,7 @@ func canonical(key string) string {
 var settingByCanonical = func() map[string]*setting {
 	m := map[string]*setting{}
 	for i := range settings {
-		m[canonical(settings[i].Key)] = &settings[i]
+		m[CanonicalKey(settings[i].Key)] = &settings[i]
 	}
 	return m
 }()
@@ -364,7 +364,7 @@ func mapKeySuffix(key string, n int) string {
 func suggest(c string) string {
 	best, bestDist := "", 4
 	consider := func(key string) {
-		if d := editDistance(c, canonical(key)); d < bestDist || d == bestDist && best != "" && key < best {
+		if d := editDistance(c, CanonicalKey(key)); d < bestDist || d == bestDist && best != "" && key < best {
 			best, bestDist = key, d
 		}
 	}
@@ -421,7 +421,7 @@ func applyValue(s *Settings, key string, value any) error {
 		s.raw[key] = raw
 		return s.applyAuthUser(strings.TrimPrefix(key, authUsersPrefix), raw)
 	}
-	st, ok := settingByCanonical[canonical(key)]
+	st, ok := settingByCanonical[CanonicalKey(key)]
 	if !ok || st.apply == nil {
 		return fmt.Errorf("unknown setting %q", key)
 	}
@@ -474,13 +474,13 @@ func envKey(name string) string {
 	flat := strings.ReplaceAll(lower, "_", "")
 	for _, candidate := range []string{flat, "muster" + flat} {
 		for _, st := range settings {
-			if st.apply != nil && strings.ReplaceAll(canonical(st.Key), ".", "") == candidate {
+			if st.apply != nil && strings.ReplaceAll(CanonicalKey(st.Key), ".", "") == candidate {
 				return st.Key
 			}
 		}
 	}
 	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
-		want := strings.ReplaceAll(canonical(prefix), ".", "")
+		want := strings.ReplaceAll(CanonicalKey(prefix), ".", "")
 		tokens := strings.Split(lower, "_")
 		if prefix == authUsersPrefix {
 			tokens = append([]string{"muster"}, tokens...) // MUSTER_ was cut off
@@ -691,7 +691,7 @@ func enumKey[T ~string](key string, allowed []T, help string, field func(*Settin
 		// Spring binds enums relaxed: WHEN_AUTHORIZED is when-authorized.
 		v := T(strings.ToLower(raw))
 		for _, a := range allowed {
-			if canonical(string(a)) == canonical(raw) {
+			if CanonicalKey(string(a)) == CanonicalKey(raw) {
 				return a, nil
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"os"
@@ -17,7 +17,7 @@ import (
 
 func mustLoad(t *testing.T, file string, env, sets []string) *Settings {
 	t.Helper()
-	s, _, err := loadSettings(file, env, sets)
+	s, _, err := LoadSettings(file, env, sets)
 	if err != nil {
 		t.Fatalf("loadSettings: %v", err)
 	}
@@ -149,7 +149,7 @@ func TestLoadSettings_errorsNameTheKey(t *testing.T) {
 		{"console actions", "", nil, []string{"muster.dashboard.actions-without-auth=all"}, []string{"muster.dashboard.actions-without-auth", "loopback, any, none"}},
 	}
 	for _, tt := range tests {
-		_, _, err := loadSettings(tt.file, tt.env, tt.sets)
+		_, _, err := LoadSettings(tt.file, tt.env, tt.sets)
 		if err == nil {
 			t.Errorf("%s: no error", tt.name)
 			continue
@@ -180,7 +180,7 @@ eureka:
     fetch-registry: false
     register-with-eureka: true
 `)
-	s, notices, err := loadSettings(file, nil, nil)
+	s, notices, err := LoadSettings(file, nil, nil)
 	if err != nil {
 		t.Fatalf("a typical Spring Eureka server file must load: %v", err)
 	}
@@ -239,7 +239,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 
 // docs/configuration.md documents every setting with its default.
 func TestConfigurationDoc_documentsEverySetting(t *testing.T) {
-	b, err := os.ReadFile("../../docs/configuration.md")
+	b, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ zuul:
   routes: {a: b}
 `
 	file := writeFile(t, "application.yml", text)
-	_, _, err := loadSettings(file, nil, nil)
+	_, _, err := LoadSettings(file, nil, nil)
 	if err == nil {
 		t.Fatal("typos: no error")
 	}
@@ -326,7 +326,7 @@ zuul:
 	}
 
 	warnFile := writeFile(t, "application.yml", text+"muster.config.unknown-keys: warn\ncluster.enabled: false\n")
-	s, notices, err := loadSettings(warnFile, nil, nil)
+	s, notices, err := LoadSettings(warnFile, nil, nil)
 	if err != nil {
 		t.Fatalf("unknown-keys warn: %v", err)
 	}
@@ -376,7 +376,7 @@ func TestLoadSettings_clientDisabledAndSelfRegistrationURLs(t *testing.T) {
 }
 
 func TestLoadSettings_secretsMaskedInErrors(t *testing.T) {
-	_, _, err := loadSettings("", nil, []string{"cluster.peer-secret=short-secret"})
+	_, _, err := LoadSettings("", nil, []string{"cluster.peer-secret=short-secret"})
 	if err == nil {
 		t.Skip("a short peer secret is accepted alone")
 	}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -30,26 +30,27 @@ import (
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// Version is set at build time with
+// -ldflags "-X github.com/muster-registry/muster/node.Version=…".
+var Version = "dev"
 
-// nodeOptions are knobs tests turn that users do not.
-type nodeOptions struct {
-	// memberlist replaces the memberlist base config (tests use
+// Options are knobs that tests and the benchmark turn and users do not.
+type Options struct {
+	// Memberlist replaces the memberlist base config (tests use
 	// memberlist.DefaultLocalConfig for fast failure detection).
-	memberlist *memberlist.Config
-	// tlsReload is how often the TLS files are looked at (0: 10 s).
-	tlsReload time.Duration
-	// now is the registry's clock (nil: time.Now); tests move the
+	Memberlist *memberlist.Config
+	// TLSReload is how often the TLS files are looked at (0: 10 s).
+	TLSReload time.Duration
+	// Now is the registry's clock (nil: time.Now); tests move the
 	// start-up refusals with a registrytest.Clock.
-	now func() time.Time
+	Now func() time.Time
 }
 
 // Node is one running Muster node: registry, HTTP API, membership and
 // replication. Tests start several in one process.
 type Node struct {
 	settings *Settings
-	opts     nodeOptions
+	opts     Options
 	log      zerolog.Logger
 
 	reg       *registry.Registry
@@ -78,7 +79,7 @@ type Node struct {
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
 	syncResult replication.SyncResult
-	syncTook   time.Duration // how long syncUp ran (bench-target reports it)
+	syncTook   time.Duration // how long syncUp ran (SyncUp)
 	startState string        // how the node opened (coldstart.go)
 
 	snapMetrics *snapshotMetrics
@@ -93,13 +94,13 @@ type Node struct {
 	stopped    bool
 	stopSelf   context.CancelFunc // stops the self-registration
 	selfDone   chan struct{}
-	stopDNS    func()   // dnsnode.go
+	stopDNS    func()   // dns.go
 	dnsAddr    net.Addr // the DNS interface's UDP (and TCP) address; nil when off
 }
 
-// newNode builds a node from settings. It opens nothing and starts no
+// New builds a node from settings. It opens nothing and starts no
 // goroutines; Start does.
-func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, error) {
+func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 	n := &Node{settings: s, log: logger, opened: make(chan struct{})}
 	if s.DataDir != "" {
 		if err := persist.CheckDir(s.DataDir); err != nil {
@@ -111,8 +112,8 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 	}
 	rcfg := s.Registry
 	rcfg.Logger = logger
-	if n.opts.now != nil {
-		rcfg.Now = n.opts.now
+	if n.opts.Now != nil {
+		rcfg.Now = n.opts.Now
 	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
@@ -123,7 +124,7 @@ func newNode(s *Settings, logger zerolog.Logger, opts ...nodeOptions) (*Node, er
 		return nil, err
 	}
 
-	if n.tls, err = loadTLS(s, logger, n.opts.tlsReload); err != nil {
+	if n.tls, err = loadTLS(s, logger, n.opts.TLSReload); err != nil {
 		return nil, err
 	}
 	tcfg := s.Transport
@@ -178,11 +179,11 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	n.url = s.scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
+	n.url = s.Scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
-		if s.ServerPort != defaultServerPort {
+		if s.ServerPort != DefaultServerPort {
 			// Two nodes on one host must not share a name.
 			n.name += "-" + strconv.Itoa(n.port)
 		}
@@ -193,8 +194,8 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Logger = n.log
 	hcfg.Metrics = n.metrics
 	hcfg.Gatherer = n.metrics
-	hcfg.Node.Name, hcfg.Node.URL, hcfg.Node.Version = n.name, n.url, version
-	hcfg.Ready = n.ready
+	hcfg.Node.Name, hcfg.Node.URL, hcfg.Node.Version = n.name, n.url, Version
+	hcfg.Ready = n.Ready
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
 	hcfg.Batch = n.receiver.Handle
@@ -264,7 +265,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.goRun(func() { n.api.LastN().Run(runCtx) })
 	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.Cluster.Zone).
-		Str("version", version).Msg("serving the Eureka API")
+		Str("version", Version).Msg("serving the Eureka API")
 	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
 
 	if n.cluster != nil {
@@ -343,8 +344,8 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 	cfg.NodeName = n.name
 	cfg.EurekaURL = n.url
 	cfg.Logger = n.log
-	if n.opts.memberlist != nil {
-		cfg.Memberlist = n.opts.memberlist
+	if n.opts.Memberlist != nil {
+		cfg.Memberlist = n.opts.Memberlist
 	}
 	cfg.SecretKey, cfg.SecretKeys = s.secretKeys()
 	return cluster.New(cfg)
@@ -361,9 +362,9 @@ func (n *Node) startUp(ctx context.Context) {
 	restored := false
 	switch {
 	case n.settings.DataDir == "":
-		n.snapMetrics.load.WithLabelValues("disabled").Set(1)
+		n.snapMetrics.Load.WithLabelValues("disabled").Set(1)
 	case res.Source != "":
-		n.snapMetrics.load.WithLabelValues("not_needed").Set(1)
+		n.snapMetrics.Load.WithLabelValues("not_needed").Set(1)
 		n.restoreSnapshotTombstones()
 	default:
 		restored = n.restoreSnapshot()
@@ -419,7 +420,7 @@ func (n *Node) Opened() <-chan struct{} { return n.opened }
 
 // ready is /readyz: open for traffic (the registry's start-up state) and
 // not shutting down.
-func (n *Node) ready() bool { return !n.stopping.Load() && n.reg.Opened() }
+func (n *Node) Ready() bool { return !n.stopping.Load() && n.reg.Opened() }
 
 // readsAllowed gates registry reads: open, no refusal after a failed
 // syncUp running (by the registry's clock), not shutting down.
@@ -598,6 +599,33 @@ func (n *Node) URL() string { return n.url }
 
 // Addr is the address the HTTP server listens on.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// GossipAddr is the host:port other nodes join this one by; "" when
+// clustering is off.
+func (n *Node) GossipAddr() string {
+	if n.cluster == nil {
+		return ""
+	}
+	for _, m := range n.cluster.Members() {
+		if m.Self {
+			return net.JoinHostPort(m.Addr, strconv.Itoa(m.Port))
+		}
+	}
+	return ""
+}
+
+// Registry is the node's registry, for a caller in the same process that
+// reads it (the benchmark's control endpoints, tests).
+func (n *Node) Registry() *registry.Registry { return n.reg }
+
+// Peers are the peers the node replicates to now, with their queues.
+func (n *Node) Peers() []replication.PeerStats { return n.rep.Peers() }
+
+// SyncUp is how long syncUp ran at start-up and what it copied; it is
+// written before Opened is closed.
+func (n *Node) SyncUp() (took time.Duration, res replication.SyncResult) {
+	return n.syncTook, n.syncResult
+}
 
 // Shutdown stops the node gracefully: readiness goes, the self-registration
 // is cancelled and that cancel replicated, the node leaves the cluster,

@@ -7,30 +7,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
 	"github.com/muster-registry/muster/internal/logging"
 	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/node"
 	"github.com/muster-registry/muster/registry"
 )
 
-// benchTargetCmd is `muster bench-target`: a real node (newNode + Start)
-// with a loopback control listener, the server under test that tools/bench
-// starts as a child process so that the load generator's CPU and GC stay
-// out of it. The benchmark itself, its ceiling server and the load generator
-// live in tools/; this is only what has to run inside the node's process.
-// It prints one JSON line (proccontrol.Ready) on stdout once it serves, and
-// stops when stdin closes or on SIGTERM. Not for operators: usage does not
-// list it.
+// nodeCmd is `bench node`: a real node (package node, assembled exactly
+// as `muster serve` assembles it) with a loopback control listener, the
+// server under test that the bench starts as a child process of its own
+// binary, so that the load generator's CPU and GC stay out of it. It prints
+// one JSON line (proccontrol.Ready) on stdout once it serves, and stops
+// when stdin closes or on SIGTERM.
 //
 // The control listener answers:
 //
@@ -40,8 +35,8 @@ import (
 //	GET  /snapshot              build the registry snapshot
 //	GET  /watch?app&id[&status] flush "armed", then answer when the registry shows it
 //	GET  /profile?seconds=N     CPU profile of this process (kind=heap: heap profile)
-func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench-target", flag.ContinueOnError)
+func nodeCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "bench", "node name")
 	clustered := fs.Bool("cluster", false, "run memberlist on loopback, with the timings a deployed node uses (memberlist.DefaultLANConfig)")
@@ -54,64 +49,36 @@ func benchTargetCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("bench-target: unexpected argument %q", fs.Arg(0))
+		return fmt.Errorf("bench node: unexpected argument %q", fs.Arg(0))
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// The parent holds our stdin: when it goes, so do we.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-
-	ctl := http.NewServeMux()
-	proccontrol.Handle(ctl)
-	if *startProfile != "" {
-		f, err := os.Create(*startProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	n, err := benchStartNode(ctx, *name, *clustered, *fastGossip, *join, sets, stderr)
-	if *startProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	if err != nil {
-		return err
-	}
-	info := proccontrol.Ready{Mode: "muster", PID: os.Getpid(), API: n.Addr()}
-	if n.cluster != nil {
-		for _, m := range n.cluster.Members() {
-			if m.Self {
-				info.Gossip = net.JoinHostPort(m.Addr, strconv.Itoa(m.Port))
+	return serveChild(stdout, func(ctx context.Context, ctl *http.ServeMux) (proccontrol.Ready, func(context.Context) error, error) {
+		if *startProfile != "" {
+			f, err := os.Create(*startProfile)
+			if err != nil {
+				return proccontrol.Ready{}, nil, err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return proccontrol.Ready{}, nil, err
 			}
 		}
-	}
-	benchNodeControl(ctl, n)
-	var ctlSrv *http.Server
-
-	if info.Control, ctlSrv, err = proccontrol.Serve(ctl); err != nil {
-		return err
-	}
-	line, _ := json.Marshal(info)
-	fmt.Fprintf(stdout, "%s\n", line)
-
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = ctlSrv.Close()
-	return n.Shutdown(sctx)
+		n, err := benchStartNode(ctx, *name, *clustered, *fastGossip, *join, sets, stderr)
+		if *startProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		if err != nil {
+			return proccontrol.Ready{}, nil, err
+		}
+		benchNodeControl(ctl, n)
+		return proccontrol.Ready{Mode: "muster", PID: os.Getpid(), API: n.Addr(), Gossip: n.GossipAddr()}, n.Shutdown, nil
+	})
 }
 
-// benchTargetSets are the settings of every bench node: loopback only, no
+// benchNodeSets are the settings of every bench node: loopback only, no
 // eviction during a run (the fleet does not heartbeat between scenarios),
 // quiet logs. Later --set values win.
-func benchTargetSets(name string, clustered bool, join string) []string {
+func benchNodeSets(name string, clustered bool, join string) []string {
 	sets := []string{
 		"server.port=0", "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
@@ -130,17 +97,17 @@ func benchTargetSets(name string, clustered bool, join string) []string {
 	return sets
 }
 
-func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool, join string, extra []string, stderr io.Writer) (*Node, error) {
-	s, _, err := loadSettings("", nil, append(benchTargetSets(name, clustered, join), extra...))
+func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool, join string, extra []string, stderr io.Writer) (*node.Node, error) {
+	s, _, err := node.LoadSettings("", nil, append(benchNodeSets(name, clustered, join), extra...))
 	if err != nil {
 		return nil, err
 	}
 	logger := logging.New(stderr, s.LogLevel, s.LogFormat).With().Str("node", name).Logger()
-	var opts nodeOptions
+	var opts node.Options
 	if clustered && fastGossip {
-		opts.memberlist = memberlist.DefaultLocalConfig()
+		opts.Memberlist = memberlist.DefaultLocalConfig()
 	}
-	n, err := newNode(s, logger, opts)
+	n, err := node.New(s, logger, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +117,7 @@ func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool
 	select {
 	case <-n.Opened():
 	case <-time.After(10 * time.Minute): // syncUp of a 1M-instance registry takes a while
-		return nil, errors.New("bench-target: node did not open for traffic within 10 minutes")
+		return nil, errors.New("bench node: the node did not open for traffic within 10 minutes")
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -158,21 +125,21 @@ func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool
 }
 
 // benchNodeControl adds the endpoints about the node.
-func benchNodeControl(ctl *http.ServeMux, n *Node) {
+func benchNodeControl(ctl *http.ServeMux, n *node.Node) {
 	ctl.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		took, synced := n.SyncUp() // written before Opened, which benchStartNode waited for
 		_ = json.NewEncoder(w).Encode(map[string]any{
-			"opened":    n.ready(),
-			"peers":     len(n.rep.Peers()),
-			"instances": n.reg.Len(),
-			"version":   n.reg.Version(),
-			// Written before Opened, which benchStartNode waited for.
-			"syncSeconds":   n.syncTook.Seconds(),
-			"syncInstances": n.syncResult.Instances,
+			"opened":        n.Ready(),
+			"peers":         len(n.Peers()),
+			"instances":     n.Registry().Len(),
+			"version":       n.Registry().Version(),
+			"syncSeconds":   took.Seconds(),
+			"syncInstances": synced.Instances,
 		})
 	})
 	ctl.HandleFunc("/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		snap := n.reg.Snapshot()
+		snap := n.Registry().Snapshot()
 		fmt.Fprintf(w, `{"instances":%d,"seconds":%.6f}`, snap.Instances, time.Since(start).Seconds())
 	})
 	ctl.HandleFunc("/watch", func(w http.ResponseWriter, r *http.Request) {
@@ -183,7 +150,7 @@ func benchNodeControl(ctl *http.ServeMux, n *Node) {
 			timeout = 10 * time.Second
 		}
 		seen := func() bool {
-			iv, ok := n.reg.Instance(app, id)
+			iv, ok := n.Registry().Instance(app, id)
 			return ok && (status == "" || iv.Status == status)
 		}
 		if seen() {

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func (s *Settings) applyAuthUser(suffix, raw string) error {
 		u = &userSettings{}
 		s.AuthUsers[name] = u
 	}
-	switch canonical(field) {
+	switch CanonicalKey(field) {
 	case "password":
 		u.Password = raw
 	case "role":
@@ -169,12 +169,12 @@ func (sec *nodeSecurity) sign() replication.RequestSigner {
 // report is the security object of /admin/status.
 func (sec *nodeSecurity) report(s *Settings) httpapi.Security {
 	clientAuth := "none"
-	if s.tlsOn() {
+	if s.TLSOn() {
 		clientAuth = s.SSLClientAuth.String()
 	}
 	return httpapi.Security{
 		Auth:            sec.users != nil,
-		TLS:             s.tlsOn(),
+		TLS:             s.TLSOn(),
 		ClientAuth:      clientAuth,
 		PeerAuth:        sec.verifier != nil,
 		GossipEncrypted: s.ClusterEnabled && s.ClusterSecretKey != "",

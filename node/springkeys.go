@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"net/url"
@@ -201,10 +201,10 @@ var loaderKeys = []string{"spring.profiles", "spring.config.activate.", "spring.
 var springKeysByCanonical = func() map[string]string {
 	m := map[string]string{}
 	for k := range springKeys {
-		m[canonical(k)] = k
+		m[CanonicalKey(k)] = k
 	}
 	for alias := range springAliases {
-		m[canonical(alias)] = alias
+		m[CanonicalKey(alias)] = alias
 	}
 	return m
 }()
@@ -237,7 +237,7 @@ func inMusterNamespace(c string) bool {
 
 func isLoaderKey(c string) bool {
 	for _, k := range loaderKeys {
-		if ck := canonical(k); c == ck || strings.HasPrefix(c, ck+".") || strings.HasSuffix(ck, ".") && strings.HasPrefix(c, ck) {
+		if ck := CanonicalKey(k); c == ck || strings.HasPrefix(c, ck+".") || strings.HasSuffix(ck, ".") && strings.HasPrefix(c, ck) {
 			return true
 		}
 	}
@@ -246,7 +246,7 @@ func isLoaderKey(c string) bool {
 
 // secretKey tells whether a key's value must never be shown.
 func secretKey(key string) bool {
-	c := canonical(key)
+	c := CanonicalKey(key)
 	for _, word := range []string{"password", "secret", "token", "credential", "accesskey"} {
 		if strings.Contains(c, word) {
 			return true

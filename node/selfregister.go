@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -30,11 +30,11 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 	if id == "" {
 		id = host + ":" + app + ":" + itoa(port)
 	}
-	base := s.scheme() + "://" + host + ":" + itoa(port)
+	base := s.Scheme() + "://" + host + ":" + itoa(port)
 	// Spring's instance over TLS: the secure port is the port, the plain
 	// one is off (eureka.instance.secure-port-enabled).
 	plain, secure := registry.Port{Number: port, Enabled: true}, registry.Port{Number: 443, Enabled: false}
-	if s.tlsOn() {
+	if s.TLSOn() {
 		plain, secure = registry.Port{Number: port, Enabled: false}, registry.Port{Number: port, Enabled: true}
 	}
 	md := map[string]string{"zone": s.Cluster.Zone, "management.port": itoa(port)}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // tlsOn tells whether the API port serves TLS. As in Spring Boot,
 // server.ssl.enabled defaults to true and takes effect once any
 // server.ssl.* key is given; false turns TLS off whatever else is set.
-func (s *Settings) tlsOn() bool {
+func (s *Settings) TLSOn() bool {
 	if !s.SSLEnabled {
 		return false
 	}
@@ -32,8 +32,8 @@ func storeTypeKey(key, help string, field func(*Settings) *string) setting {
 }
 
 // scheme is the scheme of the node's advertised URLs.
-func (s *Settings) scheme() string {
-	if s.tlsOn() {
+func (s *Settings) Scheme() string {
+	if s.TLSOn() {
 		return "https"
 	}
 	return "http"
@@ -42,7 +42,7 @@ func (s *Settings) scheme() string {
 // validateSecurityTransport checks the server.ssl.* and gossip keyring
 // settings that can be checked without reading files.
 func (s *Settings) validateSecurityTransport() error {
-	if s.tlsOn() {
+	if s.TLSOn() {
 		// As Spring Boot does, one source per side: PEM files or a keystore.
 		switch {
 		case s.SSLKeyStore != "" && (s.SSLCertificate != "" || s.SSLKey != ""):
@@ -100,7 +100,7 @@ var tlsSettingKey = map[tlsconfig.File]string{
 }
 
 // tlsConfig is the tlsconfig.Config of the node's server.ssl.* settings.
-func (s *Settings) tlsConfig(logger zerolog.Logger, reload time.Duration) tlsconfig.Config {
+func (s *Settings) TLSConfig(logger zerolog.Logger, reload time.Duration) tlsconfig.Config {
 	return tlsconfig.Config{
 		CertFile:       s.SSLCertificate,
 		KeyFile:        s.SSLKey,
@@ -132,10 +132,10 @@ func tlsLoadError(err error) error {
 // setting at fault. reload is how often the files are looked at again
 // (0: tlsconfig's default).
 func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconfig.Store, error) {
-	if !s.tlsOn() {
+	if !s.TLSOn() {
 		return nil, nil
 	}
-	store, err := tlsconfig.Load(s.tlsConfig(logger, reload))
+	store, err := tlsconfig.Load(s.TLSConfig(logger, reload))
 	if err != nil {
 		return nil, tlsLoadError(err)
 	}

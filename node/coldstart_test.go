@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -396,7 +396,7 @@ func TestNode_dataDirRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := mustLoad(t, "", nil, []string{"cluster.enabled=false", "server.port=0", "muster.data-dir=" + file})
-	if _, err := newNode(s, testLogger(t)); err == nil || !strings.Contains(err.Error(), "muster.data-dir") {
+	if _, err := New(s, testLogger(t)); err == nil || !strings.Contains(err.Error(), "muster.data-dir") {
 		t.Fatalf("a data dir that is a file: %v", err)
 	}
 }
@@ -471,7 +471,7 @@ func startClockedNode(t *testing.T, clk *registrytest.Clock, name string, join [
 		"eureka.server.registry-sync-retry-wait-ms=200", "cluster.join=" + strings.Join(join, ","),
 	}
 	s := mustLoad(t, "", nil, append(base, sets...))
-	n, err := newNode(s, testLogger(t).With().Str("node", name).Logger(), nodeOptions{memberlist: memberlist.DefaultLocalConfig(), now: clk.Now})
+	n, err := New(s, testLogger(t).With().Str("node", name).Logger(), Options{Memberlist: memberlist.DefaultLocalConfig(), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
