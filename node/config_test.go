@@ -19,7 +19,7 @@ func mustLoad(t *testing.T, file string, env, sets []string) *Settings {
 	t.Helper()
 	s, _, err := LoadSettings(file, env, sets)
 	if err != nil {
-		t.Fatalf("loadSettings: %v", err)
+		t.Fatalf("LoadSettings: %v", err)
 	}
 	return s
 }

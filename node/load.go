@@ -27,7 +27,7 @@ const (
 	authUsersPrefix  = "muster.auth.users."
 )
 
-// loadRequest is what a command knows of the configuration: the file, the
+// LoadRequest is what a command knows of the configuration: the file, the
 // environment, key=value pairs from the command line, and profiles.
 type LoadRequest struct {
 	File     string
@@ -36,7 +36,7 @@ type LoadRequest struct {
 	Profiles []string
 }
 
-// configReport is everything a load found, for muster config --check:
+// Report is everything a load found, for muster config --check:
 // the problems (errors and warnings, every one), the keys ignored, and
 // the files and profiles read.
 type Report struct {
@@ -66,7 +66,7 @@ type layerEntry struct {
 	resolved  []string
 }
 
-// loadSettings builds Settings from the file, the environment and --set;
+// LoadSettings builds Settings from the file, the environment and --set;
 // its error lists every problem at once, one a line.
 func LoadSettings(configFile string, env []string, sets []string) (*Settings, []Notice, error) {
 	s, rep, err := Load(LoadRequest{File: configFile, Env: env, Sets: sets})
@@ -76,7 +76,7 @@ func LoadSettings(configFile string, env []string, sets []string) (*Settings, []
 	return s, rep.Notices, err
 }
 
-// load builds Settings from the layers: built-in defaults, the config
+// Load builds Settings from the layers: built-in defaults, the config
 // file as Spring Boot reads it (springconf: documents, profiles, profile
 // files, placeholders), the environment (MUSTER_*, and Spring's
 // SERVER_*/EUREKA_*/… names when they match a setting), then the command

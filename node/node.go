@@ -418,7 +418,7 @@ func (n *Node) peersExpected() bool {
 // Opened is closed once the node has synced and opened for traffic.
 func (n *Node) Opened() <-chan struct{} { return n.opened }
 
-// ready is /readyz: open for traffic (the registry's start-up state) and
+// Ready is /readyz: open for traffic (the registry's start-up state) and
 // not shutting down.
 func (n *Node) Ready() bool { return !n.stopping.Load() && n.reg.Opened() }
 

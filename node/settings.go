@@ -331,7 +331,7 @@ var settings = []setting{
 	intKey("muster.dns.rate-burst", "Burst of the per-source DNS rate limit.", func(s *Settings) *int { return &s.DNS.RateBurst }),
 }
 
-// canonical folds a key for Spring's relaxed binding: case and dashes do
+// CanonicalKey folds a key for Spring's relaxed binding: case and dashes do
 // not matter, so enableSelfPreservation, enable-self-preservation and
 // ENABLE_SELF_PRESERVATION name the same setting.
 func CanonicalKey(key string) string {

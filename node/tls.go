@@ -14,7 +14,7 @@ import (
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
-// tlsOn tells whether the API port serves TLS. As in Spring Boot,
+// TLSOn tells whether the API port serves TLS. As in Spring Boot,
 // server.ssl.enabled defaults to true and takes effect once any
 // server.ssl.* key is given; false turns TLS off whatever else is set.
 func (s *Settings) TLSOn() bool {
@@ -31,7 +31,7 @@ func storeTypeKey(key, help string, field func(*Settings) *string) setting {
 	return bind(key, help, field, tlsconfig.ParseStoreType, func(v string) string { return v })
 }
 
-// scheme is the scheme of the node's advertised URLs.
+// Scheme is the scheme of the node's advertised URLs.
 func (s *Settings) Scheme() string {
 	if s.TLSOn() {
 		return "https"
@@ -99,7 +99,7 @@ var tlsSettingKey = map[tlsconfig.File]string{
 	tlsconfig.FileTrustStorePassword: "server.ssl.trust-store-password",
 }
 
-// tlsConfig is the tlsconfig.Config of the node's server.ssl.* settings.
+// TLSConfig is the tlsconfig.Config of the node's server.ssl.* settings.
 func (s *Settings) TLSConfig(logger zerolog.Logger, reload time.Duration) tlsconfig.Config {
 	return tlsconfig.Config{
 		CertFile:       s.SSLCertificate,
