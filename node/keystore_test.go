@@ -21,16 +21,7 @@ func keyStoreSets(t *testing.T, dir string) []string {
 	t.Helper()
 	ks := keystoretest.Fixtures()
 	copyInto(t, ks.Path("node.p12"), filepath.Join(dir, "node.p12"))
-	return []string{
-		"server.ssl.key-store=file:" + filepath.Join(dir, "node.p12"),
-		"server.ssl.key-store-password=" + keystoretest.StorePassword,
-		"server.ssl.key-store-type=PKCS12",
-		"server.ssl.key-alias=node",
-		"server.ssl.trust-store=" + ks.Path("trust.jks"),
-		"server.ssl.trust-store-password=" + keystoretest.TrustPassword,
-		"server.ssl.trust-store-type=JKS",
-		"server.ssl.client-auth=need",
-	}
+	return ks.ServerSettings(filepath.Join(dir, "node.p12"))
 }
 
 func copyInto(t *testing.T, from, to string) {

@@ -190,7 +190,8 @@ func securedSets(secret string) []string {
 	}
 }
 
-// authCall is call with HTTP Basic credentials.
+// authCall is an HTTP request with Basic credentials (none when user is
+// empty); it answers the status code.
 func authCall(t *testing.T, user, pw, method, url, body string) int {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))

@@ -13,16 +13,7 @@ import (
 func keyStoreSets(t *testing.T) []string {
 	t.Helper()
 	ks := keystoretest.Fixtures()
-	return []string{
-		"server.ssl.key-store=file:" + ks.Path("node.p12"),
-		"server.ssl.key-store-password=" + keystoretest.StorePassword,
-		"server.ssl.key-store-type=PKCS12",
-		"server.ssl.key-alias=node",
-		"server.ssl.trust-store=" + ks.Path("trust.jks"),
-		"server.ssl.trust-store-password=" + keystoretest.TrustPassword,
-		"server.ssl.trust-store-type=JKS",
-		"server.ssl.client-auth=need",
-	}
+	return ks.ServerSettings(ks.Path("node.p12"))
 }
 
 // TestHealth_followsTheNodesKeyStores: `muster health` in the node's

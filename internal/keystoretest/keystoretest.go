@@ -101,3 +101,20 @@ func Make(tb testing.TB, dir string) Set {
 	}
 	return s
 }
+
+// ServerSettings are the server.ssl.* settings of a node serving with
+// nodeStore (a copy of the set's node.p12, or the set's own) and trusting
+// the set's trust.jks with client-auth need: Spring Boot's keystore
+// configuration as a node's tests write it.
+func (s Set) ServerSettings(nodeStore string) []string {
+	return []string{
+		"server.ssl.key-store=file:" + nodeStore,
+		"server.ssl.key-store-password=" + StorePassword,
+		"server.ssl.key-store-type=PKCS12",
+		"server.ssl.key-alias=node",
+		"server.ssl.trust-store=" + s.Path("trust.jks"),
+		"server.ssl.trust-store-password=" + TrustPassword,
+		"server.ssl.trust-store-type=JKS",
+		"server.ssl.client-auth=need",
+	}
+}
