@@ -144,11 +144,18 @@ func TestJavaClient_scenarios(t *testing.T) {
 	})
 }
 
+// mustSawWire fails t unless the client's log of its requests since from
+// has a line matching re. The client writes a request's line once its
+// answer is read, which may be after the node shows what the request did:
+// so the line gets a few seconds to appear.
 func mustSawWire(t *testing.T, a *javaAgent, from int, re, what string) {
 	t.Helper()
-	if !a.sawWire(from, re) {
-		t.Fatalf("the Java client made no request matching %s (%s); its requests:\n%s", re, what, strings.Join(a.wire(from), "\n"))
-	}
+	testwait.For(t, 5*time.Second, "the Java client's log of its requests", func() error {
+		if a.sawWire(from, re) {
+			return nil
+		}
+		return fmt.Errorf("no request matching %s (%s); its requests:\n%s", re, what, strings.Join(a.wire(from), "\n"))
+	})
 }
 
 // muster runs the muster binary with args (its tls subcommands, say).
