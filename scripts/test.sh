@@ -45,23 +45,26 @@ ensure_tool chromium chromium
 ensure_tool keytool openjdk-17-jre-headless
 ensure_tool openssl openssl
 
-# The real Java Eureka client and server (interop/javaeureka) need Debian's
-# Java 17 runtime and libraries; their install script beside the repository
-# puts them in place (about 20 minutes on a machine without them).
-java_eureka=../shared/java-eureka
-# --jdk adds javac: the tests compile their own Java client (interop/javaeureka/testdata/agent).
-if [ -x "$java_eureka/install.sh" ] && { ! "$java_eureka/classpath.sh" >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; }; then
-  if [ "$(id -u)" = 0 ] && [ "${MUSTER_NO_INSTALL:-}" != 1 ]; then
-    echo "== installing the Java Eureka runtime ($java_eureka/install.sh --jdk)"
-    timeout 2400 "$java_eureka/install.sh" --jdk >/tmp/muster-install-java-eureka.log 2>&1 ||
-      echo "== could not install it (see /tmp/muster-install-java-eureka.log): the Java interop tests will skip"
-  else
-    echo "== the Java Eureka runtime is not installed (run $java_eureka/install.sh as root): the Java interop tests will skip"
-  fi
+# The interop tests run real clients and servers as their users get them:
+# Spring Boot apps and the Spring Cloud Eureka Server from Maven Central,
+# eureka-js-client from npm, py-eureka-client from PyPI. Their toolchains
+# come from Debian's packages when missing; the builds go to a cache outside
+# the repository (interop/interoptest: ~/.cache/muster-interop), done here
+# once so a new machine's downloads are not charged to a test's timeout.
+# Where a toolchain or a registry cannot be had, the prebuild says so and
+# those tests skip with one line each.
+ensure_tool javac openjdk-17-jdk-headless
+ensure_tool mvn maven
+ensure_tool node nodejs
+ensure_tool npm npm
+if [ "${MUSTER_NO_INTEROP:-}" = 1 ]; then
+  echo "== MUSTER_NO_INTEROP=1: the interop builds are not prepared (their tests skip or build on demand)"
+else
+  go run ./interop/interoptest/prebuild
 fi
 
 go vet ./...
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 25m ./...
 # deploy/kubernetes is a module of its own (the Kubernetes and kustomize
 # libraries stay out of the server's go.mod).
 (cd deploy/kubernetes && go vet ./... && go test -race -count=1 ./...)

@@ -166,6 +166,14 @@ var allowed = map[string]rule{
 		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
+	"interop/interoptest": {
+		imports: []string{"internal/testwait"},
+		why:     "what the interop tests share: the muster binary as a process, real clients built by Maven, npm and pip into a cache outside the repo",
+	},
+	"interop/interoptest/prebuild": {
+		imports: []string{"interop/interoptest"},
+		why:     "scripts/test.sh builds the interop sources before go test",
+	},
 	"interop/javaeureka": {
 		testImports: []string{"internal/testwait"},
 		why:         "no code; its tests drive the muster binary with the real Java Eureka client",
