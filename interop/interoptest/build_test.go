@@ -1,6 +1,8 @@
 package interoptest
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,5 +51,35 @@ func TestRegistryUnreachable_tellsNetworkFromOwnFailures(t *testing.T) {
 		if _, got := registryUnreachable(out); got != want {
 			t.Errorf("registryUnreachable(%q) = %v, want %v", out, got, want)
 		}
+	}
+}
+
+func TestWireTap_recordsAndCuts(t *testing.T) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTeapot)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	tap := NewWireTap(t, "http://"+ln.Addr().String())
+	req, _ := http.NewRequest("PUT", tap.URL()+"/eureka/apps/A/i?status=UP", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := tap.Find(0, "PUT", "/eureka/apps/A")
+	if len(got) != 1 || got[0].Status != http.StatusTeapot || got[0].RespType != "application/json" || got[0].Query != "status=UP" {
+		t.Fatalf("exchanges: %v", tap.Dump(0))
+	}
+	tap.SetCut(true)
+	if resp, err := http.Get(tap.URL() + "/x"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a cut tap answered %d", resp.StatusCode)
 	}
 }
