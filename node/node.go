@@ -179,7 +179,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	n.url = s.Scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
+	n.url = s.Scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + s.ContextPath() + "/eureka/"
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host

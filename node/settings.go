@@ -214,6 +214,9 @@ type setting struct {
 var settings = []setting{
 	rangeKey("server.port", 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
 	strKey("server.address", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
+	// Context path (contextpath.go).
+	contextPathKey("server.servlet.context-path", "Path everything the node serves moves under, as in a Spring server: the Eureka API at <path>/eureka/ (and <path>/eureka/v2/), the dashboard at <path>/, /lastn, /admin/status, /metrics and the actuator; /readyz and /livez answer at the root too. The node's own URLs (peers, self-registration) carry it. A trailing / is dropped; empty: the root."),
+	contextPathKey("server.context-path", "Spring Boot 1.x name of server.servlet.context-path."),
 	// TLS with Spring Boot's PEM keys (tls.go): as in Spring, TLS is on
 	// once any server.ssl.* key is given, unless enabled is false.
 	boolKey("server.ssl.enabled", "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
