@@ -374,7 +374,7 @@ func (n *Node) startUp(ctx context.Context) {
 	n.snapMetrics.startState.WithLabelValues(state).Set(1)
 	if wait > 0 {
 		var until time.Time
-		if state == startCold && !n.settings.explicit[coldStartWaitKey] {
+		if n.settings.followsClients(state) {
 			until = n.reg.RefuseReadsUntilRenewed(coldStartMargin, n.settings.coldStartLimit())
 		} else {
 			until = n.reg.RefuseReadsFor(wait)
@@ -383,9 +383,12 @@ func (n *Node) startUp(ctx context.Context) {
 		case startCold:
 			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).
 				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then (later if clients declaring a longer renewal interval register meanwhile), while live clients register again")
+		case startNoPeer:
+			n.log.Warn().Time("until", until).Dur("wait", wait).
+				Msg("no peer could be reached: registry reads answer 403 and /readyz 503 for one client renewal interval (as a cold start), while live clients register here; then the node serves what it holds and replicates to the peers as they come")
 		default:
 			n.log.Warn().Time("until", until).
-				Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+				Msg("syncUp found nothing and eureka.instance.registry.default-open-for-traffic-count is 0: registry reads answer 403 until then (eureka.server.wait-time-in-ms-when-sync-empty), as Eureka does")
 		}
 	}
 	n.shutdownMu.Lock()

@@ -43,6 +43,10 @@ type Settings struct {
 	AppName       string
 
 	WaitWhenSyncEmpty time.Duration
+	// DefaultOpenForTrafficCount is Spring's
+	// eureka.instance.registry.default-open-for-traffic-count: read only
+	// when set (coldstart.go).
+	DefaultOpenForTrafficCount int
 
 	RegisterWithEureka bool
 	ServiceURLs        map[string][]string // zone → Eureka base URLs of static peers
@@ -167,6 +171,7 @@ func defaultSettings() Settings {
 		raw:              map[string]string{},
 		origin:           map[string]string{},
 	}
+	s.DefaultOpenForTrafficCount = 1 // Spring's InstanceRegistryProperties; read only when set (coldstart.go)
 	s.derive()
 	return s
 }
@@ -247,7 +252,8 @@ var settings = []setting{
 	boolKey("eureka.server.sync-when-timestamp-differs", "Compare lastDirtyTimestamp on heartbeats: 404 asks a client with newer data to register again, 409 hands a peer our newer copy.", func(s *Settings) *bool { return &s.Registry.SyncWhenTimestampDiffers }),
 	intKey("eureka.server.registry-sync-retries", "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.Sync.Attempts }),
 	msKey("eureka.server.registry-sync-retry-wait-ms", "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.Sync.RetryWait }),
-	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows; 0 (as Spring guides set for a standalone server) serves at once.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "Longest a start-up that found no registry refuses registry reads (403), when set: it caps the cold-start wait (muster.cold-start-wait-ms's default), so 0 (as Spring guides set for a standalone server) serves at once; unset, it only bounds how far clients declaring long renewal intervals stretch that wait. Peers known but unreachable at start hold reads no longer than a cold start. With default-open-for-traffic-count 0, Eureka's own wait.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	rangeKey("eureka.instance.registry.default-open-for-traffic-count", 0, math.MaxInt32, "Spring's count of instances openForTraffic assumes after a sync that found nothing. Set above 0: the node serves at once after an empty start, as Spring does (no cold-start wait); set to 0: reads are refused for wait-time-in-ms-when-sync-empty, as Eureka does. Unset: Muster's cold-start rule (muster.cold-start-wait-ms).", func(s *Settings) *int { return &s.DefaultOpenForTrafficCount }),
 	intKey("eureka.server.max-elements-in-peer-replication-pool", "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.Replication.MaxQueueSize }),
 	msKey("eureka.server.max-time-for-replication", "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.Replication.TaskMaxAge }),
 	msKey("eureka.server.peer-node-connect-timeout-ms", "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.Transport.ConnectTimeout }),
@@ -285,7 +291,7 @@ var settings = []setting{
 	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
-	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering instance declares (at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
+	cmdMsKey("muster.cold-start-wait-ms", 0, "After a start that found no registry (a full cluster restart, or peers known but unreachable; no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering instance declares (at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
 	boolKey("cluster.enabled", "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
 	strKey("cluster.node-name", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
