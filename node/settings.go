@@ -119,6 +119,10 @@ type Settings struct {
 	SSLTrustStore         string
 	SSLTrustStorePassword string
 	SSLTrustStoreType     string
+
+	// Classpath lists the directories classpath: resources are searched
+	// in first (muster.classpath; resources.go).
+	Classpath []string
 }
 
 // defaultServerPort is Eureka's port, server.port's default.
@@ -236,6 +240,7 @@ var settings = []setting{
 	strKey("server.ssl.trust-store", "PKCS12 or JKS keystore whose trusted certificates (and key entries' certificates) clients and peers are verified against, instead of server.ssl.trust-certificate.", func(s *Settings) *string { return &s.SSLTrustStore }),
 	strKey("server.ssl.trust-store-password", "Password of server.ssl.trust-store (a JKS trust store may be read without one, unchecked, as Java does).", func(s *Settings) *string { return &s.SSLTrustStorePassword }),
 	storeTypeKey("server.ssl.trust-store-type", "Type of server.ssl.trust-store: PKCS12 or JKS; as server.ssl.key-store-type.", func(s *Settings) *string { return &s.SSLTrustStoreType }),
+	listKey(ClasspathKey, "Directories where a classpath: resource (server.ssl.key-store: classpath:server.jks, any server.ssl file) is looked for first, in order; relative ones are from the config file's directory. After them: the config file's directory, then resources/ and config/ beside it. See spring-config.md, Resources.", func(s *Settings) *[]string { return &s.Classpath }),
 	clientAuthKey("server.ssl.client-auth", "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *tlsconfig.ClientAuth { return &s.SSLClientAuth }),
 	strKey("spring.application.name", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
 	strKey("eureka.environment", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Environment }),
