@@ -302,7 +302,7 @@ var settings = []setting{
 	strKey("cluster.node-name", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
 	strKey("cluster.bind-addr", "Address memberlist binds (TCP and UDP).", func(s *Settings) *string { return &s.Cluster.BindAddr }),
 	intKey("cluster.bind-port", "Port memberlist binds.", func(s *Settings) *int { return &s.Cluster.BindPort }),
-	strKey("cluster.advertise-addr", "Address other nodes use to reach this one; empty lets memberlist pick.", func(s *Settings) *string { return &s.Cluster.AdvertiseAddr }),
+	strKey("cluster.advertise-addr", "Address other nodes use to reach this one; empty lets memberlist pick a private IPv4 address. A host without one advertises its first public IPv4, else IPv6, else loopback address, with a warning; when nothing asks for gossip (no cluster.join, cluster.enabled not set) gossip is off there instead.", func(s *Settings) *string { return &s.Cluster.AdvertiseAddr }),
 	intKey("cluster.advertise-port", "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.Cluster.AdvertisePort }),
 	listKey("cluster.join", "Seed nodes (host:port, or a host alone for this node's cluster.bind-port; comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.Cluster.Join }),
 	strKey("cluster.secret-key", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),
