@@ -32,6 +32,7 @@ func TestStartRefusal_springKeys(t *testing.T) {
 		{"wait-time below the interval caps the wait", []string{"eureka.server.wait-time-in-ms-when-sync-empty=10000"}, unreachable, true, 10 * time.Second, startNoPeer, true},
 		{"an explicit cold-start wait wins over wait-time", []string{"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=7000"}, cold, true, 7 * time.Second, startCold, false},
 		{"default-open-for-traffic-count set: Spring opens at once", []string{"eureka.instance.registry.default-open-for-traffic-count=1"}, unreachable, true, 0, startOpenCount, false},
+		{"Spring's older name eureka.server.default-open-for-traffic-count", []string{"eureka.server.defaultOpenForTrafficCount=0"}, cold, true, 5 * time.Minute, startSyncEmpty, false},
 		{"default-open-for-traffic-count 0: Eureka's gate", []string{"eureka.instance.registry.default-open-for-traffic-count=0"}, cold, true, 5 * time.Minute, startSyncEmpty, false},
 		{"default-open-for-traffic-count 0 gates a lone node too, as Eureka", []string{"eureka.instance.registry.default-open-for-traffic-count=0", "eureka.server.wait-time-in-ms-when-sync-empty=20000"},
 			replication.SyncResult{Attempts: 1}, false, 20 * time.Second, startSyncEmpty, false},
