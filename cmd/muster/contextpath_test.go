@@ -221,3 +221,22 @@ func TestConfigCheck_contextPath(t *testing.T) {
 		t.Errorf("a path without / : %v", err)
 	}
 }
+
+// muster status and members find /admin/status under a context path when
+// given the node's service URL or its base URL with the path.
+func TestStatusURL_contextPath(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://h:8761/register/eureka/":     "http://h:8761/register/admin/status",
+		"http://h:8761/register/eureka/v2":   "http://h:8761/register/admin/status",
+		"http://h:8761/register":             "http://h:8761/register/admin/status",
+		"h:8761/register/admin/status":       "http://h:8761/register/admin/status",
+		"http://h:8761/eureka/":              "http://h:8761/admin/status",
+		"h:8761":                             "http://h:8761/admin/status",
+		"https://u:p@h:8761/register/eureka": "https://u:p@h:8761/register/admin/status",
+	} {
+		u, err := statusURL(raw, "http")
+		if err != nil || u.String() != want {
+			t.Errorf("statusURL(%q) = %v, %v; want %s", raw, u, err, want)
+		}
+	}
+}
