@@ -106,6 +106,9 @@ func hasPrefixFold(s, prefix string) bool {
 // value with the file it names, noting the resolution for config --check;
 // an error names the setting and the places searched.
 func resolveResources(s *Settings, rep *Report, configFile string) {
+	if !s.TLSOn() {
+		return // server.ssl.enabled: false: Spring opens none of them
+	}
 	dirs := classpathDirs(configFile, s.Classpath)
 	for _, rk := range resourceKeys {
 		field := rk.field(s)
