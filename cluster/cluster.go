@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -127,11 +128,23 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return fmt.Errorf("cluster: start: %w", err)
 	}
 
+	c.chooseAdvertise(false)
 	ml, err := memberlist.Create(c.memberlistConfig())
+	if noPrivateIP(err) && c.chooseAdvertise(true) {
+		// A private address memberlist would not take (it wants one with
+		// a default route): advertise it anyway, as chosen above.
+		c.mu.Lock()
+		clear(c.members)
+		c.mu.Unlock()
+		ml, err = memberlist.Create(c.memberlistConfig())
+	}
 	if err != nil {
 		c.mu.Lock()
 		clear(c.members) // memberlist may have reported this node before failing
 		c.mu.Unlock()
+		if noPrivateIP(err) {
+			return fmt.Errorf("cluster: start memberlist on %s:%d: %w; set cluster.advertise-addr (the address other nodes reach this one at) or cluster.enabled=false", c.cfg.BindAddr, c.cfg.BindPort, err)
+		}
 		return fmt.Errorf("cluster: start memberlist on %s:%d: %w", c.cfg.BindAddr, c.cfg.BindPort, err)
 	}
 	c.ml, c.started = ml, true
@@ -149,6 +162,41 @@ func (c *Cluster) Start(ctx context.Context) error {
 		go c.joinLoop(ctx, ml)
 	}
 	return nil
+}
+
+// chooseAdvertise sets the advertise address when memberlist cannot pick
+// one (no private IPv4 address), with one warning; failed says memberlist
+// already refused, so any usable address, private included, is taken. It
+// reports whether it set one.
+func (c *Cluster) chooseAdvertise(failed bool) bool {
+	if c.cfg.AdvertiseAddr != "" {
+		return false
+	}
+	list := c.cfg.InterfaceAddrs
+	if list == nil {
+		list = net.InterfaceAddrs
+	}
+	addrs, err := list()
+	if err != nil {
+		c.log.Warn().Err(err).Msg("cannot list the host's addresses for gossip's advertise address")
+		return false
+	}
+	ch := ChooseAdvertise(c.cfg.BindAddr, "", addrs)
+	if failed {
+		ch.Addr, ch.Kind = bestAddr(addrs)
+		ch.Needed = true
+	}
+	if !ch.Needed || ch.Addr == "" {
+		return false
+	}
+	c.cfg.AdvertiseAddr = ch.Addr
+	ev := c.log.Warn().Str(keyAddr, ch.Addr).Str(keyKind, ch.Kind.String())
+	if !ch.Kind.Reachable() {
+		ev.Msg("gossip: the host has no address other hosts can reach; advertising loopback, so only nodes on this host can join (set cluster.advertise-addr)")
+	} else {
+		ev.Msg("gossip: no private IPv4 address memberlist would advertise; advertising this one instead (set cluster.advertise-addr to choose)")
+	}
+	return true
 }
 
 // memberlistConfig is the base memberlist config with this package's

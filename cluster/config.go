@@ -40,6 +40,11 @@ type Config struct {
 	// bound port.
 	AdvertisePort int
 
+	// InterfaceAddrs lists the host's addresses, for the advertise address
+	// when memberlist finds no private IPv4 one (advertise.go). nil means
+	// net.InterfaceAddrs; tests give a fake list.
+	InterfaceAddrs func() ([]net.Addr, error)
+
 	// Join lists seeds as host:port (host alone: this node's BindPort). Start keeps
 	// trying them in the background until one answers, so nodes can start in
 	// any order. Listing every node on every node is fine, self included.

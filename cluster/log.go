@@ -15,6 +15,7 @@ const (
 	keyZone           = "zone"
 	keyURL            = "url"
 	keyAddr           = "addr"
+	keyKind           = "kind"
 	keyState          = "state"
 	keyPrevState      = "prev_state"
 	keySeeds          = "seeds"

@@ -201,9 +201,10 @@ func manyKeys(n int) string {
 	return b.String()
 }
 
-// A peer that refuses anti-entropy (403) or cannot be reached is warned
-// about at the default level, with the error, and never with the
-// credentials of its URL.
+// A peer that refuses anti-entropy (403) is warned about at the default
+// level, with the error; one that cannot be reached and never answered
+// (a peer still starting) is said once at info level. Neither line
+// carries the credentials of its URL.
 func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "forbidden", http.StatusForbidden)
@@ -230,8 +231,11 @@ func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 	}
 	ae.RoundAll(context.Background())
 	out := logs.String()
-	if strings.Count(out, `"level":"warn"`) != 2 || !strings.Contains(out, "403") {
-		t.Errorf("want a warning per peer, the 403 named:\n%s", out)
+	if strings.Count(out, `"level":"warn"`) != 1 || !strings.Contains(out, "403") {
+		t.Errorf("want a warning for the refusing peer, the 403 named:\n%s", out)
+	}
+	if strings.Count(out, `"level":"info"`) != 1 || !strings.Contains(out, "not answering yet") {
+		t.Errorf("want one info line for the peer not up yet:\n%s", out)
 	}
 	if strings.Contains(out, "s3cr3t") {
 		t.Errorf("the log carries a password:\n%s", out)

@@ -124,6 +124,13 @@ type Config struct {
 	// /, /dashboard and /console (Spring's eureka.dashboard.path); its
 	// links stay under /console.
 	ConsolePath string
+	// ContextPath moves every route under it, as a servlet container does
+	// (Spring's server.servlet.context-path, Boot 1.x server.context-path):
+	// /register/eureka/apps, /register/ (the dashboard), /register/actuator…
+	// The platform probes /readyz and /livez answer at the root too, so a
+	// probe written for the root keeps working. "" serves at the root. It
+	// starts with / and has no trailing /.
+	ContextPath string
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -184,6 +191,9 @@ func (c Config) Validate() error {
 		if p := strings.TrimRight(c.ConsolePath, "/"); p == taken || strings.HasPrefix(p, taken+"/") {
 			return bad("ConsolePath", "%q is taken by the node's own routes (%s)", c.ConsolePath, taken)
 		}
+	}
+	if p := c.ContextPath; p != "" && (p[0] != '/' || p[len(p)-1] == '/' || strings.ContainsAny(p, ":*?#% ;")) {
+		return bad("ContextPath", "must be a plain path starting with / and not ending with /, got %q", p)
 	}
 	if !c.ConsoleActions.Valid() {
 		return bad("ConsoleActions", "must be one of %v, got %q", console.ActionsPolicies, c.ConsoleActions)
@@ -270,7 +280,7 @@ func New(cfg Config) (*Server, error) {
 		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.AuthEnabled(),
-		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now})
+		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath})
 
 	e := echo.New()
 	e.HideBanner = true
@@ -301,7 +311,43 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
 		}
 	}
+	if cp := s.cfg.ContextPath; cp != "" && !s.underContextPath(r, cp) {
+		// Outside the context path nothing is served but the probes, as a
+		// servlet container answers 404 outside its context.
+		s.handleError(echo.ErrNotFound, s.echo.NewContext(r, w))
+		return
+	}
 	s.echo.ServeHTTP(w, r)
+}
+
+// RootProbes answer at the root as well as under a context path: a
+// platform's probe (Kubernetes, a load balancer) names them without it.
+var RootProbes = []string{"/readyz", "/livez"}
+
+// underContextPath cuts the context path off a request's path and tells
+// whether the request is served: under the path, or one of RootProbes.
+func (s *Server) underContextPath(r *http.Request, cp string) bool {
+	p := r.URL.Path
+	if p == cp || strings.HasPrefix(p, cp+"/") {
+		r.URL.Path = p[len(cp):]
+		if r.URL.Path == "" {
+			r.URL.Path = "/"
+		}
+		if raw := r.URL.RawPath; raw != "" {
+			if strings.HasPrefix(raw, cp) {
+				r.URL.RawPath = raw[len(cp):]
+			} else {
+				r.URL.RawPath = "" // escaped inside the prefix: let net/url re-derive it
+			}
+		}
+		return true
+	}
+	for _, probe := range RootProbes {
+		if p == probe {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) routes() {

@@ -17,21 +17,34 @@ import (
 //   - with muster.data-dir it loads its own snapshot (registry/persist),
 //     every lease counted as renewed now, and serves it;
 //   - without one (or with no usable snapshot), when it knows peers and
-//     every one of them is starting too (a full cluster restart), or none
-//     of the configured peers appeared, it opens but refuses registry reads
-//     (403) and /readyz for muster.cold-start-wait-ms: live clients
-//     heartbeat meanwhile, get 404 and register again, so when reads open
-//     the registry holds every live instance;
-//   - peers known but unreachable keeps Eureka's rule
-//     (eureka.server.wait-time-in-ms-when-sync-empty): they may be alive
-//     behind a partition with the registry.
+//     every one of them is starting too (a full cluster restart), none of
+//     the configured peers appeared, or the peers it knows could not be
+//     reached, it opens but refuses registry reads (403) and /readyz for
+//     the cold-start wait: live clients heartbeat meanwhile, get 404 and
+//     register again, so when reads open the registry holds every live
+//     instance. An unreachable peer (a second node not up yet, a peer URL
+//     at an old port) holds reads no longer than a cold start: whatever
+//     it holds, the live clients have re-registered here by then, and
+//     Eureka's five minutes (wait-time-in-ms-when-sync-empty) would only
+//     refuse reads that are already complete.
 //
 // The wait is one client renewal interval plus coldStartMargin: the
 // interval eureka.server.expected-client-renewal-interval-seconds names,
 // or the longest leaseInfo.renewalIntervalInSecs the registering clients
 // declare, up to eureka.server.wait-time-in-ms-when-sync-empty
 // (registry.RefuseReadsUntilRenewed). An explicit muster.cold-start-wait-ms
-// is a fixed wait instead.
+// is a fixed wait instead. An explicit wait-time-in-ms-when-sync-empty caps
+// every start-up refusal: 0 (as Spring's guides write for a standalone
+// server) serves at once, cold or not.
+//
+// Spring's eureka.instance.registry.default-open-for-traffic-count, when a
+// file sets it, is followed as Spring follows it: above 0, Spring's
+// openForTraffic counts that many instances after an empty sync and serves
+// at once, and so does the node; 0 is Eureka's own gate, reads refused for
+// wait-time-in-ms-when-sync-empty after a sync that found nothing, even on
+// a node without peers. Unset, the rules above apply (Spring's default of
+// 1 would serve a restarted cluster's empty registry to every client; see
+// docs/migration-from-java-eureka.md).
 //
 // A node with no peers configured (a single node) serves what it has at
 // once, as Eureka does: there is no one else to ask, and a lone node that
@@ -40,16 +53,20 @@ import (
 
 // Start-up outcomes, for the log and muster_start_state.
 const (
-	startCopied   = "copied"      // syncUp copied the registry from a peer
-	startRestored = "restored"    // loaded the snapshot from muster.data-dir
-	startAlone    = "alone"       // no peers configured: serves what it has
-	startCold     = "cold"        // full restart, no data: reads refused for the cold-start wait
-	startNoPeer   = "unreachable" // peers known, none reachable: Eureka's wait-time-in-ms-when-sync-empty
-	startSyncOff  = "sync_off"    // eureka.server.registry-sync-retries = 0
+	startCopied    = "copied"      // syncUp copied the registry from a peer
+	startRestored  = "restored"    // loaded the snapshot from muster.data-dir
+	startAlone     = "alone"       // no peers configured: serves what it has
+	startCold      = "cold"        // full restart, no data: reads refused for the cold-start wait
+	startNoPeer    = "unreachable" // peers known, none reachable: reads refused for the cold-start wait
+	startSyncOff   = "sync_off"    // eureka.server.registry-sync-retries = 0
+	startOpenCount = "open_count"  // default-open-for-traffic-count > 0 set: Spring's open at once
+	startSyncEmpty = "sync_empty"  // default-open-for-traffic-count = 0 set: Eureka's wait-time-in-ms-when-sync-empty
 )
 
 const (
 	coldStartWaitKey = "muster.cold-start-wait-ms"
+	syncEmptyWaitKey = "eureka.server.wait-time-in-ms-when-sync-empty"
+	openCountKey     = "eureka.instance.registry.default-open-for-traffic-count"
 	// coldStartMargin is what the cold-start wait adds to the clients'
 	// renewal interval: time for a heartbeat's 404 and the registration
 	// that follows.
@@ -58,17 +75,24 @@ const (
 
 // deriveColdStartWait makes the default cold-start wait follow the
 // clients' renewal interval: the wait reported before any client declares
-// a longer one.
+// a longer one. An explicit wait-time-in-ms-when-sync-empty caps it.
 func (s *Settings) deriveColdStartWait() {
 	if !s.explicit[coldStartWaitKey] {
 		s.ColdStartWait = s.Registry.ExpectedRenewalInterval + coldStartMargin
+		if s.explicit[syncEmptyWaitKey] {
+			s.ColdStartWait = min(s.ColdStartWait, s.WaitWhenSyncEmpty)
+		}
 	}
 }
 
 // coldStartLimit bounds how far clients declaring long renewal intervals
 // stretch the cold-start wait: Eureka's own wait when syncUp found
-// nothing, and never below the configured interval's wait.
+// nothing, and never below the configured interval's wait unless that
+// wait was set explicitly.
 func (s *Settings) coldStartLimit() time.Duration {
+	if s.explicit[syncEmptyWaitKey] {
+		return s.WaitWhenSyncEmpty
+	}
 	return max(s.WaitWhenSyncEmpty, s.Registry.ExpectedRenewalInterval+coldStartMargin)
 }
 
@@ -80,6 +104,10 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 		return 0, startCopied
 	case restored:
 		return 0, startRestored
+	case s.explicit[openCountKey] && s.DefaultOpenForTrafficCount > 0:
+		return 0, startOpenCount
+	case s.explicit[openCountKey]:
+		return s.WaitWhenSyncEmpty, startSyncEmpty
 	case s.Sync.Attempts <= 0:
 		return 0, startSyncOff
 	case res.AllStarting:
@@ -87,9 +115,16 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 	case !res.PeersKnown && peersExpected:
 		return s.ColdStartWait, startCold
 	case res.PeersKnown && !res.Reached:
-		return s.WaitWhenSyncEmpty, startNoPeer
+		return s.ColdStartWait, startNoPeer
 	}
 	return 0, startAlone
+}
+
+// followsClients tells whether a start-up refusal of state stretches with
+// the renewal intervals registering clients declare (RefuseReadsUntilRenewed)
+// rather than being a fixed wait.
+func (s *Settings) followsClients(state string) bool {
+	return (state == startCold || state == startNoPeer) && !s.explicit[coldStartWaitKey]
 }
 
 // snapshotMetrics are the data-dir figures.
@@ -118,7 +153,7 @@ func newSnapshotMetrics(reg prometheus.Registerer) *snapshotMetrics {
 		Load: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_snapshot_load",
 			Help: "1 for the outcome of loading the snapshot at start: loaded, empty, not_found, corrupt, foreign, unsupported, not_needed (a peer had the registry), disabled."}, []string{"outcome"}),
 		startState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_start_state",
-			Help: "1 for how the node opened: copied (from a peer), restored (snapshot), alone, cold (full restart without data: reads refused for muster.cold-start-wait-ms), unreachable, sync_off."}, []string{"state"}),
+			Help: "1 for how the node opened: copied (from a peer), restored (snapshot), alone, cold (full restart without data: reads refused for muster.cold-start-wait-ms), unreachable (peers known, none reached: the same wait), sync_off, open_count (default-open-for-traffic-count > 0: open at once), sync_empty (default-open-for-traffic-count = 0: wait-time-in-ms-when-sync-empty)."}, []string{"state"}),
 	}
 	m.writes.WithLabelValues("ok")
 	m.writes.WithLabelValues("error")

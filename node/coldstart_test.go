@@ -37,7 +37,7 @@ func TestStartRefusal(t *testing.T) {
 		{"full restart, snapshot loaded", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, true, 5, 0, startRestored},
 		{"full restart, no snapshot", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, false, 5, 35 * time.Second, startCold},
 		{"configured peers never appeared", replication.SyncResult{Attempts: 5}, true, false, 5, 35 * time.Second, startCold},
-		{"peers known, unreachable", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, false, 5, 5 * time.Minute, startNoPeer},
+		{"peers known, unreachable: as a cold start", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, false, 5, 35 * time.Second, startNoPeer},
 		{"peers unreachable, snapshot loaded", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, true, 5, 0, startRestored},
 		{"a single node, no peers configured", replication.SyncResult{Attempts: 1}, false, false, 5, 0, startAlone},
 		{"a single node with a snapshot", replication.SyncResult{Attempts: 1}, false, true, 5, 0, startRestored},

@@ -193,6 +193,7 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: "gossip clustering is off: users are configured (spring.security.user.* or muster.auth.users.*) and cluster.peer-secret is not; " +
 			"static peers of eureka.client.service-url.* still replicate with the credentials in their URLs. For gossip, set the same cluster.peer-secret on every node"})
 	}
+	resolveResources(s, rep, req.File) // classpath: and file: (resources.go)
 	if len(rep.Errors) == 0 {
 		if err := s.validate(); err != nil {
 			rep.Errors = append(rep.Errors, err.Error())

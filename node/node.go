@@ -44,6 +44,10 @@ type Options struct {
 	// Now is the registry's clock (nil: time.Now); tests move the
 	// start-up refusals with a registrytest.Clock.
 	Now func() time.Time
+	// InterfaceAddrs lists the host's addresses for gossip's advertise
+	// address (nil: net.InterfaceAddrs); tests give a host without a
+	// private IPv4 address.
+	InterfaceAddrs func() ([]net.Addr, error)
 }
 
 // Node is one running Muster node: registry, HTTP API, membership and
@@ -179,7 +183,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if s.InstancePreferIP {
 		urlHost = n.ip
 	}
-	n.url = s.Scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + "/eureka/"
+	n.url = s.Scheme() + "://" + net.JoinHostPort(urlHost, strconv.Itoa(n.port)) + s.ContextPath() + "/eureka/"
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
@@ -226,7 +230,7 @@ func (n *Node) Start(ctx context.Context) error {
 		ln = tls.NewListener(ln, n.tls.ServerConfig())
 	}
 
-	if s.ClusterEnabled {
+	if s.ClusterEnabled && n.gossipWanted() {
 		if n.cluster, err = n.newCluster(); err != nil {
 			ln.Close()
 			n.closeManagement()
@@ -348,7 +352,36 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 		cfg.Memberlist = n.opts.Memberlist
 	}
 	cfg.SecretKey, cfg.SecretKeys = s.secretKeys()
+	cfg.InterfaceAddrs = n.opts.InterfaceAddrs
 	return cluster.New(cfg)
+}
+
+// gossipWanted decides whether gossip runs on a host where memberlist
+// finds no private IPv4 address to advertise: when something asks for it
+// (cluster.join, or cluster.enabled written), the cluster advertises
+// another address (cluster.ChooseAdvertise); when nothing does (a Spring
+// server's file, which knows no gossip), gossip stays off, with one
+// warning, and the node starts as Spring's would.
+func (n *Node) gossipWanted() bool {
+	s := n.settings
+	if s.explicit["cluster.enabled"] || len(s.Cluster.Join) > 0 {
+		return true
+	}
+	list := n.opts.InterfaceAddrs
+	if list == nil {
+		list = net.InterfaceAddrs
+	}
+	addrs, err := list()
+	if err != nil {
+		return true // the cluster says what it cannot do
+	}
+	ch := cluster.ChooseAdvertise(s.Cluster.BindAddr, s.Cluster.AdvertiseAddr, addrs)
+	if !ch.Needed {
+		return true
+	}
+	n.log.Warn().Str("component", "cluster").Str("best_addr", ch.Addr).Str("kind", ch.Kind.String()).
+		Msg("gossip is off: this host has no private IPv4 address to advertise and nothing asks for gossip (no cluster.join, cluster.enabled not set); static peers of eureka.client.service-url.* still replicate. Set cluster.advertise-addr or cluster.join to turn it on")
+	return false
 }
 
 // startUp is syncUp then openForTraffic (ARCHITECTURE.md decision 8).
@@ -374,7 +407,7 @@ func (n *Node) startUp(ctx context.Context) {
 	n.snapMetrics.startState.WithLabelValues(state).Set(1)
 	if wait > 0 {
 		var until time.Time
-		if state == startCold && !n.settings.explicit[coldStartWaitKey] {
+		if n.settings.followsClients(state) {
 			until = n.reg.RefuseReadsUntilRenewed(coldStartMargin, n.settings.coldStartLimit())
 		} else {
 			until = n.reg.RefuseReadsFor(wait)
@@ -383,9 +416,12 @@ func (n *Node) startUp(ctx context.Context) {
 		case startCold:
 			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).
 				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then (later if clients declaring a longer renewal interval register meanwhile), while live clients register again")
+		case startNoPeer:
+			n.log.Warn().Time("until", until).Dur("wait", wait).
+				Msg("no peer could be reached: registry reads answer 403 and /readyz 503 for one client renewal interval (as a cold start), while live clients register here; then the node serves what it holds and replicates to the peers as they come")
 		default:
 			n.log.Warn().Time("until", until).
-				Msg("no peer could be reached: registry reads answer 403 until then, so clients ask a peer that knows")
+				Msg("syncUp found nothing and eureka.instance.registry.default-open-for-traffic-count is 0: registry reads answer 403 until then (eureka.server.wait-time-in-ms-when-sync-empty), as Eureka does")
 		}
 	}
 	n.shutdownMu.Lock()

@@ -30,7 +30,8 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 	if id == "" {
 		id = host + ":" + app + ":" + itoa(port)
 	}
-	base := s.Scheme() + "://" + host + ":" + itoa(port)
+	// Paths are on the context path, as Spring's client puts them there.
+	base := s.Scheme() + "://" + host + ":" + itoa(port) + s.ContextPath()
 	// Spring's instance over TLS: the secure port is the port, the plain
 	// one is off (eureka.instance.secure-port-enabled).
 	plain, secure := registry.Port{Number: port, Enabled: true}, registry.Port{Number: 443, Enabled: false}

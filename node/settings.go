@@ -43,6 +43,10 @@ type Settings struct {
 	AppName       string
 
 	WaitWhenSyncEmpty time.Duration
+	// DefaultOpenForTrafficCount is Spring's
+	// eureka.instance.registry.default-open-for-traffic-count: read only
+	// when set (coldstart.go).
+	DefaultOpenForTrafficCount int
 
 	RegisterWithEureka bool
 	ServiceURLs        map[string][]string // zone → Eureka base URLs of static peers
@@ -115,6 +119,10 @@ type Settings struct {
 	SSLTrustStore         string
 	SSLTrustStorePassword string
 	SSLTrustStoreType     string
+
+	// Classpath lists the directories classpath: resources are searched
+	// in first (muster.classpath; resources.go).
+	Classpath []string
 }
 
 // defaultServerPort is Eureka's port, server.port's default.
@@ -167,6 +175,7 @@ func defaultSettings() Settings {
 		raw:              map[string]string{},
 		origin:           map[string]string{},
 	}
+	s.DefaultOpenForTrafficCount = 1 // Spring's InstanceRegistryProperties; read only when set (coldstart.go)
 	s.derive()
 	return s
 }
@@ -214,6 +223,9 @@ type setting struct {
 var settings = []setting{
 	rangeKey("server.port", 0, 65535, "HTTP port of the Eureka API, the dashboard and /metrics (0 picks a free port).", func(s *Settings) *int { return &s.ServerPort }),
 	strKey("server.address", "Address the HTTP server binds; empty means every interface.", func(s *Settings) *string { return &s.ServerAddress }),
+	// Context path (contextpath.go).
+	contextPathKey("server.servlet.context-path", "Path everything the node serves moves under, as in a Spring server: the Eureka API at <path>/eureka/ (and <path>/eureka/v2/), the dashboard at <path>/, /lastn, /admin/status, /metrics and the actuator; /readyz and /livez answer at the root too. The node's own URLs (peers, self-registration) carry it. A trailing / is dropped; empty: the root."),
+	contextPathKey("server.context-path", "Spring Boot 1.x name of server.servlet.context-path."),
 	// TLS with Spring Boot's PEM keys (tls.go): as in Spring, TLS is on
 	// once any server.ssl.* key is given, unless enabled is false.
 	boolKey("server.ssl.enabled", "TLS on the API port (Spring's default true: TLS is on once any server.ssl.* key is set; false turns it off). The advertised URL becomes https and peers are called over TLS.", func(s *Settings) *bool { return &s.SSLEnabled }),
@@ -228,6 +240,7 @@ var settings = []setting{
 	strKey("server.ssl.trust-store", "PKCS12 or JKS keystore whose trusted certificates (and key entries' certificates) clients and peers are verified against, instead of server.ssl.trust-certificate.", func(s *Settings) *string { return &s.SSLTrustStore }),
 	strKey("server.ssl.trust-store-password", "Password of server.ssl.trust-store (a JKS trust store may be read without one, unchecked, as Java does).", func(s *Settings) *string { return &s.SSLTrustStorePassword }),
 	storeTypeKey("server.ssl.trust-store-type", "Type of server.ssl.trust-store: PKCS12 or JKS; as server.ssl.key-store-type.", func(s *Settings) *string { return &s.SSLTrustStoreType }),
+	listKey(ClasspathKey, "Directories where a classpath: resource (server.ssl.key-store: classpath:server.jks, any server.ssl file) is looked for first, in order; relative ones are from the config file's directory. After them: the config file's directory, then resources/ and config/ beside it. See spring-config.md, Resources.", func(s *Settings) *[]string { return &s.Classpath }),
 	clientAuthKey("server.ssl.client-auth", "Client certificates: none asks for none; want verifies one when sent; need refuses the handshake without a certificate from the trust bundle (mutual TLS, between peers too).", func(s *Settings) *tlsconfig.ClientAuth { return &s.SSLClientAuth }),
 	strKey("spring.application.name", "Application name the node registers itself under (see eureka.client.register-with-eureka).", func(s *Settings) *string { return &s.AppName }),
 	strKey("eureka.environment", "Environment label shown on the dashboard.", func(s *Settings) *string { return &s.HTTP.Node.Environment }),
@@ -244,7 +257,8 @@ var settings = []setting{
 	boolKey("eureka.server.sync-when-timestamp-differs", "Compare lastDirtyTimestamp on heartbeats: 404 asks a client with newer data to register again, 409 hands a peer our newer copy.", func(s *Settings) *bool { return &s.Registry.SyncWhenTimestampDiffers }),
 	intKey("eureka.server.registry-sync-retries", "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.Sync.Attempts }),
 	msKey("eureka.server.registry-sync-retry-wait-ms", "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.Sync.RetryWait }),
-	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "When peers are known but none could be reached at start-up, refuse registry reads (403) this long so clients use a peer that knows; 0 (as Spring guides set for a standalone server) serves at once.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "Longest a start-up that found no registry refuses registry reads (403), when set: it caps the cold-start wait (muster.cold-start-wait-ms's default), so 0 (as Spring guides set for a standalone server) serves at once; unset, it only bounds how far clients declaring long renewal intervals stretch that wait. Peers known but unreachable at start hold reads no longer than a cold start. With default-open-for-traffic-count 0, Eureka's own wait.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
+	rangeKey("eureka.instance.registry.default-open-for-traffic-count", 0, math.MaxInt32, "Spring's count of instances openForTraffic assumes after a sync that found nothing. Set above 0: the node serves at once after an empty start, as Spring does (no cold-start wait); set to 0: reads are refused for wait-time-in-ms-when-sync-empty, as Eureka does. Unset: Muster's cold-start rule (muster.cold-start-wait-ms).", func(s *Settings) *int { return &s.DefaultOpenForTrafficCount }),
 	intKey("eureka.server.max-elements-in-peer-replication-pool", "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.Replication.MaxQueueSize }),
 	msKey("eureka.server.max-time-for-replication", "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.Replication.TaskMaxAge }),
 	msKey("eureka.server.peer-node-connect-timeout-ms", "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.Transport.ConnectTimeout }),
@@ -282,13 +296,13 @@ var settings = []setting{
 	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
-	cmdMsKey("muster.cold-start-wait-ms", 0, "After a full cluster restart (peers known, none with the registry, no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering instance declares (at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
+	cmdMsKey("muster.cold-start-wait-ms", 0, "After a start that found no registry (a full cluster restart, or peers known but unreachable; no snapshot), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering instance declares (at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),
 
 	boolKey("cluster.enabled", "Run memberlist to find peers. Off: a standalone node (static peers from eureka.client.service-url.* still replicate).", func(s *Settings) *bool { return &s.ClusterEnabled }),
 	strKey("cluster.node-name", "Unique node name in the cluster; empty means the host name.", func(s *Settings) *string { return &s.ClusterNodeName }),
 	strKey("cluster.bind-addr", "Address memberlist binds (TCP and UDP).", func(s *Settings) *string { return &s.Cluster.BindAddr }),
 	intKey("cluster.bind-port", "Port memberlist binds.", func(s *Settings) *int { return &s.Cluster.BindPort }),
-	strKey("cluster.advertise-addr", "Address other nodes use to reach this one; empty lets memberlist pick.", func(s *Settings) *string { return &s.Cluster.AdvertiseAddr }),
+	strKey("cluster.advertise-addr", "Address other nodes use to reach this one; empty lets memberlist pick a private IPv4 address. A host without one advertises its first public IPv4, else IPv6, else loopback address, with a warning; when nothing asks for gossip (no cluster.join, cluster.enabled not set) gossip is off there instead.", func(s *Settings) *string { return &s.Cluster.AdvertiseAddr }),
 	intKey("cluster.advertise-port", "Port other nodes use to reach this one; 0 means the bind port.", func(s *Settings) *int { return &s.Cluster.AdvertisePort }),
 	listKey("cluster.join", "Seed nodes (host:port, or a host alone for this node's cluster.bind-port; comma-separated or a list); retried in the background until one answers, so nodes may start in any order.", func(s *Settings) *[]string { return &s.Cluster.Join }),
 	strKey("cluster.secret-key", "Base64 key (16, 24 or 32 bytes) encrypting gossip; nodes with different keys do not join.", func(s *Settings) *string { return &s.ClusterSecretKey }),

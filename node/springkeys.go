@@ -10,6 +10,8 @@ import (
 var springAliases = map[string]string{
 	"security.user.name":     "spring.security.user.name",
 	"security.user.password": "spring.security.user.password",
+	// InstanceRegistryProperties reads its older names too (@Value).
+	"eureka.server.default-open-for-traffic-count": "eureka.instance.registry.default-open-for-traffic-count",
 }
 
 // springKeys are the properties of Spring Cloud Netflix's
@@ -82,6 +84,8 @@ var springKeys = map[string]string{
 	"eureka.server.health-status-min-number-of-available-peers":           "readiness is /readyz (syncUp done)",
 	"eureka.server.my-url":                                                "peers are told apart by node identity; the node's own URL comes from eureka.instance.hostname and server.port",
 	"eureka.server.wait-time-in-ms-when-sync-empty-dashboard":             "",
+	"eureka.server.expected-number-of-renews-per-min":                     "the older name of eureka.instance.registry.expected-number-of-clients-sending-renews: self-preservation's expected renewals are counted from the leases the node holds",
+	"eureka.instance.registry.expected-number-of-clients-sending-renews":  "self-preservation's expected renewals are counted from the leases the node holds (each instance's own interval), never seeded with a fixed count, so a fresh node does not start in self-preservation",
 	"eureka.server.metrics.enabled":                                       "metrics are always on at /metrics and /actuator/prometheus",
 	"eureka.server.experimental":                                          "no experimental Eureka switches",
 	// EurekaClientConfigBean: the node's own client. Muster holds the
@@ -169,8 +173,7 @@ var springKeys = map[string]string{
 	"server.ssl.key-store-provider":       "",
 	"server.ssl.trust-store-provider":     "",
 	"server.ssl.bundle":                   "use the server.ssl key and certificate keys",
-	"server.servlet":                      "Muster is not a servlet container; a context-path does NOT move the API: it stays at /eureka/",
-	"server.context-path":                 "a context-path does NOT move the API: it stays at /eureka/ (Spring Boot 1.x key)",
+	"server.servlet":                      "Muster is not a servlet container (server.servlet.context-path is read)",
 	"server.tomcat":                       "Muster's HTTP server is its own (limits: muster.max-connections, muster.body-read-timeout-ms)",
 	"server.jetty":                        "Muster's HTTP server is its own",
 	"server.undertow":                     "Muster's HTTP server is its own",

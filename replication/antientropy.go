@@ -225,6 +225,9 @@ type aePeer struct {
 	failed   int
 	warnedAt time.Time
 	quiet    int
+	// startingLogged: a failure of a peer that never answered a round
+	// and looks like it is starting (PeerStarting) was logged, once.
+	startingLogged bool
 }
 
 // AntiEntropy reconciles this node's registry with its peers'. Each round
@@ -463,6 +466,16 @@ func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed b
 // URLs and net/http strips passwords from its errors.
 func (a *AntiEntropy) logFailure(p Peer, st *aePeer, err error, now time.Time) {
 	st.failed++
+	if st.stats.RoundsOK == 0 && PeerStarting(err) {
+		// A peer still starting: said once, at info level.
+		if !st.startingLogged {
+			st.startingLogged = true
+			a.log.Info().Err(err).Str(logPeer, p.Name).Msg("anti-entropy: peer not answering yet (still starting?); rounds retry")
+		} else {
+			a.log.Debug().Err(err).Str(logPeer, p.Name).Msg("anti-entropy round failed: peer still starting")
+		}
+		return
+	}
 	if st.failed > 1 && now.Sub(st.warnedAt) < failureLogEvery {
 		st.quiet++
 		a.log.Debug().Err(err).Str(logPeer, p.Name).Msg("anti-entropy round failed")

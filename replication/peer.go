@@ -75,6 +75,10 @@ type peer struct {
 	// halved after each 413 (0: no cap).
 	byteBudget  int
 	warnedDrops Drops // drops already reported by a Warn line
+	// answered: the peer has taken a batch once. Until then a refused
+	// connection or a 503 is a peer still starting (startingLogged: said
+	// once, at info level), not a failure worth a warning per batch.
+	answered, startingLogged bool
 
 	// statsMu guards stats, the owner's last published view for Peers().
 	statsMu sync.Mutex
@@ -305,6 +309,10 @@ func (p *peer) onResult(r sendResult, now time.Time) {
 
 	switch o {
 	case outcomeSuccess:
+		if !p.answered && p.startingLogged {
+			p.log.Info().Int(logFailures, p.failures).Msg("peer is up: batches flow")
+		}
+		p.answered = true
 		p.failures = 0
 		p.c.BatchesSent++
 		p.c.ItemsSent += uint64(len(tasks))
@@ -320,6 +328,16 @@ func (p *peer) onResult(r sendResult, now time.Time) {
 		p.retryAt = now.Add(delay)
 		p.b.requeueFront(tasks, now)
 		p.setErr(r.err, now)
+		if !p.answered && PeerStarting(r.err) {
+			if !p.startingLogged {
+				p.startingLogged = true
+				p.log.Info().Err(r.err).Dur(logRetryIn, delay).
+					Msg("peer not answering yet (still starting?); batches are kept and retried, logged again once it answers")
+			} else {
+				p.log.Debug().Err(r.err).Int(logFailures, p.failures).Dur(logRetryIn, delay).Msg("peer still starting")
+			}
+			return
+		}
 		if ok, suppressed := p.warnSend.allow(now, p.cfg.LogInterval); ok {
 			p.log.Warn().Err(r.err).Stringer(logOutcome, o).Int(logBatchSize, len(tasks)).
 				Int(logFailures, p.failures).Dur(logRetryIn, delay).Int(logSuppressed, suppressed).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/muster-registry/muster/registry"
@@ -130,6 +132,18 @@ func classify(err error) outcome {
 		return outcomeAborted
 	}
 	return outcomeTransient
+}
+
+// PeerStarting tells whether a failed call looks like a peer that is
+// still starting: the connection refused (nothing listens yet) or 503 (it
+// listens and has not opened). Before a peer has answered once, these are
+// expected at every cluster start and logged once at info level.
+func PeerStarting(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code == http.StatusServiceUnavailable
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // backoff is the delay before the next try after failures consecutive

@@ -113,6 +113,19 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 	if rep == nil {
 		return err
 	}
+	if err == nil {
+		// What serve opens before it listens: key stores with their
+		// passwords, PEM files. A check that passes means serve can
+		// read them.
+		warnings, ferr := s.CheckFiles()
+		for _, w := range warnings {
+			rep.Notices = append(rep.Notices, node.Notice{Warn: true, Msg: w})
+		}
+		if ferr != nil {
+			rep.Errors = append(rep.Errors, strings.Split(ferr.Error(), "\n")...)
+			err = ferr
+		}
+	}
 	writeCheck(stdout, s, rep)
 	if err != nil {
 		return fmt.Errorf("config: %d error(s): the node would not start", max(1, len(rep.Errors)))

@@ -96,7 +96,13 @@ func statusURL(raw, defaultScheme string) (*url.URL, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.Path = "/admin/status"
+	// A node under a context path (server.servlet.context-path) serves
+	// /admin/status under it: keep what comes before /eureka/.
+	base := strings.TrimRight(u.Path, "/")
+	for _, tail := range []string{"/admin/status", "/eureka/v2", "/eureka"} {
+		base = strings.TrimSuffix(base, tail)
+	}
+	u.Path = base + "/admin/status"
 	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
 	return u, nil
 }

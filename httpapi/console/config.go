@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"html/template"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,6 +52,9 @@ type Config struct {
 	// Now is the clock of the pages and the chart's samples; nil means
 	// time.Now.
 	Now func() time.Time
+	// BasePath is the server's context path (httpapi.Config.ContextPath):
+	// the pages' links, assets and redirects start with it. "" is the root.
+	BasePath string
 }
 
 // Console serves the dashboard's pages, actions and assets. New starts
@@ -65,6 +69,8 @@ type Console struct {
 	history    *spHistory
 	consoleIdx consoleIndexCache
 	csrf       csrfKeys
+	// tmpl is the page template with its links under cfg.BasePath.
+	tmpl *template.Template
 }
 
 // New builds a console over cfg.Registry, which must be set.
@@ -87,6 +93,10 @@ func New(cfg Config) *Console {
 	}
 	s.started = s.now()
 	s.log = cfg.Logger.With().Str("component", "console").Logger()
+	// A clone per console, never the parsed original, which must stay
+	// unexecuted to be cloned again (one process may run several nodes).
+	base := cfg.BasePath
+	s.tmpl = template.Must(consoleTemplate.Clone()).Funcs(template.FuncMap{"base": func() string { return base }})
 	return s
 }
 

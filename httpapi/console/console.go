@@ -31,6 +31,8 @@ var consoleTemplate = template.Must(template.New("console.html").Funcs(template.
 		}
 		return "bad"
 	},
+	// base is the server's context path; each console's clone sets it.
+	"base": func() string { return "" },
 }).ParseFS(assets, "assets/console.html"))
 
 type consolePage struct {
@@ -167,7 +169,7 @@ func (s *Console) consoleOverview(c echo.Context) error {
 	p := s.basePage(c, "overview", snap)
 	p.Title = "Muster — " + s.cfg.Node.Name
 	p.Filter, p.Zones, p.Query = f, zoneMenu(idx.zones), f.query().Encode()
-	p.MatchingURL = "/console/instances?" + p.Query
+	p.MatchingURL = s.cfg.BasePath + "/console/instances?" + p.Query
 	now := s.now()
 
 	var rows []appSummary
@@ -196,7 +198,7 @@ func (s *Console) consoleOverview(c echo.Context) error {
 		p.Apps = append(p.Apps, s.appRow(sum, f, now))
 	}
 	p.Paging = pg
-	p.PrevURL, p.NextURL = pageLinks(c, pg)
+	p.PrevURL, p.NextURL = pageLinks(c, s.cfg.BasePath, pg)
 
 	// Peers and general info, as Eureka's status page has them.
 	var available, unavailable, registered []string
@@ -247,7 +249,7 @@ func (s *Console) consoleOverview(c echo.Context) error {
 func (s *Console) appRow(sum appSummary, f consoleFilter, now time.Time) appRow {
 	q := f.query()
 	q.Del("app")
-	link := "/console/apps/" + url.PathEscape(sum.Name)
+	link := s.cfg.BasePath + "/console/apps/" + url.PathEscape(sum.Name)
 	if e := q.Encode(); e != "" {
 		link += "?" + e
 	}
@@ -343,7 +345,7 @@ func (s *Console) consoleInstances(c echo.Context) error {
 		}
 	}
 	p.Paging = pg
-	p.PrevURL, p.NextURL = pageLinks(c, pg)
+	p.PrevURL, p.NextURL = pageLinks(c, s.cfg.BasePath, pg)
 	for _, iv := range keep {
 		p.Instances = append(p.Instances, s.instanceRow(iv, now))
 	}
@@ -438,7 +440,7 @@ func (s *Console) instanceRow(iv *registry.InstanceView, now time.Time) instance
 
 // pageLinks returns the URLs of the previous and next pages, "" at the
 // ends.
-func pageLinks(c echo.Context, pg paging) (prev, next string) {
+func pageLinks(c echo.Context, base string, pg paging) (prev, next string) {
 	link := func(page int) string {
 		q := c.QueryParams()
 		nq := url.Values{}
@@ -448,7 +450,7 @@ func pageLinks(c echo.Context, pg paging) (prev, next string) {
 			}
 		}
 		nq.Set("page", strconv.Itoa(page))
-		return c.Request().URL.Path + "?" + nq.Encode()
+		return base + c.Request().URL.Path + "?" + nq.Encode()
 	}
 	if pg.Page > 1 {
 		prev = link(pg.Page - 1)
@@ -478,7 +480,7 @@ func (s *Console) consoleConfirm(c echo.Context) error {
 	p := s.basePage(c, "confirm", nil)
 	p.Title = "Confirm — Muster"
 	p.Confirm = &confirmView{Action: a, Describe: a.describe(), Instance: s.instanceRow(&iv, s.now()),
-		CSRF: s.csrfToken(session, httpkit.UserOf(c)), Back: "/console/apps/" + url.PathEscape(iv.App)}
+		CSRF: s.csrfToken(session, httpkit.UserOf(c)), Back: s.cfg.BasePath + "/console/apps/" + url.PathEscape(iv.App)}
 	return s.renderConsole(c, http.StatusOK, &p)
 }
 
@@ -510,7 +512,7 @@ func (s *Console) consoleAction(c echo.Context) error {
 	s.log.Info().Str("action", string(a)).Str("app", strings.ToUpper(app)).Str("instance_id", id).
 		Str("user", user).Msg("console action")
 	q := url.Values{"done": {string(a)}, "id": {id}, "sig": {s.flashSignature(string(a), strings.ToUpper(app), id)}}
-	return c.Redirect(http.StatusSeeOther, "/console/apps/"+url.PathEscape(strings.ToUpper(app))+"?"+q.Encode())
+	return c.Redirect(http.StatusSeeOther, s.cfg.BasePath+"/console/apps/"+url.PathEscape(strings.ToUpper(app))+"?"+q.Encode())
 }
 
 // consoleSummary is the live endpoint: 304 while index (the page's
@@ -546,7 +548,7 @@ func (s *Console) renderConsole(c echo.Context, code int, p *consolePage) error 
 		name = "live"
 	}
 	var b bytes.Buffer
-	if err := consoleTemplate.ExecuteTemplate(&b, name, p); err != nil {
+	if err := s.tmpl.ExecuteTemplate(&b, name, p); err != nil {
 		return fmt.Errorf("render console: %w", err)
 	}
 	h := c.Response().Header()

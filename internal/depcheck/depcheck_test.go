@@ -142,7 +142,7 @@ var allowed = map[string]rule{
 	// The server binary: the command line around the node package.
 	"cmd/muster": {
 		imports:     []string{"httpapi/ops", "internal/logging", "internal/redact", "node", "replication", "tlsconfig"},
-		testImports: []string{"httpapi", "internal/keystoretest", "internal/testwait"},
+		testImports: []string{"client", "httpapi", "internal/keystoretest", "internal/testwait"},
 		why:         "flags and subcommands; a node is package node's; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.

@@ -9,6 +9,7 @@
   if (!live) { return; }
   var state = document.getElementById("live-state");
   var index = live.getAttribute("data-index");
+  var base = live.getAttribute("data-base") || ""; // the server's context path
   var pollMillis = 2000;
   var generation = 0;
 
@@ -46,7 +47,7 @@
       window.setTimeout(poll, pollMillis);
       return;
     }
-    fetch("/console/api/summary?index=" + encodeURIComponent(index), { credentials: "same-origin", cache: "no-store" })
+    fetch(base + "/console/api/summary?index=" + encodeURIComponent(index), { credentials: "same-origin", cache: "no-store" })
       .then(function (r) {
         if (r.status === 304) { return null; }
         if (!r.ok) { throw new Error("HTTP " + r.status); }
