@@ -18,10 +18,12 @@ type resolver struct {
 	// keys being expanded, the cycle guard.
 	done      map[string]string
 	resolving []string
+	// referenced are the names placeholders asked for (Fold form).
+	referenced map[string]bool
 }
 
 func newResolver(cfg *Config, env, overrides map[string]string) *resolver {
-	r := &resolver{cfg: cfg, env: env, overrides: map[string]string{}, done: map[string]string{}}
+	r := &resolver{cfg: cfg, env: env, overrides: map[string]string{}, done: map[string]string{}, referenced: map[string]bool{}}
 	for k, v := range overrides {
 		r.overrides[Fold(k)] = v
 	}
@@ -30,8 +32,7 @@ func newResolver(cfg *Config, env, overrides map[string]string) *resolver {
 
 // resolveAll expands every value of c in place and returns one error for
 // each value that cannot be.
-func resolveAll(c *Config, env, overrides map[string]string) Errors {
-	r := newResolver(c, env, overrides)
+func (r *resolver) resolveAll(c *Config) Errors {
 	var errs Errors
 	for i := range c.Values {
 		v := &c.Values[i]
@@ -142,6 +143,7 @@ func (r *resolver) placeholder(inner string) (value, from string, err error) {
 		return "", "", err
 	}
 	name = strings.TrimSpace(name)
+	r.referenced[Fold(name)] = true
 	if v, src, ok, err := r.lookup(name); err != nil {
 		return "", "", err
 	} else if ok {
