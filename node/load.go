@@ -135,6 +135,13 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		switch {
 		case errors.As(err, &perrs):
 			for _, e := range perrs {
+				var pe *springconf.PlaceholderError
+				if errors.As(e, &pe) && !placeholderMatters(pe.Key) {
+					// Spring's binder leaves an unresolvable placeholder as
+					// written; a key Muster does not read cannot hurt.
+					rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: e.Error() + "; left as written, as Spring's binder does (Muster does not read " + pe.Key + ")"})
+					continue
+				}
 				rep.Errors = append(rep.Errors, e.Error())
 			}
 		case err != nil:
@@ -250,6 +257,15 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		return s, rep, errors.New(strings.Join(rep.Errors, "\n"))
 	}
 	return s, rep, nil
+}
+
+// placeholderMatters tells whether an unresolved placeholder in key stops
+// the start: it does in a setting Muster reads (a peer URL of
+// ${EUREKA_PEERS} would be a broken peer), but not in a metadata entry
+// (registered as written, as Spring does) or a key Muster does not read.
+func placeholderMatters(key string) bool {
+	target, err := resolveKey(key)
+	return err == nil && target != "" && !strings.HasPrefix(target, metadataPrefix)
 }
 
 // resolveKey maps a key as written by the user to the key of a setting

@@ -41,13 +41,24 @@ func (r *resolver) resolveAll(c *Config) Errors {
 		}
 		out, notes, err := r.expand(v.Raw, true)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", v.Origin, v.Key, err))
+			errs = append(errs, &PlaceholderError{Key: v.Key, Origin: v.Origin, Err: err})
 			continue
 		}
 		v.Value, v.Resolved = out, notes
 	}
 	return errs
 }
+
+// PlaceholderError is a value whose placeholders cannot be resolved; the
+// value is left as written, as Spring's binder leaves it.
+type PlaceholderError struct {
+	Key    string
+	Origin Origin
+	Err    error
+}
+
+func (e *PlaceholderError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Origin, e.Key, e.Err) }
+func (e *PlaceholderError) Unwrap() error { return e.Err }
 
 // expandEarly expands a value before the files are merged (the active
 // profiles), from the environment and the overrides; what cannot be
