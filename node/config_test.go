@@ -462,3 +462,10 @@ cluster:
 		t.Errorf("MUSTER_ variable: %v, want a did-you-mean", err)
 	}
 }
+
+func TestMaskSecret_importURLs(t *testing.T) {
+	got := maskSecret("spring.config.import", "optional:configserver:http://cfg:pw-secret@127.0.0.1:8888;http://cfg:pw-secret@127.0.0.2:8888, file:a.yml")
+	if strings.Contains(got, "pw-secret") || !strings.Contains(got, "http://cfg:******@127.0.0.1:8888") || !strings.Contains(got, "file:a.yml") {
+		t.Errorf("masked: %s", got)
+	}
+}

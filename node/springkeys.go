@@ -269,16 +269,19 @@ func maskSecret(key, value string) string {
 	if !strings.Contains(value, "@") {
 		return value
 	}
-	parts := strings.Split(value, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+	parts := strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ';' })
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		// An import's URL: optional:configserver:http://user:pw@host.
+		raw := strings.TrimPrefix(strings.TrimPrefix(p, "optional:"), "configserver:")
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if _, has := u.User.Password(); has {
 				u.User = url.UserPassword(u.User.Username(), "******")
-				parts[i] = strings.Replace(u.String(), url.QueryEscape("******"), "******", 1)
+				value = strings.Replace(value, raw, strings.Replace(u.String(), url.QueryEscape("******"), "******", 1), 1)
 			}
 		}
 	}
-	return strings.Join(parts, ",")
+	return value
 }
 
 // maskNote stars the value in a placeholder note (${name} = "v" from …)
