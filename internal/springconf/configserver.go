@@ -2,6 +2,7 @@ package springconf
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,7 +107,7 @@ func (l *loader) fetchConfigServer(imp string, r *resolver, profiles []string, p
 	}
 	client := l.httpClient(propMillis(r, "spring.cloud.config.request-connect-timeout", 10000) + propMillis(r, "spring.cloud.config.request-read-timeout", 185000))
 	req := configServerRequest{
-		name: name, profile: profile, label: label,
+		name: name, profile: profile,
 		user:     prop(r, "spring.cloud.config.username", ""),
 		password: prop(r, "spring.cloud.config.password", ""),
 		token:    prop(r, "spring.cloud.config.token", ""),
@@ -124,15 +125,24 @@ func (l *loader) fetchConfigServer(imp string, r *resolver, profiles []string, p
 		// Several servers: ; in the import (its own list is split on
 		// commas), commas in spring.cloud.config.uri.
 		for _, u := range splitList(strings.ReplaceAll(uris, ";", ",")) {
-			docs, err := req.fetch(client, u)
-			if err == nil {
-				for _, d := range docs {
-					d.parent = parent
+			// A label list is tried in order, the next one when a label
+			// is not found, as Spring Cloud Config's client does.
+			for _, lb := range labelsOf(label) {
+				q := req
+				q.label = lb
+				docs, err := q.fetch(client, u)
+				if err == nil {
+					for _, d := range docs {
+						d.parent = parent
+					}
+					l.files = append(l.files, "configserver:"+redactURL(u)+q.path())
+					return docs, nil
 				}
-				l.files = append(l.files, "configserver:"+redactURL(u)+" ("+req.path()+")")
-				return docs, nil
+				lastErr = err
+				if !errors.Is(err, errNotFound) {
+					break
+				}
 			}
-			lastErr = err
 		}
 	}
 	msg := fmt.Sprintf("%s: %s %s: could not read the Config Server: %v", parent.file, importKey, redactImport(imp), lastErr)
@@ -146,6 +156,18 @@ func (l *loader) fetchConfigServer(imp string, r *resolver, profiles []string, p
 	l.notes = append(l.notes, msg+"; the import is optional: starting without it")
 	return nil, nil
 }
+
+// labelsOf splits spring.cloud.config.label's comma list; none is the
+// server's default label.
+func labelsOf(label string) []string {
+	if l := splitList(label); len(l) > 0 {
+		return l
+	}
+	return []string{""}
+}
+
+// errNotFound is a Config Server's 404: no such label (or application).
+var errNotFound = errors.New("not found")
 
 // configServerRequest is what the client asks a Config Server for.
 type configServerRequest struct {
@@ -215,6 +237,9 @@ func (q configServerRequest) fetch(client *http.Client, base string) ([]*documen
 			hint = " (credentials: the URL's user:password@ or spring.cloud.config.username/password)"
 		case http.StatusNotFound:
 			hint = " (no such application, profile or label)"
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, fmt.Errorf("GET %s: %s%s: %w", target, resp.Status, hint, errNotFound)
 		}
 		return nil, fmt.Errorf("GET %s: %s%s", target, resp.Status, hint)
 	}

@@ -34,6 +34,10 @@ func (f *fakeConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 		return
 	}
+	if strings.HasSuffix(r.URL.Path, "/missing") {
+		http.NotFound(w, r)
+		return
+	}
 	if u != "cfg" || p != "s3cret" {
 		w.Header().Set("WWW-Authenticate", `Basic realm="config"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -167,6 +171,13 @@ spring.cloud.config.retry:
 	p = write(t, dir, "e.yml", "spring.config.import: configserver:http://127.0.0.1:1;"+good+"\n")
 	c = mustLoad(t, p, Options{})
 	want(t, c, "server.port", "8762", "")
+	// A label list: the next label when one is not found.
+	p = write(t, dir, "g.yml", "spring.config.import: configserver:"+good+"\nspring.cloud.config.label: missing, main\n")
+	before = len(fake.paths)
+	mustLoad(t, p, Options{})
+	if got := strings.Join(fake.paths[before:], " "); got != "/application/default/missing /application/default/main" {
+		t.Errorf("label list: paths %s", got)
+	}
 	// Not JSON.
 	junk := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("<html>")) }))
 	defer junk.Close()
