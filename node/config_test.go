@@ -469,3 +469,16 @@ func TestMaskSecret_importURLs(t *testing.T) {
 		t.Errorf("masked: %s", got)
 	}
 }
+
+// The node's own registration advertises the actuator's info and health,
+// as Spring Cloud's instance does, under the actuator's base path.
+func TestLoadSettings_selfRegistrationURLsFollowTheActuator(t *testing.T) {
+	s := mustLoad(t, "", nil, nil)
+	if s.InstanceStatusPagePath != "/actuator/info" || s.InstanceHealthCheckPath != "/actuator/health" {
+		t.Errorf("defaults %s, %s", s.InstanceStatusPagePath, s.InstanceHealthCheckPath)
+	}
+	s = mustLoad(t, "", nil, []string{"management.endpoints.web.base-path=/manage", "eureka.instance.health-check-url-path=/livez"})
+	if s.InstanceStatusPagePath != "/manage/info" || s.InstanceHealthCheckPath != "/livez" {
+		t.Errorf("moved actuator: %s, %s", s.InstanceStatusPagePath, s.InstanceHealthCheckPath)
+	}
+}

@@ -226,6 +226,15 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		}
 	}
 	s.derive()
+	// Spring Cloud's instance URLs follow the actuator's base path.
+	if base := strings.TrimSuffix(s.HTTP.Actuator.BasePath, "/"); explicit["management.endpoints.web.base-path"] {
+		if !explicit["eureka.instance.status-page-url-path"] {
+			s.InstanceStatusPagePath = base + "/info"
+		}
+		if !explicit["eureka.instance.health-check-url-path"] {
+			s.InstanceHealthCheckPath = base + "/health"
+		}
+	}
 	if s.SpringUserPassword != "" && s.SpringUserName == "" && !explicit["spring.security.user.name"] {
 		// Spring Boot's SecurityProperties: the user is "user" unless named.
 		s.SpringUserName = "user"

@@ -141,10 +141,10 @@ func defaultSettings() Settings {
 		RegisterWithEureka: true,
 		DashboardEnabled:   true,
 		UnknownKeys:        unknownKeysSpring,
-		// What the node served before these keys existed: the dashboard
-		// as status page, /livez as health check.
-		InstanceStatusPagePath:  "/",
-		InstanceHealthCheckPath: "/livez",
+		// Spring Cloud's EurekaInstanceConfigBean: the actuator's info and
+		// health (under management.endpoints.web.base-path, see Load).
+		InstanceStatusPagePath:  "/actuator/info",
+		InstanceHealthCheckPath: "/actuator/health",
 		InstanceHomePagePath:    "/",
 		AppName:                 "muster",
 		WaitWhenSyncEmpty:       5 * time.Minute, // Eureka's wait-time-in-ms-when-sync-empty
@@ -266,8 +266,8 @@ var settings = []setting{
 	rangeKey("eureka.instance.lease-renewal-interval-in-seconds", 1, registry.MaxRenewalIntervalSecs, "Heartbeat interval of the node's self-registration.", func(s *Settings) *int { return &s.InstanceRenewalInterval }),
 	rangeKey("eureka.instance.lease-expiration-duration-in-seconds", 1, registry.MaxLeaseDurationSecs, "Lease duration of the node's self-registration.", func(s *Settings) *int { return &s.InstanceLeaseDuration }),
 	{Key: "eureka.instance.metadata-map.<key>", Default: "", Help: "Metadata of the node's self-registration."},
-	strKey("eureka.instance.status-page-url-path", "Path of the status page URL the node's self-registration advertises, on its own base URL.", func(s *Settings) *string { return &s.InstanceStatusPagePath }),
-	strKey("eureka.instance.health-check-url-path", "Path of the health check URL the node's self-registration advertises (e.g. /actuator/health).", func(s *Settings) *string { return &s.InstanceHealthCheckPath }),
+	strKey("eureka.instance.status-page-url-path", "Path of the status page URL the node's self-registration advertises, on its own base URL; by default the actuator's info under management.endpoints.web.base-path, as Spring Cloud's.", func(s *Settings) *string { return &s.InstanceStatusPagePath }),
+	strKey("eureka.instance.health-check-url-path", "Path of the health check URL the node's self-registration advertises; by default the actuator's health under management.endpoints.web.base-path, as Spring Cloud's.", func(s *Settings) *string { return &s.InstanceHealthCheckPath }),
 	strKey("eureka.instance.home-page-url-path", "Path of the home page URL the node's self-registration advertises.", func(s *Settings) *string { return &s.InstanceHomePagePath }),
 	strKey("eureka.instance.status-page-url", "Full status page URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceStatusPageURL }),
 	strKey("eureka.instance.health-check-url", "Full health check URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceHealthCheckURL }),

@@ -201,7 +201,7 @@ var loaderKeys = []string{"spring.profiles", "spring.config.activate.", "spring.
 	"spring.profiles.group.", "spring.config.location", "spring.config.additional-location", "spring.config.import",
 	"spring.cloud.config.uri", "spring.cloud.config.name", "spring.cloud.config.profile", "spring.cloud.config.label",
 	"spring.cloud.config.username", "spring.cloud.config.password", "spring.cloud.config.token", "spring.cloud.config.fail-fast",
-	"spring.cloud.config.retry.", "spring.cloud.config.request-connect-timeout", "spring.cloud.config.request-read-timeout"}
+	"spring.cloud.config.retry.", "spring.cloud.config.request-connect-timeout", "spring.cloud.config.request-read-timeout", "spring.cloud.config.enabled"}
 
 var springKeysByCanonical = func() map[string]string {
 	m := map[string]string{}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,9 +50,41 @@ func (l *loader) configServerImports(docs []*document, profiles []string) ([]*do
 				return nil, err
 			}
 			out = append(out, fetched...)
+			l.imported = true
 		}
 	}
-	return out, nil
+	return l.bootstrapConfigServer(out, profiles)
+}
+
+// bootstrapConfigServer is Spring Cloud's older "config first" bootstrap:
+// a bootstrap.yml that names spring.cloud.config.uri, with no
+// configserver: import anywhere, has its Config Server read as an
+// optional import (fail-fast still stops the start), whose sources win
+// over every file, as the bootstrap context's did.
+func (l *loader) bootstrapConfigServer(docs []*document, profiles []string) ([]*document, error) {
+	if l.imported {
+		return docs, nil
+	}
+	var boot string
+	for _, f := range l.files {
+		if strings.HasPrefix(filepath.Base(f), "bootstrap.") {
+			boot = f
+		}
+	}
+	if boot == "" {
+		return docs, nil
+	}
+	m := newMerger(l.env)
+	m.apply(docs, profiles)
+	props := newResolver(m.config(), l.env, l.opt.Overrides)
+	if prop(props, "spring.cloud.config.uri", "") == "" || strings.EqualFold(prop(props, "spring.cloud.config.enabled", "true"), "false") {
+		return docs, nil
+	}
+	fetched, err := l.fetchConfigServer("optional:configserver:", props, profiles, &document{file: boot})
+	if err != nil {
+		return nil, err
+	}
+	return append(docs, fetched...), nil
 }
 
 // prop reads a key through the resolver (command line, environment, the

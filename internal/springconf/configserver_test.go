@@ -194,3 +194,31 @@ func fmtDurations(ds []time.Duration) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Spring Cloud's older bootstrap: spring.cloud.config.uri in bootstrap.yml,
+// no import; the server's sources win over application.yml.
+func TestLoad_configServerFromBootstrap(t *testing.T) {
+	fake := &fakeConfigServer{body: environmentJSON}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	write(t, dir, "bootstrap.yml", "spring:\n  application:\n    name: registry\n  cloud:\n    config:\n      uri: "+srv.URL+"\n      username: cfg\n      password: s3cret\n")
+	app := write(t, dir, "application.yml", "server:\n  port: 1\n")
+	c := mustLoad(t, app, Options{Profiles: []string{"peer1"}})
+	want(t, c, "server.port", "8762", "registry-peer1.yml]")
+	if got := fake.paths[len(fake.paths)-1]; got != "/registry/peer1" {
+		t.Errorf("path %s", got)
+	}
+	// Without the server it is optional: a note, and the files.
+	srv.Close()
+	c = mustLoad(t, app, Options{})
+	want(t, c, "server.port", "1", "application.yml:2")
+	if len(c.Notes) != 1 {
+		t.Errorf("notes %v", c.Notes)
+	}
+	// spring.cloud.config.enabled: false turns it off.
+	write(t, dir, "bootstrap.yml", "spring.cloud.config:\n  uri: "+srv.URL+"\n  enabled: false\n")
+	if c := mustLoad(t, app, Options{}); len(c.Notes) != 0 {
+		t.Errorf("enabled false: notes %v", c.Notes)
+	}
+}

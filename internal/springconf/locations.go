@@ -97,6 +97,8 @@ type loader struct {
 	read  map[string]bool
 	files []string
 	notes []string
+	// imported: a configserver: import was read.
+	imported bool
 }
 
 // splitList splits a comma list, dropping blanks.
