@@ -198,7 +198,7 @@ var musterNamespaces = []string{"eureka.", "server.", "muster.", "cluster."}
 // loaderKeys are read by the loader itself (profiles, documents, more
 // files, and the Config Server client).
 var loaderKeys = []string{"spring.profiles", "spring.config.activate.", "spring.profiles.active", "spring.profiles.include", "spring.profiles.default",
-	"spring.profiles.group.", "spring.config.location", "spring.config.additional-location", "spring.config.import",
+	"spring.profiles.group.", "spring.config.location", "spring.config.name", "spring.config.additional-location", "spring.config.import",
 	"spring.cloud.config.uri", "spring.cloud.config.name", "spring.cloud.config.profile", "spring.cloud.config.label",
 	"spring.cloud.config.username", "spring.cloud.config.password", "spring.cloud.config.token", "spring.cloud.config.fail-fast",
 	"spring.cloud.config.retry.", "spring.cloud.config.request-connect-timeout", "spring.cloud.config.request-read-timeout", "spring.cloud.config.enabled"}

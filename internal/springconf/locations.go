@@ -16,13 +16,14 @@ const (
 	profileGroupPrefix    = "spring.profiles.group."
 	configLocationKey     = "spring.config.location"
 	additionalLocationKey = "spring.config.additional-location"
+	configNameKey         = "spring.config.name"
 )
 
 // Load reads the configuration at locations, as Spring Boot reads
 // spring.config.location: a comma list of files and directories (a
 // directory ends in / or is one on disk), each may be optional: (absent is
 // fine) and file: prefixed; later locations win. A directory holds
-// application.{properties,yml,yaml}, and Spring Cloud's
+// application.{properties,yml,yaml} (spring.config.name), and Spring Cloud's
 // bootstrap.{properties,yml,yaml}, which is read first (it loses to
 // application.*); bootstrap.* beside a named application.* file is read
 // first likewise. Options.AdditionalLocations come after (and win). Each
@@ -135,7 +136,7 @@ func (l *loader) locate(loc, dir string) ([]string, error) {
 	isDir := strings.HasSuffix(loc, "/") || (err == nil && st.IsDir())
 	if isDir {
 		var files []string
-		for _, name := range []string{"bootstrap", "application"} {
+		for _, name := range []string{"bootstrap", l.configName()} {
 			for _, ext := range []string{".yml", ".yaml", ".properties"} {
 				f := filepath.Join(loc, name+ext)
 				if _, err := os.Stat(f); err == nil {
@@ -158,7 +159,7 @@ func (l *loader) locate(loc, dir string) ([]string, error) {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	var files []string
-	if base := strings.TrimSuffix(filepath.Base(loc), filepath.Ext(loc)); base == "application" {
+	if base := strings.TrimSuffix(filepath.Base(loc), filepath.Ext(loc)); base == l.configName() {
 		// Spring Cloud's bootstrap context is read before application.*.
 		for _, ext := range []string{".yml", ".yaml", ".properties"} {
 			if f := filepath.Join(filepath.Dir(loc), "bootstrap"+ext); fileExists(f) {
@@ -167,6 +168,20 @@ func (l *loader) locate(loc, dir string) ([]string, error) {
 		}
 	}
 	return append(files, loc), nil
+}
+
+// configName is spring.config.name (command line or environment only, as
+// in Spring): the name of the files a folder location holds.
+func (l *loader) configName() string {
+	if v := strings.TrimSpace(l.opt.Overrides[configNameKey]); v != "" {
+		return v
+	}
+	for _, n := range []string{"SPRING_CONFIG_NAME", "spring.config.name"} {
+		if v := strings.TrimSpace(l.env[n]); v != "" {
+			return v
+		}
+	}
+	return "application"
 }
 
 func fileExists(f string) bool {

@@ -24,6 +24,9 @@ func TestLoad_locationsListsFoldersAndOptional(t *testing.T) {
 	if len(c.Files) != 2 {
 		t.Errorf("files %v, want a.yml and conf/application.yml", c.Files)
 	}
+	write(t, conf, "registry.yml", "server.port: 4\n")
+	c = mustLoad(t, conf, Options{Overrides: map[string]string{"spring.config.name": "registry"}})
+	want(t, c, "server.port", "4", "conf/registry.yml:1")
 	if _, err := Load(a+","+filepath.Join(dir, "absent.yml"), Options{}); err == nil || !strings.Contains(err.Error(), "absent.yml") {
 		t.Errorf("a missing location that is not optional: %v", err)
 	}
