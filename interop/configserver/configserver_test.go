@@ -237,6 +237,25 @@ func TestConfigServer_credentialsFailFastAndOptional(t *testing.T) {
 		t.Errorf("a wrong password: exit %d, want a refusal naming 401 and optional: (without the password):\n%s", code, out)
 	}
 
+	// Spring Cloud's older bootstrap: bootstrap.yml names the server, no
+	// import; a folder location reads bootstrap.yml, then application.yml.
+	boot := t.TempDir()
+	writeFile(t, boot, "bootstrap.yml", `spring:
+  application:
+    name: registry
+  cloud:
+    config:
+      uri: `+cs.url(true)+`
+`)
+	writeFile(t, boot, "application.yml", "server:\n  port: 8761\n")
+	out, code = muster(t, "config", "--check", "--config", boot+"/", "--profile", "peer1")
+	if row := lineWith(out, "  eureka.server.renewal-percent-threshold "); code != 0 || !strings.Contains(row, "= 0.7") {
+		t.Errorf("bootstrap.yml's spring.cloud.config.uri: exit %d, row %q:\n%s", code, row, out)
+	}
+	if files := lineWith(out, "Files read:"); !strings.Contains(files, "bootstrap.yml, "+filepath.Join(boot, "application.yml")) {
+		t.Errorf("files %q, want bootstrap.yml then application.yml", files)
+	}
+
 	down := fmt.Sprintf("http://127.0.0.1:%d", interoptest.FreePort(t))
 	failFast := writeFile(t, dir, "failfast.yml", `spring:
   config:
