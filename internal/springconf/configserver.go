@@ -329,7 +329,11 @@ func redactURL(raw string) string {
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	return u.Redacted()
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "******")
+		return strings.Replace(u.String(), url.QueryEscape("******"), "******", 1)
+	}
+	return u.String()
 }
 
 func redactImport(imp string) string {

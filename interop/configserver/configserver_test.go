@@ -163,7 +163,7 @@ eureka:
 	}
 	for _, want := range []string{
 		"eureka.server.renewal-percent-threshold",
-		"configserver:http://cfg:xxxxx@127.0.0.1:" + strconv.Itoa(cs.port) + "/registry/peer1 [",
+		"configserver:http://cfg:******@127.0.0.1:" + strconv.Itoa(cs.port) + "/registry/peer1 [",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config --check does not show %q:\n%s", want, out)
