@@ -482,3 +482,12 @@ func TestLoadSettings_selfRegistrationURLsFollowTheActuator(t *testing.T) {
 		t.Errorf("moved actuator: %s, %s", s.InstanceStatusPagePath, s.InstanceHealthCheckPath)
 	}
 }
+
+func TestLoadSettings_mavenTokenInAProperty(t *testing.T) {
+	file := writeFile(t, "application.properties", "server.port=@server.port@\ninfo.app.version=@project.version@\n")
+	_, _, err := LoadSettings(file, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "application.properties:1") || !strings.Contains(err.Error(), "@server.port@ is an unfiltered Maven token") ||
+		strings.Contains(err.Error(), "project.version") {
+		t.Errorf("error %v, want one for server.port naming the token (info.* is not Muster's)", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -222,7 +223,11 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		ch := merged[key]
 		s.origin[key] = ch.origin
 		if err := applyValue(s, key, ch.value); err != nil {
-			rep.Errors = append(rep.Errors, ch.origin+": "+err.Error())
+			msg := ch.origin + ": " + err.Error()
+			if tok := mavenTokenRE.FindString(ch.value); tok != "" {
+				msg += fmt.Sprintf(" (%s is an unfiltered Maven token: the file needs Maven resource filtering)", tok)
+			}
+			rep.Errors = append(rep.Errors, msg)
 		}
 	}
 	s.derive()
@@ -267,6 +272,11 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 	}
 	return s, rep, nil
 }
+
+// mavenTokenRE is a Maven resource-filtering token (@project.version@)
+// left in a value: a .properties file or a quoted YAML value reads it as
+// text, which no setting takes.
+var mavenTokenRE = regexp.MustCompile(`@[A-Za-z0-9_.\-]+@`)
 
 // placeholderMatters tells whether an unresolved placeholder in key stops
 // the start: it does in a setting Muster reads (a peer URL of
