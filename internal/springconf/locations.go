@@ -129,6 +129,15 @@ func (l *loader) locate(loc, dir string) ([]string, error) {
 		return nil, fmt.Errorf("config location %s: a binary has no classpath: name the file itself (file:%s, relative to the importing file's folder)", raw, strings.TrimPrefix(rest, "/"))
 	}
 	loc = strings.TrimPrefix(loc, "file:")
+	if kind, _, ok := strings.Cut(loc, ":"); ok && len(kind) > 1 && !strings.ContainsAny(kind, `/\.`) {
+		// configtree:, vault:, consul:, aws-secretsmanager:… are other
+		// Spring Cloud loaders.
+		if optional {
+			l.notes = append(l.notes, fmt.Sprintf("%s: Muster does not read %s: locations; skipped as the location is optional", raw, kind))
+			return nil, nil
+		}
+		return nil, fmt.Errorf("config location %s: Muster does not read %s: locations (it reads files, folders and configserver:); write optional:%s to start without it", raw, kind, raw)
+	}
 	if dir != "" && !filepath.IsAbs(loc) {
 		loc = filepath.Join(dir, loc)
 	}

@@ -77,6 +77,14 @@ spring:
 	want(t, c, "server.port", "9000", "more/peers.yml:6")
 	c = mustLoad(t, main, Options{Profiles: []string{"prod"}})
 	want(t, c, "server.port", "9100", "prod.properties:1")
+	other := write(t, dir, "other.yml", "spring.config.import: optional:configtree:/etc/config/\n")
+	if c := mustLoad(t, other, Options{}); len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "configtree") {
+		t.Errorf("an optional configtree: import: notes %v", c.Notes)
+	}
+	other = write(t, dir, "other2.yml", "spring.config.import: vault://secret/app\n")
+	if _, err := Load(other, Options{}); err == nil || !strings.Contains(err.Error(), "does not read vault: locations") {
+		t.Errorf("a vault: import: %v", err)
+	}
 	bad := write(t, dir, "bad.yml", "spring.config.import: file:absent.yml\n")
 	if _, err := Load(bad, Options{}); err == nil || !strings.Contains(err.Error(), "spring.config.import") {
 		t.Errorf("a missing import that is not optional: %v", err)
