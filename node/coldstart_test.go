@@ -465,6 +465,7 @@ func TestNode_snapshotWrites(t *testing.T) {
 func startClockedNode(t *testing.T, clk *registrytest.Clock, name string, join []string, sets ...string) *Node {
 	t.Helper()
 	base := []string{
+		"eureka.client.register-with-eureka=false", // tests count the instances they register
 		"server.port=0", "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.zone=zone-a",

@@ -39,7 +39,7 @@ func TestLoadSettings_defaults(t *testing.T) {
 		s.Registry.ExpectedRenewalInterval != 30*time.Second || s.Registry.EvictionInterval != time.Minute ||
 		s.Registry.RenewThresholdUpdateInterval != 15*time.Minute || s.Registry.DeltaRetention != 3*time.Minute ||
 		s.Registry.DeltaRetentionInterval != 30*time.Second || s.Registry.RenewalRateWindow != time.Minute ||
-		s.HTTP.DisableDelta || !s.Registry.SyncWhenTimestampDiffers || s.RegisterWithEureka || s.Cluster.BindPort != 7946 ||
+		s.HTTP.DisableDelta || !s.Registry.SyncWhenTimestampDiffers || !s.RegisterWithEureka || s.Cluster.BindPort != 7946 ||
 		s.Cluster.Zone != "default" || s.Replication.MaxQueueSize != 10000 || s.Sync.Attempts != 5 {
 		t.Fatalf("defaults: %+v", s)
 	}
@@ -121,9 +121,10 @@ func TestLoadSettings_errorsNameTheKey(t *testing.T) {
 		sets  []string
 		wants []string
 	}{
-		{"unknown key", "", nil, []string{"eureka.server.enable-self-preservaton=false"},
-			[]string{`"eureka.server.enable-self-preservaton"`, `did you mean "eureka.server.enable-self-preservation"`}},
-		{"unknown muster key", "", nil, []string{"muster.frobnicate=1"}, []string{`"muster.frobnicate"`}},
+		{"unknown key", "", nil, []string{"eureka.server.enable-self-preservaton=false", "muster.config.unknown-keys=error"},
+			[]string{`"eureka.server.enable-self-preservaton"`, `did you mean "eureka.server.enable-self-preservation"`, "muster.config.unknown-keys is error"}},
+		{"unknown muster key", "", nil, []string{"muster.frobnicate=1"}, []string{`"muster.frobnicate"`, "muster.config.unknown-keys: warn"}},
+		{"unknown cluster key", "", nil, []string{"cluster.joins=a:7946"}, []string{`"cluster.joins" (did you mean "cluster.join"?)`, "must be known"}},
 		{"unknown MUSTER_ env", "", []string{"MUSTER_NOPE=1"}, nil, []string{"environment", `"nope"`}},
 		{"bad int", "", nil, []string{"server.port=eighty"}, []string{"server.port", "whole number"}},
 		{"port out of range", "", nil, []string{"server.port=70000"}, []string{"server.port", "0 to 65535"}},
@@ -132,7 +133,7 @@ func TestLoadSettings_errorsNameTheKey(t *testing.T) {
 		{"negative interval", "", nil, []string{"eureka.server.eviction-interval-timer-in-ms=-5"}, []string{"eviction-interval-timer-in-ms", "positive"}},
 		{"bad log level", "", nil, []string{"muster.log.level=loud"}, []string{"muster.log.level"}},
 		{"bad service url", "", nil, []string{"eureka.client.service-url.defaultZone=ftp://x"}, []string{"service-url.defaultZone"}},
-		{"unknown key in file", writeFile(t, "a.yml", "eureka:\n  server:\n    colour: blue\n"), nil, nil, []string{"a.yml", "eureka.server.colour"}},
+		{"unknown key in file", writeFile(t, "a.yml", "muster:\n  config:\n    unknown-keys: error\neureka:\n  server:\n    colour: blue\n"), nil, nil, []string{"a.yml:6", "eureka.server.colour"}},
 		{"missing file", "/nonexistent/muster.yml", nil, nil, []string{"/nonexistent/muster.yml"}},
 		{"--set without =", "", nil, []string{"server.port"}, []string{"key=value"}},
 		// Limits of the packages' fields are the packages' (Validate); the
@@ -303,7 +304,7 @@ jhipster:
 zuul:
   routes: {a: b}
 `
-	file := writeFile(t, "application.yml", text)
+	file := writeFile(t, "application.yml", text+"muster.config.unknown-keys: error\n")
 	_, _, err := LoadSettings(file, nil, nil)
 	if err == nil {
 		t.Fatal("typos: no error")
@@ -382,5 +383,111 @@ func TestLoadSettings_secretsMaskedInErrors(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "short-secret") {
 		t.Errorf("error shows the secret: %v", err)
+	}
+}
+
+// TestLoadSettings_unknownKeysAsSpringTreatsThem: by default
+// (muster.config.unknown-keys: spring) an unknown key under eureka.* or
+// server.* is a warning with a did-you-mean, as Spring's beans ignore
+// fields they lack; under muster.* and cluster.* it is an error; a key a
+// placeholder reads is never unknown; each message says how to make it the
+// other.
+func TestLoadSettings_unknownKeysAsSpringTreatsThem(t *testing.T) {
+	text := `eureka:
+  password: s3cret-pass
+  instance:
+    port: 8761
+  server:
+    enable-self-preservaton: false
+  client:
+    service-url:
+      defaultZone: http://admin:${eureka.password}@peer1:8761/eureka/
+server:
+  ssl:
+    enabled: false
+    trustStoreRequired: true
+cluster:
+  enabled: false
+`
+	s, notices, err := LoadSettings(writeFile(t, "application.yml", text), nil, nil)
+	if err != nil {
+		t.Fatalf("Spring's namespaces: %v", err)
+	}
+	if got := s.ServiceURLs["defaultZone"]; len(got) != 1 || got[0] != "http://admin:s3cret-pass@peer1:8761/eureka/" {
+		t.Errorf("defaultZone %v", got)
+	}
+	var warns []string
+	for _, n := range notices {
+		if n.Warn {
+			warns = append(warns, n.Msg)
+		}
+		if strings.Contains(n.Msg, "eureka.password") && n.Warn {
+			t.Errorf("a key read by a placeholder is warned about: %s", n.Msg)
+		}
+		if strings.Contains(n.Msg, "s3cret") {
+			t.Errorf("a notice shows the password: %s", n.Msg)
+		}
+	}
+	all := strings.Join(warns, "\n")
+	for _, want := range []string{
+		`application.yml:4: unknown setting "eureka.instance.port"`,
+		`application.yml:6: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?): ignored, as Spring ignores a property its bean does not have (muster.config.unknown-keys: error refuses it)`,
+		`application.yml:13: unknown setting "server.ssl.trustStoreRequired"`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning %q in:\n%s", want, all)
+		}
+	}
+	if n := strings.Count(all, "unknown setting"); n != 3 {
+		t.Errorf("%d unknown-key warnings, want 3 (one each):\n%s", n, all)
+	}
+
+	_, _, err = LoadSettings(writeFile(t, "application.yml", text+"  joins: a:7946\nmuster:\n  log:\n    levle: debug\n"), nil, nil)
+	if err == nil {
+		t.Fatal("unknown keys of cluster.* and muster.*: no error")
+	}
+	for _, want := range []string{
+		`application.yml:16: unknown setting "cluster.joins" (did you mean "cluster.join"?); keys of Muster's own namespaces (muster.*, cluster.*, MUSTER_*) must be known (muster.config.unknown-keys: warn starts anyway)`,
+		`application.yml:19: unknown setting "muster.log.levle" (did you mean "muster.log.level"?)`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%s", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "eureka.") {
+		t.Errorf("Spring's namespaces refused:\n%s", err)
+	}
+	_, _, err = LoadSettings("", []string{"MUSTER_CLUSTER_JOINS=a:7946"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `did you mean "cluster.join"?`) {
+		t.Errorf("MUSTER_ variable: %v, want a did-you-mean", err)
+	}
+}
+
+func TestMaskSecret_importURLs(t *testing.T) {
+	got := maskSecret("spring.config.import", "optional:configserver:http://cfg:pw-secret@127.0.0.1:8888;http://cfg:pw-secret@127.0.0.2:8888, file:a.yml")
+	if strings.Contains(got, "pw-secret") || !strings.Contains(got, "http://cfg:******@127.0.0.1:8888") || !strings.Contains(got, "file:a.yml") {
+		t.Errorf("masked: %s", got)
+	}
+}
+
+// The node's own registration advertises the actuator's info and health,
+// as Spring Cloud's instance does, under the actuator's base path.
+func TestLoadSettings_selfRegistrationURLsFollowTheActuator(t *testing.T) {
+	s := mustLoad(t, "", nil, nil)
+	if s.InstanceStatusPagePath != "/actuator/info" || s.InstanceHealthCheckPath != "/actuator/health" {
+		t.Errorf("defaults %s, %s", s.InstanceStatusPagePath, s.InstanceHealthCheckPath)
+	}
+	s = mustLoad(t, "", nil, []string{"management.endpoints.web.base-path=/manage", "eureka.instance.health-check-url-path=/livez"})
+	if s.InstanceStatusPagePath != "/manage/info" || s.InstanceHealthCheckPath != "/livez" {
+		t.Errorf("moved actuator: %s, %s", s.InstanceStatusPagePath, s.InstanceHealthCheckPath)
+	}
+}
+
+func TestLoadSettings_mavenTokenInAProperty(t *testing.T) {
+	file := writeFile(t, "application.properties", "server.port=@server.port@\ninfo.app.version=@project.version@\n")
+	_, _, err := LoadSettings(file, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "application.properties:1") || !strings.Contains(err.Error(), "@server.port@ is an unfiltered Maven token") ||
+		strings.Contains(err.Error(), "project.version") {
+		t.Errorf("error %v, want one for server.port naming the token (info.* is not Muster's)", err)
 	}
 }

@@ -3,8 +3,11 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/muster-registry/muster/internal/springconf"
 )
@@ -16,9 +19,16 @@ type Notice struct {
 	Msg  string
 }
 
+// What an unknown key is (muster.config.unknown-keys): spring, the
+// default, does as Spring does: a key under eureka.* or server.* that no
+// bean reads is ignored (Spring's property beans ignore fields they do not
+// have), with a warning; a key under muster.* or cluster.* is an error.
+// error and warn make every unknown key of those namespaces one or the
+// other.
 const (
-	unknownKeysError = "error"
-	unknownKeysWarn  = "warn"
+	unknownKeysSpring = "spring"
+	unknownKeysError  = "error"
+	unknownKeysWarn   = "warn"
 )
 
 const (
@@ -30,10 +40,20 @@ const (
 // LoadRequest is what a command knows of the configuration: the file, the
 // environment, key=value pairs from the command line, and profiles.
 type LoadRequest struct {
-	File     string
-	Env      []string
-	Sets     []string
-	Profiles []string
+	// File is Spring's spring.config.location: a file, or a comma list of
+	// files and folders (optional:, file:). Empty: SPRING_CONFIG_LOCATION
+	// of Env, else no file.
+	File string
+	// AdditionalLocations is spring.config.additional-location (empty:
+	// SPRING_CONFIG_ADDITIONAL_LOCATION of Env).
+	AdditionalLocations string
+	Env                 []string
+	Sets                []string
+	Profiles            []string
+	// HTTPClient and Sleep are for configserver: imports (nil: the
+	// loader's own); tests set them.
+	HTTPClient *http.Client
+	Sleep      func(time.Duration)
 }
 
 // Report is everything a load found, for muster config --check:
@@ -98,12 +118,31 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 	}
 
 	var entries []layerEntry
-	if req.File != "" {
-		cfg, err := springconf.Load(req.File, springconf.Options{Env: req.Env, Profiles: req.Profiles, Overrides: setValues})
+	referenced := map[string]bool{}
+	locations, additional := req.File, req.AdditionalLocations
+	for _, kv := range req.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "SPRING_CONFIG_LOCATION" && locations == "":
+			locations = value
+		case name == "SPRING_CONFIG_ADDITIONALLOCATION" && additional == "", name == "SPRING_CONFIG_ADDITIONAL_LOCATION" && additional == "":
+			additional = value
+		}
+	}
+	if locations != "" || additional != "" {
+		cfg, err := springconf.Load(locations, springconf.Options{Env: req.Env, Profiles: req.Profiles, Overrides: setValues,
+			AdditionalLocations: additional, HTTPClient: req.HTTPClient, Sleep: req.Sleep})
 		var perrs springconf.Errors
 		switch {
 		case errors.As(err, &perrs):
 			for _, e := range perrs {
+				var pe *springconf.PlaceholderError
+				if errors.As(e, &pe) && !placeholderMatters(pe.Key) {
+					// Spring's binder leaves an unresolvable placeholder as
+					// written; a key Muster does not read cannot hurt.
+					rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: e.Error() + "; left as written, as Spring's binder does (Muster does not read " + pe.Key + ")"})
+					continue
+				}
 				rep.Errors = append(rep.Errors, e.Error())
 			}
 		case err != nil:
@@ -111,6 +150,12 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 			return nil, rep, err
 		}
 		rep.Files, rep.Profiles = cfg.Files, cfg.Profiles
+		for _, n := range cfg.Notes {
+			rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: n})
+		}
+		for k := range cfg.Referenced {
+			referenced[CanonicalKey(k)] = true
+		}
 		for _, v := range cfg.Values {
 			entries = append(entries, layerEntry{key: v.Key, value: v.Value, origin: v.Origin.String(), strict: true, resolved: v.Resolved})
 		}
@@ -118,12 +163,13 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 	entries = append(entries, envLayer(req.Env)...)
 	entries = append(entries, setEntries...)
 
-	mode := unknownKeysError
+	mode := unknownKeysSpring
 	for _, e := range entries {
-		if CanonicalKey(e.key) == CanonicalKey("muster.config.unknown-keys") && strings.EqualFold(strings.TrimSpace(e.value), unknownKeysWarn) {
-			mode = unknownKeysWarn
-		} else if CanonicalKey(e.key) == CanonicalKey("muster.config.unknown-keys") {
-			mode = unknownKeysError
+		if CanonicalKey(e.key) == CanonicalKey("muster.config.unknown-keys") {
+			switch v := strings.ToLower(strings.TrimSpace(e.value)); v {
+			case unknownKeysError, unknownKeysWarn, unknownKeysSpring:
+				mode = v
+			}
 		}
 	}
 
@@ -135,7 +181,7 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		c := CanonicalKey(e.key)
 		target, err := resolveKey(e.key)
 		if _, spring := springKeyOf(c); e.forMuster && err == nil && target == "" && !spring {
-			err = fmt.Errorf("unknown setting %q", e.key)
+			err = unknownKeyError(e.key, c)
 		}
 		switch {
 		case err == nil && target != "":
@@ -143,11 +189,16 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 			explicit[target] = true
 			rep.resolved[target] = e.resolved
 		case !e.strict:
-		case err != nil && mode == unknownKeysWarn:
-			rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: e.origin + ": " + err.Error() + " (ignored: muster.config.unknown-keys is warn)"})
-			rep.Ignored = append(rep.Ignored, ignoredKey{e.key, maskSecret(e.key, e.value), e.origin, "unknown (muster.config.unknown-keys: warn)"})
+		case err != nil && referenced[c] && !e.forMuster:
+			// An application's own key, read through ${…} elsewhere in
+			// the file: meant, not a typo.
+			rep.Ignored = append(rep.Ignored, ignoredKey{e.key, maskSecret(e.key, e.value), e.origin, "read only by placeholders"})
+			rep.Notices = append(rep.Notices, Notice{Msg: e.origin + ": " + e.key + ": not a Muster key; read by a ${" + e.key + "} placeholder"})
+		case err != nil && unknownKeyWarns(mode, c, e.forMuster):
+			rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: e.origin + ": " + err.Error() + ": ignored, " + unknownKeyHint(mode, c, e.forMuster)})
+			rep.Ignored = append(rep.Ignored, ignoredKey{e.key, maskSecret(e.key, e.value), e.origin, "unknown (muster.config.unknown-keys: " + mode + ")"})
 		case err != nil:
-			rep.Errors = append(rep.Errors, e.origin+": "+err.Error())
+			rep.Errors = append(rep.Errors, e.origin+": "+err.Error()+"; "+unknownKeyHint(mode, c, e.forMuster))
 		default:
 			why, warn := whyIgnored(c)
 			rep.Ignored = append(rep.Ignored, ignoredKey{e.key, maskSecret(e.key, e.value), e.origin, why})
@@ -172,10 +223,28 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		ch := merged[key]
 		s.origin[key] = ch.origin
 		if err := applyValue(s, key, ch.value); err != nil {
-			rep.Errors = append(rep.Errors, ch.origin+": "+err.Error())
+			msg := ch.origin + ": " + err.Error()
+			if tok := mavenTokenRE.FindString(ch.value); tok != "" {
+				msg += fmt.Sprintf(" (%s is an unfiltered Maven token: the file needs Maven resource filtering)", tok)
+			}
+			rep.Errors = append(rep.Errors, msg)
 		}
 	}
 	s.derive()
+	// Spring Cloud's instance URLs follow the actuator's base path.
+	if base := strings.TrimSuffix(s.HTTP.Actuator.BasePath, "/"); explicit["management.endpoints.web.base-path"] {
+		if !explicit["eureka.instance.status-page-url-path"] {
+			s.InstanceStatusPagePath = base + "/info"
+		}
+		if !explicit["eureka.instance.health-check-url-path"] {
+			s.InstanceHealthCheckPath = base + "/health"
+		}
+	}
+	if s.SpringUserPassword != "" && s.SpringUserName == "" && !explicit["spring.security.user.name"] {
+		// Spring Boot's SecurityProperties: the user is "user" unless named.
+		s.SpringUserName = "user"
+		s.origin["spring.security.user.name"] = "default (Spring Boot's user name, as a password is set)"
+	}
 	if !s.ClientEnabled {
 		if len(s.ServiceURLs) > 0 {
 			rep.Notices = append(rep.Notices, Notice{Warn: true, Msg: "eureka.client.enabled is false: the static peers of eureka.client.service-url.* are not used"})
@@ -205,6 +274,20 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 	return s, rep, nil
 }
 
+// mavenTokenRE is a Maven resource-filtering token (@project.version@)
+// left in a value: a .properties file or a quoted YAML value reads it as
+// text, which no setting takes.
+var mavenTokenRE = regexp.MustCompile(`@[A-Za-z0-9_.\-]+@`)
+
+// placeholderMatters tells whether an unresolved placeholder in key stops
+// the start: it does in a setting Muster reads (a peer URL of
+// ${EUREKA_PEERS} would be a broken peer), but not in a metadata entry
+// (registered as written, as Spring does) or a key Muster does not read.
+func placeholderMatters(key string) bool {
+	target, err := resolveKey(key)
+	return err == nil && target != "" && !strings.HasPrefix(target, metadataPrefix)
+}
+
 // resolveKey maps a key as written by the user to the key of a setting
 // (or of a map entry: a zone, a metadata key, a user); to "" without error
 // for a key Muster accepts and does not read (whyIgnored says why); and to
@@ -230,11 +313,49 @@ func resolveKey(key string) (string, error) {
 	if _, ok := springKeyOf(c); ok || isLoaderKey(c) || !inMusterNamespace(c) {
 		return "", nil
 	}
+	return "", unknownKeyError(key, c)
+}
+
+// unknownKeyError names an unknown key and the known key closest to it.
+func unknownKeyError(key, c string) error {
 	msg := fmt.Sprintf("unknown setting %q", key)
 	if s := suggest(c); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
-	return "", errors.New(msg)
+	return errors.New(msg)
+}
+
+// springNamespace tells whether a key is under a namespace whose Spring
+// beans ignore the fields they do not have (eureka.*, server.*).
+func springNamespace(c string) bool {
+	return strings.HasPrefix(c, "eureka.") || strings.HasPrefix(c, "server.")
+}
+
+// unknownKeyWarns tells whether an unknown key is a warning in this mode:
+// forMuster keys (MUSTER_* variables) name Muster itself, so they are
+// never Spring's.
+func unknownKeyWarns(mode, c string, forMuster bool) bool {
+	switch mode {
+	case unknownKeysWarn:
+		return true
+	case unknownKeysError:
+		return false
+	}
+	return springNamespace(c) && !forMuster
+}
+
+// unknownKeyHint says why an unknown key is an error or a warning, and
+// which value of muster.config.unknown-keys makes it the other.
+func unknownKeyHint(mode, c string, forMuster bool) string {
+	switch {
+	case mode == unknownKeysWarn:
+		return "as muster.config.unknown-keys is warn (error or spring refuses it)"
+	case mode == unknownKeysError:
+		return "every unknown key is an error as muster.config.unknown-keys is error (warn, or spring for Spring's rule, starts anyway)"
+	case springNamespace(c) && !forMuster:
+		return "as Spring ignores a property its bean does not have (muster.config.unknown-keys: error refuses it)"
+	}
+	return "keys of Muster's own namespaces (muster.*, cluster.*, MUSTER_*) must be known (muster.config.unknown-keys: warn starts anyway)"
 }
 
 // whyIgnored says why an accepted key is not read, and whether that is

@@ -24,6 +24,7 @@ import (
 func startTestNode(t *testing.T, name, zone string, join []string, sets ...string) *Node {
 	t.Helper()
 	base := []string{
+		"eureka.client.register-with-eureka=false", // tests count the instances they register
 		"server.port=0", "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0", "cluster.zone=" + zone,

@@ -114,7 +114,6 @@ func TestLoadSettings_securityErrors(t *testing.T) {
 	}{
 		{append(auth, "cluster.enabled=true"), "setting cluster.peer-secret is required"},
 		{[]string{"spring.security.user.name=admin", "cluster.enabled=false"}, "spring.security.user.password is empty"},
-		{[]string{"spring.security.user.password=pw", "cluster.enabled=false"}, "spring.security.user.name is empty"},
 		{append(auth, "cluster.enabled=false", "spring.security.user.password={bcrypt}$2a$10$notahash-Xyz"), "setting spring.security.user.password: auth: unusable password encoding"},
 		{append(auth, "cluster.enabled=false", "spring.security.user.password={md5}Xyz-secret"), "password encoder {md5} is not supported"},
 		{append(auth, "cluster.peer-secret=short"), "setting cluster.peer-secret: must be at least 16"},
@@ -161,6 +160,7 @@ func (w *syncWriter) String() string {
 func startLoggedNode(t *testing.T, name string, join []string, sink io.Writer, sets ...string) *Node {
 	t.Helper()
 	base := []string{
+		"eureka.client.register-with-eureka=false", // tests count the instances they register
 		"server.port=0", "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
@@ -493,4 +493,28 @@ func adminStatusAs(t *testing.T, user, pw, addr string, code int) string {
 		t.Fatalf("/admin/status as %s = %d, want %d: %s", user, resp.StatusCode, code, b)
 	}
 	return string(b)
+}
+
+// TestLoadSettings_springBootDefaultUser: a password alone is Spring
+// Boot's user "user", with Boot 2's key and Boot 1's.
+func TestLoadSettings_springBootDefaultUser(t *testing.T) {
+	for _, key := range []string{"spring.security.user.password", "security.user.password"} {
+		s, rep, err := Load(LoadRequest{Sets: []string{key + "=pw-secret", "cluster.enabled=false"}})
+		if err != nil {
+			t.Fatalf("%s alone: %v", key, err)
+		}
+		users, err := s.users()
+		if err != nil || len(users) != 1 || users[0].Name != "user" {
+			t.Errorf("%s alone: users %v, %v; want user", key, users, err)
+		}
+		found := false
+		for _, row := range EffectiveSettings(s, rep) {
+			if row[0] == "spring.security.user.name" && row[1] == "user" && strings.Contains(row[2], "Spring Boot") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s alone: config --check does not show user from Spring Boot's default", key)
+		}
+	}
 }

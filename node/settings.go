@@ -142,14 +142,17 @@ func defaultSettings() Settings {
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
 
-		ServerPort:       DefaultServerPort,
-		ClientEnabled:    true,
-		DashboardEnabled: true,
-		UnknownKeys:      unknownKeysError,
-		// What the node served before these keys existed: the dashboard
-		// as status page, /livez as health check.
-		InstanceStatusPagePath:  "/",
-		InstanceHealthCheckPath: "/livez",
+		ServerPort:    DefaultServerPort,
+		ClientEnabled: true,
+		// Spring's EurekaClientConfigBean: a Spring Eureka server
+		// registers itself unless its file says not to.
+		RegisterWithEureka: true,
+		DashboardEnabled:   true,
+		UnknownKeys:        unknownKeysSpring,
+		// Spring Cloud's EurekaInstanceConfigBean: the actuator's info and
+		// health (under management.endpoints.web.base-path, see Load).
+		InstanceStatusPagePath:  "/actuator/info",
+		InstanceHealthCheckPath: "/actuator/health",
 		InstanceHomePagePath:    "/",
 		AppName:                 "muster",
 		WaitWhenSyncEmpty:       5 * time.Minute, // Eureka's wait-time-in-ms-when-sync-empty
@@ -277,8 +280,8 @@ var settings = []setting{
 	rangeKey("eureka.instance.lease-renewal-interval-in-seconds", 1, registry.MaxRenewalIntervalSecs, "Heartbeat interval of the node's self-registration.", func(s *Settings) *int { return &s.InstanceRenewalInterval }),
 	rangeKey("eureka.instance.lease-expiration-duration-in-seconds", 1, registry.MaxLeaseDurationSecs, "Lease duration of the node's self-registration.", func(s *Settings) *int { return &s.InstanceLeaseDuration }),
 	{Key: "eureka.instance.metadata-map.<key>", Default: "", Help: "Metadata of the node's self-registration."},
-	strKey("eureka.instance.status-page-url-path", "Path of the status page URL the node's self-registration advertises, on its own base URL.", func(s *Settings) *string { return &s.InstanceStatusPagePath }),
-	strKey("eureka.instance.health-check-url-path", "Path of the health check URL the node's self-registration advertises (e.g. /actuator/health).", func(s *Settings) *string { return &s.InstanceHealthCheckPath }),
+	strKey("eureka.instance.status-page-url-path", "Path of the status page URL the node's self-registration advertises, on its own base URL; by default the actuator's info under management.endpoints.web.base-path, as Spring Cloud's.", func(s *Settings) *string { return &s.InstanceStatusPagePath }),
+	strKey("eureka.instance.health-check-url-path", "Path of the health check URL the node's self-registration advertises; by default the actuator's health under management.endpoints.web.base-path, as Spring Cloud's.", func(s *Settings) *string { return &s.InstanceHealthCheckPath }),
 	strKey("eureka.instance.home-page-url-path", "Path of the home page URL the node's self-registration advertises.", func(s *Settings) *string { return &s.InstanceHomePagePath }),
 	strKey("eureka.instance.status-page-url", "Full status page URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceStatusPageURL }),
 	strKey("eureka.instance.health-check-url", "Full health check URL of the self-registration; wins over the path.", func(s *Settings) *string { return &s.InstanceHealthCheckURL }),
@@ -287,7 +290,7 @@ var settings = []setting{
 	msKey("muster.measured-rate-window-ms", "Length of the window that counts renewals for self-preservation; figures are still reported per minute. Short windows suit tests.", func(s *Settings) *time.Duration { return &s.Registry.RenewalRateWindow }),
 	int64Key("muster.max-body-bytes", "Largest request body a client may send (413 beyond).", func(s *Settings) *int64 { return &s.HTTP.MaxBodyBytes }),
 	int64Key("muster.max-batch-body-bytes", "Largest peer replication batch accepted.", func(s *Settings) *int64 { return &s.HTTP.MaxBatchBodyBytes }),
-	enumKey("muster.config.unknown-keys", []string{unknownKeysError, unknownKeysWarn}, "What an unknown key under eureka.*, server.*, muster.* or cluster.* is (keys elsewhere are ignored): error stops start-up, listing every such key with its file:line and a did-you-mean; warn logs them and starts, for a migration that must start first and be cleaned up after.", func(s *Settings) *string { return &s.UnknownKeys }),
+	enumKey("muster.config.unknown-keys", []string{unknownKeysSpring, unknownKeysError, unknownKeysWarn}, "What an unknown key under eureka.*, server.*, muster.* or cluster.* is (keys elsewhere are ignored; a key a ${…} placeholder reads is never unknown). spring: as Spring, a warning with a did-you-mean under eureka.* and server.* (Spring's beans ignore fields they lack) and an error under muster.* and cluster.*; error: every one stops start-up, each listed with its file:line and a did-you-mean; warn: every one is logged and the node starts.", func(s *Settings) *string { return &s.UnknownKeys }),
 	enumKey("muster.log.level", []string{"trace", "debug", "info", "warn", "error"}, "Log level.", func(s *Settings) *string { return &s.LogLevel }),
 	enumKey("muster.log.format", []string{"auto", "console", "json"}, "Log format: auto is console on a terminal and JSON otherwise.", func(s *Settings) *string { return &s.LogFormat }),
 	enumKey("muster.dashboard.actions-without-auth", httpapi.ConsoleActionsPolicies, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *httpapi.ConsoleActionsPolicy { return &s.HTTP.ConsoleActions }),
@@ -321,7 +324,7 @@ var settings = []setting{
 	intKey("muster.watch.max-watchers", "Blocking fetches held and watch streams open at once, at most; beyond it a blocking fetch is answered at once as if it had no wait, and a watch stream gets 503. 0: no limit.", func(s *Settings) *int { return &s.HTTP.WatchMaxWatchers }),
 	int64Key("muster.max-sync-body-bytes", "Largest registry read from a peer at start-up (syncUp); a larger one fails the attempt.", func(s *Settings) *int64 { return &s.Transport.MaxSyncBodyBytes }),
 
-	strKey("spring.security.user.name", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster).", func(s *Settings) *string { return &s.SpringUserName }),
+	strKey("spring.security.user.name", "User name of the admin; with spring.security.user.password it turns HTTP Basic authentication on (see Securing a cluster). Empty with a password set: user, Spring Boot's default.", func(s *Settings) *string { return &s.SpringUserName }),
 	strKey("spring.security.user.password", "Password of the admin: plain, {noop}plain or {bcrypt}$2a$… (Spring's encoder prefixes).", func(s *Settings) *string { return &s.SpringUserPassword }),
 	{Key: "muster.auth.users.<name>.password", Default: "", Help: "Password of a further user (same encodings); also turns authentication on."},
 	{Key: "muster.auth.users.<name>.role", Default: "", Help: "Role of that user, required: read (GET on the Eureka API, dashboard, /metrics), write (read + register, renew, cancel, status, metadata) or admin (everything, /admin/* and peer batches without a peer secret)."},
@@ -376,7 +379,26 @@ func mapKeySuffix(key string, n int) string {
 // suggest returns the known key closest to an unknown one, if any is
 // close: a setting, or a Spring key Muster accepts.
 func suggest(c string) string {
-	best, bestDist := "", 4
+	if s := suggestByDistance(c); s != "" {
+		return s
+	}
+	// The same last word under another section
+	// (eureka.client.enable-self-preservation).
+	leaf := c[strings.LastIndex(c, ".")+1:]
+	if len(leaf) >= 6 {
+		for _, st := range settings {
+			if k := CanonicalKey(st.Key); strings.HasSuffix(k, "."+leaf) {
+				return st.Key
+			}
+		}
+	}
+	return ""
+}
+
+// suggestByDistance is the known key within a few edits of c (more for a
+// long key), the first in name order on a tie.
+func suggestByDistance(c string) string {
+	best, bestDist := "", max(4, len(c)/10+1)
 	consider := func(key string) {
 		if d := editDistance(c, CanonicalKey(key)); d < bestDist || d == bestDist && best != "" && key < best {
 			best, bestDist = key, d

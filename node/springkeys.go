@@ -198,8 +198,13 @@ var springKeys = map[string]string{
 // are ignored, at debug level.
 var musterNamespaces = []string{"eureka.", "server.", "muster.", "cluster."}
 
-// loaderKeys are read by the loader itself (profiles and documents).
-var loaderKeys = []string{"spring.profiles", "spring.config.activate.", "spring.profiles.active", "spring.profiles.include", "spring.profiles.default", "spring.config.location", "spring.config.import"}
+// loaderKeys are read by the loader itself (profiles, documents, more
+// files, and the Config Server client).
+var loaderKeys = []string{"spring.profiles", "spring.config.activate.", "spring.profiles.active", "spring.profiles.include", "spring.profiles.default",
+	"spring.profiles.group.", "spring.config.location", "spring.config.name", "spring.config.additional-location", "spring.config.import",
+	"spring.cloud.config.uri", "spring.cloud.config.name", "spring.cloud.config.profile", "spring.cloud.config.label",
+	"spring.cloud.config.username", "spring.cloud.config.password", "spring.cloud.config.token", "spring.cloud.config.fail-fast",
+	"spring.cloud.config.retry.", "spring.cloud.config.request-connect-timeout", "spring.cloud.config.request-read-timeout", "spring.cloud.config.enabled"}
 
 var springKeysByCanonical = func() map[string]string {
 	m := map[string]string{}
@@ -267,16 +272,19 @@ func maskSecret(key, value string) string {
 	if !strings.Contains(value, "@") {
 		return value
 	}
-	parts := strings.Split(value, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+	parts := strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ';' })
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		// An import's URL: optional:configserver:http://user:pw@host.
+		raw := strings.TrimPrefix(strings.TrimPrefix(p, "optional:"), "configserver:")
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if _, has := u.User.Password(); has {
 				u.User = url.UserPassword(u.User.Username(), "******")
-				parts[i] = strings.Replace(u.String(), url.QueryEscape("******"), "******", 1)
+				value = strings.Replace(value, raw, strings.Replace(u.String(), url.QueryEscape("******"), "******", 1), 1)
 			}
 		}
 	}
-	return strings.Join(parts, ",")
+	return value
 }
 
 // maskNote stars the value in a placeholder note (${name} = "v" from …)

@@ -159,6 +159,7 @@ func do(t *testing.T, c *http.Client, method, url, body string) (int, string, er
 func startTLSNode(t *testing.T, name string, join []string, reload time.Duration, sets ...string) *Node {
 	t.Helper()
 	base := []string{
+		"eureka.client.register-with-eureka=false", // tests count the instances they register
 		"server.port=0", "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",

@@ -17,26 +17,28 @@ import (
 // configuration (serve, config): --config, --profile, --set, and Spring
 // Boot's command line, --KEY=VALUE (or --KEY VALUE) for any key.
 type configFlags struct {
-	file     string
-	profiles stringList
-	sets     stringList
+	file       string
+	additional string
+	profiles   stringList
+	sets       stringList
 }
 
 func (c *configFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.file, "config", "", "YAML, JSON or .properties file with settings, read as Spring Boot reads application.yml (docs/spring-config.md)")
+	fs.StringVar(&c.file, "config", "", "YAML, JSON or .properties file(s) with settings, read as Spring Boot reads application.yml: a comma list of files and folders, optional: allowed, later winning, as spring.config.location (docs/spring-config.md)")
 	fs.Var(&c.profiles, "profile", "active Spring profile(s), comma-separated or repeated; wins over SPRING_PROFILES_ACTIVE and the file's spring.profiles.active")
 	fs.Var(&c.sets, "set", "key=value, overrides the file and the environment (repeatable); --KEY=VALUE does the same")
 }
 
 func (c *configFlags) request(env []string) node.LoadRequest {
-	return node.LoadRequest{File: c.file, Env: env, Sets: c.sets, Profiles: c.profiles}
+	return node.LoadRequest{File: c.file, AdditionalLocations: c.additional, Env: env, Sets: c.sets, Profiles: c.profiles}
 }
 
 // parseConfigArgs parses a command's flags where, as on Spring Boot's
 // command line, --KEY=VALUE (and --KEY VALUE) sets any configuration key
 // that is not a flag of the command: muster serve --server.port=8762.
-// --spring.profiles.active is --profile and --spring.config.location is
-// --config, as in Spring.
+// --spring.profiles.active is --profile, --spring.config.location is
+// --config and --spring.config.additional-location adds locations, as in
+// Spring.
 func parseConfigArgs(fs *flag.FlagSet, c *configFlags, args []string) error {
 	var flagArgs []string
 	for i := 0; i < len(args); i++ {
@@ -76,12 +78,22 @@ func parseConfigArgs(fs *flag.FlagSet, c *configFlags, args []string) error {
 		case node.CanonicalKey("spring.profiles.active"):
 			c.profiles = append(c.profiles, value)
 		case node.CanonicalKey("spring.config.location"):
-			c.file = strings.TrimPrefix(strings.TrimPrefix(value, "optional:"), "file:")
+			c.file = value
+		case node.CanonicalKey("spring.config.additional-location"):
+			c.additional = joinList(c.additional, value)
 		default:
 			c.sets = append(c.sets, name+"="+value)
 		}
 	}
 	return fs.Parse(flagArgs)
+}
+
+// joinList appends to a comma list.
+func joinList(list, more string) string {
+	if list == "" {
+		return more
+	}
+	return list + "," + more
 }
 
 // configCmd lists every setting with its default, or with --check (or a
@@ -105,7 +117,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("config: unexpected argument %q", fs.Arg(0))
 	}
-	if !*check && cf.file == "" && len(cf.profiles) == 0 && len(cf.sets) == 0 {
+	if !*check && cf.file == "" && cf.additional == "" && len(cf.profiles) == 0 && len(cf.sets) == 0 {
 		printSettings(stdout, *markdown)
 		return nil
 	}

@@ -51,8 +51,11 @@ func TestParseConfigArgs_springCommandLine(t *testing.T) {
 		t.Errorf("file %q verbose %v profiles %v", cf.file, *verbose, cf.profiles)
 	}
 	cf = configFlags{}
-	if err := parseConfigArgs(fs, &cf, []string{"--spring.config.location=file:/etc/eureka.yml"}); err != nil || cf.file != "/etc/eureka.yml" {
-		t.Errorf("spring.config.location: %q, %v", cf.file, err)
+	// The loader reads Spring's location list (file:, optional:, folders).
+	if err := parseConfigArgs(fs, &cf, []string{"--spring.config.location=file:/etc/eureka.yml,optional:/etc/muster/",
+		"--spring.config.additional-location=/a/", "--spring.config.additional-location", "/b.yml"}); err != nil ||
+		cf.file != "file:/etc/eureka.yml,optional:/etc/muster/" || cf.additional != "/a/,/b.yml" {
+		t.Errorf("spring.config.location: %q, additional %q, %v", cf.file, cf.additional, err)
 	}
 	if err := parseConfigArgs(fs, &cf, []string{"--server.port"}); err == nil {
 		t.Error("--server.port without a value: no error")
@@ -97,8 +100,8 @@ func TestConfigCheck_missingFileAndNoCheck(t *testing.T) {
 	}
 	// --config alone checks too (it used to be ignored, exit 0).
 	out.Reset()
-	file := writeFile(t, "application.yml", "eureka.server.colour: blue\n")
-	if code := run([]string{"config", "--config", file}, &out, &errOut); code == 0 || !strings.Contains(out.String(), "eureka.server.colour") {
+	file := writeFile(t, "application.yml", "cluster.colour: blue\n")
+	if code := run([]string{"config", "--config", file}, &out, &errOut); code == 0 || !strings.Contains(out.String(), "cluster.colour") {
 		t.Errorf("config --config with a typo: exit %d, out %q", code, out.String())
 	}
 }

@@ -54,7 +54,7 @@ func writeFile(t *testing.T, name, content string) string {
 // it on, with memberlist's fast local timings) and waits until it opens.
 func startNode(t *testing.T, name string, sets ...string) *node.Node {
 	t.Helper()
-	base := []string{"server.port=0", "server.address=127.0.0.1",
+	base := []string{"eureka.client.register-with-eureka=false", "server.port=0", "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
 		"eureka.server.registry-sync-retry-wait-ms=200"}

@@ -46,7 +46,7 @@ type corpusCase struct {
 
 // unsetEnv are the variables the corpus's placeholders read.
 var unsetEnv = []string{"PORT", "APP_NAME", "EUREKA_HOST", "MY_REGISTRY_ZONE", "EVICTION_MS", "THRESHOLD", "EUREKA_PEERS",
-	"POD_NAME", "SERVICE_NAME", "JHIPSTER_REGISTRY_PASSWORD", "EUREKA_PASSWORD", "SPRING_PROFILES_ACTIVE", "SERVER_PORT"}
+	"POD_NAME", "SERVICE_NAME", "REGISTRY_PASSWORD", "JHIPSTER_REGISTRY_PASSWORD", "EUREKA_PASSWORD", "SPRING_PROFILES_ACTIVE", "SERVER_PORT"}
 
 // noSync: a peer-aware file names peers that do not exist here; without
 // syncUp the node opens at once (the peers' absence is logged).
@@ -111,14 +111,61 @@ func corpus() []corpusCase {
 			}},
 		{name: "jhipster registry: gossip asked for with authentication needs a peer secret", file: "jhipster-registry.yml",
 			args: []string{"--cluster.enabled=true"}, errors: []string{"cluster.peer-secret is required"}},
-		{name: "typos: every one at once, with line and did-you-mean", file: "typos.yml",
+		{name: "typos: Spring's namespaces warn with a did-you-mean, Muster's are errors", file: "typos.yml",
 			errors: []string{
-				`typos.yml:5: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?)`,
+				`typos.yml:12: unknown setting "cluster.joins" (did you mean "cluster.join"?); keys of Muster's own namespaces (muster.*, cluster.*, MUSTER_*) must be known (muster.config.unknown-keys: warn starts anyway)`,
+			},
+			warnings: []string{
+				`typos.yml:5: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?): ignored, as Spring ignores a property its bean does not have (muster.config.unknown-keys: error refuses it)`,
+				`typos.yml:6: unknown setting "eureka.server.renewal-percent-treshold" (did you mean "eureka.server.renewal-percent-threshold"?)`,
+				`typos.yml:8: unknown setting "eureka.client.register-with-eurka" (did you mean "eureka.client.register-with-eureka"?)`,
+				`typos.yml:10: unknown setting "eureka.instnce.hostname" (did you mean "eureka.instance.hostname"?)`,
+			}},
+		{name: "typos with muster.config.unknown-keys: error: every one at once, with line and did-you-mean", file: "typos.yml",
+			args: []string{"--muster.config.unknown-keys=error"},
+			errors: []string{
+				`typos.yml:5: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?); every unknown key is an error as muster.config.unknown-keys is error`,
 				`typos.yml:6: unknown setting "eureka.server.renewal-percent-treshold" (did you mean "eureka.server.renewal-percent-threshold"?)`,
 				`typos.yml:8: unknown setting "eureka.client.register-with-eurka" (did you mean "eureka.client.register-with-eureka"?)`,
 				`typos.yml:10: unknown setting "eureka.instnce.hostname" (did you mean "eureka.instance.hostname"?)`,
 				`typos.yml:12: unknown setting "cluster.joins" (did you mean "cluster.join"?)`,
 			}},
+		{name: "keys Spring accepts: one warning each, placeholder-read keys none", file: "spring-namespaces.yml",
+			want: map[string]string{"eureka.client.service-url.defaultZone": "http://user:******@localhost:8761/eureka/"},
+			warnings: []string{`spring-namespaces.yml:4: unknown setting "eureka.instance.port"`,
+				`spring-namespaces.yml:6: unknown setting "eureka.server.enable-self-preservaton" (did you mean "eureka.server.enable-self-preservation"?)`,
+				`spring-namespaces.yml:14: unknown setting "server.ssl.trustStoreRequired"`},
+			ignored: []string{"eureka.password = ****** "},
+			start:   true, startArgs: []string{"--cluster.enabled=false"}},
+		{name: "a password alone: Spring Boot's user", file: "password-only.yml", args: []string{"--cluster.enabled=false"},
+			want:    map[string]string{"spring.security.user.name": "user", "eureka.client.register-with-eureka": "true"},
+			origins: map[string]string{"spring.security.user.name": "Spring Boot"},
+			start:   true, user: "user:change-me-please",
+			check: func(t *testing.T, base string) {
+				// Spring's default: the server registers itself.
+				body := getBody(t, base+"/eureka/apps/MUSTER", "user:change-me-please")
+				if !strings.Contains(body, "<app>MUSTER</app>") {
+					t.Errorf("the node did not register itself (register-with-eureka's default true):\n%s", body)
+				}
+			}},
+		{name: "several locations, a folder, profile groups and an include in a profile document", file: "several/base.yml,several/override.properties",
+			args: []string{"--spring.config.additional-location=" + filepath.Join("testdata", "spring", "several", "conf") + "/", "--profile", "prod"},
+			want: map[string]string{"server.port": "8770", "eureka.instance.hostname": "override-host", "spring.application.name": "registry",
+				"eureka.environment": "from-folder", "cluster.zone": "eu-west-1a", "eureka.server.enable-self-preservation": "false",
+				"eureka.datacenter": "included-by-eu"},
+			origins: map[string]string{"server.port": "override.properties:1", "cluster.zone": "conf/application.yml:11",
+				"eureka.server.enable-self-preservation": "conf/application.yml:19"},
+			start: true, startArgs: []string{"--cluster.enabled=false"}},
+		{name: "bootstrap.yml before application.yml", file: "bootstrap/application.yml",
+			want:    map[string]string{"spring.application.name": "bootstrapped-registry", "server.port": "8761"},
+			origins: map[string]string{"spring.application.name": "bootstrap/bootstrap.yml:3", "server.port": "bootstrap/application.yml:2"},
+			start:   true},
+		{name: "spring.config.import of file: and optional:file:", file: "imports/application.yml",
+			want:    map[string]string{"eureka.instance.hostname": "imported-host", "eureka.server.renewal-percent-threshold": "0.7"},
+			origins: map[string]string{"eureka.instance.hostname": "imports/more/peers.yml:3"},
+			start:   true},
+		{name: "an unfiltered Maven token", file: "maven-token.yml",
+			errors: []string{"maven-token.yml:4: @project.version@ is an unfiltered Maven token: the file needs Maven resource filtering"}},
 		{name: "typos with muster.config.unknown-keys: warn", file: "typos-warn.yml",
 			want:     map[string]string{"muster.config.unknown-keys": "warn", "eureka.server.enable-self-preservation": "true"},
 			warnings: []string{`typos-warn.yml:5: unknown setting "eureka.server.enable-self-preservaton"`, "typos-warn.yml:12"},
@@ -180,7 +227,7 @@ type checkOutput struct {
 func runCheck(t *testing.T, c corpusCase) checkOutput {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	args := append([]string{"config", "--check", "--config", filepath.Join("testdata", "spring", c.file)}, c.args...)
+	args := append([]string{"config", "--check", "--config", corpusPath(c.file)}, c.args...)
 	res := checkOutput{values: map[string]string{}, origins: map[string]string{}}
 	res.code = run(args, &out, &errOut)
 	res.raw = out.String() + errOut.String()
@@ -283,7 +330,7 @@ func TestSpringCorpus_startsANode(t *testing.T) {
 			fs.SetOutput(io.Discard)
 			var cf configFlags
 			cf.register(fs)
-			args := append([]string{"--config", filepath.Join("testdata", "spring", c.file)}, c.args...)
+			args := append([]string{"--config", corpusPath(c.file)}, c.args...)
 			args = append(args, c.startArgs...)
 			args = append(args, "--server.port="+strconv.Itoa(port), "--server.address=127.0.0.1", "--eureka.instance.ip-address=127.0.0.1",
 				"--cluster.bind-addr=127.0.0.1", "--cluster.bind-port=0")
@@ -307,6 +354,33 @@ func TestSpringCorpus_startsANode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// corpusPath is a case's file (or comma list of files) in testdata/spring.
+func corpusPath(files string) string {
+	parts := strings.Split(files, ",")
+	for i, f := range parts {
+		parts[i] = filepath.Join("testdata", "spring", f)
+	}
+	return strings.Join(parts, ",")
+}
+
+func getBody(t *testing.T, url, user string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, pass, ok := strings.Cut(user, ":"); ok {
+		req.SetBasicAuth(name, pass)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 func containsPart(list []string, part string) bool {

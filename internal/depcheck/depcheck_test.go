@@ -174,6 +174,10 @@ var allowed = map[string]rule{
 		imports: []string{"interop/interoptest"},
 		why:     "scripts/test.sh builds the interop sources before go test",
 	},
+	"interop/configserver": {
+		testImports: []string{"interop/interoptest", "internal/testwait"},
+		why:         "no code; its tests run the muster binary against a real Spring Cloud Config Server built by Maven",
+	},
 	"interop/javaeureka": {
 		testImports: []string{"internal/testwait"},
 		why:         "no code; its tests drive the muster binary with the real Java Eureka client",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,9 +14,9 @@ import (
 )
 
 // parseYAML reads every document of a YAML stream, flattened.
-func parseYAML(file string, b []byte) ([]document, error) {
+func parseYAML(file string, b []byte) ([]*document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
-	var docs []document
+	var docs []*document
 	for {
 		var root yaml.Node
 		err := dec.Decode(&root)
@@ -23,11 +24,14 @@ func parseYAML(file string, b []byte) ([]document, error) {
 			return docs, nil
 		}
 		if err != nil {
+			if tok, line := mavenToken(b); tok != "" {
+				return nil, fmt.Errorf("config file %s:%d: %s is an unfiltered Maven token: the file needs Maven resource filtering (mvn process-resources writes the value in) before it is read; Spring Boot cannot read it either", file, line, tok)
+			}
 			return nil, fmt.Errorf("config file %s: %w", file, err)
 		}
-		d := document{file: file}
+		d := &document{file: file}
 		if len(root.Content) > 0 {
-			if err := flatten(&d, "", root.Content[0]); err != nil {
+			if err := flatten(d, "", root.Content[0]); err != nil {
 				return nil, fmt.Errorf("config file %s: %w", file, err)
 			}
 		}
@@ -133,15 +137,15 @@ func scalarValue(n *yaml.Node) string {
 // key value; # and ! comments; a trailing backslash continues the line;
 // \t \n \uXXXX escapes. A line #--- (or !---) starts a new document, as in
 // Spring Boot 2.4+.
-func parseProperties(file, text string) ([]document, error) {
+func parseProperties(file, text string) ([]*document, error) {
 	text = strings.TrimPrefix(text, "\ufeff")
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
-	docs := []document{{file: file}}
+	docs := []*document{{file: file}}
 	for i := 0; i < len(lines); i++ {
 		start := i + 1
 		line := strings.TrimLeft(lines[i], " \t\f")
 		if t := strings.TrimSpace(line); t == "#---" || t == "!---" {
-			docs = append(docs, document{file: file})
+			docs = append(docs, &document{file: file})
 			continue
 		}
 		if line == "" || line[0] == '#' || line[0] == '!' {
@@ -159,7 +163,7 @@ func parseProperties(file, text string) ([]document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config file %s:%d: %w", file, start, err)
 		}
-		d := &docs[len(docs)-1]
+		d := docs[len(docs)-1]
 		d.entries = append(d.entries, entry{strings.TrimSpace(key), strings.TrimSpace(value), start})
 	}
 	return docs, nil
@@ -233,4 +237,18 @@ func unescape(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// mavenTokenRE is a Maven resource-filtering token as a value: @name@.
+var mavenTokenRE = regexp.MustCompile(`(?m)^[^#\n]*?[:=-]\s*(@[A-Za-z0-9_.\-]+@)`)
+
+// mavenToken finds the first unfiltered Maven token of a file (a value
+// @project.version@), with its line: YAML cannot start a value with @, so
+// such a file fails to parse, and the parser's message names neither.
+func mavenToken(b []byte) (string, int) {
+	loc := mavenTokenRE.FindSubmatchIndex(b)
+	if loc == nil {
+		return "", 0
+	}
+	return string(b[loc[2]:loc[3]]), 1 + bytes.Count(b[:loc[2]], []byte("\n"))
 }

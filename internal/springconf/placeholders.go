@@ -18,10 +18,12 @@ type resolver struct {
 	// keys being expanded, the cycle guard.
 	done      map[string]string
 	resolving []string
+	// referenced are the names placeholders asked for (Fold form).
+	referenced map[string]bool
 }
 
 func newResolver(cfg *Config, env, overrides map[string]string) *resolver {
-	r := &resolver{cfg: cfg, env: env, overrides: map[string]string{}, done: map[string]string{}}
+	r := &resolver{cfg: cfg, env: env, overrides: map[string]string{}, done: map[string]string{}, referenced: map[string]bool{}}
 	for k, v := range overrides {
 		r.overrides[Fold(k)] = v
 	}
@@ -30,8 +32,7 @@ func newResolver(cfg *Config, env, overrides map[string]string) *resolver {
 
 // resolveAll expands every value of c in place and returns one error for
 // each value that cannot be.
-func resolveAll(c *Config, env, overrides map[string]string) Errors {
-	r := newResolver(c, env, overrides)
+func (r *resolver) resolveAll(c *Config) Errors {
 	var errs Errors
 	for i := range c.Values {
 		v := &c.Values[i]
@@ -40,13 +41,24 @@ func resolveAll(c *Config, env, overrides map[string]string) Errors {
 		}
 		out, notes, err := r.expand(v.Raw, true)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", v.Origin, v.Key, err))
+			errs = append(errs, &PlaceholderError{Key: v.Key, Origin: v.Origin, Err: err})
 			continue
 		}
 		v.Value, v.Resolved = out, notes
 	}
 	return errs
 }
+
+// PlaceholderError is a value whose placeholders cannot be resolved; the
+// value is left as written, as Spring's binder leaves it.
+type PlaceholderError struct {
+	Key    string
+	Origin Origin
+	Err    error
+}
+
+func (e *PlaceholderError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Origin, e.Key, e.Err) }
+func (e *PlaceholderError) Unwrap() error { return e.Err }
 
 // expandEarly expands a value before the files are merged (the active
 // profiles), from the environment and the overrides; what cannot be
@@ -142,6 +154,7 @@ func (r *resolver) placeholder(inner string) (value, from string, err error) {
 		return "", "", err
 	}
 	name = strings.TrimSpace(name)
+	r.referenced[Fold(name)] = true
 	if v, src, ok, err := r.lookup(name); err != nil {
 		return "", "", err
 	} else if ok {

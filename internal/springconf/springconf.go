@@ -1,13 +1,14 @@
 package springconf
 
 import (
-	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Origin is where a value was written.
@@ -49,6 +50,15 @@ type Options struct {
 	// Overrides are properties set on the command line: placeholders see
 	// them first, and their spring.profiles.active counts as the caller's.
 	Overrides map[string]string
+	// AdditionalLocations are Spring's spring.config.additional-location:
+	// more files and folders, read after the locations (and winning).
+	AdditionalLocations string
+	// HTTPClient fetches configserver: imports (nil: one with
+	// spring.cloud.config.request-*-timeout).
+	HTTPClient *http.Client
+	// Sleep waits between Config Server retries (nil: time.Sleep); tests
+	// pass a clock of their own.
+	Sleep func(time.Duration)
 }
 
 // Config is a file and its profile files, merged.
@@ -59,7 +69,13 @@ type Config struct {
 	Profiles []string
 	// Files are the files read, in the order they were applied.
 	Files []string
-	index map[string]int
+	// Notes are warnings of the load: an optional import that could not
+	// be read, a Config Server that answered nothing.
+	Notes []string
+	// Referenced are the keys (in Fold form) that a placeholder reads: an
+	// application's own key used only as ${eureka.password} is meant.
+	Referenced map[string]bool
+	index      map[string]int
 }
 
 // Get returns the value of a key, in any of Spring's relaxed spellings.
@@ -102,45 +118,9 @@ func Fold(key string) string {
 	return b.String()
 }
 
-// Load reads path and the profile files beside it. A file that cannot be
-// read or parsed is an error with no Config; unresolved placeholders come
-// as Errors together with the Config (their values left as written), so
-// that a check can show everything at once.
-func Load(path string, opt Options) (*Config, error) {
-	docs, err := readDocuments(path)
-	if err != nil {
-		return nil, err
-	}
-	env := envMap(opt.Env)
-	profiles := activeProfiles(docs, opt, env)
-	m := newMerger(env)
-	files := []string{path}
-	m.apply(docs, profiles)
-	for _, p := range profiles {
-		for _, f := range profileFiles(path, p) {
-			pdocs, err := readDocuments(f)
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, f)
-			m.apply(pdocs, profiles)
-		}
-	}
-	c := m.config()
-	c.Profiles, c.Files = profiles, files
-	errs := resolveAll(c, env, opt.Overrides)
-	if len(errs) > 0 {
-		return c, errs
-	}
-	return c, nil
-}
-
 // readDocuments reads a file's documents: YAML (.yml, .yaml, and JSON,
 // which is YAML) or Java properties (.properties).
-func readDocuments(path string) ([]document, error) {
+func readDocuments(path string) ([]*document, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -175,6 +155,9 @@ func profileFiles(path, profile string) []string {
 type document struct {
 	file    string
 	entries []entry
+	// parent is the document whose spring.config.import brought this one
+	// in: an imported document applies only where its parent does.
+	parent *document
 }
 
 type entry struct {
@@ -192,7 +175,7 @@ const (
 	defaultProfilesKey = "spring.profiles.default"
 )
 
-func (d document) get(key string) (string, bool) {
+func (d *document) get(key string) (string, bool) {
 	f := Fold(key)
 	v, found := "", false
 	for _, e := range d.entries {
@@ -204,16 +187,24 @@ func (d document) get(key string) (string, bool) {
 }
 
 // unconditional tells whether the document applies whatever the profiles.
-func (d document) unconditional() bool {
-	_, p := d.get(onProfileKey)
-	_, l := d.get(legacyProfilesKey)
-	_, c := d.get(onCloudPlatformKey)
-	return !p && !l && !c
+func (d *document) unconditional() bool {
+	for x := d; x != nil; x = x.parent {
+		_, p := x.get(onProfileKey)
+		_, l := x.get(legacyProfilesKey)
+		_, c := x.get(onCloudPlatformKey)
+		if p || l || c {
+			return false
+		}
+	}
+	return true
 }
 
 // active tells whether the document applies with these profiles (and on
 // this machine's cloud platform).
-func (d document) active(profiles []string, env map[string]string) bool {
+func (d *document) active(profiles []string, env map[string]string) bool {
+	if d.parent != nil && !d.parent.active(profiles, env) {
+		return false
+	}
 	if cp, ok := d.get(onCloudPlatformKey); ok && !strings.EqualFold(strings.TrimSpace(cp), cloudPlatform(env)) {
 		return false
 	}
@@ -243,7 +234,7 @@ func cloudPlatform(env map[string]string) string {
 // SPRING_PROFILES_ACTIVE, then the file's unconditional documents, the
 // last one winning); spring.profiles.include adds to it; with none,
 // spring.profiles.default (default "default").
-func activeProfiles(docs []document, opt Options, env map[string]string) []string {
+func activeProfiles(docs []*document, opt Options, env map[string]string) []string {
 	fileActive, fileInclude, fileDefault := "", "", ""
 	for _, d := range docs {
 		if !d.unconditional() {
@@ -286,7 +277,7 @@ func activeProfiles(docs []document, opt Options, env map[string]string) []strin
 			out = []string{"default"}
 		}
 	}
-	return out
+	return expandGroups(out, profileGroups(docs))
 }
 
 func splitProfiles(s string) []string {
@@ -307,7 +298,7 @@ type merger struct {
 
 func newMerger(env map[string]string) *merger { return &merger{values: map[string]Value{}, env: env} }
 
-func (m *merger) apply(docs []document, profiles []string) {
+func (m *merger) apply(docs []*document, profiles []string) {
 	for _, d := range docs {
 		if !d.active(profiles, m.env) {
 			continue

@@ -119,8 +119,8 @@ func (n *Node) Base() string { return n.Scheme + "://127.0.0.1:" + strconv.Itoa(
 // URL is the node's Eureka base URL, as clients and peers list it.
 func (n *Node) URL() string { return n.Base() + "/eureka/" }
 
-// Start runs `muster serve` on the node's port, standalone unless Sets say
-// otherwise, and waits until /readyz answers 200.
+// Start runs `muster serve` on the node's port, standalone and without
+// self-registration unless Sets say otherwise, and waits until /readyz answers 200.
 func (n *Node) Start() *Node {
 	t := n.t
 	t.Helper()
@@ -129,6 +129,9 @@ func (n *Node) Start() *Node {
 		"--set", "server.address=127.0.0.1",
 		"--set", "cluster.enabled=false",
 		"--set", "eureka.instance.hostname=127.0.0.1",
+		// Spring's default registers the node itself; scenarios count
+		// the clients' instances only (Sets may turn it back on).
+		"--set", "eureka.client.register-with-eureka=false",
 	}
 	for _, s := range n.Sets {
 		args = append(args, "--set", s)

@@ -98,6 +98,9 @@ func (n *musterNode) start() *musterNode {
 		"--set", "server.address=127.0.0.1",
 		"--set", "cluster.enabled=false",
 		"--set", "eureka.instance.hostname=127.0.0.1",
+		// Spring's default registers the node itself; the scenarios
+		// count the clients' instances only.
+		"--set", "eureka.client.register-with-eureka=false",
 	}
 	for _, s := range n.sets {
 		args = append(args, "--set", s)
