@@ -24,6 +24,7 @@ const cfg = JSON.parse(process.env.DRIVER_CONFIG);
 const say = (level) => (...args) => emit({ event: 'log', level, msg: args.map(String).join(' ').slice(0, 300) });
 const logger = { debug() {}, info: say('info'), warn: say('warn'), error: say('error') };
 
+const every = (cfg.heartbeatSecs || 1) * 1000;
 const caPEM = cfg.caFile ? fs.readFileSync(cfg.caFile) : null;
 const client = new Eureka({
   logger,
@@ -43,13 +44,13 @@ const client = new Eureka({
     port: { '$': cfg.port, '@enabled': true },
     vipAddress: cfg.app.toLowerCase(),
     dataCenterInfo: { '@class': 'com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo', name: 'MyOwn' },
-    leaseInfo: cfg.durationSecs ? { renewalIntervalInSecs: 1, durationInSecs: cfg.durationSecs } : undefined,
+    leaseInfo: cfg.durationSecs ? { renewalIntervalInSecs: every / 1000, durationInSecs: cfg.durationSecs } : undefined,
     metadata: cfg.metadata || {},
   },
   eureka: {
     serviceUrls: { default: cfg.serviceUrls },
-    heartbeatInterval: cfg.heartbeatMs || 1000,
-    registryFetchInterval: cfg.fetchMs || 1000,
+    heartbeatInterval: every,
+    registryFetchInterval: every,
     maxRetries: cfg.maxRetries === undefined ? 3 : cfg.maxRetries,
     requestRetryDelay: 200,
     filterUpInstances: false,

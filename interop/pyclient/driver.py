@@ -18,6 +18,7 @@ Errors the client reports through its on_error hook are printed as
 import asyncio
 import faulthandler
 import json
+import logging
 import os
 import signal
 import sys
@@ -25,11 +26,23 @@ import threading
 
 import py_eureka_client
 from py_eureka_client import eureka_client
+from py_eureka_client import logger as py_logger
 
 
 def emit(**kv):
     sys.stdout.write(json.dumps(kv, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+class JSONLines(logging.Handler):
+    """The library's log records, one JSON line each (an exception as its
+    last line, not a traceback)."""
+
+    def emit(self, record):
+        err = ""
+        if record.exc_info and record.exc_info[1] is not None:
+            err = repr(record.exc_info[1])[:300]
+        emit(event="log", level=record.levelname, msg=record.getMessage()[:300], error=err)
 
 
 def on_error(err_type, err):
@@ -60,6 +73,10 @@ def read_commands(loop, queue):
 
 async def main():
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    lib = logging.getLogger("py-eureka-client-driver")
+    lib.setLevel(logging.INFO)
+    lib.addHandler(JSONLines())
+    py_logger.set_custom_logger(lib)
     cfg = json.loads(os.environ["DRIVER_CONFIG"])
     client = eureka_client.EurekaClient(
         eureka_server=",".join(cfg["serviceUrls"]),
@@ -68,7 +85,7 @@ async def main():
         instance_host="127.0.0.1",
         instance_ip="127.0.0.1",
         instance_port=cfg["port"],
-        renewal_interval_in_secs=cfg.get("renewalSecs", 1),
+        renewal_interval_in_secs=cfg.get("heartbeatSecs", 1),
         duration_in_secs=cfg.get("durationSecs", 90),
         metadata=cfg.get("metadata", {}),
         on_error=on_error,

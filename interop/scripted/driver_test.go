@@ -80,6 +80,8 @@ type driverConfig struct {
 	Metadata     map[string]string `json:"metadata,omitempty"`
 	Delta        bool              `json:"delta,omitempty"`
 	DurationSecs int               `json:"durationSecs,omitempty"`
+	// HeartbeatSecs is the heartbeat (and fetch) interval; 1 when unset.
+	HeartbeatSecs int `json:"heartbeatSecs,omitempty"`
 	CAFile       string            `json:"caFile,omitempty"`
 }
 

@@ -272,36 +272,35 @@ func scenarioOperatorCancel(t *testing.T, k clientKind, dir string) {
 	waitNode(t, d, node, "registered again", statusIs("UP"), tap)
 }
 
-// A client cut off longer than its lease is evicted; when it comes back,
-// it registers again. So does a client whose node restarts without a data
-// dir. (py-eureka-client, whose heartbeat failed, registers at once
-// without waiting for a 404; eureka-js-client gets the 404 first.)
+// A late client (its heartbeats further apart than its lease is long) is
+// evicted between two heartbeats; the next one is answered 404 and it
+// registers again. So does a client whose node restarts without a data
+// dir. Late, not cut off: py-eureka-client 0.13.3 deadlocks its heartbeat
+// thread when, after a failed request, a delta needs a full fetch (its
+// fetch takes the client's asyncio lock and the full fetch waits for the
+// same lock), so a partition would test the client's bug, not Muster.
 func scenarioEvictionAndRestart(t *testing.T, k clientKind, dir string) {
 	node := interoptest.NewNode(t, "eureka.server.enable-self-preservation=false",
-		"eureka.server.eviction-interval-timer-in-ms=300").Start()
+		"eureka.server.eviction-interval-timer-in-ms=200").Start()
 	tap := interoptest.NewWireTap(t, node.Base())
 	app, id, port := newID(t, k, "evict")
 	d := startDriver(t, k, dir, driverConfig{
 		ServiceURLs: []string{k.serviceURL(tap.URL() + "/eureka/")},
-		App:         app, InstanceID: id, Port: port, DurationSecs: 2,
+		App:         app, InstanceID: id, Port: port, DurationSecs: 1, HeartbeatSecs: 4,
 	})
 	waitNode(t, d, node, "registered", statusIs("UP"), tap)
-	tap.SetCut(true)
-	waitNode(t, d, node, "evicted while cut off", gone, tap)
 	mark := tap.Len()
-	tap.SetCut(false)
+	waitNode(t, d, node, "evicted between two heartbeats", gone, tap)
+	sawWire(t, d, tap, mark, http.MethodPut, "/eureka/apps/"+app+"/"+id, http.StatusNotFound, "the late heartbeat's 404")
 	sawWire(t, d, tap, mark, http.MethodPost, "/eureka/apps/"+app, http.StatusNoContent, "the registration after the eviction")
 	waitNode(t, d, node, "registered again after the eviction", statusIs("UP"), tap)
-	t.Logf("%s after the eviction: %s", k.name, strings.ReplaceAll(tap.Dump(mark), "\n", "; "))
 
 	node.Stop()
 	mark = tap.Len()
 	node.Start()
 	sawWire(t, d, tap, mark, http.MethodPost, "/eureka/apps/"+app, http.StatusNoContent, "the registration on the restarted node")
 	waitNode(t, d, node, "registered on the node restarted without a data dir", statusIs("UP"), tap)
-	if k.name == jsClient.name {
-		sawWire(t, d, tap, mark, http.MethodPut, "/eureka/apps/"+app+"/"+id, http.StatusNotFound, "the heartbeat 404 from the restarted node")
-	}
+	t.Logf("%s after the restart: %s", k.name, strings.ReplaceAll(tap.Dump(mark), "\n", "; "))
 }
 
 // Two nodes (standalone: nothing replicates between them); the client
