@@ -34,6 +34,9 @@ type clientKind struct {
 	// ownStatus: the client can change its own status and remove its
 	// override (py-eureka-client can, eureka-js-client has no API for it).
 	ownStatus bool
+	// deltaNewApps: the client's delta merge adds apps its cache does not
+	// have yet (eureka-js-client does, py-eureka-client does not).
+	deltaNewApps bool
 	// hashCheck: the client compares its delta-merged view with the
 	// server's apps__hashcode and fetches the whole registry on a mismatch.
 	hashCheck bool
@@ -57,6 +60,7 @@ var jsClient = clientKind{
 		return exec.Command("node", filepath.Join(dir, "driver.js"))
 	},
 	fetchAccept: "application/json", fetchType: "application/json",
+	deltaNewApps: true,
 }
 
 var pyClient = clientKind{
@@ -81,8 +85,8 @@ type driverConfig struct {
 	Delta        bool              `json:"delta,omitempty"`
 	DurationSecs int               `json:"durationSecs,omitempty"`
 	// HeartbeatSecs is the heartbeat (and fetch) interval; 1 when unset.
-	HeartbeatSecs int `json:"heartbeatSecs,omitempty"`
-	CAFile       string            `json:"caFile,omitempty"`
+	HeartbeatSecs int    `json:"heartbeatSecs,omitempty"`
+	CAFile        string `json:"caFile,omitempty"`
 }
 
 // driver is one running client.

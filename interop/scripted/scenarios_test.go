@@ -109,35 +109,41 @@ func scenarioFetchThenDeltas(t *testing.T, k clientKind, dir string) {
 		}
 		return nil
 	})
-	// Instances of the client's own app: py-eureka-client's delta merge
-	// drops instances of an app its cache does not have yet (its
-	// get_application never returns None), so a new app always costs it
-	// a full fetch, whatever the server does.
-	others := []string{d.cfg.InstanceID + "-b", d.cfg.InstanceID + "-c"}
-	for i, id := range others {
-		register(t, node, d.cfg.App, id, 20000+i)
+	// Where the other instances go: py-eureka-client's delta merge drops
+	// instances of an app its cache does not have yet (its get_application
+	// never returns None), so a new app always costs it a full fetch: its
+	// others join its own app. eureka-js-client's merge of a MODIFIED or
+	// DELETED instance splices index 0 of the app's list (docs/clients.md):
+	// its others get an app each, where index 0 is the right one.
+	type other struct{ app, id string }
+	others := []other{{d.cfg.App, d.cfg.InstanceID + "-b"}, {d.cfg.App, d.cfg.InstanceID + "-c"}}
+	if !k.deltaNewApps {
+		others[0].app, others[1].app = d.cfg.App+"-B", d.cfg.App+"-C"
+	}
+	for i, o := range others {
+		register(t, node, o.app, o.id, 20000+i)
 	}
 	d.waitView("the other instances, added by deltas", tap, func(v view) error {
-		for _, id := range others {
-			if _, ok := v.find(d.cfg.App, id); !ok {
-				return fmt.Errorf("%s missing", id)
+		for _, o := range others {
+			if _, ok := v.find(o.app, o.id); !ok {
+				return fmt.Errorf("%s missing", o.id)
 			}
 		}
 		return nil
 	})
-	if code := operator(t, node, http.MethodPut, "apps/"+d.cfg.App+"/"+others[0]+"/status?value=OUT_OF_SERVICE"); code != 200 {
+	if code := operator(t, node, http.MethodPut, "apps/"+others[0].app+"/"+others[0].id+"/status?value=OUT_OF_SERVICE"); code != 200 {
 		t.Fatalf("operator status: %d", code)
 	}
-	if code := operator(t, node, http.MethodDelete, "apps/"+d.cfg.App+"/"+others[1]); code != 200 {
+	if code := operator(t, node, http.MethodDelete, "apps/"+others[1].app+"/"+others[1].id); code != 200 {
 		t.Fatalf("operator cancel: %d", code)
 	}
 	last := d.waitView("the status change and the cancel, by deltas", tap, func(v view) error {
-		in, ok := v.find(d.cfg.App, others[0])
+		in, ok := v.find(others[0].app, others[0].id)
 		if !ok || in.Status != "OUT_OF_SERVICE" {
-			return fmt.Errorf("%s: %+v, want OUT_OF_SERVICE", others[0], in)
+			return fmt.Errorf("%s: %+v, want OUT_OF_SERVICE", others[0].id, in)
 		}
-		if _, ok := v.find(d.cfg.App, others[1]); ok {
-			return fmt.Errorf("%s still there after its cancel", others[1])
+		if _, ok := v.find(others[1].app, others[1].id); ok {
+			return fmt.Errorf("%s still there after its cancel", others[1].id)
 		}
 		return nil
 	})
