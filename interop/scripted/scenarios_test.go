@@ -117,7 +117,7 @@ func scenarioFetchThenDeltas(t *testing.T, k clientKind, dir string) {
 	// its others get an app each, where index 0 is the right one.
 	type other struct{ app, id string }
 	others := []other{{d.cfg.App, d.cfg.InstanceID + "-b"}, {d.cfg.App, d.cfg.InstanceID + "-c"}}
-	if !k.deltaNewApps {
+	if k.deltaNewApps {
 		others[0].app, others[1].app = d.cfg.App+"-B", d.cfg.App+"-C"
 	}
 	for i, o := range others {
