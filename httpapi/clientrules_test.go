@@ -291,6 +291,23 @@ func TestRule_nothingRegisteredBreaksAFetch(t *testing.T) {
 					t.Errorf("GET %s XML would fail py-eureka-client: %v\n%s", route, err, x.body)
 				}
 			}
+			// Its cancel, as the delta carries it (DELETED), and a
+			// registry with nothing left.
+			for _, cancel := range []string{"/eureka/apps/ODD/odd-1", "/eureka/apps/ODD/odd-host", "/eureka/apps/ORDERS/host-a:orders:8080"} {
+				n.do(t, "DELETE", cancel, "")
+			}
+			for _, route := range []string{"/eureka/apps/delta", "/eureka/apps/", "/eureka/vips/odd"} {
+				j := n.do(t, "GET", route, "", "Accept", "application/json")
+				if err := strictJSON(j.body); err != nil {
+					t.Errorf("GET %s JSON after the cancels would fail a strict reader: %v\n%s", route, err, j.body)
+				}
+				if x := n.do(t, "GET", route, ""); strictXML(x.body) != nil {
+					t.Errorf("GET %s XML after the cancels: %v\n%s", route, strictXML(x.body), x.body)
+				}
+			}
+			if j := n.do(t, "GET", "/eureka/apps/delta", "", "Accept", "application/json"); !strings.Contains(j.body, `"actionType":"DELETED"`) {
+				t.Errorf("the delta carries no DELETED entry: %s", j.body)
+			}
 		})
 	}
 }
@@ -650,4 +667,32 @@ func strictXML(body string) error {
 		}
 	}
 	return nil
+}
+
+// The strict reader above must itself refuse what Spring's mapper refuses,
+// or the rule test could not fail.
+func TestStrictJSON_refusesWhatSpringRefuses(t *testing.T) {
+	const in = `{"instanceId":"a","hostName":"h","app":"A","ipAddr":"1.2.3.4","status":"UP",` +
+		`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}`
+	good := `{"applications":{"versions__delta":"1","apps__hashcode":"UP_1_","application":[{"name":"A","instance":[` + in + `]}]}}`
+	if err := strictJSON(good); err != nil {
+		t.Fatalf("a good document refused: %v", err)
+	}
+	for name, doc := range map[string]string{
+		"unknown field":         strings.Replace(good, `"app":"A"`, `"app":"A","fooBar":1`, 1),
+		"single object":         strings.Replace(strings.Replace(good, `"instance":[`, `"instance":`, 1), `}]}]}}`, `}}]}}`, 1),
+		"misspelled status":     strings.Replace(good, `"status":"UP"`, `"status":"up"`, 1),
+		"missing @class":        strings.Replace(good, `"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo",`, ``, 1),
+		"numeric apps_hashcode": strings.Replace(good, `"apps__hashcode":"UP_1_"`, `"apps__hashcode":1`, 1),
+		"null":                  strings.Replace(good, `"ipAddr":"1.2.3.4"`, `"ipAddr":null`, 1),
+		"metadata number":       strings.Replace(good, `"status":"UP"`, `"status":"UP","metadata":{"n":1}`, 1),
+		"boolean not a string":  strings.Replace(good, `"status":"UP"`, `"status":"UP","isCoordinatingDiscoveryServer":false`, 1),
+	} {
+		if strictJSON(doc) == nil {
+			t.Errorf("%s: accepted %s", name, doc)
+		}
+	}
+	if strictXML(`<applications><application><instance><dataCenterInfo><name>MyOwn</name></dataCenterInfo></instance></application></applications>`) == nil {
+		t.Errorf("XML without a dataCenterInfo class accepted")
+	}
 }
