@@ -366,9 +366,8 @@ func scenarioBasicAuth(t *testing.T, k clientKind, dir string) {
 
 // TLS: the node serves https with a certificate from its own CA (muster
 // tls); the client trusts that CA its own way (eureka-js-client through
-// its request middleware, py-eureka-client through httpx's SSL_CERT_FILE).
-// No tap here (it would have to end TLS itself): the node's view and the
-// client's output are the wire.
+// its request middleware, py-eureka-client through httpx's SSL_CERT_FILE),
+// through a tap that serves https with the node's certificate.
 func scenarioTLS(t *testing.T, k clientKind, dir string) {
 	certs := t.TempDir()
 	bin := interoptest.Binary(t)
@@ -380,24 +379,31 @@ func scenarioTLS(t *testing.T, k clientKind, dir string) {
 			t.Fatalf("muster %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	ca := filepath.Join(certs, "muster-ca.pem")
+	ca, cert, key := filepath.Join(certs, "muster-ca.pem"), filepath.Join(certs, "node.pem"), filepath.Join(certs, "node-key.pem")
 	node := interoptest.NewNode(t)
-	node.UseTLS(filepath.Join(certs, "node.pem"), filepath.Join(certs, "node-key.pem"), ca)
+	node.UseTLS(cert, key, ca)
 	node.Start()
+	tap := interoptest.NewTLSWireTap(t, node.Base(), cert, key, ca)
 	app, id, port := newID(t, k, "tls")
 	d := startDriver(t, k, dir, driverConfig{
-		ServiceURLs: []string{k.serviceURL(node.URL())},
+		ServiceURLs: []string{k.serviceURL(tap.URL() + "/eureka/")},
 		App:         app, InstanceID: id, Port: port, Delta: true, CAFile: ca,
 	})
-	waitNode(t, d, node, "registered over https", statusIs("UP"))
-	d.waitView("its registry fetched over https", nil, func(v view) error {
+	waitNode(t, d, node, "registered over https", statusIs("UP"), tap)
+	sawWire(t, d, tap, 0, http.MethodPut, "/eureka/apps/"+app+"/"+id, http.StatusOK, "a heartbeat over https")
+	d.waitView("its registry fetched over https", tap, func(v view) error {
 		if _, ok := v.find(app, id); !ok {
 			return fmt.Errorf("its own instance missing")
 		}
 		return nil
 	})
+	mark := tap.Len()
 	d.stop()
-	waitNode(t, d, node, "cancelled over https", gone)
+	sawWire(t, d, tap, mark, http.MethodDelete, "/eureka/apps/"+app+"/"+id, http.StatusOK, "the cancel over https")
+	waitNode(t, d, node, "cancelled over https", gone, tap)
+	if !strings.HasPrefix(tap.URL(), "https://") {
+		t.Fatalf("the tap is not https: %s", tap.URL())
+	}
 }
 
 // mustNoFailures fails when the client said a request of its failed, or
