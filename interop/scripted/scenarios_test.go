@@ -37,9 +37,13 @@ var scenarios = []scenario{
 
 func runScenarios(t *testing.T, k clientKind) {
 	dir := built(t, k)
+	passed := 0
 	for _, s := range scenarios {
-		t.Run(s.name, func(t *testing.T) { s.run(t, k, dir) })
+		if t.Run(s.name, func(t *testing.T) { s.run(t, k, dir) }) {
+			passed++
+		}
 	}
+	t.Logf("%s (%s): %d of %d scenarios passed", k.name, k.src, passed, len(scenarios))
 }
 
 // tapped is one standalone node behind a wire tap, and a client of it.
