@@ -42,9 +42,9 @@ func TestBadInput(t *testing.T) {
 		{"unknown status value", "PUT", "/eureka/apps/APP/a/status?value=SLEEPY", ``, nil, 400},
 		{"missing status value", "PUT", "/eureka/apps/APP/a/status", ``, nil, 400},
 		{"unknown status on delete", "DELETE", "/eureka/apps/APP/a/status?value=NOPE", ``, nil, 400},
-		{"non-numeric lastDirtyTimestamp on heartbeat", "PUT", "/eureka/apps/APP/a?status=UP&lastDirtyTimestamp=yesterday", ``, nil, 400},
+		{"non-numeric lastDirtyTimestamp on heartbeat", "PUT", "/eureka/apps/APP/a?status=UP&lastDirtyTimestamp=yesterday", ``, nil, 404}, // heartbeat refusals are 404s: TestRule_heartbeatRefusalIs404
 		{"non-numeric lastDirtyTimestamp on status", "PUT", "/eureka/apps/APP/a/status?value=DOWN&lastDirtyTimestamp=1e9", ``, nil, 400},
-		{"bad overriddenstatus on heartbeat", "PUT", "/eureka/apps/APP/a?overriddenstatus=MAYBE", ``, nil, 400},
+		{"bad overriddenstatus on heartbeat", "PUT", "/eureka/apps/APP/a?overriddenstatus=MAYBE", ``, nil, 404},
 		{"metadata without entries", "PUT", "/eureka/apps/APP/a/metadata", ``, nil, 400},
 		{"heartbeat of unknown instance", "PUT", "/eureka/apps/APP/nobody", ``, nil, 404},
 		{"cancel of unknown instance", "DELETE", "/eureka/apps/APP/nobody", ``, nil, 404},

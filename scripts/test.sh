@@ -57,6 +57,11 @@ ensure_tool javac openjdk-17-jdk-headless
 ensure_tool mvn maven
 ensure_tool node nodejs
 ensure_tool npm npm
+ensure_tool python3 python3
+# py-eureka-client is built in a venv, whose pip bootstrap Debian ships apart.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  ensure_tool muster-python3-venv python3-venv
+fi
 if [ "${MUSTER_NO_INTEROP:-}" = 1 ]; then
   echo "== MUSTER_NO_INTEROP=1: the interop builds are not prepared (their tests skip or build on demand)"
 else

@@ -3,6 +3,7 @@ package eureka
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -252,18 +253,19 @@ func (s *API) register(c echo.Context) error {
 }
 
 // heartbeat is PUT /apps/{app}/{id}: 200, 404 ("register again"), or 409
-// with our copy when a peer's data is older.
+// with our copy when a peer's data is older. The query string is optional
+// (eureka-js-client sends none) and a body is ignored (Jersey 3 sends {}).
 func (s *API) heartbeat(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
-		return err
+		return refuseHeartbeat(err)
 	}
 	op := registry.RenewOp(app, id).From(originOf(c))
 	if op.LastDirtyTimestamp, err = lastDirtyParam(c); err != nil {
-		return err
+		return refuseHeartbeat(err)
 	}
 	if st, ok, err := statusParam(c, "overriddenstatus"); err != nil {
-		return err
+		return refuseHeartbeat(err)
 	} else if ok {
 		op.OverriddenStatus = st
 	}
@@ -275,6 +277,24 @@ func (s *API) heartbeat(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
+}
+
+// refuseHeartbeat turns a heartbeat Muster cannot read (a bad escape in
+// the path, a lastDirtyTimestamp or overriddenstatus it cannot parse) into
+// the 404 that tells a client to register again, keeping the reason. A 400
+// would be worse than useless here: Spring's WebClient transport counts any
+// status it does not expect on a heartbeat as a success, so the client
+// would go on sending it while its lease ran out; the Java server answers
+// 500 (a NumberFormatException), which clients retry on another server and
+// never recover from. A register carries everything again, and a heartbeat
+// that follows it without the bad parameter renews the lease
+// (docs/eureka-errors.md).
+func refuseHeartbeat(err error) error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) && he.Code == http.StatusBadRequest {
+		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprint(he.Message)+"; register again")
+	}
+	return err
 }
 
 func (s *API) cancel(c echo.Context) error {

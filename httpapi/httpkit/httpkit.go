@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,9 +35,51 @@ func BadRequest(format string, args ...any) error {
 	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(format, args...))
 }
 
-// AcceptsGzip reports whether the client takes gzip.
+// AcceptsGzip reports whether the client asked for gzip by name:
+// Accept-Encoding lists gzip (or x-gzip) with a weight above zero. An
+// answer nobody asked to be compressed is never compressed: Spring's
+// WebClient transport does not decompress what it did not ask for, and
+// "gzip;q=0" is a client saying it cannot read it. A bare "*" is not taken
+// as asking either (the Java server, too, looks for the word gzip).
 func AcceptsGzip(c echo.Context) bool {
-	return strings.Contains(c.Request().Header.Get(echo.HeaderAcceptEncoding), "gzip")
+	return acceptsGzip(c.Request().Header.Values(echo.HeaderAcceptEncoding))
+}
+
+func acceptsGzip(headers []string) bool {
+	for _, h := range headers {
+		for rest := h; rest != ""; {
+			var item string
+			item, rest, _ = strings.Cut(rest, ",")
+			coding, params, _ := strings.Cut(item, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "x-gzip" {
+				continue
+			}
+			if weight(params) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// weight is the q parameter of one Accept-Encoding item (1 when absent or
+// unreadable, as RFC 9110 has it).
+func weight(params string) float64 {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
+			continue
+		}
+		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 1
+		}
+		return q
+	}
+	return 1
 }
 
 var gzipWriters = sync.Pool{New: func() any {

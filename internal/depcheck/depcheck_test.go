@@ -182,6 +182,10 @@ var allowed = map[string]rule{
 		testImports: []string{"internal/testwait"},
 		why:         "no code; its tests drive the muster binary with the real Java Eureka client",
 	},
+	"interop/scripted": {
+		testImports: []string{"internal/testwait", "interop/interoptest"},
+		why:         "no code; its tests drive eureka-js-client (npm) and py-eureka-client (PyPI) with the muster binary",
+	},
 	"scripts/chaos": {
 		imports: []string{"client", "httpapi/ops", "registry", "registry/wire", "tools/simclient"},
 		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON; watches with the client package",

@@ -138,6 +138,12 @@ func toolsFor(kind Kind) error {
 			return &Unavailable{Reason: fmt.Sprintf("no %s on PATH (scripts/test.sh installs it as root)", tool)}
 		}
 	}
+	// Debian ships venv's pip bootstrap apart (python3-venv): without it
+	// `python3 -m venv` fails, which is a missing toolchain, not a failed
+	// build.
+	if kind == Python && exec.Command("python3", "-c", "import venv, ensurepip").Run() != nil {
+		return &Unavailable{Reason: "python3 cannot make a venv: no ensurepip (Debian: python3-venv; scripts/test.sh installs it as root)"}
+	}
 	return nil
 }
 

@@ -1,11 +1,14 @@
 package interoptest
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +51,29 @@ type WireTap struct {
 // stops with the test.
 func NewWireTap(t testing.TB, target string) *WireTap {
 	t.Helper()
+	return newWireTap(t, target, nil, nil)
+}
+
+// NewTLSWireTap is a tap for an https target: it serves https itself with
+// the PEM pair cert and key (one valid for 127.0.0.1, the target's own
+// will do) and reaches the target trusting the PEM bundle caPEM, so a
+// client that must see TLS still has its wire recorded.
+func NewTLSWireTap(t testing.TB, target, cert, key, caPEM string) *WireTap {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if b, err := os.ReadFile(caPEM); err != nil || !pool.AppendCertsFromPEM(b) {
+		t.Fatalf("CA %s: %v", caPEM, err)
+	}
+	return newWireTap(t, target, &tls.Config{Certificates: []tls.Certificate{pair}},
+		&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}})
+}
+
+func newWireTap(t testing.TB, target string, serve *tls.Config, transport http.RoundTripper) *WireTap {
+	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +83,13 @@ func NewWireTap(t testing.TB, target string) *WireTap {
 		t.Fatal(err)
 	}
 	w := &WireTap{Target: target, ln: ln}
+	if serve != nil {
+		ln = tls.NewListener(ln, serve)
+	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
+	if transport != nil {
+		proxy.Transport = transport
+	}
 	proxy.ModifyResponse = func(r *http.Response) error {
 		w.record(r.Request, r.StatusCode, r.Header)
 		return nil
