@@ -101,7 +101,7 @@ var allowed = map[string]rule{
 	},
 	"xds": {
 		imports:     []string{"auth", "registry"},
-		testImports: []string{"internal/testwait", "registry/registrytest"},
+		testImports: []string{"internal/testwait", "registry/registrytest", "tlsconfig"},
 		why:         "the xDS control plane: follows the registry's change stream and snapshots, checks stream credentials with auth, knows nothing of HTTP or the cluster",
 	},
 	"tlsconfig": {
