@@ -201,6 +201,9 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Ready = n.Ready
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
+	if s.XDS.Enabled {
+		hcfg.XDSClients = n.xdsClientInfos
+	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
 	hcfg.Replication = n.rep

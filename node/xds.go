@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/tls"
 
+	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/xds"
 )
 
@@ -39,6 +40,16 @@ func (n *Node) XDSAddr() string {
 		return ""
 	}
 	return n.xds.Addr().String()
+}
+
+// xdsClientInfos are the xDS clients for the dashboard.
+func (n *Node) xdsClientInfos() []httpapi.XDSClient {
+	var out []httpapi.XDSClient
+	for _, c := range n.XDSClients() {
+		out = append(out, httpapi.XDSClient{Node: c.Node, Cluster: c.Cluster, Zone: c.Zone, Addr: c.Addr, Since: c.Since,
+			Incremental: c.Incremental, Types: c.Types, Version: c.Version, NACKs: c.NACKs, LastNACK: c.LastNACK})
+	}
+	return out
 }
 
 // XDSClients lists the xDS streams open on this node (nil when off).

@@ -165,6 +165,11 @@ func TestXDS_grpcClient(t *testing.T) {
 	if v := metricValue(t, n, "muster_xds_streams"); v != 1 {
 		t.Errorf("muster_xds_streams = %v", v)
 	}
+	// The dashboard's node page lists the client.
+	code, page, err := httpGet("http://" + n.Addr() + "/")
+	if err != nil || code != 200 || !strings.Contains(page, `id="xds-clients"`) || !strings.Contains(page, "test-client-"+t.Name()) {
+		t.Errorf("dashboard: %d %v, xDS clients section missing", code, err)
+	}
 }
 
 // TestXDS_zonePreference: a client whose bootstrap names zone z2 calls only
