@@ -11,13 +11,11 @@ import (
 	"sync"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	clusterservice "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	xdsserver "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -59,8 +57,7 @@ type Options struct {
 type Server struct {
 	cfg     Config
 	opts    Options
-	cache   cache.SnapshotCache
-	hash    *zoneHash
+	caches  *caches
 	m       *metrics
 	streams *streams
 	grpc    *grpc.Server
@@ -72,11 +69,10 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// pubMu guards published and pushedAt.
+	// pubMu guards published and lastRead.
 	pubMu     sync.Mutex
-	published string               // EDS version of the last snapshot set
-	pushedAt  map[string]time.Time // version → when its change was read
-	pushOrder []string
+	published string    // registry version last published, with the epoch
+	lastRead  time.Time // when the change last published was read
 }
 
 // New builds a server; Start listens and follows the registry.
@@ -90,10 +86,8 @@ func New(cfg Config, o Options) (*Server, error) {
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, opts: o, hash: &zoneHash{}, m: newMetrics(o.Metrics), log: o.Logger,
-		pushedAt: map[string]time.Time{}}
+	s := &Server{cfg: cfg, opts: o, m: newMetrics(o.Metrics), log: o.Logger, caches: newCaches(newEpoch())}
 	s.streams = newStreams(cfg.MaxStreams, o.Users, s.m)
-	s.cache = cache.NewSnapshotCache(false, s.hash, nil)
 	return s, nil
 }
 
@@ -115,7 +109,7 @@ func (s *Server) Start() error {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := xdsserver.NewServer(ctx, s.cache, s.streams.callbacks(s))
+	srv := xdsserver.NewServer(ctx, s.caches, s.streams.callbacks(s))
 	g := grpc.NewServer(gopts...)
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, srv)
 	clusterservice.RegisterClusterDiscoveryServiceServer(g, srv)
@@ -182,7 +176,7 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 		case <-t.C:
 		}
 	}
-	b := newBuilder(newEpoch())
+	b := newBuilder(s.caches.epoch)
 	buf := make([]registry.Event, 0, 1024)
 	s.publish(b, time.Now())
 	for {
@@ -205,66 +199,38 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 	}
 }
 
-// publish builds the registry's current state and sets it for every zone.
+// publish builds the registry's current state and sets what changed.
 func (s *Server) publish(b *builder, read time.Time) {
 	snap := s.opts.Registry.Snapshot()
+	version := b.epoch + "." + strconv.FormatUint(snap.Version, 10)
 	s.pubMu.Lock()
-	same := s.published == b.epoch+"."+strconv.FormatUint(snap.Version, 10)
+	same := s.published == version
 	s.pubMu.Unlock()
 	if same {
 		return // a spurious wake, or a write that changed nothing visible
 	}
 	t0 := time.Now()
 	bt := b.update(snap)
-	s.hash.set(bt.zones)
-	s.notePublished(bt.version, read)
-	ctx := context.Background()
-	s.setSnapshot(ctx, "", bt.snapshot(""))
-	for z := range bt.zones {
-		s.setSnapshot(ctx, z, bt.snapshot(z))
-	}
-	for _, key := range s.cache.GetStatusKeys() {
-		if key != "" && !bt.zones[key] {
-			// A zone without endpoints now: its clients moved to "" at
-			// their next request; stale watches get the zone-less view.
-			s.setSnapshot(ctx, key, bt.snapshot(""))
-		}
+	s.pubMu.Lock()
+	s.published, s.lastRead = version, read
+	s.pubMu.Unlock()
+	if err := s.caches.publish(bt); err != nil {
+		s.log.Warn().Err(err).Msg("xds: publishing a registry version")
 	}
 	s.m.builds.Inc()
 	s.m.buildSeconds.Observe(time.Since(t0).Seconds())
 	s.m.names.Set(float64(len(bt.names)))
 }
 
-func (s *Server) setSnapshot(ctx context.Context, key string, snap *cache.Snapshot) {
-	if err := s.cache.SetSnapshot(ctx, key, snap); err != nil {
-		s.log.Warn().Err(err).Str("zone", key).Msg("xds: setting the snapshot")
-	}
-}
-
-// notePublished remembers when version's change was read, for the push
-// latency of the responses that carry it.
-func (s *Server) notePublished(version string, read time.Time) {
+// changeRead is when the change last published was read off the stream.
+func (s *Server) changeRead() time.Time {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
-	s.published = version
-	s.pushedAt[version] = read
-	s.pushOrder = append(s.pushOrder, version)
-	if len(s.pushOrder) > 256 {
-		delete(s.pushedAt, s.pushOrder[0])
-		s.pushOrder = s.pushOrder[1:]
-	}
+	return s.lastRead
 }
 
-// changeRead is when the change a version carries was read from the
-// stream; ok is false for an unknown or too old version.
-func (s *Server) changeRead(version string) (time.Time, bool) {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	t, ok := s.pushedAt[version]
-	return t, ok
-}
-
-// Version is the EDS version last set ("" before the node opened).
+// Version is the registry version last published, with the process's
+// epoch ("" before the node opened).
 func (s *Server) Version() string {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
@@ -278,32 +244,4 @@ func newEpoch() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// zoneHash keys the snapshot cache by the client's zone when that zone has
-// a snapshot of its own, else "".
-type zoneHash struct {
-	mu    sync.RWMutex
-	zones map[string]bool // guarded by mu
-}
-
-func (h *zoneHash) set(z map[string]bool) {
-	h.mu.Lock()
-	h.zones = z
-	h.mu.Unlock()
-}
-
-// ID implements cache.NodeHash.
-func (h *zoneHash) ID(node *corev3.Node) string {
-	z := node.GetLocality().GetZone()
-	if z == "" {
-		return ""
-	}
-	h.mu.RLock()
-	ok := h.zones[z]
-	h.mu.RUnlock()
-	if ok {
-		return z
-	}
-	return ""
 }

@@ -165,10 +165,10 @@ func (st *streams) callbacks(s *Server) xdsserver.Callbacks {
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, req *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-			st.response(s, streamKey{false, id}, resp.GetTypeUrl(), resp.GetVersionInfo())
+			st.response(s, streamKey{false, id}, resp.GetTypeUrl(), req.GetVersionInfo() != "")
 		},
 		StreamDeltaResponseFunc: func(id int64, req *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
-			st.response(s, streamKey{true, id}, resp.GetTypeUrl(), resp.GetSystemVersionInfo())
+			st.response(s, streamKey{true, id}, resp.GetTypeUrl(), req.GetResponseNonce() != "")
 		},
 	}
 }
@@ -219,19 +219,19 @@ func (st *streams) request(k streamKey, node *corev3.Node, typeURL, version, nac
 	}
 }
 
-func (st *streams) response(s *Server, k streamKey, typeURL, version string) {
+// response counts a response; one to a subscription that already had
+// an answer (a push, not a first answer) on a stream open before the last
+// change was read is timed from that read.
+func (st *streams) response(s *Server, k streamKey, typeURL string, push bool) {
 	st.m.pushes.WithLabelValues(typeLabel(typeURL)).Inc()
-	base, _, _ := strings.Cut(version, "/") // an EDS version carries the zone
-	read, ok := s.changeRead(base)
-	if !ok || base != s.Version() {
+	if !push {
 		return
 	}
+	read := s.changeRead()
 	st.mu.Lock()
 	c := st.open[k]
 	st.mu.Unlock()
-	// Only a stream that was open before the change read is a push of
-	// that change; a new stream's first response is not.
-	if c != nil && c.Since.Before(read) {
+	if c != nil && !read.IsZero() && c.Since.Before(read) {
 		st.m.pushLatency.Observe(time.Since(read).Seconds())
 	}
 }
