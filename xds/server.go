@@ -104,6 +104,11 @@ func (s *Server) Start() error {
 		// ping to keep it alive through NATs and load balancers.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxRecvMsgSize(4 << 20),
+		// An idle stream is mostly its connection's buffers: release the
+		// write buffer between writes, and read in smaller chunks (xDS
+		// requests are small).
+		grpc.SharedWriteBuffer(true),
+		grpc.ReadBufferSize(8 << 10),
 	}
 	if s.opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))

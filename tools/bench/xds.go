@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,10 +69,6 @@ func (e *benchEnv) xds() error {
 	if err := e.xdsRegisterProbe(mu, 0); err != nil {
 		return err
 	}
-	before, err := mu.mem(true)
-	if err != nil {
-		return err
-	}
 
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
@@ -92,31 +89,56 @@ func (e *benchEnv) xds() error {
 			c.conn.Close()
 		}
 	}()
-	t0 = time.Now()
-	for i := range clients {
-		c, err := xdsBenchDial(ctx, addr, i, changes, record)
-		if err != nil {
-			return fmt.Errorf("xDS client %d: %w", i, err)
+	// Two halves subscribed alike: the first warms what every stream
+	// shares (assignments marshalled per zone), the second's cost is the
+	// streams' own.
+	half := clients / 2
+	connect := func(from, to int) error {
+		for i := from; i < to; i++ {
+			c, err := xdsBenchDial(ctx, addr, i, i%half, changes, record)
+			if err != nil {
+				return fmt.Errorf("xDS client %d: %w", i, err)
+			}
+			cs = append(cs, c)
 		}
-		cs = append(cs, c)
+		for i, c := range cs[from:to] {
+			select {
+			case <-c.first:
+			case <-time.After(30 * time.Second):
+				return fmt.Errorf("xDS client %d got no first response", from+i)
+			case <-e.ctx.Done():
+				return e.ctx.Err()
+			}
+		}
+		return nil
 	}
-	for i, c := range cs {
-		select {
-		case <-c.first:
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("xDS client %d got no first response", i)
-		case <-e.ctx.Done():
-			return e.ctx.Err()
-		}
+	t0 = time.Now()
+	if err := connect(0, half); err != nil {
+		return err
+	}
+	warm, err := mu.mem(true)
+	if err != nil {
+		return err
+	}
+	if err := connect(half, clients); err != nil {
+		return err
 	}
 	e.logf("   %d xDS streams connected and served in %s", clients, time.Since(t0).Round(time.Millisecond))
 	idle, err := mu.mem(true)
 	if err != nil {
 		return err
 	}
-	e.add(benchRow{Scenario: "xds", Figure: "live heap per idle xDS stream", Value: (float64(idle.HeapAlloc) - float64(before.HeapAlloc)) / float64(clients), Unit: "B",
-		Note: fmt.Sprintf("%d ADS streams, one gRPC connection each, each subscribed to two assignments; server heap after GC", clients)})
-	e.add(benchRow{Scenario: "xds", Figure: "RSS per idle xDS stream", Value: (float64(idle.RSS) - float64(before.RSS)) / float64(clients), Unit: "B",
+	second := float64(clients - half)
+	if e.profileDir != "" {
+		path := filepath.Join(e.profileDir, "xds-idle-streams.heap.pprof")
+		if err := mu.heapProfile(path); err != nil {
+			return err
+		}
+		e.logf("   heap profile of the node with %d idle xDS streams: %s", clients, path)
+	}
+	e.add(benchRow{Scenario: "xds", Figure: "live heap per idle xDS stream", Value: (float64(idle.HeapAlloc) - float64(warm.HeapAlloc)) / second, Unit: "B",
+		Note: fmt.Sprintf("the last %d of %d ADS streams, one gRPC connection each, each subscribed to two assignments the first %d already had; server heap after GC", clients-half, clients, half)})
+	e.add(benchRow{Scenario: "xds", Figure: "RSS per idle xDS stream", Value: (float64(idle.RSS) - float64(warm.RSS)) / second, Unit: "B",
 		Note: fmt.Sprintf("VmRSS after GC and FreeOSMemory; %d goroutines in the server with the streams open", idle.Goroutines)})
 
 	lat := loadgen.NewHistogram()
@@ -164,10 +186,10 @@ func (e *benchEnv) xdsRegisterProbe(c *benchChild, k int) error {
 }
 
 // xdsBenchDial opens client i's connection and stream, subscribed to the
-// probe and to fleet app i mod the apps, and reads it until ctx ends,
+// probe and to a fleet app, in a zone, both picked by kind, and reads it until ctx ends,
 // ACKing every response and calling record(k, now) when the probe first
 // has k+1 endpoints.
-func xdsBenchDial(ctx context.Context, addr string, i, changes int, record func(k int, t time.Time)) (*xdsBenchClient, error) {
+func xdsBenchDial(ctx context.Context, addr string, i, kind, changes int, record func(k int, t time.Time)) (*xdsBenchClient, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -178,9 +200,9 @@ func xdsBenchDial(ctx context.Context, addr string, i, changes int, record func(
 		return nil, err
 	}
 	probe := "xds-probe"
-	fleetApp := benchVIP((i % (benchXDSFleet / benchPerApp)) * benchPerApp)
+	fleetApp := benchVIP((kind % (benchXDSFleet / benchPerApp)) * benchPerApp)
 	c := &xdsBenchClient{conn: conn, stream: stream, names: []string{probe, fleetApp}, first: make(chan struct{})}
-	zone := "eu-west-1" + string(rune('a'+i%3))
+	zone := "eu-west-1" + string(rune('a'+kind%3))
 	if err := stream.Send(&discovery.DiscoveryRequest{Node: &corev3.Node{Id: "bench-" + strconv.Itoa(i), Locality: &corev3.Locality{Zone: zone}},
 		TypeUrl: resource.EndpointType, ResourceNames: c.names}); err != nil {
 		conn.Close()
