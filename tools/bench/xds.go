@@ -141,6 +141,12 @@ func (e *benchEnv) xds() error {
 	e.add(benchRow{Scenario: "xds", Figure: "RSS per idle xDS stream", Value: (float64(idle.RSS) - float64(warm.RSS)) / second, Unit: "B",
 		Note: fmt.Sprintf("VmRSS after GC and FreeOSMemory; %d goroutines in the server with the streams open", idle.Goroutines)})
 
+	var profiled <-chan error
+	if e.profileDir != "" {
+		path := filepath.Join(e.profileDir, "xds-pushes.cpu.pprof")
+		profiled = mu.profile(5*time.Second, path)
+		e.logf("   CPU profile of the node over the first 5 s of pushes: %s", path)
+	}
 	lat := loadgen.NewHistogram()
 	cpu0 := mu.cpu()
 	for k := 1; k <= changes; k++ {
@@ -162,6 +168,11 @@ func (e *benchEnv) xds() error {
 		atMu.Unlock()
 	}
 	cpu := mu.cpu() - cpu0
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return err
+		}
+	}
 	note := fmt.Sprintf("%d registrations, one at a time, each timed on all %d streams from the POST to the stream's receipt; max %.1f ms",
 		changes, clients, ms(lat.Max()))
 	e.add(benchRow{Scenario: "xds", Figure: fmt.Sprintf("registration → xDS push p50 (%d streams, 10k instances)", clients), Value: ms(lat.Quantile(0.5)), Unit: "ms", Note: note})
