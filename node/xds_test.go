@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"sort"
@@ -15,12 +16,17 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	grpcstatus "google.golang.org/grpc/status"
 	grpcxds "google.golang.org/grpc/xds" // the xds:/// resolver and balancers
 
+	"github.com/muster-registry/muster/internal/keystoretest"
 	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // orderServer is a real gRPC server that answers health checks with its
@@ -308,5 +314,63 @@ func TestXDS_threeNodes(t *testing.T) {
 		for j, ch := range watches {
 			waitEndpoints(t, ch, fmt.Sprintf("cancel on %s, client of %s", other.name, nodes[j].name))
 		}
+	}
+}
+
+// adsFirst opens an ADS stream to addr and returns its first answer to an
+// EDS request for orders, or the stream's error.
+func adsFirst(t *testing.T, addr string, creds credentials.TransportCredentials, md ...string) (*discovery.DiscoveryResponse, error) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if len(md) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, md...)
+	}
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_ = stream.Send(&discovery.DiscoveryRequest{Node: &corev3.Node{Id: "first"}, TypeUrl: resource.EndpointType, ResourceNames: []string{"orders"}})
+	return stream.Recv()
+}
+
+// TestXDS_nodeSecurity: the xDS port follows the node's security. With
+// server.ssl.* (client-auth need) it serves TLS with the node's keystore:
+// a client certificate of the trust store is enough to read, a plaintext
+// client gets nowhere. With users and no TLS, a stream needs a user's
+// Basic credentials.
+func TestXDS_nodeSecurity(t *testing.T) {
+	dir := t.TempDir()
+	tlsNode := startTLSNode(t, "xtls", nil, time.Hour, append(append(keyStoreSets(t, dir), securedSets(testSecret)...),
+		"cluster.enabled=false", "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")...)
+	waitOpened(t, tlsNode)
+	ks := keystoretest.Fixtures()
+	store, err := tlsconfig.Load(tlsconfig.Config{KeyStore: tlsconfig.KeyStore{Path: ks.Path("client.p12"), Password: keystoretest.StorePassword},
+		TrustFile: ks.Path("ca.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adsFirst(t, tlsNode.XDSAddr(), credentials.NewTLS(store.ClientConfig("127.0.0.1"))); err != nil {
+		t.Errorf("mutual TLS with the client's certificate: %v", err)
+	}
+	if _, err := adsFirst(t, tlsNode.XDSAddr(), insecure.NewCredentials()); err == nil {
+		t.Error("plaintext client answered by a TLS node")
+	}
+
+	basic := startTestNode(t, "xauth", "z1", nil, append(securedSets(testSecret), "cluster.enabled=false",
+		"muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")...)
+	waitOpened(t, basic)
+	_, err = adsFirst(t, basic.XDSAddr(), insecure.NewCredentials())
+	if st, _ := grpcstatus.FromError(err); st.Code() != codes.Unauthenticated {
+		t.Errorf("no credentials: %v", err)
+	}
+	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("writer:"+testWriterPW))
+	if _, err := adsFirst(t, basic.XDSAddr(), insecure.NewCredentials(), "authorization", creds); err != nil {
+		t.Errorf("a user's Basic credentials: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -26,6 +27,7 @@ import (
 // and its first answer is the registry as it is once open.
 type caches struct {
 	epoch         string
+	log           libLogger
 	cds, lds, rds *cache.LinearCache
 
 	// mu guards eds, last, names, open and held.
@@ -49,19 +51,29 @@ type heldWatch struct {
 
 var _ cache.Cache = (*caches)(nil)
 
-func newCaches(epoch string) *caches {
-	c := &caches{epoch: epoch, eds: map[string]*cache.LinearCache{}, last: map[string]map[string]types.Resource{},
+func newCaches(epoch string, logger zerolog.Logger) *caches {
+	c := &caches{epoch: epoch, log: libLogger{logger.With().Str("component", "xds").Logger()},
+		eds: map[string]*cache.LinearCache{}, last: map[string]map[string]types.Resource{},
 		names: map[string]bool{}, held: map[*heldWatch]struct{}{}}
-	c.cds = cache.NewLinearCache(resource.ClusterType, cache.WithVersionPrefix(epoch+"-c-"))
-	c.lds = cache.NewLinearCache(resource.ListenerType, cache.WithVersionPrefix(epoch+"-l-"))
-	c.rds = cache.NewLinearCache(resource.RouteType, cache.WithVersionPrefix(epoch+"-r-"))
+	c.cds = cache.NewLinearCache(resource.ClusterType, cache.WithVersionPrefix(epoch+"-c-"), cache.WithLogger(c.log))
+	c.lds = cache.NewLinearCache(resource.ListenerType, cache.WithVersionPrefix(epoch+"-l-"), cache.WithLogger(c.log))
+	c.rds = cache.NewLinearCache(resource.RouteType, cache.WithVersionPrefix(epoch+"-r-"), cache.WithLogger(c.log))
 	c.eds[""] = c.newEDS("")
 	return c
 }
 
 func (c *caches) newEDS(zone string) *cache.LinearCache {
-	return cache.NewLinearCache(resource.EndpointType, cache.WithVersionPrefix(c.epoch+"-e-"+zone+"-"))
+	return cache.NewLinearCache(resource.EndpointType, cache.WithVersionPrefix(c.epoch+"-e-"+zone+"-"), cache.WithLogger(c.log))
 }
+
+// libLogger passes go-control-plane's warnings and errors to the node's
+// log; its debug and info lines (one per watch) are dropped.
+type libLogger struct{ l zerolog.Logger }
+
+func (libLogger) Debugf(string, ...any)          {}
+func (libLogger) Infof(string, ...any)           {}
+func (g libLogger) Warnf(f string, args ...any)  { g.l.Warn().Msgf(f, args...) }
+func (g libLogger) Errorf(f string, args ...any) { g.l.Error().Msgf(f, args...) }
 
 // publish sets bt in every cache (only what changed) and, the first time,
 // creates the held watches.

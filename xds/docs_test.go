@@ -11,8 +11,8 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"go.yaml.in/yaml/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	grpcxds "google.golang.org/grpc/xds"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 var fence = regexp.MustCompile("(?s)```(yaml|json)\n(.*?)```")

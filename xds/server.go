@@ -86,7 +86,7 @@ func New(cfg Config, o Options) (*Server, error) {
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, opts: o, m: newMetrics(o.Metrics), log: o.Logger, caches: newCaches(newEpoch())}
+	s := &Server{cfg: cfg, opts: o, m: newMetrics(o.Metrics), log: o.Logger, caches: newCaches(newEpoch(), o.Logger)}
 	s.streams = newStreams(cfg.MaxStreams, o.Users, s.m)
 	return s, nil
 }
