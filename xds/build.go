@@ -6,13 +6,12 @@ import (
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 
 	"github.com/muster-registry/muster/registry"
 )
 
-// MaxZones is how many zones get snapshots of their own (zone-first
-// priorities); clients of further zones get the zone-less one. It bounds
+// MaxZones is how many zones get assignments of their own (zone-first
+// priorities); clients of further zones get the zone-less ones. It bounds
 // the work per change by the registry's content, never by what clients
 // send.
 const MaxZones = 64
@@ -24,7 +23,7 @@ type named struct {
 	route    types.Resource
 }
 
-// builder turns registry snapshots into xDS snapshots. It is used by one
+// builder turns registry snapshots into xDS resources. It is used by one
 // goroutine (the follower) at a time.
 type builder struct {
 	epoch  string               // per process: versions never repeat across restarts or nodes
@@ -173,24 +172,4 @@ func (s *source) cla(name, zone string) *endpointv3.ClusterLoadAssignment {
 	c := cla(name, s.vipEPs, zone)
 	s.vipCLA[zone] = c
 	return c
-}
-
-// snapshot is the xDS snapshot for clients in zone ("" for none, or a zone
-// without a snapshot of its own). Its EDS version carries the zone, so a
-// client whose zone gains endpoints is sent its zone-first variant.
-func (bt *built) snapshot(zone string) *cache.Snapshot {
-	eds := make([]types.Resource, 0, len(bt.names))
-	for _, n := range bt.names {
-		eds = append(eds, bt.sources[n].cla(n, zone))
-	}
-	edsVersion := bt.version
-	if zone != "" {
-		edsVersion += "/" + zone
-	}
-	s := &cache.Snapshot{}
-	s.Resources[types.Cluster] = cache.NewResources(bt.namesVersion, bt.clusters)
-	s.Resources[types.Endpoint] = cache.NewResources(edsVersion, eds)
-	s.Resources[types.Listener] = cache.NewResources(bt.namesVersion, bt.listeners)
-	s.Resources[types.Route] = cache.NewResources(bt.namesVersion, bt.routes)
-	return s
 }

@@ -223,3 +223,22 @@ func TestBuilder_reusesUnchangedApps(t *testing.T) {
 		t.Error("a new app did not change the names' version")
 	}
 }
+
+// snapshot is everything bt serves to clients in zone as one
+// go-control-plane snapshot, for the library's consistency check.
+func (bt *built) snapshot(zone string) *cache.Snapshot {
+	eds := make([]types.Resource, 0, len(bt.names))
+	for _, n := range bt.names {
+		eds = append(eds, bt.sources[n].cla(n, zone))
+	}
+	edsVersion := bt.version
+	if zone != "" {
+		edsVersion += "/" + zone
+	}
+	s := &cache.Snapshot{}
+	s.Resources[types.Cluster] = cache.NewResources(bt.namesVersion, bt.clusters)
+	s.Resources[types.Endpoint] = cache.NewResources(edsVersion, eds)
+	s.Resources[types.Listener] = cache.NewResources(bt.namesVersion, bt.listeners)
+	s.Resources[types.Route] = cache.NewResources(bt.namesVersion, bt.routes)
+	return s
+}
