@@ -26,6 +26,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/keystoretest"
 	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -372,5 +373,34 @@ func TestXDS_nodeSecurity(t *testing.T) {
 	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("writer:"+testWriterPW))
 	if _, err := adsFirst(t, basic.XDSAddr(), insecure.NewCredentials(), "authorization", creds); err != nil {
 		t.Errorf("a user's Basic credentials: %v", err)
+	}
+}
+
+// TestXDS_servesNothingWhileReadsAreRefused: a node that could not reach
+// its peers opens refusing reads; its xDS server holds a client's request
+// meanwhile (no empty answer), and the first answer, once reads open by the
+// registry's clock, is the registry with what was registered meanwhile.
+func TestXDS_servesNothingWhileReadsAreRefused(t *testing.T) {
+	clk := registrytest.NewClock()
+	n := startClockedNode(t, clk, "xcold", []string{"127.0.0.1:" + strconv.Itoa(freeGossipPort(t))},
+		"cluster.bind-port=0", "eureka.server.registry-sync-retries=1", "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	if code := readCode(t, n); code != 403 {
+		t.Fatalf("GET apps %d after a start without peers, want 403", code)
+	}
+	watch := adsWatch(t, n.XDSAddr(), "orders")
+	registerOrder(t, n, "o-1", 7001, "z1")
+	// Nothing published, so every watch is held.
+	if v := n.xds.Version(); v != "" {
+		t.Fatalf("xDS published version %s while reads are refused", v)
+	}
+	clk.Advance(time.Hour)
+	select {
+	case eps := <-watch:
+		if strings.Join(eps, ",") != "127.0.0.1:7001" {
+			t.Fatalf("first answer once reads opened: %v", eps)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no answer once reads opened")
 	}
 }
