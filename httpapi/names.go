@@ -14,6 +14,7 @@ type (
 	SelfPreservationDoc = ops.SelfPreservationDoc
 	RegistryDoc         = ops.RegistryDoc
 	PeerInfo            = ops.PeerInfo
+	XDSClient           = ops.XDSClient
 	Security            = ops.Security
 	NodeInfo            = ops.NodeInfo
 	AntiEntropyStats    = ops.AntiEntropyStats

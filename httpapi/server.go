@@ -58,6 +58,9 @@ type Config struct {
 	ReadsAllowed func() bool
 	// Peers lists the replication peers. nil means none.
 	Peers func() []PeerInfo
+	// XDSClients lists the xDS streams open on the node, for the
+	// dashboard; nil when the node serves no xDS.
+	XDSClients func() []XDSClient
 	// Batch handles POST /peerreplication/batch. nil answers 501.
 	Batch BatchHandler
 	// Digests serves anti-entropy to peers (POST /peerreplication/digest
@@ -279,7 +282,7 @@ func New(cfg Config) (*Server, error) {
 	s.admin = ops.NewAdmin(ops.AdminConfig{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
-		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.AuthEnabled(),
+		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, XDSClients: cfg.XDSClients, AuthEnabled: s.guard.AuthEnabled(),
 		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath})
 
 	e := echo.New()

@@ -13,6 +13,7 @@ import (
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/xds"
 )
 
 func mustLoad(t *testing.T, file string, env, sets []string) *Settings {
@@ -215,6 +216,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
+		XDS:         xds.DefaultConfig(),
 	}
 	for _, c := range packageConfigs {
 		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()

@@ -28,6 +28,7 @@ import (
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/tlsconfig"
+	"github.com/muster-registry/muster/xds"
 )
 
 // Version is set at build time with
@@ -98,8 +99,10 @@ type Node struct {
 	stopped    bool
 	stopSelf   context.CancelFunc // stops the self-registration
 	selfDone   chan struct{}
-	stopDNS    func()   // dns.go
-	dnsAddr    net.Addr // the DNS interface's UDP (and TCP) address; nil when off
+	stopDNS    func()      // dns.go
+	dnsAddr    net.Addr    // the DNS interface's UDP (and TCP) address; nil when off
+	stopXDS    func()      // xds.go
+	xds        *xds.Server // nil when off
 }
 
 // New builds a node from settings. It opens nothing and starts no
@@ -202,6 +205,9 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Ready = n.Ready
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
+	if s.XDS.Enabled {
+		hcfg.XDSClients = n.xdsClientInfos
+	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
 	hcfg.Replication = n.rep
@@ -249,6 +255,12 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	if n.stopDNS, err = n.startDNS(); err != nil {
+		ln.Close()
+		n.closeManagement()
+		return err
+	}
+	if n.stopXDS, err = n.startXDS(); err != nil {
+		n.stopDNS()
 		ln.Close()
 		n.closeManagement()
 		return err
@@ -698,6 +710,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	}
 	if n.stopDNS != nil {
 		n.stopDNS()
+	}
+	if n.stopXDS != nil {
+		n.stopXDS()
 	}
 	// The registry as the last requests left it goes to disk (a full
 	// cluster restart starts from it).

@@ -17,6 +17,7 @@ import (
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/tlsconfig"
+	"github.com/muster-registry/muster/xds"
 )
 
 // Settings is the whole configuration of a node, after defaults, the
@@ -37,6 +38,7 @@ type Settings struct {
 	HTTP        httpapi.Config
 	Cluster     cluster.Config
 	DNS         dns.Config
+	XDS         xds.Config
 
 	ServerPort    int
 	ServerAddress string
@@ -141,6 +143,7 @@ func defaultSettings() Settings {
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
+		XDS:         xds.DefaultConfig(),
 
 		ServerPort:    DefaultServerPort,
 		ClientEnabled: true,
@@ -346,6 +349,9 @@ var settings = []setting{
 	intKey("muster.dns.udp-max-size", "Cap on the EDNS0 UDP size a client offers; larger answers are truncated (TC) and complete over TCP.", func(s *Settings) *int { return &s.DNS.UDPMaxSize }),
 	intKey("muster.dns.rate-limit", "UDP DNS responses per second per source (/32, /64); over it queries are dropped. 0: no limit.", func(s *Settings) *int { return &s.DNS.RateLimit }),
 	intKey("muster.dns.rate-burst", "Burst of the per-source DNS rate limit.", func(s *Settings) *int { return &s.DNS.RateBurst }),
+	boolKey("muster.xds.enabled", "Serve xDS (gRPC) on muster.xds.addr: every app to Envoy (CDS, EDS over ADS) and to proxyless gRPC (xds:///name) (docs/xds.md).", func(s *Settings) *bool { return &s.XDS.Enabled }),
+	strKey("muster.xds.addr", "Listen address of the xDS server (TLS and client certificates as server.ssl.*).", func(s *Settings) *string { return &s.XDS.Addr }),
+	intKey("muster.xds.max-streams", "Most xDS streams open on this node at once; one more is refused with RESOURCE_EXHAUSTED.", func(s *Settings) *int { return &s.XDS.MaxStreams }),
 }
 
 // CanonicalKey folds a key for Spring's relaxed binding: case and dashes do
@@ -587,6 +593,7 @@ var packageConfigs = []packageConfig{
 	{"Replication", func(s *Settings) error { return s.Replication.Validate() }},
 	{"Cluster", func(s *Settings) error { return s.Cluster.Validate() }},
 	{"DNS", func(s *Settings) error { return s.DNS.Validate() }},
+	{"XDS", func(s *Settings) error { return s.XDS.Validate() }},
 }
 
 // blame names the key behind a package's validation error: the key the

@@ -41,6 +41,9 @@ type Config struct {
 	Ready func() bool
 	// Peers lists the replication peers; nil means none.
 	Peers func() []ops.PeerInfo
+	// XDSClients lists the node's xDS streams; nil when it serves no xDS
+	// (the section is left out).
+	XDSClients func() []ops.XDSClient
 	// AuthEnabled: the server checks credentials, so only admin users
 	// (httpkit.UserOf) may act and Actions does not apply.
 	AuthEnabled bool

@@ -46,6 +46,8 @@ type consolePage struct {
 	SP          registry.SelfPreservation
 	Security    ops.Security
 	Peers       []dashboardPeer
+	XDS         bool // the node serves xDS: show its clients
+	XDSClients  []xdsClientRow
 	General     [][2]string
 
 	Chart    template.HTML
@@ -77,6 +79,12 @@ type dashboardPeer struct {
 	ops.PeerInfo
 	Available           bool
 	SyncText, SyncClass string
+}
+
+type xdsClientRow struct {
+	ops.XDSClient
+	Connected string // how long ago the stream opened
+	TypesText string
 }
 
 type appRow struct {
@@ -212,6 +220,13 @@ func (s *Console) consoleOverview(c echo.Context) error {
 			available = append(available, peer.URL)
 		} else {
 			unavailable = append(unavailable, peer.URL)
+		}
+	}
+	if s.cfg.XDSClients != nil {
+		p.XDS = true
+		for _, c := range s.cfg.XDSClients() {
+			p.XDSClients = append(p.XDSClients, xdsClientRow{XDSClient: c,
+				Connected: now.Sub(c.Since).Truncate(time.Second).String(), TypesText: strings.Join(c.Types, " ")})
 		}
 	}
 	var mem runtime.MemStats

@@ -50,6 +50,21 @@ type RegistryDoc struct {
 	Evictions     uint64 `json:"evictions"`
 }
 
+// XDSClient is one xDS stream open on the node (muster.xds.enabled), as
+// the dashboard shows it.
+type XDSClient struct {
+	Node        string    `json:"node"`    // the node id the client sent
+	Cluster     string    `json:"cluster"` // the node cluster the client sent
+	Zone        string    `json:"zone"`    // the client's locality zone
+	Addr        string    `json:"addr"`
+	Since       time.Time `json:"since"`
+	Incremental bool      `json:"incremental"` // delta xDS
+	Types       []string  `json:"types"`       // cds, eds, lds, rds
+	Version     string    `json:"version"`     // last version acknowledged
+	NACKs       int       `json:"nacks"`
+	LastNACK    string    `json:"lastNack,omitempty"`
+}
+
 // PeerInfo is one peer as the dashboard and /admin/status show it.
 type PeerInfo struct {
 	Name            string `json:"name"`

@@ -99,6 +99,11 @@ var allowed = map[string]rule{
 		testImports: []string{"registry/registrytest"},
 		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
 	},
+	"xds": {
+		imports:     []string{"auth", "registry"},
+		testImports: []string{"internal/testwait", "registry/registrytest", "tlsconfig"},
+		why:         "the xDS control plane: follows the registry's change stream and snapshots, checks stream credentials with auth, knows nothing of HTTP or the cluster",
+	},
 	"tlsconfig": {
 		testImports: []string{"internal/keystoretest"},
 		why:         "a node's TLS identity from PEM files or Java keystores, its rotation, and muster tls's CA; crypto only",
@@ -135,7 +140,7 @@ var allowed = map[string]rule{
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig", "xds"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest"},
 		why:         "settings and assembly of a node: every server package, no tool, never the command line",
 	},

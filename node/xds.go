@@ -1,0 +1,61 @@
+package node
+
+import (
+	"crypto/tls"
+
+	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/xds"
+)
+
+// startXDS starts the node's xDS server when muster.xds.enabled; the
+// returned stop is never nil. It serves nothing until the node opened for
+// traffic and allows reads (Opened, readsAllowed), with the API port's TLS
+// (the same reloading material) and users.
+func (n *Node) startXDS() (stop func(), err error) {
+	cfg := n.settings.XDS
+	if !cfg.Enabled {
+		return func() {}, nil
+	}
+	var tcfg *tls.Config
+	if n.tls != nil {
+		tcfg = n.tls.ServerConfig()
+	}
+	srv, err := xds.New(cfg, xds.Options{Registry: n.reg, Opened: n.opened, Ready: n.readsAllowed,
+		Users: n.security.users, TLS: tcfg, Metrics: n.metrics, Logger: n.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	n.xds = srv
+	n.log.Info().Str("addr", srv.Addr().String()).Bool("tls", tcfg != nil).Msg("serving xDS")
+	return srv.Shutdown, nil
+}
+
+// XDSAddr is the address the xDS server serves, or "" when
+// muster.xds.enabled is off.
+func (n *Node) XDSAddr() string {
+	if n.xds == nil {
+		return ""
+	}
+	return n.xds.Addr().String()
+}
+
+// xdsClientInfos are the xDS clients for the dashboard.
+func (n *Node) xdsClientInfos() []httpapi.XDSClient {
+	var out []httpapi.XDSClient
+	for _, c := range n.XDSClients() {
+		out = append(out, httpapi.XDSClient{Node: c.Node, Cluster: c.Cluster, Zone: c.Zone, Addr: c.Addr, Since: c.Since,
+			Incremental: c.Incremental, Types: c.Types, Version: c.Version, NACKs: c.NACKs, LastNACK: c.LastNACK})
+	}
+	return out
+}
+
+// XDSClients lists the xDS streams open on this node (nil when off).
+func (n *Node) XDSClients() []xds.Client {
+	if n.xds == nil {
+		return nil
+	}
+	return n.xds.Clients()
+}

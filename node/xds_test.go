@@ -1,0 +1,406 @@
+package node
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	grpcstatus "google.golang.org/grpc/status"
+	grpcxds "google.golang.org/grpc/xds" // the xds:/// resolver and balancers
+
+	"github.com/muster-registry/muster/internal/keystoretest"
+	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/tlsconfig"
+)
+
+// orderServer is a real gRPC server that answers health checks with its
+// name in the "server" header, so a client can tell which one it reached.
+type orderServer struct {
+	grpc_health_v1.UnimplementedHealthServer
+	name string
+	port int
+}
+
+func (o *orderServer) Check(ctx context.Context, _ *grpc_health_v1.HealthCheckRequest) (*grpc_health_v1.HealthCheckResponse, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs("server", o.name))
+	return &grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_SERVING}, nil
+}
+
+func startOrderServer(t *testing.T, name string) *orderServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &orderServer{name: name, port: ln.Addr().(*net.TCPAddr).Port}
+	g := grpc.NewServer()
+	grpc_health_v1.RegisterHealthServer(g, o)
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	return o
+}
+
+// registerOrder registers a gRPC server as an ORDERS instance over the
+// Eureka REST API.
+func registerOrder(t *testing.T, n *Node, id string, port int, zone string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"instance":{"instanceId":%q,"hostName":"localhost","app":"ORDERS","ipAddr":"127.0.0.1","status":"UP",
+"port":{"$":%d,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},
+"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},
+"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"vipAddress":"orders","metadata":{"zone":%q}}}`, id, port, zone)
+	if code := call(t, "POST", n.URL()+"apps/ORDERS", body); code != 204 {
+		t.Fatalf("register %s: %d", id, code)
+	}
+}
+
+// dialOrders dials xds:///orders through n's xDS server with a bootstrap
+// of this test's own (zone "" names none).
+func dialOrders(t *testing.T, n *Node, zone string) *grpc.ClientConn {
+	t.Helper()
+	locality := ""
+	if zone != "" {
+		locality = fmt.Sprintf(`,"locality":{"zone":%q}`, zone)
+	}
+	bootstrap := fmt.Sprintf(`{"xds_servers":[{"server_uri":%q,"channel_creds":[{"type":"insecure"}],"server_features":["xds_v3"]}],
+"node":{"id":"test-client-%s","cluster":"tests"%s}}`, n.XDSAddr(), t.Name(), locality)
+	rb, err := grpcxds.NewXDSResolverWithConfigForTesting([]byte(bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("xds:///orders", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(rb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// reached makes calls calls and counts the servers that answered.
+func reached(cc *grpc.ClientConn, calls int) (map[string]int, error) {
+	seen := map[string]int{}
+	hc := grpc_health_v1.NewHealthClient(cc)
+	for range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var md metadata.MD
+		_, err := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{}, grpc.Header(&md))
+		cancel()
+		if err != nil {
+			return seen, err
+		}
+		if v := md.Get("server"); len(v) == 1 {
+			seen[v[0]]++
+		}
+	}
+	return seen, nil
+}
+
+// waitOnly polls until calls reach only want (a window of 20 calls), and
+// reports how long that took.
+func waitOnly(t *testing.T, cc *grpc.ClientConn, want ...string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	sort.Strings(want)
+	testwait.For(t, 15*time.Second, "calls reach only "+strings.Join(want, ","), func() error {
+		seen, err := reached(cc, 20)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for s := range seen {
+			got = append(got, s)
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			return fmt.Errorf("reached %v", seen)
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
+// TestXDS_grpcClient: a real grpc-go client dials xds:///orders through
+// the node's xDS server, spreads calls over two gRPC servers registered as
+// ORDERS through the Eureka REST API, and stops calling one once it is
+// cancelled or taken OUT_OF_SERVICE.
+func TestXDS_grpcClient(t *testing.T) {
+	n := startTestNode(t, "xds1", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	a, b := startOrderServer(t, "a"), startOrderServer(t, "b")
+	registerOrder(t, n, "o-a", a.port, "z1")
+	registerOrder(t, n, "o-b", b.port, "z1")
+
+	cc := dialOrders(t, n, "")
+	waitOnly(t, cc, "a", "b")
+	seen, err := reached(cc, 40)
+	if err != nil || seen["a"] < 10 || seen["b"] < 10 {
+		t.Fatalf("40 calls spread as %v (%v); want round robin over both", seen, err)
+	}
+
+	if code := call(t, "DELETE", n.URL()+"apps/ORDERS/o-a", ""); code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
+	t.Logf("after the cancel, calls reached only b within %v", waitOnly(t, cc, "b"))
+
+	registerOrder(t, n, "o-a", a.port, "z1")
+	waitOnly(t, cc, "a", "b")
+	if code := call(t, "PUT", n.URL()+"apps/ORDERS/o-a/status?value=OUT_OF_SERVICE", ""); code != 200 {
+		t.Fatalf("out of service: %d", code)
+	}
+	t.Logf("after OUT_OF_SERVICE, calls reached only b within %v", waitOnly(t, cc, "b"))
+
+	clients := n.XDSClients()
+	if len(clients) != 1 || clients[0].Node != "test-client-"+t.Name() || !strings.Contains(strings.Join(clients[0].Types, ","), "eds") {
+		t.Errorf("xDS clients: %+v", clients)
+	}
+	if v := metricValue(t, n, "muster_xds_streams"); v != 1 {
+		t.Errorf("muster_xds_streams = %v", v)
+	}
+	// The dashboard's node page lists the client.
+	code, page, err := httpGet("http://" + n.Addr() + "/")
+	if err != nil || code != 200 || !strings.Contains(page, `id="xds-clients"`) || !strings.Contains(page, "test-client-"+t.Name()) {
+		t.Errorf("dashboard: %d %v, xDS clients section missing", code, err)
+	}
+}
+
+// TestXDS_zonePreference: a client whose bootstrap names zone z2 calls only
+// the z2 server while it is there, and the z1 server once it is gone.
+func TestXDS_zonePreference(t *testing.T) {
+	n := startTestNode(t, "xdsz", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	a, b := startOrderServer(t, "a"), startOrderServer(t, "b")
+	registerOrder(t, n, "o-a", a.port, "z1")
+	registerOrder(t, n, "o-b", b.port, "z2")
+
+	cc := dialOrders(t, n, "z2")
+	waitOnly(t, cc, "b")
+	if seen, err := reached(cc, 30); err != nil || seen["b"] != 30 {
+		t.Fatalf("zone z2 client: %v (%v), want every call on b", seen, err)
+	}
+	if code := call(t, "DELETE", n.URL()+"apps/ORDERS/o-b", ""); code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
+	waitOnly(t, cc, "a")
+
+	plain := dialOrders(t, n, "")
+	registerOrder(t, n, "o-b", b.port, "z2")
+	waitOnly(t, plain, "a", "b") // no zone named: both localities
+	waitOnly(t, cc, "b")
+}
+
+// adsWatch opens an ADS stream to addr asking for name's assignment and
+// sends every assignment received (as sorted host:port lists) on the
+// returned channel, ACKing each.
+func adsWatch(t *testing.T, addr, name string) <-chan []string {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); conn.Close() })
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &discovery.DiscoveryRequest{Node: &corev3.Node{Id: "ads-" + addr}, TypeUrl: resource.EndpointType, ResourceNames: []string{name}}
+	if err := stream.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan []string, 64)
+	go func() {
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			found := false
+			for _, r := range resp.GetResources() {
+				var cla endpointv3.ClusterLoadAssignment
+				if r.UnmarshalTo(&cla) != nil || cla.GetClusterName() != name {
+					continue
+				}
+				var eps []string
+				for _, l := range cla.GetEndpoints() {
+					for _, e := range l.GetLbEndpoints() {
+						sa := e.GetEndpoint().GetAddress().GetSocketAddress()
+						eps = append(eps, net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue()))))
+					}
+				}
+				sort.Strings(eps)
+				found = true
+				out <- eps
+			}
+			if !found {
+				out <- nil // the app is gone
+			}
+			_ = stream.Send(&discovery.DiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNames: []string{name},
+				VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()})
+		}
+	}()
+	return out
+}
+
+// waitEndpoints reads assignments until one lists want.
+func waitEndpoints(t *testing.T, ch <-chan []string, what string, want ...string) {
+	t.Helper()
+	sort.Strings(want)
+	timeout := time.After(15 * time.Second)
+	var last []string
+	for {
+		select {
+		case eps := <-ch:
+			if strings.Join(eps, ",") == strings.Join(want, ",") {
+				return
+			}
+			last = eps
+		case <-timeout:
+			t.Fatalf("%s: endpoints %v, want %v", what, last, want)
+		}
+	}
+}
+
+// TestXDS_threeNodes: three nodes, an xDS client on each; a register and
+// a cancel made on any node reach the clients of all three.
+func TestXDS_threeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	xdsOn := []string{"muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0"}
+	n1 := startTestNode(t, "x1", "z1", nil, xdsOn...)
+	seed := n1.gossipAddr(t)
+	n2 := startTestNode(t, "x2", "z2", []string{seed}, xdsOn...)
+	n3 := startTestNode(t, "x3", "z3", []string{seed}, xdsOn...)
+	nodes := []*Node{n1, n2, n3}
+	waitOpened(t, nodes...)
+	testwait.True(t, 15*time.Second, "every node replicates to two peers", func() bool {
+		for _, n := range nodes {
+			if len(n.Peers()) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	var watches []<-chan []string
+	for _, n := range nodes {
+		watches = append(watches, adsWatch(t, n.XDSAddr(), "orders"))
+	}
+	for i, w := range nodes {
+		id := "o-" + strconv.Itoa(i)
+		registerOrder(t, w, id, 7000+i, "z1")
+		for j, ch := range watches {
+			waitEndpoints(t, ch, fmt.Sprintf("register on %s, client of %s", w.name, nodes[j].name), "127.0.0.1:"+strconv.Itoa(7000+i))
+		}
+		// Cancelled on another node than the one it registered with.
+		other := nodes[(i+1)%3]
+		if code := call(t, "DELETE", other.URL()+"apps/ORDERS/"+id, ""); code != 200 {
+			t.Fatalf("cancel on %s: %d", other.name, code)
+		}
+		for j, ch := range watches {
+			waitEndpoints(t, ch, fmt.Sprintf("cancel on %s, client of %s", other.name, nodes[j].name))
+		}
+	}
+}
+
+// adsFirst opens an ADS stream to addr and returns its first answer to an
+// EDS request for orders, or the stream's error.
+func adsFirst(t *testing.T, addr string, creds credentials.TransportCredentials, md ...string) (*discovery.DiscoveryResponse, error) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if len(md) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, md...)
+	}
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_ = stream.Send(&discovery.DiscoveryRequest{Node: &corev3.Node{Id: "first"}, TypeUrl: resource.EndpointType, ResourceNames: []string{"orders"}})
+	return stream.Recv()
+}
+
+// TestXDS_nodeSecurity: the xDS port follows the node's security. With
+// server.ssl.* (client-auth need) it serves TLS with the node's keystore:
+// a client certificate of the trust store is enough to read, a plaintext
+// client gets nowhere. With users and no TLS, a stream needs a user's
+// Basic credentials.
+func TestXDS_nodeSecurity(t *testing.T) {
+	dir := t.TempDir()
+	tlsNode := startTLSNode(t, "xtls", nil, time.Hour, append(append(keyStoreSets(t, dir), securedSets(testSecret)...),
+		"cluster.enabled=false", "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")...)
+	waitOpened(t, tlsNode)
+	ks := keystoretest.Fixtures()
+	store, err := tlsconfig.Load(tlsconfig.Config{KeyStore: tlsconfig.KeyStore{Path: ks.Path("client.p12"), Password: keystoretest.StorePassword},
+		TrustFile: ks.Path("ca.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adsFirst(t, tlsNode.XDSAddr(), credentials.NewTLS(store.ClientConfig("127.0.0.1"))); err != nil {
+		t.Errorf("mutual TLS with the client's certificate: %v", err)
+	}
+	if _, err := adsFirst(t, tlsNode.XDSAddr(), insecure.NewCredentials()); err == nil {
+		t.Error("plaintext client answered by a TLS node")
+	}
+
+	basic := startTestNode(t, "xauth", "z1", nil, append(securedSets(testSecret), "cluster.enabled=false",
+		"muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")...)
+	waitOpened(t, basic)
+	_, err = adsFirst(t, basic.XDSAddr(), insecure.NewCredentials())
+	if st, _ := grpcstatus.FromError(err); st.Code() != codes.Unauthenticated {
+		t.Errorf("no credentials: %v", err)
+	}
+	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("writer:"+testWriterPW))
+	if _, err := adsFirst(t, basic.XDSAddr(), insecure.NewCredentials(), "authorization", creds); err != nil {
+		t.Errorf("a user's Basic credentials: %v", err)
+	}
+}
+
+// TestXDS_servesNothingWhileReadsAreRefused: a node that could not reach
+// its peers opens refusing reads; its xDS server holds a client's request
+// meanwhile (no empty answer), and the first answer, once reads open by the
+// registry's clock, is the registry with what was registered meanwhile.
+func TestXDS_servesNothingWhileReadsAreRefused(t *testing.T) {
+	clk := registrytest.NewClock()
+	n := startClockedNode(t, clk, "xcold", []string{"127.0.0.1:" + strconv.Itoa(freeGossipPort(t))},
+		"cluster.bind-port=0", "eureka.server.registry-sync-retries=1", "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	if code := readCode(t, n); code != 403 {
+		t.Fatalf("GET apps %d after a start without peers, want 403", code)
+	}
+	watch := adsWatch(t, n.XDSAddr(), "orders")
+	registerOrder(t, n, "o-1", 7001, "z1")
+	// Nothing published, so every watch is held.
+	if v := n.xds.Version(); v != "" {
+		t.Fatalf("xDS published version %s while reads are refused", v)
+	}
+	clk.Advance(time.Hour)
+	select {
+	case eps := <-watch:
+		if strings.Join(eps, ",") != "127.0.0.1:7001" {
+			t.Fatalf("first answer once reads opened: %v", eps)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no answer once reads opened")
+	}
+}
