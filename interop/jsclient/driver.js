@@ -54,6 +54,7 @@ const client = new Eureka({
     maxRetries: cfg.maxRetries === undefined ? 3 : cfg.maxRetries,
     requestRetryDelay: 200,
     filterUpInstances: false,
+    fetchRegistry: !cfg.noFetch,
   },
 });
 

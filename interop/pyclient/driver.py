@@ -88,6 +88,7 @@ async def main():
         renewal_interval_in_secs=cfg.get("heartbeatSecs", 1),
         duration_in_secs=cfg.get("durationSecs", 90),
         metadata=cfg.get("metadata", {}),
+        should_discover=not cfg.get("noFetch", False),
         on_error=on_error,
     )
     await client.start()

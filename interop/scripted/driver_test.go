@@ -87,6 +87,11 @@ type driverConfig struct {
 	// HeartbeatSecs is the heartbeat (and fetch) interval; 1 when unset.
 	HeartbeatSecs int    `json:"heartbeatSecs,omitempty"`
 	CAFile        string `json:"caFile,omitempty"`
+	// NoFetch keeps the client from fetching the registry: for scenarios
+	// about registration alone (py-eureka-client's heartbeat thread can
+	// deadlock on a full fetch that follows a failed request, see
+	// docs/clients.md, which a node restart provokes).
+	NoFetch bool `json:"noFetch,omitempty"`
 }
 
 // driver is one running client.
