@@ -178,6 +178,10 @@ var allowed = map[string]rule{
 		testImports: []string{"internal/testwait"},
 		why:         "no code; its tests drive the muster binary with the real Java Eureka client",
 	},
+	"interop/springserver": {
+		testImports: []string{"client", "interop/interoptest", "internal/testwait"},
+		why:         "no code; its tests run the Spring Cloud Eureka Server (built by Maven) as Muster's peer and migration partner",
+	},
 	"scripts/chaos": {
 		imports: []string{"client", "httpapi/ops", "registry", "registry/wire", "tools/simclient"},
 		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON; watches with the client package",
