@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/client"
-	"github.com/muster-registry/muster/interop/interoptest"
 	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/interop/interoptest"
 )
 
 // serverSource is the Spring Cloud Eureka Server app, relative to the
@@ -141,6 +141,14 @@ type goClient struct {
 
 func startClient(t *testing.T, app string, servers ...string) *goClient {
 	t.Helper()
+	// The port is data only: the instance's port in its registration.
+	return startClientPort(t, app, interoptest.FreePort(t), servers...)
+}
+
+// startClientPort is startClient for the instance with the given port:
+// the same port is the same instance id (host:app:port).
+func startClientPort(t *testing.T, app string, port int, servers ...string) *goClient {
+	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Servers = nil
 	for _, s := range servers {
@@ -152,7 +160,6 @@ func startClient(t *testing.T, app string, servers ...string) *goClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := interoptest.FreePort(t) // data only: the instance's port in its registration
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reg, err := c.Register(ctx, client.Instance{App: app, HostName: "127.0.0.1", IPAddr: "127.0.0.1", Port: port,
@@ -372,4 +379,28 @@ func adminStatus(t *testing.T, n *interoptest.Node) nodeStatus {
 		t.Fatalf("/admin/status: %v", err)
 	}
 	return st
+}
+
+// pollClient is the HTTP client of the tests' background polls: a short
+// timeout, so a server being stopped does not hold a poll.
+var pollClient = &http.Client{Timeout: 2 * time.Second}
+
+// appsHashcode is the apps__hashcode of base's full registry (JSON).
+func appsHashcode(base string) (string, error) {
+	req, _ := http.NewRequest(http.MethodGet, base+"apps", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := pollClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Applications struct {
+			Hashcode string `json:"apps__hashcode"`
+		} `json:"applications"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return "", err
+	}
+	return doc.Applications.Hashcode, nil
 }

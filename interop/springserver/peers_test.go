@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-registry/muster/interop/interoptest"
 	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/interop/interoptest"
 )
 
 // A Spring Cloud Eureka Server and a Muster node as each other's static
