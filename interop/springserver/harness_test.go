@@ -73,6 +73,7 @@ func springArgs(jar string, port int, peers []string, extra ...string) []string 
 		"--eureka.server.my-url=" + self,
 		"--logging.level.root=WARN",
 		"--logging.level.com.netflix.eureka.registry=INFO",
+		"--logging.level.org.springframework.boot.tomcat=INFO", // "Tomcat started on port N"
 	}
 	if len(peers) > 0 {
 		// A peer-aware server: its embedded client fetches the peers'
@@ -106,6 +107,11 @@ func (s *springServer) ready() *springServer {
 		if s.proc.Exited() {
 			s.t.Fatalf("the Spring Eureka server on port %d exited at start:\n%s", s.port, s.proc.Out.Tail(4000))
 		}
+		// Its own Tomcat on the port first: on a shared machine another
+		// process may have taken the port since it was found free.
+		if len(s.proc.Out.Match(0, `Tomcat started on port `+strconv.Itoa(s.port)+` `)) == 0 {
+			return fmt.Errorf("its Tomcat has not said it listens on %d yet", s.port)
+		}
 		resp, err := http.Get(s.url() + "apps")
 		if err != nil {
 			return err
@@ -130,7 +136,8 @@ func (s *springServer) stop() {
 
 // goClient is one service instance kept registered by the Go client
 // package (register, a heartbeat every second, re-registration after a
-// 404, cancel on Close) against the given servers, in order.
+// 404, cancel on Close) against the given servers, in order. Its lease is
+// Eureka's default 90 s.
 type goClient struct {
 	t   *testing.T
 	c   *client.Client
@@ -163,7 +170,7 @@ func startClientPort(t *testing.T, app string, port int, servers ...string) *goC
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reg, err := c.Register(ctx, client.Instance{App: app, HostName: "127.0.0.1", IPAddr: "127.0.0.1", Port: port,
-		RenewalInterval: time.Second, LeaseDuration: 30 * time.Second})
+		RenewalInterval: time.Second, LeaseDuration: client.DefaultLeaseDuration})
 	if err != nil {
 		t.Fatalf("register %s on %v: %v", app, servers, err)
 	}

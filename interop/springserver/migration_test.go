@@ -51,6 +51,10 @@ func TestMigration_springPairToMuster(t *testing.T) {
 	}
 	watch := watchPresence(t, orders.app, orders.id, springA.url(), springB.url())
 	fetches := watchFetches(t, orders)
+	// A Muster node's syncUp reads a Spring server's GET /apps, which
+	// comes from its read cache: wait, as the guide says, until both
+	// Spring servers' cached registries hold everything.
+	sameRegistry(t, "stage 0", []string{springA.url(), springB.url()})
 
 	// Stage 1: Muster nodes with the Spring servers as static peers; they
 	// copy the registry before they open.
