@@ -12,8 +12,9 @@
 //
 //   - a Spring server and a Muster node as each other's static peers:
 //     syncUp both ways, replication of every change in both directions,
-//     Eureka's 404 → register repair both ways, a healed partition, and a
-//     client on each side seeing the other's instance;
+//     Eureka's 404 → register and 409 → newer copy repairs both ways, a
+//     healed partition, and a client on each side seeing the other's
+//     instance;
 //   - the migration of docs/migration-from-java-eureka.md end to end,
 //     from a pair of Spring servers to two gossiping Muster nodes.
 //

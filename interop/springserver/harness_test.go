@@ -139,11 +139,12 @@ func (s *springServer) stop() {
 // 404, cancel on Close) against the given servers, in order. Its lease is
 // Eureka's default 90 s.
 type goClient struct {
-	t   *testing.T
-	c   *client.Client
-	reg *client.Registration
-	app string
-	id  string
+	t    *testing.T
+	c    *client.Client
+	reg  *client.Registration
+	app  string
+	id   string
+	port int
 }
 
 func startClient(t *testing.T, app string, servers ...string) *goClient {
@@ -174,7 +175,7 @@ func startClientPort(t *testing.T, app string, port int, servers ...string) *goC
 	if err != nil {
 		t.Fatalf("register %s on %v: %v", app, servers, err)
 	}
-	g := &goClient{t: t, c: c, reg: reg, app: reg.Instance().App, id: reg.Instance().ID}
+	g := &goClient{t: t, c: c, reg: reg, app: reg.Instance().App, id: reg.Instance().ID, port: port}
 	t.Cleanup(func() { _ = c.Close() })
 	return g
 }
@@ -341,10 +342,25 @@ func send(t *testing.T, method, url string, header ...string) int {
 // itself.
 func registerDirect(t *testing.T, base, app, id string) {
 	t.Helper()
+	registerCopy(t, base, app, id, 0, 8080, "")
+}
+
+// registerCopy is registerDirect with the instance's port, a
+// lastDirtyTimestamp (0: none, the server stamps its own) and metadata
+// phase=phase (none if empty): a peer's copy of an instance.
+func registerCopy(t *testing.T, base, app, id string, lastDirty int64, port int, phase string) {
+	t.Helper()
+	extra := ""
+	if lastDirty != 0 {
+		extra += fmt.Sprintf(`,"lastDirtyTimestamp":"%d"`, lastDirty)
+	}
+	if phase != "" {
+		extra += fmt.Sprintf(`,"metadata":{"phase":%q}`, phase)
+	}
 	body := fmt.Sprintf(`{"instance":{"instanceId":%q,"hostName":"127.0.0.1","app":%q,"ipAddr":"127.0.0.1","status":"UP",`+
-		`"port":{"$":8080,"@enabled":"true"},"vipAddress":%q,`+
+		`"port":{"$":%d,"@enabled":"true"},"vipAddress":%q,`+
 		`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+
-		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":600}}}`, id, app, strings.ToLower(app))
+		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":600}%s}}`, id, app, port, strings.ToLower(app), extra)
 	req, _ := http.NewRequest(http.MethodPost, base+"apps/"+app, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Netflix-Discovery-Replication", "true")

@@ -15,8 +15,9 @@ import (
 // peers, with a client (the Go client package) on each: syncUp both ways,
 // then every change made on one side (registration, heartbeats, an
 // operator override and its removal, metadata, cancel) reaches the other,
-// each client sees the other's instance, and Eureka's own 404 → register
-// repair mends an instance one side lost, in both directions. Both peer
+// each client sees the other's instance, Eureka's own 404 → register
+// repair mends an instance one side lost, and its 409 repair brings a
+// newer copy back from the side that holds it, in both directions. Both peer
 // links run through a WireTap so the test can cut them and name the
 // replication wire it saw: changes made during the partition converge
 // after it heals, through Eureka's repair alone (anti-entropy is
@@ -120,7 +121,14 @@ func TestSpringServerAndMusterAsPeers(t *testing.T) {
 			t.Fatalf("%s: replicated DELETE on the remote side: %d", s.name, code)
 		}
 		waitInstance(t, s.remote, c.app, c.id, s.name+": 404 → register repair", hasMeta("phase", phase))
-		t.Logf("%s: the replication wire during the repair:\n%s", s.name, s.tap.Dump(mark))
+		t.Logf("%s: the replication wire during the 404 repair:\n%s", s.name, s.tap.Dump(mark))
+
+		// The remote side holds a newer copy than home (a peer's write
+		// home has not seen): home's next replicated heartbeat carries
+		// the older lastDirtyTimestamp, the remote side answers 409 with
+		// its copy, and home takes it.
+		registerCopy(t, s.remote, c.app, c.id, time.Now().UnixMilli(), c.port, "newer-"+phase)
+		waitInstance(t, s.home, c.app, c.id, s.name+": 409 → home takes the remote side's newer copy", hasMeta("phase", "newer-"+phase))
 	}
 
 	// A partition between the two servers: changes on both sides while it
