@@ -164,8 +164,8 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "node", "registry", "registry/wire", "replication", "tlsconfig", "tools/loadgen"},
-		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding",
+		imports: []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "tlsconfig", "tools/loadgen"},
+		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
 	},
 	"deploy": {
 		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},
@@ -190,6 +190,10 @@ var allowed = map[string]rule{
 	"interop/scripted": {
 		testImports: []string{"internal/testwait", "interop/interoptest"},
 		why:         "no code; its tests drive eureka-js-client (npm) and py-eureka-client (PyPI) with the muster binary",
+	},
+	"interop/springserver": {
+		testImports: []string{"client", "interop/interoptest", "internal/testwait"},
+		why:         "no code; its tests run the Spring Cloud Eureka Server (built by Maven) as Muster's peer and migration partner",
 	},
 	"scripts/chaos": {
 		imports: []string{"client", "httpapi/ops", "registry", "registry/wire", "tools/simclient"},

@@ -2,7 +2,7 @@
 // Eureka Java client (eureka-client 1.10.18's DiscoveryClient, the client
 // Spring Cloud Netflix wraps) and server (eureka-core 1.10.18), run from
 // ../shared/java-eureka beside the repository. They build the muster
-// binary and start nodes, Java servers and Java clients as processes:
+// binary and start nodes and Java clients as processes:
 //
 //   - the fixed-script driver (client/run.sh): every codec, gzip, deltas,
 //     overrides, metadata, the compact form (X-Eureka-Accept: compact),
@@ -13,10 +13,11 @@
 //   - a long-running DiscoveryClient steered over stdin (testdata/agent,
 //     compiled with javac at test time): eviction, a node restart without
 //     data dir, failover between serviceUrls and back, basic auth in the
-//     URL, TLS, shutdown cancel;
-//   - a Java server and a Muster node as static peers (replication,
-//     syncUp and repair both ways, a healed partition);
-//   - the migration of docs/migration-from-java-eureka.md end to end.
+//     URL, TLS, shutdown cancel.
+//
+// The server-side tests (a Eureka server as Muster's peer, and the
+// migration of docs/migration-from-java-eureka.md) moved to
+// interop/springserver, against the Spring Cloud Eureka Server.
 //
 // Without the folder, a Java runtime, its libraries or javac the tests
 // skip and say why, so `go test ./...` passes anywhere; scripts/test.sh

@@ -24,8 +24,7 @@ import (
 )
 
 // The processes these tests run: Muster nodes that can be stopped and
-// started again on the same port, Java Eureka servers from
-// ../shared/java-eureka/server, and long-running Java clients (the agent in
+// started again on the same port, and long-running Java clients (the agent in
 // testdata/agent, a real DiscoveryClient steered over stdin).
 
 // stopProcess ends a process the test started: SIGINT first (a graceful
@@ -140,80 +139,6 @@ func (n *musterNode) stop() {
 	if n.cmd != nil {
 		stopProcess(n.cmd, n.done)
 		n.cmd = nil
-	}
-}
-
-// javaServer is the real Netflix Eureka server with Spring's URL layout
-// (base http://127.0.0.1:PORT/eureka/), the read cache refreshed every
-// second so the tests need not wait 30 s for a read to show a change.
-type javaServer struct {
-	t     *testing.T
-	dir   string
-	port  int
-	peers []string
-	extra []string
-	tmp   string
-	cmd   *exec.Cmd
-	done  chan struct{}
-	out   *lineLog
-}
-
-func newJavaServer(t *testing.T, dir string, extra ...string) *javaServer {
-	s := &javaServer{t: t, dir: dir, port: freePort(t), extra: extra, tmp: t.TempDir()}
-	t.Cleanup(func() {
-		s.stop()
-		if t.Failed() && s.out != nil {
-			t.Logf("java server :%d log tail:\n%s", s.port, s.out.tail(4000))
-		}
-	})
-	return s
-}
-
-func (s *javaServer) url() string { return "http://127.0.0.1:" + strconv.Itoa(s.port) + "/eureka/" }
-
-// launch starts the JVM without waiting for it to answer, so that several
-// servers can boot side by side; ready waits.
-func (s *javaServer) launch() *javaServer {
-	args := []string{"--port", strconv.Itoa(s.port), "--layout", "spring",
-		"--eureka.responseCacheUpdateIntervalMs=1000"}
-	if len(s.peers) > 0 {
-		args = append(args, "--peers", strings.Join(s.peers, ","))
-	}
-	args = append(args, s.extra...)
-	s.cmd = exec.Command(filepath.Join(s.dir, "server", "run.sh"), args...)
-	s.cmd.Env = append(os.Environ(), "TMPDIR="+s.tmp, "JAVA_OPTS=-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-	s.out = &lineLog{}
-	s.done = startLogged(s.t, s.cmd, s.out)
-	return s
-}
-
-func (s *javaServer) ready() *javaServer {
-	s.t.Helper()
-	testwait.For(s.t, 90*time.Second, "the Java Eureka server on "+s.url()+" answers GET apps", func() error {
-		select {
-		case <-s.done:
-			s.t.Fatalf("the Java Eureka server on port %d exited at start:\n%s", s.port, s.out.tail(3000))
-		default:
-		}
-		resp, err := http.Get(s.url() + "apps")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET apps %d", resp.StatusCode)
-		}
-		return nil
-	})
-	return s
-}
-
-func (s *javaServer) start() *javaServer { return s.launch().ready() }
-
-func (s *javaServer) stop() {
-	if s.cmd != nil {
-		stopProcess(s.cmd, s.done)
-		s.cmd = nil
 	}
 }
 

@@ -88,7 +88,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "show the servers' logs")
 	fetchSizes := fs.String("fetch-sizes", "10000,100000", "registry sizes of the full-fetch scenario")
 	million := fs.Bool("million", false, "also run the million scenario (a 1M-instance node: several minutes, ~3 GB)")
-	withJava := fs.Bool("java", false, "also run the java scenario (the Java Eureka server of ../shared/java-eureka or $MUSTER_JAVA_EUREKA side by side; skipped when absent)")
+	withJava := fs.Bool("java", false, "also run the java scenario (the Spring Cloud Eureka Server of interop/spring/eureka-server, built by Maven, side by side; skipped without java or Maven Central)")
 	millionN := fs.Int("million-size", benchMillionN, "registry size of the million scenario")
 	var sets stringList
 	fs.Var(&sets, "set", "key=value for the muster servers under test (repeatable)")

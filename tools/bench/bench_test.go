@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -133,16 +132,16 @@ func TestProcCPUAndRSS_readAProcess(t *testing.T) {
 	}
 }
 
-// Without the Java Eureka folder the java scenario is a skipped row that
-// says why, not a failure.
+// Without java the java scenario is a skipped row that says why, not a
+// failure.
 func TestBenchJava_skipsWithoutJava(t *testing.T) {
-	t.Setenv("MUSTER_JAVA_EUREKA", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("PATH", t.TempDir())
 	var log bytes.Buffer
 	e := &benchEnv{log: &log}
 	if err := e.java(); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.rows) != 1 || e.rows[0].Figure != "skipped" || !strings.Contains(e.rows[0].Note, "MUSTER_JAVA_EUREKA") {
+	if len(e.rows) != 1 || e.rows[0].Figure != "skipped" || !strings.Contains(e.rows[0].Note, "no java on PATH") {
 		t.Fatalf("rows %+v", e.rows)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,45 +19,57 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/internal/proccontrol"
+	"github.com/muster-registry/muster/interop/interoptest"
 	"github.com/muster-registry/muster/tools/loadgen"
 )
 
-// The java scenario: the real Java Eureka server (eureka-core 1.10.18 from
-// ../shared/java-eureka, or MUSTER_JAVA_EUREKA) and a Muster node side by
-// side, the same fleet on each, driven by the same load generator in
-// alternating rounds. Its rows put Muster in the value column and the Java
-// server in the ceiling column, so a ratio is Muster ÷ Java: above 1 is
-// better for rates, below 1 for bytes, memory and delays.
+// The java scenario: the Spring Cloud Netflix Eureka Server 5.0 (the app
+// of interop/spring/eureka-server: Spring Boot 4.0, Spring Cloud 2025.1,
+// eureka-core 2.0 on Jersey 3, built by Maven through interoptest.Build) and
+// a Muster node side by side, the same fleet on each, driven by the same
+// load generator in alternating rounds. Its rows put Muster in the value
+// column and the Spring server in the ceiling column, so a ratio is
+// Muster ÷ Spring: above 1 is better for rates, below 1 for bytes, memory
+// and delays.
 
 // benchJavaN is the fleet of the java scenario.
 const benchJavaN = 10_000
 
-// benchJavaDir returns the java-eureka folder, or why it cannot be used.
-func benchJavaDir() (string, error) {
-	dir := os.Getenv("MUSTER_JAVA_EUREKA")
-	if dir == "" {
-		dir = filepath.Join("..", "shared", "java-eureka")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "server", "run.sh")); err != nil {
-		return "", fmt.Errorf("no Java Eureka server at %s (set MUSTER_JAVA_EUREKA to the java-eureka folder)", dir)
-	}
+// benchSpringSource is the Spring Cloud Eureka Server app, relative to the
+// repository root.
+const benchSpringSource = "interop/spring/eureka-server"
+
+// benchSpringJVM is the JVM a team would give its Eureka server: a 1 GiB
+// heap cap (what -XX:MaxRAMPercentage=75 gives in a container of about
+// 1.4 GiB), the JVM's default collector (G1 on two cores) and its full
+// tiered JIT; nothing else tuned.
+var benchSpringJVM = []string{"-Xmx1g"}
+
+// benchSpringJar builds the Spring server app (once per source content,
+// into the interop cache) and returns its jar, or why it cannot be had.
+func benchSpringJar(log io.Writer) (string, error) {
 	if _, err := exec.LookPath("java"); err != nil {
-		return "", errors.New("no java on PATH (../shared/java-eureka/install.sh installs it)")
+		return "", &interoptest.Unavailable{Reason: "no java on PATH (scripts/test.sh installs a JDK as root)"}
 	}
-	if out, err := exec.Command(filepath.Join(dir, "classpath.sh")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("the Java Eureka libraries are not installed: %s", bytes.TrimSpace(out))
+	root, err := interoptest.RepoRoot()
+	if err != nil {
+		return "", err
 	}
-	return filepath.Abs(dir)
+	dir, err := interoptest.Build(filepath.Join(root, benchSpringSource), log)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "target", "eureka-server.jar"), nil
 }
 
-// startJava starts a Java Eureka server with Spring's URL layout (the same
-// paths as Muster's) and waits until GET /eureka/apps answers.
-func (e *benchEnv) startJava(dir, name string, props ...string) (*benchChild, error) {
+// startJava starts a Spring Eureka server on a free port and waits until
+// GET /eureka/apps answers.
+func (e *benchEnv) startJava(jar, name string, props ...string) (*benchChild, error) {
 	port, err := benchFreePort()
 	if err != nil {
 		return nil, err
 	}
-	return e.startJavaAt(dir, name, port, "1g", props...)
+	return e.startJavaAt(jar, name, port, benchSpringJVM, props...)
 }
 
 func benchFreePort() (int, error) {
@@ -68,11 +81,19 @@ func benchFreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startJavaAt is startJava on a given port with a given -Xmx.
-func (e *benchEnv) startJavaAt(dir, name string, port int, xmx string, props ...string) (*benchChild, error) {
-	args := append([]string{"--port", strconv.Itoa(port), "--layout", "spring"}, props...)
-	cmd := exec.Command(filepath.Join(dir, "server", "run.sh"), args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+e.tmpDir, "JAVA_OPTS=-Xmx"+xmx+" -XX:+UseSerialGC")
+// startJavaAt is startJava on a given port with the given JVM options.
+// props are Spring properties (--key=value) after the defaults of the
+// app's application.properties (standalone, no self-registration).
+func (e *benchEnv) startJavaAt(jar, name string, port int, jvm []string, props ...string) (*benchChild, error) {
+	args := append([]string{"-Djava.io.tmpdir=" + e.tmpDir}, jvm...)
+	args = append(args, "-jar", jar,
+		"--server.port="+strconv.Itoa(port), "--server.address=127.0.0.1",
+		"--eureka.instance.hostname=127.0.0.1",
+		// Peers share the host name 127.0.0.1: without its own URL the
+		// server would take every peer for itself.
+		"--eureka.server.my-url=http://127.0.0.1:"+strconv.Itoa(port)+"/eureka/")
+	args = append(args, props...)
+	cmd := exec.Command("java", args...)
 	logPath := filepath.Join(e.tmpDir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -83,7 +104,6 @@ func (e *benchEnv) startJavaAt(dir, name string, port int, xmx string, props ...
 		logFile.Close()
 		return nil, err
 	}
-	// run.sh execs java: the pid is the JVM's.
 	c := &benchChild{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}),
 		Ready: proccontrol.Ready{Mode: "java", PID: cmd.Process.Pid, API: "127.0.0.1:" + strconv.Itoa(port)}}
 	go func() {
@@ -92,19 +112,26 @@ func (e *benchEnv) startJavaAt(dir, name string, port int, xmx string, props ...
 		close(c.done)
 	}()
 	e.children = append(e.children, c)
+	// Ready once its own Tomcat says it listens on the port (on a shared
+	// machine another process may have taken the port since it was
+	// found free, and answer instead) and GET /eureka/apps answers.
+	listening := []byte("Tomcat started on port " + strconv.Itoa(port) + " ")
 	deadline := time.Now().Add(120 * time.Second)
 	for {
-		code, _, err := c.api("GET", "/eureka/apps", nil, benchFetchHeaderPairs...)
-		if err == nil && code == http.StatusOK {
-			return c, nil
+		logged, _ := os.ReadFile(logPath)
+		if bytes.Contains(logged, listening) {
+			code, _, err := c.api("GET", "/eureka/apps", nil, benchFetchHeaderPairs...)
+			if err == nil && code == http.StatusOK {
+				return c, nil
+			}
 		}
 		select {
 		case <-c.done:
-			return nil, fmt.Errorf("Java server %s exited before it was ready (log: %s)%s", name, logPath, benchTail(logPath))
+			return nil, fmt.Errorf("Spring Eureka server %s exited before it was ready (log: %s)%s", name, logPath, benchTail(logPath))
 		case <-time.After(500 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("Java server %s not ready after 120 s (log: %s)", name, logPath)
+			return nil, fmt.Errorf("Spring Eureka server %s not ready after 120 s (log: %s)", name, logPath)
 		}
 	}
 }
@@ -219,18 +246,22 @@ func (e *benchEnv) javaChurn(c *benchChild, n int) func() {
 
 func (e *benchEnv) java() error {
 	const sc = "java"
-	dir, err := benchJavaDir()
-	if err != nil {
-		e.add(benchRow{Scenario: sc, Figure: "skipped", Note: err.Error()})
+	jar, err := benchSpringJar(e.log)
+	var unavailable *interoptest.Unavailable
+	if errors.As(err, &unavailable) {
+		e.add(benchRow{Scenario: sc, Figure: "skipped", Note: "the Spring Cloud Eureka Server: " + err.Error()})
 		e.logf("   skipped: %v", err)
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	n := benchJavaN
 	// Both keep changes in the delta for 10 s (Eureka's default is 180 s),
 	// so that the fleet's registrations leave it before the delta is
 	// measured; both read the delta's changes under the same churn.
-	retention := []string{"--eureka.retentionTimeInMSInDeltaQueue=10000", "--eureka.deltaRetentionTimerIntervalInMs=2000"}
-	java, err := e.startJava(dir, "java-eureka", retention...)
+	retention := []string{"--eureka.server.retention-time-in-m-s-in-delta-queue=10000", "--eureka.server.delta-retention-timer-interval-in-ms=2000"}
+	java, err := e.startJava(jar, "spring-eureka", retention...)
 	if err != nil {
 		return err
 	}
@@ -240,7 +271,7 @@ func (e *benchEnv) java() error {
 	if err != nil {
 		return err
 	}
-	javaNote := "ceiling = the Java Eureka server (eureka-core 1.10.18, -Xmx1g SerialGC, its defaults but a 10 s delta retention), registering first cold"
+	javaNote := "ceiling = the Spring Cloud Eureka Server 5.0.3 (Spring Boot 4.0.7, eureka-core 2.0.6, Jersey 3, Tomcat; -Xmx1g, default G1 and JIT, its defaults but a 10 s delta retention), registering first cold"
 	javaEmpty, heapErr := javaLiveHeap(java.PID)
 	musterEmpty, err := mu.mem(true)
 	if err != nil {
@@ -284,7 +315,7 @@ func (e *benchEnv) java() error {
 	e.addCompared(sc, "heartbeats/s (10k, 64 conns)", m.res.RPS(), j.res.RPS(), "req/s", "", nil, roundRatios(m, j))
 	e.addCompared(sc, "server CPU per heartbeat", m.cpuPerReq(), j.cpuPerReq(), "µs", "", nil, "user+system CPU of the server process, closed loop")
 	if bad := m.res.NotOK() + j.res.NotOK(); bad > 0 {
-		e.add(benchRow{Scenario: sc, Figure: "failed heartbeats", Value: float64(bad), Note: fmt.Sprintf("Muster %v, Java %v", m.res.Status, j.res.Status)})
+		e.add(benchRow{Scenario: sc, Figure: "failed heartbeats", Value: float64(bad), Note: fmt.Sprintf("Muster %v, Spring %v", m.res.Status, j.res.Status)})
 	}
 	// The same at a fixed rate both servers keep up with: what a heartbeat
 	// costs a server that is idle between requests, as in production.
@@ -309,7 +340,7 @@ func (e *benchEnv) java() error {
 	} {
 		var sizes, held [2]int
 		for k, c := range []*benchChild{mu, java} {
-			// The Java server's read-only cache may hold a registry taken
+			// The Spring server's read-only cache may hold a registry taken
 			// during the registrations until a refresh (every 30 s).
 			_ = benchWait(e.ctx, 65*time.Second, c.name+"'s full fetch to hold the whole fleet", func() bool {
 				code, body, err := c.api("GET", "/eureka/apps", nil, format.pairs...)
@@ -326,7 +357,7 @@ func (e *benchEnv) java() error {
 		}
 		heldNote := ""
 		if held[0] < n || held[1] < n {
-			heldNote = fmt.Sprintf("NOT the whole fleet: the full fetch held %d (Muster) and %d (Java) of %d instances after 65 s", held[0], held[1], n)
+			heldNote = fmt.Sprintf("NOT the whole fleet: the full fetch held %d (Muster) and %d (Spring) of %d instances after 65 s", held[0], held[1], n)
 		}
 		req := format.req
 		m, j, err := e.compare(mu, java, loadgen.Config{Next: func(int, uint64) loadgen.Request { return req }}, nil)
@@ -339,7 +370,7 @@ func (e *benchEnv) java() error {
 	}
 
 	// Memory once the registrations have left both deltas and both hold
-	// what serving full fetches leaves cached (the Java server: the JSON
+	// what serving full fetches leaves cached (the Spring server: the JSON
 	// and XML payloads, plain and gzip, in its response cache; Muster: its
 	// gzip pieces): the state of a server its clients fetch from.
 	time.Sleep(time.Until(registered.Add(13 * time.Second))) // 10 s retention, 2 s timer
@@ -384,11 +415,11 @@ func (e *benchEnv) java() error {
 	}
 	e.addCompared(sc, "delta fetches (gzip JSON, 1 %/s churn)/s", m.res.RPS(), j.res.RPS(), "req/s", "", nil, roundRatios(m, j))
 	e.addCompared(sc, "bytes per delta fetch (gzip JSON)", float64(deltaSizes[0]), float64(deltaSizes[1]), "B", "", nil,
-		fmt.Sprintf("~10 s of 1 %%/s churn: %d and %d changed instances (the Java server's delta is up to 30 s old: read-only cache)", deltaInstances[0], deltaInstances[1]))
+		fmt.Sprintf("~10 s of 1 %%/s churn: %d and %d changed instances (the Spring server's delta is up to 30 s old: read-only cache)", deltaInstances[0], deltaInstances[1]))
 	e.addCompared(sc, "delta bytes per changed instance (gzip JSON)", float64(deltaSizes[0])/float64(deltaInstances[0]), float64(deltaSizes[1])/float64(deltaInstances[1]), "B", "", nil, "")
 	e.addCompared(sc, "resident memory (10k, after the fetches)", float64(procRSS(mu.PID))/(1<<20), float64(procRSS(java.PID))/(1<<20), "MiB", "", nil, "VmRSS")
 
-	// A change's visibility in the full fetch: Java with its defaults
+	// A change's visibility in the full fetch: Spring with its defaults
 	// (a read-only cache refreshed every 30 s).
 	samples := 3
 	if e.quick {
@@ -420,13 +451,13 @@ func (e *benchEnv) java() error {
 		return err
 	}
 	e.addCompared(sc, "change → visible in the full fetch, median", ms(mv[len(mv)/2]), ms(jv[len(jv)/2]), "ms", "", nil,
-		fmt.Sprintf("Java with its defaults (read-only cache, 30 s); max Muster %.0f ms, Java %.0f ms; seen by the first fetch after the change: Muster %d, Java %d of %d (polls: a gzip JSON full fetch and gunzip, then 100 ms)",
+		fmt.Sprintf("Spring with its defaults (read-only cache, 30 s); max Muster %.0f ms, Spring %.0f ms; seen by the first fetch after the change: Muster %d, Spring %d of %d (polls: a gzip JSON full fetch and gunzip, then 100 ms)",
 			ms(mv[len(mv)-1]), ms(jv[len(jv)-1]), firstPoll[mu], firstPoll[java], samples))
 	java.stop()
 
-	// The same with the Java server's read-only cache off (it then reads
+	// The same with the Spring server's read-only cache off (it then reads
 	// through its read-write cache, invalidated on every change).
-	java2, err := e.startJava(dir, "java-eureka-nocache", append(retention, "--eureka.shouldUseReadOnlyResponseCache=false")...)
+	java2, err := e.startJava(jar, "spring-eureka-nocache", append(retention, "--eureka.server.use-read-only-response-cache=false")...)
 	if err != nil {
 		return err
 	}
@@ -442,17 +473,17 @@ func (e *benchEnv) java() error {
 	if err != nil {
 		return err
 	}
-	e.addCompared(sc, "change → visible in the full fetch, median (Java cache off)", ms(mv2[len(mv2)/2]), ms(jv2[len(jv2)/2]), "ms", "", nil,
-		fmt.Sprintf("--eureka.shouldUseReadOnlyResponseCache=false; max Muster %.0f ms, Java %.0f ms; seen by the first fetch: Muster %d, Java %d of %d",
+	e.addCompared(sc, "change → visible in the full fetch, median (Spring cache off)", ms(mv2[len(mv2)/2]), ms(jv2[len(jv2)/2]), "ms", "", nil,
+		fmt.Sprintf("--eureka.server.use-read-only-response-cache=false; max Muster %.0f ms, Spring %.0f ms; seen by the first fetch: Muster %d, Spring %d of %d",
 			ms(mv2[len(mv2)-1]), ms(jv2[len(jv2)-1]), firstPoll[mu]-firstPoll0, firstPoll[java2], samples))
 	java2.stop()
-	return e.javaPropagation(dir)
+	return e.javaPropagation(jar)
 }
 
 // javaPropagation times a registration on one server until the other
-// answers it (GET /apps/APP/ID, which neither caches): two Java servers
+// answers it (GET /apps/APP/ID, which neither caches): two Spring servers
 // as each other's static peers against two clustered Muster nodes.
-func (e *benchEnv) javaPropagation(dir string) error {
+func (e *benchEnv) javaPropagation(jar string) error {
 	const sc = "java"
 	samples := 20
 	if e.quick {
@@ -466,12 +497,15 @@ func (e *benchEnv) javaPropagation(dir string) error {
 	if err != nil {
 		return err
 	}
-	peer := func(p int) []string { return []string{"--peers", "http://127.0.0.1:" + strconv.Itoa(p) + "/eureka/"} }
-	ja, err := e.startJavaAt(dir, "java-peer-a", pa, "256m", peer(pb)...)
+	peer := func(p int) []string {
+		return []string{"--eureka.client.service-url.defaultZone=http://127.0.0.1:" + strconv.Itoa(p) + "/eureka/"}
+	}
+	small := []string{"-Xmx256m"}
+	ja, err := e.startJavaAt(jar, "spring-peer-a", pa, small, peer(pb)...)
 	if err != nil {
 		return err
 	}
-	jb, err := e.startJavaAt(dir, "java-peer-b", pb, "256m", peer(pa)...)
+	jb, err := e.startJavaAt(jar, "spring-peer-b", pb, small, peer(pa)...)
 	if err != nil {
 		return err
 	}
@@ -527,14 +561,14 @@ func (e *benchEnv) javaPropagation(dir string) error {
 		return err
 	}
 	e.addCompared(sc, "register on one peer → on the other, median", ms(md[len(md)/2]), ms(jd[len(jd)/2]), "ms", "", nil,
-		fmt.Sprintf("2 Muster nodes (gossip cluster) against 2 Java servers as static peers; max Muster %.0f ms, Java %.0f ms of %d; polled every 10 ms",
+		fmt.Sprintf("2 Muster nodes (gossip cluster) against 2 Spring servers as static peers; max Muster %.0f ms, Spring %.0f ms of %d; polled every 10 ms",
 			ms(md[len(md)-1]), ms(jd[len(jd)-1]), samples))
 	ja.stop()
 	jb.stop()
 	return nil
 }
 
-// stopJava ends a Java server child: SIGTERM, then SIGKILL after 10 s.
+// stopJava ends a Spring server child: SIGTERM, then SIGKILL after 10 s.
 func (c *benchChild) stopJava() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
