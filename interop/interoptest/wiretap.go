@@ -1,11 +1,14 @@
 package interoptest
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +51,30 @@ type WireTap struct {
 // stops with the test.
 func NewWireTap(t testing.TB, target string) *WireTap {
 	t.Helper()
+	return newWireTap(t, target, nil, nil)
+}
+
+// NewTLSWireTap is a WireTap for an https target: it serves https itself
+// with the PEM pair certFile/keyFile (the target's own, issued for
+// 127.0.0.1, so a client trusting the target trusts the tap) and talks
+// to the target trusting the CA in caPEM.
+func NewTLSWireTap(t testing.TB, target, certFile, keyFile, caPEM string) *WireTap {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	b, err := os.ReadFile(caPEM)
+	if err != nil || !pool.AppendCertsFromPEM(b) {
+		t.Fatalf("CA %s: %v", caPEM, err)
+	}
+	return newWireTap(t, target, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		&tls.Config{Certificates: []tls.Certificate{pair}})
+}
+
+func newWireTap(t testing.TB, target string, upstream http.RoundTripper, serve *tls.Config) *WireTap {
+	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +85,9 @@ func NewWireTap(t testing.TB, target string) *WireTap {
 	}
 	w := &WireTap{Target: target, ln: ln}
 	proxy := httputil.NewSingleHostReverseProxy(u)
+	if upstream != nil {
+		proxy.Transport = upstream
+	}
 	proxy.ModifyResponse = func(r *http.Response) error {
 		w.record(r.Request, r.StatusCode, r.Header)
 		return nil
@@ -84,6 +114,9 @@ func NewWireTap(t testing.TB, target string) *WireTap {
 		}
 		proxy.ServeHTTP(rw, r)
 	})}
+	if serve != nil {
+		ln = tls.NewListener(ln, serve)
+	}
 	go func() { _ = w.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = w.srv.Close() })
 	return w
