@@ -27,6 +27,7 @@ type client struct {
 	args      []string // --key=value settings on top of the app's own
 	transport string   // what the app reports as its transport: proof the setting took
 	spring    bool     // a Spring app: /actuator/serviceregistry is there
+	main      string   // a driver's main class, run from target/classes and target/lib; "" runs target/app.jar
 }
 
 var clients = []client{
@@ -36,6 +37,8 @@ var clients = []client{
 	{name: "boot3-resttemplate", src: "interop/spring/boot3-client", transport: "RestTemplateDiscoveryClientOptionalArgs", spring: true},
 	{name: "boot3-restclient", src: "interop/spring/boot3-client", args: []string{"--eureka.client.restclient.enabled=true"},
 		transport: "RestClientDiscoveryClientOptionalArgs", spring: true},
+	{name: "eureka2-jersey3", src: "interop/spring/eureka2-driver", transport: "Jersey3TransportClientFactories",
+		main: "muster.interop.driver.EurekaDriver"},
 }
 
 // jvmSlots bounds the JVMs running at once: the machine has two cores, and
@@ -75,8 +78,12 @@ func startApp(t *testing.T, c client, name string, urls []string, jvm []string, 
 	}
 	id := name + "-1"
 	args := append(append([]string{}, jvmFlags...), jvm...)
-	args = append(args, "-jar", filepath.Join(dir, "target", "app.jar"),
-		"--spring.application.name="+name,
+	if c.main != "" {
+		args = append(args, "-cp", filepath.Join(dir, "target", "classes")+string(filepath.ListSeparator)+filepath.Join(dir, "target", "lib", "*"), c.main)
+	} else {
+		args = append(args, "-jar", filepath.Join(dir, "target", "app.jar"))
+	}
+	args = append(args, "--spring.application.name="+name,
 		"--eureka.instance.instance-id="+id,
 		"--eureka.client.service-url.defaultZone="+strings.Join(urls, ","),
 		"--eureka.instance.metadata-map.team=interop")

@@ -45,6 +45,7 @@ public class EurekaDriver {
             if (!a.startsWith("--") || eq < 0) throw new IllegalArgumentException("want --key=value, got " + a);
             o.put(a.substring(2, eq), a.substring(eq + 1));
         }
+        Transport.init();
         String app = o.get("spring.application.name").toUpperCase();
         String id = o.get("eureka.instance.instance-id");
 
