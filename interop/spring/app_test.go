@@ -39,6 +39,8 @@ var clients = []client{
 		transport: "RestClientDiscoveryClientOptionalArgs", spring: true},
 	{name: "eureka2-jersey3", src: "interop/spring/eureka2-driver", transport: "Jersey3TransportClientFactories",
 		main: "muster.interop.driver.EurekaDriver"},
+	{name: "eureka1-jersey1", src: "interop/spring/eureka1-driver", transport: "Jersey1TransportClientFactories",
+		main: "muster.interop.driver.EurekaDriver"},
 }
 
 // jvmSlots bounds the JVMs running at once: the machine has two cores, and
