@@ -20,7 +20,11 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
 	var nodes []*interoptest.Node
 	for i := range ports {
-		n := evictingNode(t, fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]))
+		// The first node starts while its peer is still down: it serves at
+		// once instead of waiting for a peer that knows the registry.
+		n := evictingNode(t, fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]),
+			"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=0",
+			"eureka.server.registry-sync-retries=1", "eureka.server.registry-sync-retry-wait-ms=200")
 		n.Port = ports[i]
 		nodes = append(nodes, n)
 	}
@@ -47,8 +51,26 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 		return "Boot 4 app's exchanges:\n" + wire(taps4[0], 0) + wire(taps4[1], 0) +
 			"Boot 3 app's exchanges:\n" + wire(taps3[0], 0) + wire(taps3[1], 0)
 	}
-	findEachOther := func(what string) {
+	// findEachOther waits until both apps are UP on every live node (they
+	// registered, again if they had to, and the nodes replicated it), then
+	// until each app's Spring DiscoveryClient hands out the other.
+	findEachOther := func(what string, live ...*interoptest.Node) {
 		t.Helper()
+		for _, n := range live {
+			for _, a := range []*app{boot4, boot3} {
+				var last error
+				if !poll(60*time.Second, func() error {
+					i, err := getInstance(n, n.URL(), a.App, a.ID)
+					if err == nil {
+						err = nodeStatusIs("UP")(i)
+					}
+					last = err
+					return err
+				}) {
+					t.Fatalf("%s: %s is not UP on the node on port %d: %v\n%s", what, a.App, n.Port, last, dump())
+				}
+			}
+		}
 		for _, p := range []struct{ from, to *app }{{boot4, boot3}, {boot3, boot4}} {
 			var last error
 			if !poll(60*time.Second, func() error {
@@ -76,7 +98,7 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 			}
 		}
 	}
-	findEachOther("at start")
+	findEachOther("at start", nodes...)
 
 	// An eviction: the Boot 4 app is cut off from both nodes until they
 	// drop it, then heals.
@@ -89,25 +111,24 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 	for _, tap := range taps4 {
 		tap.SetCut(false)
 	}
-	findEachOther("after an eviction")
+	findEachOther("after an eviction", nodes...)
 
 	// A node restarted without a data dir.
 	nodes[1].Stop()
 	nodes[1].Start()
-	findEachOther("after node 1 restarted empty")
+	findEachOther("after node 1 restarted empty", nodes...)
 
 	// An operator's cancel of each app.
 	for _, a := range []*app{boot4, boot3} {
 		if code, b, err := nodeCall(nodes[0], http.MethodDelete, nodes[0].URL()+"apps/"+a.App+"/"+a.ID); err != nil || code != http.StatusOK {
-			t.Fatalf("operator cancel of %s: %d %v %s", a.App, code, err, b)
+			_, apps0, _ := nodeCall(nodes[0], http.MethodGet, nodes[0].URL()+"apps")
+			_, apps1, _ := nodeCall(nodes[1], http.MethodGet, nodes[1].URL()+"apps")
+			t.Fatalf("operator cancel of %s: %d %v %s\nnode 0: %s\nnode 1: %s\n%s", a.App, code, err, b, apps0, apps1, dump())
 		}
 	}
-	findEachOther("after an operator's cancel")
+	findEachOther("after an operator's cancel", nodes...)
 
 	// Failover: node 0 dies; both apps carry on with node 1.
 	nodes[0].Stop()
-	findEachOther("with node 0 down")
-	for _, a := range []*app{boot4, boot3} {
-		waitOnNode(t, nodes[1], nil, 0, a, "on the surviving node", nodeStatusIs("UP"))
-	}
+	findEachOther("with node 0 down", nodes[1])
 }
