@@ -21,6 +21,7 @@ import (
 type Exchange struct {
 	Method, Path, Query string
 	Accept, ContentType string // the request's
+	EurekaAccept        string // the request's X-Eureka-Accept (compact asks the compact form)
 	Status              int
 	RespType, RespEnc   string // the answer's Content-Type and Content-Encoding
 }
@@ -29,6 +30,9 @@ func (e Exchange) String() string {
 	q := ""
 	if e.Query != "" {
 		q = "?" + e.Query
+	}
+	if e.EurekaAccept != "" {
+		q += " [X-Eureka-Accept " + e.EurekaAccept + "]"
 	}
 	return fmt.Sprintf("%s %s%s [accept %q, body %q] -> %d %q %s", e.Method, e.Path, q, e.Accept, e.ContentType, e.Status, e.RespType, e.RespEnc)
 }
@@ -124,7 +128,7 @@ func newWireTap(t testing.TB, target string, upstream http.RoundTripper, serve *
 
 func (w *WireTap) record(r *http.Request, status int, h http.Header) {
 	e := Exchange{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"),
+		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"), EurekaAccept: r.Header.Get("X-Eureka-Accept"),
 		Status: status, RespType: h.Get("Content-Type"), RespEnc: h.Get("Content-Encoding")}
 	w.mu.Lock()
 	w.seen = append(w.seen, e)

@@ -201,6 +201,23 @@ func (a *app) post(path, contentType, body string) {
 	}
 }
 
+// getJSON GETs path from the app and decodes its JSON answer into v.
+func getJSON(a *app, path string, v any) (int, []byte, error) {
+	resp, err := a.http.Get(a.base() + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, b, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		err = json.Unmarshal(b, v)
+	}
+	return resp.StatusCode, b, err
+}
+
 // setStatus sets the app's own status, as a health check does.
 func (a *app) setStatus(status string) { a.post("/control/status?value="+status, "", "") }
 

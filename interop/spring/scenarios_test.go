@@ -1,6 +1,7 @@
 package spring
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,15 +23,21 @@ func TestClients(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			for _, s := range []struct {
-				name string
-				run  func(*testing.T, client)
+				name       string
+				run        func(*testing.T, client)
+				driverOnly bool // eureka-client's own settings, which Spring does not expose
 			}{
-				{"lifecycle", lifecycle},
-				{"failover", failover},
-				{"basic-auth", basicAuth},
-				{"tls", tlsScenario},
+				{"lifecycle", lifecycle, false},
+				{"failover", failover, false},
+				{"basic-auth", basicAuth, false},
+				{"tls", tlsScenario, false},
+				{"codecs", codecs, true},
+				{"compact", compact, true},
 			} {
 				s := s
+				if s.driverOnly && c.main == "" {
+					continue
+				}
 				t.Run(s.name, func(t *testing.T) {
 					t.Parallel()
 					takeJVMSlot(t)
@@ -367,5 +374,124 @@ func tlsScenario(t *testing.T, c client) {
 	a.Stop()
 	mustSee(t, tap, mark, "DELETE", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown over https")
 	waitGoneFromNode(t, node, node.URL(), tap, mark, a, "cancelled over https at shutdown")
+	noErrors(t, tap, c.name)
+}
+
+// decoded is a driver's /control/decode: the registry fetched by hand and
+// decoded with one of eureka-client's codecs.
+type decoded struct {
+	Code        int    `json:"code"`
+	ContentType string `json:"contentType"`
+	Encoding    string `json:"encoding"`
+	Hashcode    string `json:"hashcode"`
+	Instances   int    `json:"instances"`
+	SelfStatus  string `json:"selfStatus"`
+	SelfPort    int    `json:"selfPort"`
+	SelfTeam    string `json:"selfTeam"`
+}
+
+// codecs: the registry, full and delta, JSON and XML, with and without
+// gzip, read by every codec eureka-client configures (eureka.decoderName),
+// as a client set to that codec reads it.
+func codecs(t *testing.T, c client) {
+	node := interoptest.NewNode(t).Start()
+	tap := interoptest.NewWireTap(t, node.Base())
+	a := startApp(t, c, c.name+"-codec", []string{tap.URL() + "/eureka/"}, nil)
+	waitOnNode(t, node, tap, 0, a, "registered UP", nodeStatusIs("UP"))
+	for _, k := range []struct{ codec, accept, path string }{
+		{"JacksonJson", "application/json", "apps/"},
+		{"LegacyJacksonJson", "application/json", "apps/"},
+		{"XStreamJson", "application/json", "apps/"},
+		{"XStreamXml", "application/xml", "apps/"},
+		{"JacksonJson", "application/json", "apps/delta"},
+		{"XStreamXml", "application/xml", "apps/delta"},
+	} {
+		for _, gzip := range []bool{false, true} {
+			what := fmt.Sprintf("%s of %s (Accept %s, gzip %v)", k.codec, k.path, k.accept, gzip)
+			mark := tap.Len()
+			var d decoded
+			code, b, err := getJSON(a, fmt.Sprintf("/control/decode?codec=%s&accept=%s&gzip=%v&path=%s", k.codec, url.QueryEscape(k.accept), gzip, k.path), &d)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("%s: the driver could not decode: %d %v %s\n%s", what, code, err, b, wire(tap, mark))
+			}
+			wantType := strings.TrimPrefix(k.accept, "application/")
+			wantEnc := ""
+			if gzip {
+				wantEnc = "gzip"
+			}
+			_, apps, _ := nodeCall(node, http.MethodGet, node.URL()+"apps")
+			var full struct {
+				Applications struct {
+					Hashcode string `json:"apps__hashcode"`
+				} `json:"applications"`
+			}
+			_ = json.Unmarshal(apps, &full)
+			if d.Code != http.StatusOK || !strings.Contains(d.ContentType, wantType) || d.Encoding != wantEnc ||
+				d.Instances < 1 || d.SelfStatus != "UP" || d.SelfPort != a.Port || d.SelfTeam != "interop" ||
+				d.Hashcode != full.Applications.Hashcode {
+				t.Fatalf("%s: decoded %+v; want 200 %s %q, the instance UP on port %d with team=interop, hashcode %s\n%s",
+					what, d, wantType, wantEnc, a.Port, full.Applications.Hashcode, wire(tap, mark))
+			}
+		}
+	}
+	noErrors(t, tap, c.name)
+}
+
+// compact: a client with eureka.clientDataAccept=compact sends
+// X-Eureka-Accept on every request and decodes with JacksonJsonMini; it
+// is served the form the Java server would serve it (compact: no metadata,
+// no overriddenStatus), registers, fetches deltas without a hashcode
+// mismatch, sees status changes, and registers again after a heartbeat 404.
+func compact(t *testing.T, c client) {
+	node := evictingNode(t).Start()
+	tap := interoptest.NewWireTap(t, node.Base())
+	a := startApp(t, c, c.name+"-compact", []string{tap.URL() + "/eureka/"}, nil, "--archaius.eureka.clientDataAccept=compact")
+	waitOnNode(t, node, tap, 0, a, "registered UP", nodeStatusIs("UP"))
+	mustSee(t, tap, 0, "GET", `^/eureka/apps/delta$`, ok200, "a delta fetch")
+	// Every fetch asks X-Eureka-Accept. Where it says compact, the compact
+	// form carries no metadata: the client's copy of itself has none,
+	// though the node has it, which proves that form was served.
+	// eureka-client-jersey3 2.0 sends the header as "[compact]" (a list
+	// printed as a string), which the Java server's EurekaAccept.fromString
+	// reads as full, and so does Muster: that client gets the full form.
+	gets := tap.Find(0, "GET", "/eureka/apps")
+	sent := gets[0].EurekaAccept
+	for _, e := range gets {
+		if e.EurekaAccept != sent || sent == "" {
+			t.Fatalf("the fetches do not all send one X-Eureka-Accept\n%s", wire(tap, 0))
+		}
+	}
+	wantMeta := !strings.EqualFold(sent, "compact")
+	var last error
+	if !poll(30*time.Second, func() error {
+		st, err := a.state()
+		if err == nil {
+			if s := st.find(a.App, a.ID); s == nil {
+				err = fmt.Errorf("not in its registry")
+			} else if s.Status != "UP" || (len(s.Metadata) != 0) != wantMeta {
+				err = fmt.Errorf("status %s metadata %v; want UP, metadata %v (X-Eureka-Accept %q)", s.Status, s.Metadata, wantMeta, sent)
+			}
+		}
+		last = err
+		return err
+	}) {
+		t.Fatalf("the client's copy of itself: %v\n%s", last, wire(tap, 0))
+	}
+	phase := tap.Len()
+	a.setStatus("DOWN")
+	waitOnNode(t, node, tap, phase, a, "its own DOWN", nodeStatusIs("DOWN"))
+	a.waitSees(a.App, a.ID, "itself DOWN", statusIs("DOWN"))
+	a.setStatus("UP")
+	a.waitSees(a.App, a.ID, "itself UP again", statusIs("UP"))
+	if st := a.mustState(); st.Mismatches != 0 || count(tap, phase, "GET", `^/eureka/apps/?$`) != 0 {
+		t.Fatalf("compact deltas: %d hashcode mismatches, %d full fetches; want none\n%s", st.Mismatches, count(tap, phase, "GET", `^/eureka/apps/?$`), wire(tap, phase))
+	}
+	mark := tap.Len()
+	if code, b, err := nodeCall(node, http.MethodDelete, node.URL()+"apps/"+a.App+"/"+a.ID); err != nil || code != http.StatusOK {
+		t.Fatalf("operator cancel: %d %v %s", code, err, b)
+	}
+	mustSee(t, tap, mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the operator's cancel")
+	waitOnNode(t, node, tap, mark, a, "registered again", nodeStatusIs("UP"))
+	reregistersMatch(t, a, tap)
 	noErrors(t, tap, c.name)
 }

@@ -10,19 +10,26 @@ import com.netflix.config.ConfigurationManager;
 import com.netflix.discovery.DefaultEurekaClientConfig;
 import com.netflix.discovery.DiscoveryClient;
 import com.netflix.discovery.shared.Application;
+import com.netflix.discovery.converters.wrappers.CodecWrappers;
 import com.netflix.discovery.shared.Applications;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
+import java.net.URI;
 import java.net.URLDecoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.zip.GZIPInputStream;
 
 /**
  * A long-running DiscoveryClient of Netflix's eureka-client, without Spring, that the interop tests in
@@ -30,7 +37,9 @@ import java.util.TreeMap;
  * (ControlController there): GET /control/state, POST /control/status and /control/metadata. It takes
  * the Spring apps' command-line settings that mean something here (the application name, the instance
  * id, the service URLs, metadata) and maps them onto eureka-client's own properties. SIGTERM shuts
- * the client down, which cancels its registration.
+ * the client down, which cancels its registration. --archaius.KEY=VALUE sets any eureka-client property
+ * (eureka.clientDataAccept=compact, say). GET /control/decode fetches the registry itself and decodes it
+ * with one of eureka-client's codecs (CodecWrappers), as a client configured with that codec would.
  */
 public class EurekaDriver {
     static class LoopbackInstanceConfig extends MyDataCenterInstanceConfig {
@@ -73,6 +82,9 @@ public class EurekaDriver {
         p.put("eureka.lease.renewalInterval", "1");
         p.put("eureka.lease.duration", "3");
         for (Map.Entry<String, String> e : o.entrySet()) {
+            if (e.getKey().startsWith("archaius.")) {
+                p.put(e.getKey().substring("archaius.".length()), e.getValue());
+            }
             if (e.getKey().startsWith("eureka.instance.metadata-map.")) {
                 p.put("eureka.metadata." + e.getKey().substring("eureka.instance.metadata-map.".length()), e.getValue());
             }
@@ -95,6 +107,14 @@ public class EurekaDriver {
             Map<String, String> q = query(ex);
             aim.registerAppMetadata(Collections.singletonMap(q.get("key"), q.get("value")));
             reply(ex, 200, "\"ok\"");
+        });
+        String serviceUrl = o.get("eureka.client.service-url.defaultZone").split(",")[0];
+        http.createContext("/control/decode", ex -> {
+            try {
+                reply(ex, 200, decode(serviceUrl, query(ex), app, id));
+            } catch (Exception e) {
+                reply(ex, 500, str(e.toString()));
+            }
         });
         http.start();
         System.out.println("MUSTER-READY port=" + port + " id=" + id + " transport=" + Transport.NAME);
@@ -132,6 +152,43 @@ public class EurekaDriver {
             }
         }
         return b.append("]}").toString();
+    }
+
+    /**
+     * GET {serviceUrl}apps/ (or apps/delta) with the given Accept and, when asked, gzip; the answer
+     * decoded with the named codec, and what the decoded registry holds of this instance.
+     */
+    static String decode(String serviceUrl, Map<String, String> q, String app, String id) throws Exception {
+        boolean gzip = Boolean.parseBoolean(q.get("gzip"));
+        HttpRequest.Builder req = HttpRequest.newBuilder(URI.create(serviceUrl + q.getOrDefault("path", "apps/")))
+                .header("Accept", q.get("accept"));
+        if (gzip) req.header("Accept-Encoding", "gzip");
+        HttpResponse<InputStream> resp = HttpClient.newHttpClient().send(req.build(), HttpResponse.BodyHandlers.ofInputStream());
+        String encoding = resp.headers().firstValue("Content-Encoding").orElse("");
+        InputStream body = resp.body();
+        if (encoding.equalsIgnoreCase("gzip")) body = new GZIPInputStream(body);
+        String text = new String(body.readAllBytes(), StandardCharsets.UTF_8);
+        Applications apps = CodecWrappers.getCodec(q.get("codec")).decode(text, Applications.class);
+        StringBuilder b = new StringBuilder("{");
+        b.append("\"code\":").append(resp.statusCode());
+        b.append(",\"contentType\":").append(str(resp.headers().firstValue("Content-Type").orElse("")));
+        b.append(",\"encoding\":").append(str(encoding));
+        b.append(",\"hashcode\":").append(str(apps.getAppsHashCode()));
+        int n = 0;
+        InstanceInfo self = null;
+        for (Application a : apps.getRegisteredApplications()) {
+            for (InstanceInfo i : a.getInstancesAsIsFromEureka()) {
+                n++;
+                if (app.equals(i.getAppName()) && id.equals(i.getInstanceId())) self = i;
+            }
+        }
+        b.append(",\"instances\":").append(n);
+        if (self != null) {
+            b.append(",\"selfStatus\":").append(str(String.valueOf(self.getStatus())));
+            b.append(",\"selfPort\":").append(self.getPort());
+            b.append(",\"selfTeam\":").append(str(self.getMetadata().get("team")));
+        }
+        return b.append('}').toString();
     }
 
     /** A counter of DiscoveryClient's (Spectator's in 2.0, Servo's in 1.x), -1 where it cannot be read. */
