@@ -22,6 +22,7 @@ type Exchange struct {
 	Method, Path, Query string
 	Accept, ContentType string // the request's
 	EurekaAccept        string // the request's X-Eureka-Accept (compact asks the compact form)
+	AcceptEncoding      string // the request's Accept-Encoding (gzip asks a gzip answer)
 	Status              int
 	RespType, RespEnc   string // the answer's Content-Type and Content-Encoding
 }
@@ -30,6 +31,9 @@ func (e Exchange) String() string {
 	q := ""
 	if e.Query != "" {
 		q = "?" + e.Query
+	}
+	if e.AcceptEncoding != "" {
+		q += " [Accept-Encoding " + e.AcceptEncoding + "]"
 	}
 	if e.EurekaAccept != "" {
 		q += " [X-Eureka-Accept " + e.EurekaAccept + "]"
@@ -128,7 +132,7 @@ func newWireTap(t testing.TB, target string, upstream http.RoundTripper, serve *
 
 func (w *WireTap) record(r *http.Request, status int, h http.Header) {
 	e := Exchange{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"), EurekaAccept: r.Header.Get("X-Eureka-Accept"),
+		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"), EurekaAccept: r.Header.Get("X-Eureka-Accept"), AcceptEncoding: r.Header.Get("Accept-Encoding"),
 		Status: status, RespType: h.Get("Content-Type"), RespEnc: h.Get("Content-Encoding")}
 	w.mu.Lock()
 	w.seen = append(w.seen, e)

@@ -450,11 +450,17 @@ func musterCmd(t *testing.T, args ...string) {
 	}
 }
 
-// noErrors fails t if the client was ever refused or got a server error.
+// noErrors fails t if the client was ever refused, got a server error, or
+// got gzip it did not ask for.
 func noErrors(t *testing.T, tap *interoptest.WireTap, what string) {
 	t.Helper()
 	var bad bytes.Buffer
 	for _, e := range tap.Since(0) {
+		// A gzip answer to a client that did not ask for one is unreadable
+		// to it (Spring's WebClient never decompresses on its own).
+		if e.RespEnc == "gzip" && !strings.Contains(strings.ToLower(e.AcceptEncoding), "gzip") {
+			fmt.Fprintln(&bad, "unasked gzip:", e.String())
+		}
 		if e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status >= 500 && e.Status != http.StatusBadGateway {
 			fmt.Fprintln(&bad, e.String())
 		}
