@@ -17,6 +17,9 @@ import (
 // eviction, a node restarted without a data dir, an operator's cancel and
 // a failover between the nodes.
 func TestBoot4AndBoot3_findEachOther(t *testing.T) {
+	for _, c := range []client{clients[0], clients[2]} {
+		interoptest.Built(t, interoptest.Source(t, c.src)) // skips here, before any node starts
+	}
 	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
 	var nodes []*interoptest.Node
 	for i := range ports {

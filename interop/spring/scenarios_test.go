@@ -22,6 +22,7 @@ func TestClients(t *testing.T) {
 		c := c
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			interoptest.Built(t, interoptest.Source(t, c.src)) // skips here, once, before any node starts
 			for _, s := range []struct {
 				name       string
 				run        func(*testing.T, client)
