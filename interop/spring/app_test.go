@@ -450,6 +450,33 @@ func musterCmd(t *testing.T, args ...string) {
 	}
 }
 
+// logWire logs, when the test ends, the kinds of exchange the client had
+// through tap (method, path with the app and instance as {app} and {id},
+// status, answer type and encoding), each with its count: the wire a
+// scenario saw, in `go test -v` output, also when it passed.
+func logWire(t *testing.T, tap *interoptest.WireTap, a func() *app) {
+	t.Cleanup(func() {
+		counts := map[string]int{}
+		var order []string
+		for _, e := range tap.Since(0) {
+			p := e.Path
+			if x := a(); x != nil {
+				p = strings.ReplaceAll(strings.ReplaceAll(p, "/"+x.ID, "/{id}"), "/"+x.App, "/{app}")
+			}
+			k := fmt.Sprintf("%s %s -> %d %s %s", e.Method, p, e.Status, e.RespType, e.RespEnc)
+			if counts[k] == 0 {
+				order = append(order, k)
+			}
+			counts[k]++
+		}
+		var b strings.Builder
+		for _, k := range order {
+			fmt.Fprintf(&b, "\n  %4d × %s", counts[k], strings.TrimSpace(k))
+		}
+		t.Logf("wire through %s:%s", tap.URL(), b.String())
+	})
+}
+
 // noErrors fails t if the client was ever refused, got a server error, or
 // got gzip it did not ask for.
 func noErrors(t *testing.T, tap *interoptest.WireTap, what string) {

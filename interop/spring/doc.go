@@ -21,10 +21,14 @@
 // metadata, the re-registration after a heartbeat 404 (an eviction, a node
 // restarted without a data dir, an operator's cancel), cancel at shutdown,
 // failover between two nodes, basic auth from user:pass@ in the service URL
-// and TLS. The clients talk to the nodes through WireTaps, and every
-// failure lists the exchanges the client had (method, path, status,
-// content type). pair_test.go runs a Boot 4 and a Boot 3 app side by side
-// against two peered nodes.
+// and TLS; the plain eureka-client drivers also read the registry with
+// every codec they can be set to and run with eureka.clientDataAccept=
+// compact. The clients talk to the nodes through WireTaps: every failure
+// lists the exchanges the client had (method, path, status, content type,
+// encoding), and `go test -v` logs each scenario's kinds of exchange with
+// their counts. pair_test.go runs a Boot 4 and a Boot 3 app side by side
+// against two peered nodes. About four minutes on two cores (at most three
+// JVMs at once).
 //
 // The apps are steered over their own HTTP port: /control/state (the
 // registry as the client fetched it, Spring's DiscoveryClient view, the

@@ -48,8 +48,13 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 	}
 	taps4, urls4 := tapsFor(0, 1)
 	taps3, urls3 := tapsFor(1, 0)
-	boot4 := startApp(t, clients[0], "orders", urls4, nil)
-	boot3 := startApp(t, clients[2], "billing", urls3, nil)
+	var boot4, boot3 *app
+	for i := range taps4 {
+		logWire(t, taps4[i], func() *app { return boot4 })
+		logWire(t, taps3[i], func() *app { return boot3 })
+	}
+	boot4 = startApp(t, clients[0], "orders", urls4, nil)
+	boot3 = startApp(t, clients[2], "billing", urls3, nil)
 	dump := func() string {
 		return "Boot 4 app's exchanges:\n" + wire(taps4[0], 0) + wire(taps4[1], 0) +
 			"Boot 3 app's exchanges:\n" + wire(taps3[0], 0) + wire(taps3[1], 0)

@@ -56,7 +56,9 @@ func evictingNode(t *testing.T, sets ...string) *interoptest.Node {
 		"eureka.server.eviction-interval-timer-in-ms=500"}, sets...)...)
 }
 
-func path(a *app, rest string) string {
+// appPath is the regular expression of a path under the app's Eureka
+// resource: rest "" for the app, "/ID" for its instance.
+func appPath(a *app, rest string) string {
 	return `^/eureka/apps/` + regexp.QuoteMeta(a.App) + rest + `$`
 }
 
@@ -68,7 +70,9 @@ var ok200, ok204, got404 = []int{http.StatusOK}, []int{http.StatusNoContent}, []
 func lifecycle(t *testing.T, c client) {
 	node := evictingNode(t).Start()
 	tap := interoptest.NewWireTap(t, node.Base())
-	a := startApp(t, c, c.name+"-life", []string{tap.URL() + "/eureka/"}, nil)
+	var a *app
+	logWire(t, tap, func() *app { return a })
+	a = startApp(t, c, c.name+"-life", []string{tap.URL() + "/eureka/"}, nil)
 
 	// Register, renew, fetch.
 	waitOnNode(t, node, tap, 0, a, "registered UP", func(i instance) error {
@@ -77,7 +81,7 @@ func lifecycle(t *testing.T, c client) {
 		}
 		return nil
 	})
-	mustSee(t, tap, 0, "POST", path(a, ""), ok204, "the registration")
+	mustSee(t, tap, 0, "POST", appPath(a, ""), ok204, "the registration")
 	mustSee(t, tap, 0, "GET", `^/eureka/apps/?$`, ok200, "the first full fetch")
 	delta := mustSee(t, tap, 0, "GET", `^/eureka/apps/delta$`, ok200, "a delta fetch after the full one")
 	if !strings.Contains(delta.RespType, "json") {
@@ -85,7 +89,7 @@ func lifecycle(t *testing.T, c client) {
 	}
 	a.waitSees(a.App, a.ID, "itself UP", statusIs("UP"))
 	for i := 0; i < 2; i++ {
-		mustSee(t, tap, tap.Len(), "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat")
+		mustSee(t, tap, tap.Len(), "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat")
 	}
 
 	// From here on every change reaches the client through deltas alone.
@@ -118,11 +122,11 @@ func lifecycle(t *testing.T, c client) {
 	if c.spring {
 		mark := tap.Len()
 		a.serviceRegistry("OUT_OF_SERVICE")
-		mustSee(t, tap, mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)+"/status"), ok200, "the override from /actuator/serviceregistry")
+		mustSee(t, tap, mark, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)+"/status"), ok200, "the override from /actuator/serviceregistry")
 		overrideHolds(t, node, tap, mark, a)
 		mark = tap.Len()
 		a.serviceRegistry("CANCEL_OVERRIDE")
-		mustSee(t, tap, mark, "DELETE", path(a, "/"+regexp.QuoteMeta(a.ID)+"/status"), ok200, "the override's removal from /actuator/serviceregistry")
+		mustSee(t, tap, mark, "DELETE", appPath(a, "/"+regexp.QuoteMeta(a.ID)+"/status"), ok200, "the override's removal from /actuator/serviceregistry")
 		overrideGone(t, node, tap, mark, a)
 	}
 
@@ -160,8 +164,8 @@ func lifecycle(t *testing.T, c client) {
 	mark = tap.Len()
 	tap.SetCut(false)
 	waitOnNode(t, node, tap, mark, a, "registered again after the eviction", nodeStatusIs("UP"))
-	mustSee(t, tap, mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the eviction")
-	mustSee(t, tap, mark, "POST", path(a, ""), ok204, "the re-registration after the eviction")
+	mustSee(t, tap, mark, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the eviction")
+	mustSee(t, tap, mark, "POST", appPath(a, ""), ok204, "the re-registration after the eviction")
 	a.waitSees(a.App, a.ID, "itself UP after the eviction", statusIs("UP"))
 
 	// 2. A node restarted without a data dir knows nothing: same repair.
@@ -169,16 +173,16 @@ func lifecycle(t *testing.T, c client) {
 	mark = tap.Len()
 	node.Start()
 	waitOnNode(t, node, tap, mark, a, "registered again on the restarted node", nodeStatusIs("UP"))
-	mustSee(t, tap, mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat to the restarted node")
-	mustSee(t, tap, mark, "POST", path(a, ""), ok204, "the re-registration on the restarted node")
+	mustSee(t, tap, mark, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat to the restarted node")
+	mustSee(t, tap, mark, "POST", appPath(a, ""), ok204, "the re-registration on the restarted node")
 
 	// 3. An operator's cancel: same repair.
 	mark = tap.Len()
 	if code, b, err := nodeCall(node, http.MethodDelete, node.URL()+"apps/"+a.App+"/"+a.ID); err != nil || code != http.StatusOK {
 		t.Fatalf("operator cancel: %d %v %s", code, err, b)
 	}
-	mustSee(t, tap, mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the operator's cancel")
-	mustSee(t, tap, mark, "POST", path(a, ""), ok204, "the re-registration after the operator's cancel")
+	mustSee(t, tap, mark, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the operator's cancel")
+	mustSee(t, tap, mark, "POST", appPath(a, ""), ok204, "the re-registration after the operator's cancel")
 	waitOnNode(t, node, tap, mark, a, "registered again after the operator's cancel", nodeStatusIs("UP"))
 	a.waitSees(a.App, a.ID, "itself UP after the losses", statusIs("UP"))
 	if n := reregistersMatch(t, a, tap); n < 3 {
@@ -188,7 +192,7 @@ func lifecycle(t *testing.T, c client) {
 	// Shutdown cancels: gone at once, not after the lease runs out.
 	mark = tap.Len()
 	a.Stop()
-	mustSee(t, tap, mark, "DELETE", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown")
+	mustSee(t, tap, mark, "DELETE", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown")
 	if _, err := getInstance(node, node.URL(), a.App, a.ID); err == nil || !strings.HasSuffix(err.Error(), ": 404") {
 		t.Fatalf("after the client's shutdown the instance is still there: %v\n%s", err, wire(tap, mark))
 	}
@@ -247,7 +251,7 @@ func overrideHolds(t *testing.T, node *interoptest.Node, tap *interoptest.WireTa
 	})
 	beat := tap.Len()
 	for i := 0; i < 3; i++ {
-		mustSee(t, tap, tap.Len(), "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat during the override")
+		mustSee(t, tap, tap.Len(), "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat during the override")
 	}
 	if i, err := getInstance(node, node.URL(), a.App, a.ID); err != nil || want(i) != nil {
 		t.Fatalf("the client's heartbeats undid the override: %v %v\n%s", err, want(i), wire(tap, beat))
@@ -278,7 +282,10 @@ func overrideGone(t *testing.T, node *interoptest.Node, tap *interoptest.WireTap
 func failover(t *testing.T, c client) {
 	nodes := []*interoptest.Node{interoptest.NewNode(t).Start(), interoptest.NewNode(t).Start()}
 	taps := []*interoptest.WireTap{interoptest.NewWireTap(t, nodes[0].Base()), interoptest.NewWireTap(t, nodes[1].Base())}
-	a := startApp(t, c, c.name+"-fail", []string{taps[0].URL() + "/eureka/", taps[1].URL() + "/eureka/"}, nil)
+	var a *app
+	logWire(t, taps[0], func() *app { return a })
+	logWire(t, taps[1], func() *app { return a })
+	a = startApp(t, c, c.name+"-fail", []string{taps[0].URL() + "/eureka/", taps[1].URL() + "/eureka/"}, nil)
 	used := -1
 	if !poll(45*time.Second, func() error {
 		for i, n := range nodes {
@@ -297,7 +304,7 @@ func failover(t *testing.T, c client) {
 		nodes[used].Stop()
 		what := fmt.Sprintf("round %d: moved to the other node", round)
 		waitOnNode(t, nodes[spare], taps[spare], mark, a, what, nodeStatusIs("UP"))
-		mustSee(t, taps[spare], mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), []int{http.StatusOK, http.StatusNotFound}, what+": heartbeats")
+		mustSee(t, taps[spare], mark, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), []int{http.StatusOK, http.StatusNotFound}, what+": heartbeats")
 		mustSee(t, taps[spare], mark, "GET", `^/eureka/apps/(delta)?/?$`, ok200, what+": fetches")
 		a.waitSees(a.App, a.ID, "itself after the failover", statusIs("UP"))
 		// The dead node comes back empty; the next round stops the other.
@@ -318,12 +325,14 @@ func basicAuth(t *testing.T, c client) {
 	tap := interoptest.NewWireTap(t, node.Base())
 	withCreds := "http://orders:orders-pw@" + strings.TrimPrefix(tap.URL(), "http://") + "/eureka/"
 	direct := "http://orders:orders-pw@127.0.0.1:" + fmt.Sprint(node.Port) + "/eureka/"
-	a := startApp(t, c, name, []string{withCreds}, nil)
+	var a *app
+	logWire(t, tap, func() *app { return a })
+	a = startApp(t, c, name, []string{withCreds}, nil)
 	waitOnNodeURL(t, node, direct, tap, 0, a, "registered with the credentials from the URL", nodeStatusIs("UP"))
 	if code, _, _ := nodeCall(node, http.MethodGet, node.URL()+"apps/"+a.App+"/"+a.ID); code != http.StatusUnauthorized {
 		t.Fatalf("GET without credentials: %d, want 401 (is auth on?)", code)
 	}
-	mustSee(t, tap, 0, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat with credentials")
+	mustSee(t, tap, 0, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat with credentials")
 	mustSee(t, tap, 0, "GET", `^/eureka/apps/delta$`, ok200, "a delta fetch with credentials")
 	a.waitSees(a.App, a.ID, "itself, fetched with credentials", statusIs("UP"))
 	a.setStatus("DOWN")
@@ -332,7 +341,7 @@ func basicAuth(t *testing.T, c client) {
 	waitOnNodeURL(t, node, direct, tap, 0, a, "UP again", nodeStatusIs("UP"))
 	mark := tap.Len()
 	a.Stop()
-	mustSee(t, tap, mark, "DELETE", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown, with credentials")
+	mustSee(t, tap, mark, "DELETE", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown, with credentials")
 	waitGoneFromNode(t, node, direct, tap, mark, a, "cancelled at shutdown")
 	noErrors(t, tap, c.name)
 }
@@ -358,6 +367,8 @@ func tlsScenario(t *testing.T, c client) {
 	node.UseTLS(cert, key, ca)
 	node.Start()
 	tap := interoptest.NewTLSWireTap(t, node.Base(), cert, key, ca)
+	var a *app
+	logWire(t, tap, func() *app { return a })
 	var jvm, extra []string
 	if c.spring {
 		storeURL := (&url.URL{Scheme: "file", Path: store}).String()
@@ -366,14 +377,14 @@ func tlsScenario(t *testing.T, c client) {
 	} else {
 		jvm = []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStorePassword=changeit", "-Djavax.net.ssl.trustStoreType=PKCS12"}
 	}
-	a := startApp(t, c, c.name+"-tls", []string{tap.URL() + "/eureka/"}, jvm, extra...)
+	a = startApp(t, c, c.name+"-tls", []string{tap.URL() + "/eureka/"}, jvm, extra...)
 	waitOnNode(t, node, tap, 0, a, "registered over https", nodeStatusIs("UP"))
-	mustSee(t, tap, 0, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat over https")
+	mustSee(t, tap, 0, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "a heartbeat over https")
 	mustSee(t, tap, 0, "GET", `^/eureka/apps/delta$`, ok200, "a delta fetch over https")
 	a.waitSees(a.App, a.ID, "itself, fetched over https", statusIs("UP"))
 	mark := tap.Len()
 	a.Stop()
-	mustSee(t, tap, mark, "DELETE", path(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown over https")
+	mustSee(t, tap, mark, "DELETE", appPath(a, "/"+regexp.QuoteMeta(a.ID)), ok200, "the cancel at shutdown over https")
 	waitGoneFromNode(t, node, node.URL(), tap, mark, a, "cancelled over https at shutdown")
 	noErrors(t, tap, c.name)
 }
@@ -397,7 +408,9 @@ type decoded struct {
 func codecs(t *testing.T, c client) {
 	node := interoptest.NewNode(t).Start()
 	tap := interoptest.NewWireTap(t, node.Base())
-	a := startApp(t, c, c.name+"-codec", []string{tap.URL() + "/eureka/"}, nil)
+	var a *app
+	logWire(t, tap, func() *app { return a })
+	a = startApp(t, c, c.name+"-codec", []string{tap.URL() + "/eureka/"}, nil)
 	waitOnNode(t, node, tap, 0, a, "registered UP", nodeStatusIs("UP"))
 	for _, k := range []struct{ codec, accept, path string }{
 		{"JacksonJson", "application/json", "apps/"},
@@ -446,7 +459,9 @@ func codecs(t *testing.T, c client) {
 func compact(t *testing.T, c client) {
 	node := evictingNode(t).Start()
 	tap := interoptest.NewWireTap(t, node.Base())
-	a := startApp(t, c, c.name+"-compact", []string{tap.URL() + "/eureka/"}, nil, "--archaius.eureka.clientDataAccept=compact")
+	var a *app
+	logWire(t, tap, func() *app { return a })
+	a = startApp(t, c, c.name+"-compact", []string{tap.URL() + "/eureka/"}, nil, "--archaius.eureka.clientDataAccept=compact")
 	waitOnNode(t, node, tap, 0, a, "registered UP", nodeStatusIs("UP"))
 	mustSee(t, tap, 0, "GET", `^/eureka/apps/delta$`, ok200, "a delta fetch")
 	// Every fetch asks X-Eureka-Accept. Where it says compact, the compact
@@ -491,7 +506,7 @@ func compact(t *testing.T, c client) {
 	if code, b, err := nodeCall(node, http.MethodDelete, node.URL()+"apps/"+a.App+"/"+a.ID); err != nil || code != http.StatusOK {
 		t.Fatalf("operator cancel: %d %v %s", code, err, b)
 	}
-	mustSee(t, tap, mark, "PUT", path(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the operator's cancel")
+	mustSee(t, tap, mark, "PUT", appPath(a, "/"+regexp.QuoteMeta(a.ID)), got404, "the heartbeat after the operator's cancel")
 	waitOnNode(t, node, tap, mark, a, "registered again", nodeStatusIs("UP"))
 	reregistersMatch(t, a, tap)
 	noErrors(t, tap, c.name)
