@@ -201,6 +201,17 @@ func (a *app) post(path, contentType, body string) {
 	}
 }
 
+// getText GETs path from the app and returns the status and body.
+func getText(a *app, path string) (int, []byte, error) {
+	resp, err := a.http.Get(a.base() + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
 // getJSON GETs path from the app and decodes its JSON answer into v.
 func getJSON(a *app, path string, v any) (int, []byte, error) {
 	resp, err := a.http.Get(a.base() + path)

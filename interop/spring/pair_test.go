@@ -13,9 +13,10 @@ import (
 // TestBoot4AndBoot3_findEachOther is the promise to a Spring team: a
 // Spring Boot 4 app and a Spring Boot 3 app, unchanged but for the service
 // URL, register with two Muster nodes (static peers), find each other
-// through Spring's DiscoveryClient, and keep finding each other through an
-// eviction, a node restarted without a data dir, an operator's cancel and
-// a failover between the nodes.
+// through Spring's DiscoveryClient and call each other by name (Spring
+// Cloud LoadBalancer), and keep doing so through an eviction, a node
+// restarted without a data dir, an operator's cancel and a failover
+// between the nodes.
 func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 	for _, c := range []client{clients[0], clients[2]} {
 		interoptest.Built(t, interoptest.Source(t, c.src)) // skips here, before any node starts
@@ -103,6 +104,18 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 				return nil
 			}) {
 				t.Fatalf("%s: %s does not find %s: %v\n%s", what, p.from.App, p.to.App, last, dump())
+			}
+			// And calls it by name, through Spring Cloud LoadBalancer.
+			var got string
+			if !poll(30*time.Second, func() error {
+				code, b, err := getText(p.from, "/control/call?service="+strings.ToLower(p.to.App))
+				got = fmt.Sprintf("%d %s %v", code, b, err)
+				if err != nil || code != http.StatusOK || string(b) != p.to.ID {
+					return fmt.Errorf("%s", got)
+				}
+				return nil
+			}) {
+				t.Fatalf("%s: %s cannot call %s by name: %s\n%s", what, p.from.App, p.to.App, got, dump())
 			}
 		}
 	}

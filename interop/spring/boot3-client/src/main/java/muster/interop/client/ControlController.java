@@ -8,6 +8,11 @@ import com.netflix.discovery.EurekaClient;
 import com.netflix.discovery.shared.Application;
 import com.netflix.discovery.shared.Applications;
 import java.lang.reflect.Field;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -18,8 +23,10 @@ import org.springframework.aop.framework.Advised;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.cloud.client.ServiceInstance;
+import org.springframework.cloud.client.loadbalancer.LoadBalancerClient;
 import org.springframework.context.event.EventListener;
 import org.springframework.core.env.Environment;
+import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestParam;
@@ -37,15 +44,19 @@ public class ControlController {
     private final org.springframework.cloud.client.discovery.DiscoveryClient discovery;
     private final ObjectProvider<AbstractDiscoveryClientOptionalArgs<?>> transport;
     private final Environment env;
+    private final LoadBalancerClient loadBalancer;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     public ControlController(EurekaClient eureka, ApplicationInfoManager infoManager,
             org.springframework.cloud.client.discovery.DiscoveryClient discovery,
-            ObjectProvider<AbstractDiscoveryClientOptionalArgs<?>> transport, Environment env) {
+            ObjectProvider<AbstractDiscoveryClientOptionalArgs<?>> transport, Environment env,
+            LoadBalancerClient loadBalancer) {
         this.eureka = eureka;
         this.infoManager = infoManager;
         this.discovery = discovery;
         this.transport = transport;
         this.env = env;
+        this.loadBalancer = loadBalancer;
     }
 
     /** One line the test waits for: the port to steer the app on and the transport in use. */
@@ -93,6 +104,30 @@ public class ControlController {
         }
         out.put("services", services);
         return out;
+    }
+
+    /** Who answers: what a caller that found this app through Eureka reaches. */
+    @GetMapping("/control/whoami")
+    public String whoami() {
+        return infoManager.getInfo().getInstanceId();
+    }
+
+    /**
+     * A call to another service by its name, the way a Spring app makes one: Spring Cloud
+     * LoadBalancer picks an instance from what the Eureka client fetched (what @LoadBalanced
+     * clients do underneath), and the app calls that instance's /control/whoami.
+     */
+    @GetMapping("/control/call")
+    public ResponseEntity<String> call(@RequestParam("service") String service) {
+        ServiceInstance si = loadBalancer.choose(service);
+        if (si == null) return ResponseEntity.status(503).body("no instance of " + service);
+        try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(si.getUri() + "/control/whoami"))
+                    .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+            return ResponseEntity.status(r.statusCode()).body(r.body());
+        } catch (Exception e) {
+            return ResponseEntity.status(502).body(si.getUri() + ": " + e);
+        }
     }
 
     /** The app's own status, as a health check would set it (not an override). */
