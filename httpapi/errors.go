@@ -71,10 +71,18 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// InstanceInfo, whatever the status: a text body on a heartbeat
 		// 404 makes it count a transport error and never register again
 		// (issue 22). So every error on the routes Eureka clients decode
-		// is what the Java server sends, an empty application/xml answer,
-		// and the reason travels in a header.
+		// is what the Java server sends, an empty answer, and the reason
+		// travels in a header. Its Content-Type is the one the client
+		// asked for (JSON when Accept mentions json, XML otherwise):
+		// Spring's WebClient fails to read even an empty body of a type it
+		// has no decoder for, and takes a heartbeat 404 in application/xml
+		// for a transport error, so it never registers again.
 		c.Response().Header().Set(eureka.ErrorHeader, eureka.HeaderSafe(msg))
-		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationXML)
+		ct := echo.MIMEApplicationXML
+		if strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "json") {
+			ct = echo.MIMEApplicationJSON
+		}
+		c.Response().Header().Set(echo.HeaderContentType, ct)
 		c.Response().WriteHeader(code)
 		return
 	}

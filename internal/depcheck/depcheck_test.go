@@ -195,6 +195,10 @@ var allowed = map[string]rule{
 		testImports: []string{"client", "interop/interoptest", "internal/testwait"},
 		why:         "no code; its tests run the Spring Cloud Eureka Server (built by Maven) as Muster's peer and migration partner",
 	},
+	"interop/spring": {
+		testImports: []string{"internal/testwait", "interop/interoptest"},
+		why:         "no code; its tests run Spring Boot apps and Netflix's eureka-client, built by Maven, against muster binaries",
+	},
 	"scripts/chaos": {
 		imports: []string{"client", "httpapi/ops", "registry", "registry/wire", "tools/simclient"},
 		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON; watches with the client package",

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,7 +137,9 @@ func (n *Node) Start() *Node {
 	for _, s := range n.Sets {
 		args = append(args, "--set", s)
 	}
-	n.Proc = Start(t, "muster :"+strconv.Itoa(n.Port), exec.Command(Binary(t), args...))
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = nodeEnv()
+	n.Proc = Start(t, "muster :"+strconv.Itoa(n.Port), cmd)
 	testwait.For(t, 60*time.Second, "muster on "+n.Base()+" answers /readyz", func() error {
 		if n.Proc.Exited() {
 			t.Fatalf("muster on port %d exited at start:\n%s", n.Port, n.Proc.Out.Tail(3000))
@@ -152,6 +155,19 @@ func (n *Node) Start() *Node {
 		return nil
 	})
 	return n
+}
+
+// nodeEnv is the test's environment less MUSTER_INTEROP_CACHE: muster
+// reads every MUSTER_* variable as a setting and refuses to start on one
+// it does not know.
+func nodeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MUSTER_INTEROP_CACHE=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // Stop ends the node gracefully, if it runs.

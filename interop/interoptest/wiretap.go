@@ -21,6 +21,8 @@ import (
 type Exchange struct {
 	Method, Path, Query string
 	Accept, ContentType string // the request's
+	EurekaAccept        string // the request's X-Eureka-Accept (compact asks the compact form)
+	AcceptEncoding      string // the request's Accept-Encoding (gzip asks a gzip answer)
 	Status              int
 	RespType, RespEnc   string // the answer's Content-Type and Content-Encoding
 }
@@ -29,6 +31,12 @@ func (e Exchange) String() string {
 	q := ""
 	if e.Query != "" {
 		q = "?" + e.Query
+	}
+	if e.AcceptEncoding != "" {
+		q += " [Accept-Encoding " + e.AcceptEncoding + "]"
+	}
+	if e.EurekaAccept != "" {
+		q += " [X-Eureka-Accept " + e.EurekaAccept + "]"
 	}
 	return fmt.Sprintf("%s %s%s [accept %q, body %q] -> %d %q %s", e.Method, e.Path, q, e.Accept, e.ContentType, e.Status, e.RespType, e.RespEnc)
 }
@@ -54,25 +62,26 @@ func NewWireTap(t testing.TB, target string) *WireTap {
 	return newWireTap(t, target, nil, nil)
 }
 
-// NewTLSWireTap is a tap for an https target: it serves https itself with
-// the PEM pair cert and key (one valid for 127.0.0.1, the target's own
-// will do) and reaches the target trusting the PEM bundle caPEM, so a
-// client that must see TLS still has its wire recorded.
-func NewTLSWireTap(t testing.TB, target, cert, key, caPEM string) *WireTap {
+// NewTLSWireTap is a WireTap for an https target: it serves https itself
+// with the PEM pair certFile/keyFile (the target's own, issued for
+// 127.0.0.1, so a client trusting the target trusts the tap) and talks
+// to the target trusting the CA in caPEM.
+func NewTLSWireTap(t testing.TB, target, certFile, keyFile, caPEM string) *WireTap {
 	t.Helper()
-	pair, err := tls.LoadX509KeyPair(cert, key)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	if b, err := os.ReadFile(caPEM); err != nil || !pool.AppendCertsFromPEM(b) {
+	b, err := os.ReadFile(caPEM)
+	if err != nil || !pool.AppendCertsFromPEM(b) {
 		t.Fatalf("CA %s: %v", caPEM, err)
 	}
-	return newWireTap(t, target, &tls.Config{Certificates: []tls.Certificate{pair}},
-		&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}})
+	return newWireTap(t, target, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		&tls.Config{Certificates: []tls.Certificate{pair}})
 }
 
-func newWireTap(t testing.TB, target string, serve *tls.Config, transport http.RoundTripper) *WireTap {
+func newWireTap(t testing.TB, target string, upstream http.RoundTripper, serve *tls.Config) *WireTap {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -83,12 +92,9 @@ func newWireTap(t testing.TB, target string, serve *tls.Config, transport http.R
 		t.Fatal(err)
 	}
 	w := &WireTap{Target: target, ln: ln}
-	if serve != nil {
-		ln = tls.NewListener(ln, serve)
-	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
-	if transport != nil {
-		proxy.Transport = transport
+	if upstream != nil {
+		proxy.Transport = upstream
 	}
 	proxy.ModifyResponse = func(r *http.Response) error {
 		w.record(r.Request, r.StatusCode, r.Header)
@@ -116,6 +122,9 @@ func newWireTap(t testing.TB, target string, serve *tls.Config, transport http.R
 		}
 		proxy.ServeHTTP(rw, r)
 	})}
+	if serve != nil {
+		ln = tls.NewListener(ln, serve)
+	}
 	go func() { _ = w.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = w.srv.Close() })
 	return w
@@ -123,7 +132,7 @@ func newWireTap(t testing.TB, target string, serve *tls.Config, transport http.R
 
 func (w *WireTap) record(r *http.Request, status int, h http.Header) {
 	e := Exchange{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"),
+		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"), EurekaAccept: r.Header.Get("X-Eureka-Accept"), AcceptEncoding: r.Header.Get("Accept-Encoding"),
 		Status: status, RespType: h.Get("Content-Type"), RespEnc: h.Get("Content-Encoding")}
 	w.mu.Lock()
 	w.seen = append(w.seen, e)

@@ -124,62 +124,10 @@ func tail(b []byte, n int) string {
 	return string(b)
 }
 
-// The real Java client against Muster: registration, heartbeats, a full
-// fetch then deltas with zero hashcode mismatches, status and overrides,
-// metadata, raw fetches through every codec (JacksonJson, LegacyJacksonJson,
-// XStreamJson, XStreamXml, JacksonXml) with and without gzip, and the repair
-// the cold start and eviction rely on: after the server loses the
-// instance, the heartbeat is answered with an empty 404 and the client
-// registers again by itself. A body on that 404 makes the client count a
-// transport error instead, and this test fails.
-func TestJavaClient_againstMuster(t *testing.T) {
-	dir := javaEureka(t)
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"jackson-gzip", []string{"--app", "JAVA-INTEROP-A", "--port", "19751"}},
-		{"xstream-plain", []string{"--app", "JAVA-INTEROP-B", "--port", "19752", "--decoder", "XStreamJson", "--gzip", "false"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel() // two JVMs at most; each against its own node (the XML probe's id is fixed)
-			url := startNode(t)
-			out := runDriver(t, dir, url, append(c.args, "--steady", "8")...)
-			if !regexp.MustCompile(`PASS heartbeat 404 after server-side loss -> client re-registers by itself`).MatchString(out) {
-				t.Fatalf("the driver did not report the re-registration after a heartbeat 404:\n%s", tail([]byte(out), 3000))
-			}
-		})
-	}
-}
-
-// The Java client with eureka.clientDataAccept=compact: it sends
-// X-Eureka-Accept: compact on every registry fetch and decodes the answers
-// with JacksonJsonMini. Against the Java server the same run passes 34
-// checks and fails exactly two, because the compact form carries neither
-// overriddenStatus nor metadata: the override is seen as a status without
-// its overriddenStatus, and a metadata change is not seen at all. Muster
-// must give the same result: everything else (register, deltas with no
-// hashcode mismatch, status changes, the re-registration after a 404)
-// passes, and the two checks fail, which they would not if the full form
-// were sent.
-func TestJavaClient_compactAgainstMuster(t *testing.T) {
-	dir := javaEureka(t)
-	url := startNode(t)
-	out := runDriverExpecting(t, dir, url,
-		[]string{"override OUT_OF_SERVICE visible (status + overriddenStatus) via delta", "metadata change visible in fetched registry"},
-		"--app", "JAVA-INTEROP-C", "--port", "19753", "--accept", "compact", "--steady", "8")
-	for _, want := range []string{
-		`PASS no hashcode mismatch overall`,
-		`PASS override OUT_OF_SERVICE survives client heartbeats`,
-		`PASS heartbeat 404 after server-side loss -> client re-registers by itself`,
-		`accept=compact`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("the compact run does not report %q:\n%s", want, tail([]byte(out), 3000))
-		}
-	}
-}
+// The fixed-script driver's own runs (every codec, gzip, the compact form,
+// the re-registration after a heartbeat 404) moved to interop/spring, on
+// eureka-client 1.10 and 2.0 from Maven Central; the DNS test still runs
+// the driver through runDriverCmd.
 
 var (
 	buildDir  string
