@@ -386,7 +386,9 @@ func writeVersions(w io.Writer, snap *registry.Snapshot) error {
 	}
 	for _, app := range snap.Apps {
 		for _, iv := range app.Instances {
-			if iv.WriteVersion == 0 {
+			if iv.WriteVersion == 0 || iv.Health != nil {
+				// The mark is not kept on disk: without its version the
+				// restored copy loses to the marked one a peer holds.
 				continue
 			}
 			line, err := json.Marshal([]any{app.Name, iv.ID(), iv.WriteVersion})
