@@ -99,6 +99,11 @@ var allowed = map[string]rule{
 		testImports: []string{"registry/registrytest"},
 		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
 	},
+	"healthcheck": {
+		imports:     []string{"registry"},
+		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		why:         "server-side health checks: reads registry snapshots, writes the server-owned status through Apply; who probes what is a hash over member names it is given",
+	},
 	"tlsconfig": {
 		testImports: []string{"internal/keystoretest"},
 		why:         "a node's TLS identity from PEM files or Java keystores, its rotation, and muster tls's CA; crypto only",
