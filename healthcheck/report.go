@@ -104,3 +104,11 @@ func (c *Checker) Probe(key registry.InstanceKey) (InstanceReport, bool) {
 	}
 	return st.report(key), true
 }
+
+// GuardedApps are the apps whose marks the guard held back in the last
+// round, sorted.
+func (c *Checker) GuardedApps() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.last.Guarded...)
+}

@@ -58,6 +58,9 @@ type Config struct {
 	ReadsAllowed func() bool
 	// Peers lists the replication peers. nil means none.
 	Peers func() []PeerInfo
+	// HealthChecks reports the server-side health checks for
+	// /admin/status and the console; nil while they are off.
+	HealthChecks ops.HealthCheckSource
 	// Batch handles POST /peerreplication/batch. nil answers 501.
 	Batch BatchHandler
 	// Digests serves anti-entropy to peers (POST /peerreplication/digest
@@ -267,10 +270,11 @@ func New(cfg Config) (*Server, error) {
 		digests = cfg.Digests
 	}
 	s.admin = ops.NewAdmin(ops.AdminConfig{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
-		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now})
+		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now,
+		HealthChecks: healthReport(cfg.HealthChecks)})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.AuthEnabled(),
-		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now})
+		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, HealthChecks: cfg.HealthChecks})
 
 	e := echo.New()
 	e.HideBanner = true
@@ -410,3 +414,11 @@ func (s *Server) HTTPServer() *http.Server {
 // StopWatches answers every held blocking fetch and ends every watch
 // stream (HTTPServer's Shutdown runs it).
 func (s *Server) StopWatches() { s.api.StopWatches() }
+
+// healthReport is src's Report, nil without health checks.
+func healthReport(src ops.HealthCheckSource) func() *ops.HealthChecks {
+	if src == nil {
+		return nil
+	}
+	return src.Report
+}

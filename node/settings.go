@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
@@ -37,6 +39,7 @@ type Settings struct {
 	HTTP        httpapi.Config
 	Cluster     cluster.Config
 	DNS         dns.Config
+	HealthCheck healthcheck.Config
 
 	ServerPort    int
 	ServerAddress string
@@ -133,6 +136,7 @@ func defaultSettings() Settings {
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
+		HealthCheck: healthcheck.DefaultConfig(),
 
 		ServerPort:       DefaultServerPort,
 		ClientEnabled:    true,
@@ -329,6 +333,16 @@ var settings = []setting{
 	intKey("muster.dns.udp-max-size", "Cap on the EDNS0 UDP size a client offers; larger answers are truncated (TC) and complete over TCP.", func(s *Settings) *int { return &s.DNS.UDPMaxSize }),
 	intKey("muster.dns.rate-limit", "UDP DNS responses per second per source (/32, /64); over it queries are dropped. 0: no limit.", func(s *Settings) *int { return &s.DNS.RateLimit }),
 	intKey("muster.dns.rate-burst", "Burst of the per-source DNS rate limit.", func(s *Settings) *int { return &s.DNS.RateBurst }),
+	boolKey("muster.health-check.enabled", "Probe opted-in instances from the server and serve those that keep failing as DOWN (docs/health-checks.md).", func(s *Settings) *bool { return &s.HealthCheck.Enabled }),
+	listKey("muster.health-check.apps", "Apps whose instances are probed (names, or * for all); an instance opts in or out with metadata muster.health-check: http, tcp or off.", func(s *Settings) *[]string { return &s.HealthCheck.Apps }),
+	msKey("muster.health-check.interval-ms", "Time between two probe rounds (jittered by ±10 %).", func(s *Settings) *time.Duration { return &s.HealthCheck.Interval }),
+	msKey("muster.health-check.timeout-ms", "Time one probe may take: connect, TLS, request and answer's headers; a 2xx within it passes.", func(s *Settings) *time.Duration { return &s.HealthCheck.Timeout }),
+	intKey("muster.health-check.failures-before-down", "Failed rounds in a row that mark an instance DOWN.", func(s *Settings) *int { return &s.HealthCheck.FailuresBeforeDown }),
+	intKey("muster.health-check.successes-before-up", "Passed rounds in a row that lift the mark.", func(s *Settings) *int { return &s.HealthCheck.SuccessesBeforeUp }),
+	intKey("muster.health-check.max-concurrent", "Probes (connections) a node runs at once at most.", func(s *Settings) *int { return &s.HealthCheck.MaxConcurrent }),
+	intKey("muster.health-check.max-down-percent", "The guard: when more than this share of an app's probed instances fail in one round, none is marked DOWN (100: no guard).", func(s *Settings) *int { return &s.HealthCheck.MaxDownPercent }),
+	bind("muster.health-check.allowed-cidrs", "Networks probes may reach; lifts the loopback, link-local and own-address rules inside them, and once set nothing outside them is probed. Empty: every address but those.", func(s *Settings) *[]netip.Prefix { return &s.HealthCheck.AllowedCIDRs },
+		func(raw string) ([]netip.Prefix, error) { return healthcheck.ParseCIDRs(splitList(raw)) }, formatPrefixes),
 }
 
 // CanonicalKey folds a key for Spring's relaxed binding: case and dashes do
@@ -551,6 +565,7 @@ var packageConfigs = []packageConfig{
 	{"Replication", func(s *Settings) error { return s.Replication.Validate() }},
 	{"Cluster", func(s *Settings) error { return s.Cluster.Validate() }},
 	{"DNS", func(s *Settings) error { return s.DNS.Validate() }},
+	{"HealthCheck", func(s *Settings) error { return s.HealthCheck.Validate() }},
 }
 
 // blame names the key behind a package's validation error: the key the
@@ -707,6 +722,14 @@ func clientAuthKey(key, help string, field func(*Settings) *tlsconfig.ClientAuth
 		names[i] = a.String()
 	}
 	return bind(key, help+" One of: "+strings.Join(names, ", ")+".", field, tlsconfig.ParseClientAuth, tlsconfig.ClientAuth.String)
+}
+
+func formatPrefixes(v []netip.Prefix) string {
+	out := make([]string, len(v))
+	for i, p := range v {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
 }
 
 func listKey(key, help string, field func(*Settings) *[]string) setting {

@@ -51,6 +51,9 @@ type Config struct {
 	// Now is the clock of the pages and the chart's samples; nil means
 	// time.Now.
 	Now func() time.Time
+	// HealthChecks shows the probe state in the instance tables and the
+	// guard's banner; nil while health checks are off.
+	HealthChecks ops.HealthCheckSource
 }
 
 // Console serves the dashboard's pages, actions and assets. New starts

@@ -140,7 +140,7 @@ var allowed = map[string]rule{
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig"},
+		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest"},
 		why:         "settings and assembly of a node: every server package, no tool, never the command line",
 	},
