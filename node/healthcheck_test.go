@@ -1,0 +1,168 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// healthBackend is an HTTP server on loopback whose health the test
+// switches.
+type healthBackend struct {
+	healthy atomic.Bool
+	port    int
+}
+
+func newHealthBackend(t *testing.T) *healthBackend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &healthBackend{port: ln.Addr().(*net.TCPAddr).Port}
+	b.healthy.Store(true)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !b.healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return b
+}
+
+func healthInstanceBody(id string, port int) string {
+	return fmt.Sprintf(`{"instance":{"instanceId":%q,"hostName":"localhost","app":"SVC","ipAddr":"127.0.0.1","status":"UP",
+"port":{"$":%d,"@enabled":"true"},"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},
+"healthCheckUrl":"http://127.0.0.1:%d/actuator/health","vipAddress":"svc"}}`, id, port, port)
+}
+
+// getJSON fetches url as JSON into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+type appDoc struct {
+	Application struct {
+		Instance []struct {
+			InstanceID string `json:"instanceId"`
+			Status     string `json:"status"`
+			ActionType string `json:"actionType"`
+		} `json:"instance"`
+	} `json:"application"`
+}
+
+func statusesOf(t *testing.T, url string) map[string]string {
+	t.Helper()
+	var doc appDoc
+	getJSON(t, url, &doc)
+	out := map[string]string{}
+	for _, in := range doc.Application.Instance {
+		out[in.InstanceID] = in.Status
+	}
+	return out
+}
+
+// The node wired end to end: settings, the checker's rounds (driven here
+// instead of by its timer), and what clients, /admin/status, the console
+// and /metrics show.
+func TestNode_healthChecks(t *testing.T) {
+	n := startTestNode(t, "hc", "z1", nil,
+		"muster.health-check.enabled=true", "muster.health-check.apps=svc",
+		"muster.health-check.interval-ms=3600000", "muster.health-check.allowed-cidrs=127.0.0.0/8")
+	waitOpened(t, n)
+	if n.health == nil {
+		t.Fatal("muster.health-check.enabled=true built no checker")
+	}
+	base := "http://" + n.Addr() + "/eureka"
+	backends := map[string]*healthBackend{}
+	for _, id := range []string{"a", "b", "c"} {
+		backends[id] = newHealthBackend(t)
+		if code := call(t, http.MethodPost, base+"/apps/SVC", healthInstanceBody(id, backends[id].port)); code != http.StatusNoContent {
+			t.Fatalf("register %s: %d", id, code)
+		}
+	}
+	backends["b"].healthy.Store(false)
+	for range 3 {
+		n.health.Round(context.Background())
+	}
+
+	if st := statusesOf(t, base+"/apps/SVC"); st["b"] != "DOWN" || st["a"] != "UP" || st["c"] != "UP" {
+		t.Fatalf("GET /apps/SVC: %v, want b DOWN, a and c UP", st)
+	}
+	type appsDoc struct {
+		Applications struct {
+			Application []struct {
+				Instance []struct {
+					InstanceID, Status, ActionType string
+				} `json:"instance"`
+			} `json:"application"`
+		} `json:"applications"`
+	}
+	var vip, delta appsDoc
+	getJSON(t, base+"/vips/svc", &vip)
+	if !strings.Contains(fmt.Sprint(vip), "b DOWN") {
+		t.Errorf("GET /vips/svc: %+v, want b DOWN", vip)
+	}
+	getJSON(t, base+"/apps/delta", &delta)
+	if !strings.Contains(fmt.Sprint(delta), "b DOWN MODIFIED") {
+		t.Errorf("GET /apps/delta: %+v, want b DOWN MODIFIED", delta)
+	}
+
+	var status struct {
+		HealthChecks struct {
+			Enabled   bool   `json:"enabled"`
+			Ownership string `json:"ownership"`
+			Marked    []struct {
+				ID, Reason, MarkedBy, ProbedBy string
+			} `json:"marked"`
+			Probes []struct {
+				ID, State, LastResult string
+			} `json:"probes"`
+		} `json:"healthChecks"`
+	}
+	getJSON(t, "http://"+n.Addr()+"/admin/status", &status)
+	hc := status.HealthChecks
+	if !hc.Enabled || len(hc.Marked) != 1 || hc.Marked[0].ID != "b" || hc.Marked[0].Reason != "http 503" ||
+		hc.Marked[0].MarkedBy != "hc" || hc.Marked[0].ProbedBy != "hc" || !strings.Contains(hc.Ownership, "rendezvous") {
+		t.Errorf("/admin/status healthChecks: %+v", hc)
+	}
+	if len(hc.Probes) != 1 || hc.Probes[0].State != "down" {
+		t.Errorf("/admin/status probes: %+v, want b down", hc.Probes)
+	}
+	code, page, err := httpGet("http://" + n.Addr() + "/console/apps/SVC")
+	if err != nil || code != http.StatusOK || !strings.Contains(page, "marked DOWN: http 503") || !strings.Contains(page, "probed here (http): down") {
+		t.Errorf("console app page: %d %v; want the mark and the probe state in the instance table", code, err)
+	}
+	if v := metricValue(t, n, `muster_health_check_flips_total{to="down"}`); v != 1 {
+		t.Errorf("flips to down = %v, want 1", v)
+	}
+
+	// It passes again: UP after successes-before-up rounds.
+	backends["b"].healthy.Store(true)
+	for range 2 {
+		n.health.Round(context.Background())
+	}
+	if st := statusesOf(t, base+"/apps/SVC"); st["b"] != "UP" {
+		t.Fatalf("after 2 passed rounds: %v, want b UP", st)
+	}
+}
