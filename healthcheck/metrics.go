@@ -37,6 +37,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		round: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_health_check_round_duration_seconds",
 			Help: "Time this node's last health-check round took."}),
 	}
+	// Every series but the per-app guard starts at 0, so rates and alerts
+	// see it before the first event.
+	for _, mode := range []string{"http", "tcp"} {
+		for _, result := range []string{"ok", "fail"} {
+			m.probes.WithLabelValues(mode, result)
+		}
+	}
+	m.flips.WithLabelValues("down")
+	m.flips.WithLabelValues("up")
 	if reg != nil {
 		reg.MustRegister(m.probes, m.refused, m.flips, m.activations, m.guarded, m.probed, m.marked, m.latency, m.round)
 	}

@@ -168,7 +168,7 @@ var allowed = map[string]rule{
 		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding",
 	},
 	"deploy": {
-		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},
+		testImports: []string{"auth", "dns", "healthcheck", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"interop/javaeureka": {
