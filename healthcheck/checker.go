@@ -110,16 +110,23 @@ func New(cfg Config, opt Options) (*Checker, error) {
 	return c, nil
 }
 
-// Run runs a round every Interval (±10 %) until ctx ends.
+// Run runs a round every Interval (±10 %), start to start, until ctx
+// ends; a round that takes longer than that is followed by the next at
+// once.
 func (c *Checker) Run(ctx context.Context) {
+	next := time.Now()
 	for {
 		jitter := time.Duration((c.rand.Float64()*0.2 - 0.1) * float64(c.cfg.Interval))
-		t := time.NewTimer(c.cfg.Interval + jitter)
+		next = next.Add(c.cfg.Interval + jitter)
+		t := time.NewTimer(max(time.Until(next), 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		if now := time.Now(); now.After(next) {
+			next = now
 		}
 		c.Round(ctx)
 	}

@@ -69,7 +69,12 @@ func healthURL(in *registry.Instance) string {
 type target struct {
 	mode Mode
 	addr netip.AddrPort
-	url  string // ModeHTTP: the URL requested (its host only names the Host header and TLS server name)
+	// ModeHTTP: what the request says. The URL's host only names the Host
+	// header and the TLS server name; the connection goes to addr.
+	https      bool
+	host       string // the URL's host name, without port
+	hostHeader string // the URL's host[:port], as the Host header
+	requestURI string // path and query, escaped
 	// refused says why the instance is not probed ("" when it is).
 	refused string
 }
@@ -142,7 +147,14 @@ func (c *Checker) targetOf(in *registry.Instance, m Mode, own ownAddrs) target {
 				port = 0
 			}
 		}
-		t.url = raw
+		t.https = u.Scheme == "https"
+		t.host, t.hostHeader, t.requestURI = u.Hostname(), u.Host, u.RequestURI()
+		if !printable(t.hostHeader) || !printable(t.requestURI) {
+			// url.Parse refuses control characters already; the request
+			// is written by hand (probe.go), so check again.
+			t.refused = "healthCheckUrl is not an http(s) URL"
+			return t
+		}
 	case ModeTCP:
 		switch {
 		case in.Port.Enabled && in.Port.Number > 0:
@@ -161,6 +173,15 @@ func (c *Checker) targetOf(in *registry.Instance, m Mode, own ownAddrs) target {
 	t.addr = netip.AddrPortFrom(ip, uint16(port))
 	t.refused = c.checkAddr(t.addr, own)
 	return t
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // sameHost is true when host names the instance: its ipAddr (as an

@@ -1,10 +1,14 @@
 package healthcheck_test
 
 import (
+	"crypto/tls"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/muster-registry/muster/healthcheck"
@@ -223,5 +227,44 @@ func TestOwner_spreadsAppsAndMovesOnlyTheLeaversShare(t *testing.T) {
 	}
 	if healthcheck.Owner(nil, registry.InstanceKey{App: "X"}) != "" {
 		t.Error("no members: want no owner")
+	}
+}
+
+// HTTPS: the secure URL when the secure port is enabled, the certificate
+// not verified, no client certificate offered, and nothing more sent than
+// the request line and four headers.
+func TestChecker_httpsOffersNoClientCertificate(t *testing.T) {
+	var sawCert, sawAuth atomic.Bool
+	var requests atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		sawCert.Store(sawCert.Load() || len(r.TLS.PeerCertificates) > 0)
+		sawAuth.Store(sawAuth.Load() || r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "")
+		if r.Host != "svc-host:"+strings.Split(r.Host, ":")[1] || r.URL.RequestURI() != "/health?deep=1" {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
+
+	reg, _, chk := newSingle(t, nil, healthcheck.Options{})
+	in := registrytest.NewInstance("SVC", "x")
+	in.IPAddr, in.HostName = "127.0.0.1", "svc-host"
+	in.Port = registry.Port{Number: 1, Enabled: true}
+	in.SecurePort = registry.Port{Number: int(port), Enabled: true}
+	in.HealthCheckURL = "http://127.0.0.1:1/wrong"
+	in.SecureHealthCheckURL = "https://svc-host:" + strconv.Itoa(int(port)) + "/health?deep=1"
+	if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+		t.Fatal(err)
+	}
+	res := round(chk)
+	if res.Probed != 1 || res.Failed != 0 || requests.Load() != 1 {
+		rep, _ := chk.Probe(registry.InstanceKey{App: "SVC", ID: "x"})
+		t.Fatalf("probed %d failed %d requests %d (%+v), want one passing HTTPS probe", res.Probed, res.Failed, requests.Load(), rep)
+	}
+	if sawCert.Load() || sawAuth.Load() {
+		t.Fatal("the probe offered a client certificate or credentials")
 	}
 }
