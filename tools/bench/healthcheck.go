@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/muster-registry/muster/tools/loadgen"
@@ -107,6 +110,7 @@ func (e *benchEnv) healthCheck() error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	ok0, fail0 := probing.metric(okName), probing.metric(failName)
+	user0, sys0 := procCPUSplit(probing.PID)
 	cpuP0, cpuI0, t0 := probing.cpu(), idle.cpu(), time.Now()
 	select {
 	case <-time.After(time.Duration(rounds) * interval):
@@ -114,6 +118,7 @@ func (e *benchEnv) healthCheck() error {
 		return e.ctx.Err()
 	}
 	cpuP, cpuI, window := probing.cpu()-cpuP0, idle.cpu()-cpuI0, time.Since(t0)
+	user1, sys1 := procCPUSplit(probing.PID)
 	probes, fails := probing.metric(okName)-ok0, probing.metric(failName)-fail0
 	if probes+fails == 0 {
 		return fmt.Errorf("no probes in the %s window", window.Round(time.Second))
@@ -127,8 +132,8 @@ func (e *benchEnv) healthCheck() error {
 	roundsSeen := (probes + fails) / benchHCInstances
 	what := fmt.Sprintf("%dk instances over HTTP, %s interval", benchHCInstances/1000, interval)
 	e.add(benchRow{Scenario: "healthcheck", Figure: "probing CPU per instance per interval", Value: perProbe, Unit: "µs",
-		Note: fmt.Sprintf("%s: %.1f rounds in %s; probing node %.2fs CPU, idle twin %.2fs; on loopback the kernel's work for both ends of each connection counts here",
-			what, roundsSeen, window.Round(time.Second), cpuP.Seconds(), cpuI.Seconds())})
+		Note: fmt.Sprintf("%s: %.1f rounds in %s; probing node %.2fs CPU (user %.2fs, system %.2fs), idle twin %.2fs; on loopback the kernel's work for both ends of each connection counts here",
+			what, roundsSeen, window.Round(time.Second), cpuP.Seconds(), (user1 - user0).Seconds(), (sys1 - sys0).Seconds(), cpuI.Seconds())})
 	atTarget := 100 * perProbe * benchHCInstances / 1e6 / 10 // at the target's 10 s
 	e.add(benchRow{Scenario: "healthcheck", Figure: "probing CPU, share of one core", Value: core, Unit: "%",
 		Target: "< 2 % at 10k and 10 s", Met: benchBool(atTarget < 2), Note: what + fmt.Sprintf(" (%.2f %% at 10 s)", atTarget)})
@@ -137,4 +142,19 @@ func (e *benchEnv) healthCheck() error {
 			Note: "the endpoints always answer 200: a failure is the prober's or the machine's"})
 	}
 	return nil
+}
+
+// procCPUSplit is the user and system CPU time of process pid.
+func procCPUSplit(pid int) (user, system time.Duration) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u) * (time.Second / 100), time.Duration(st) * (time.Second / 100)
 }
