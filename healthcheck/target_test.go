@@ -268,3 +268,39 @@ func TestChecker_httpsOffersNoClientCertificate(t *testing.T) {
 		t.Fatal("the probe offered a client certificate or credentials")
 	}
 }
+
+// Without a gossip cluster a node probes the instances whose clients
+// register and renew through it, not those a peer replicated to it.
+func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
+	b := newBackend(t)
+	clk := registrytest.NewClock()
+	rcfg := registry.DefaultConfig()
+	rcfg.Now = clk.Now
+	reg, err := registry.New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk, err := healthcheck.New(testConfig(t, clk.Now), healthcheck.Options{Registry: reg, Self: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Apply(registry.RegisterOp(b.instance("SVC", "mine"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Apply(registry.RegisterOp(b.instance("SVC", "peers")).From(registry.OriginPeer)); err != nil {
+		t.Fatal(err)
+	}
+	res := round(chk)
+	if res.Probed != 1 || b.requests.Load() != 1 {
+		t.Fatalf("probed %d, requests %d: want only the instance whose client talks to this node", res.Probed, b.requests.Load())
+	}
+	if _, ok := chk.Probe(registry.InstanceKey{App: "SVC", ID: "mine"}); !ok {
+		t.Fatal("own client's instance not probed")
+	}
+	if chk.OwnerOf(registry.InstanceKey{App: "SVC", ID: "peers"}) != "" || chk.OwnerOf(registry.InstanceKey{App: "SVC", ID: "mine"}) != "n1" {
+		t.Error("OwnerOf does not follow the client-live rule")
+	}
+	if !strings.Contains(chk.Report().Ownership, "clients register and renew through it") {
+		t.Errorf("ownership %q does not say the rule", chk.Report().Ownership)
+	}
+}
