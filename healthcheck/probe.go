@@ -59,6 +59,11 @@ func (p *prober) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) 
 func (p *prober) probe(ctx context.Context, t target) (ok bool, result string) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	if !t.https {
+		if ok, result, handled := p.rawProbe(ctx, t); handled {
+			return ok, result
+		}
+	}
 	conn, err := p.dial(ctx, t.addr)
 	if err != nil {
 		return false, t.mode.String() + " " + errorClass(err)
@@ -105,7 +110,7 @@ func (p *prober) tlsFor(host string) *tls.Config {
 var errBadStatus = errors.New("healthcheck: not an HTTP answer")
 
 // httpGet sends t's request on conn and returns the answer's status code.
-func httpGet(conn net.Conn, t target) (int, error) {
+func httpGet(conn io.ReadWriter, t target) (int, error) {
 	var buf [maxBodyRead]byte
 	req := append(buf[:0], "GET "...)
 	req = append(req, t.requestURI...)

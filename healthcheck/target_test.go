@@ -3,6 +3,7 @@ package healthcheck_test
 import (
 	"crypto/tls"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/registry"
@@ -302,5 +304,56 @@ func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
 	}
 	if !strings.Contains(chk.Report().Ownership, "clients register and renew through it") {
 		t.Errorf("ownership %q does not say the rule", chk.Report().Ownership)
+	}
+}
+
+// An endpoint that accepts and never answers fails by the timeout.
+func TestChecker_timeout(t *testing.T) {
+	silent := newCounter(t, "127.0.0.1:0") // accepts and closes at once: reset or EOF
+	reg, _, chk := newSingle(t, func(c *healthcheck.Config) { c.Timeout = 300 * time.Millisecond; c.MaxDownPercent = 100 }, healthcheck.Options{})
+	in := registrytest.NewInstance("SVC", "closing")
+	in.IPAddr, in.HostName = "127.0.0.1", "localhost"
+	in.HealthCheckURL = "http://127.0.0.1:" + strconv.Itoa(silent.port()) + "/health"
+	if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c // never answered
+		}
+	}()
+	defer func() {
+		close(held)
+		for c := range held {
+			c.Close()
+		}
+	}()
+	in2 := registrytest.NewInstance("SVC", "silent")
+	in2.IPAddr, in2.HostName = "127.0.0.1", "localhost"
+	in2.HealthCheckURL = "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/health"
+	if _, err := reg.Apply(registry.RegisterOp(in2)); err != nil {
+		t.Fatal(err)
+	}
+	res := round(chk)
+	if res.Failed != 2 {
+		t.Fatalf("failed %d of %d, want both", res.Failed, res.Probed)
+	}
+	rep, _ := chk.Probe(registry.InstanceKey{App: "SVC", ID: "silent"})
+	if rep.LastResult != "http timeout" {
+		t.Errorf("silent endpoint: %q, want http timeout", rep.LastResult)
+	}
+	rep, _ = chk.Probe(registry.InstanceKey{App: "SVC", ID: "closing"})
+	if rep.LastResult != "http connection reset" {
+		t.Errorf("closing endpoint: %q, want http connection reset", rep.LastResult)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -112,10 +113,19 @@ func (e *benchEnv) healthCheck() error {
 	ok0, fail0 := probing.metric(okName), probing.metric(failName)
 	user0, sys0 := procCPUSplit(probing.PID)
 	cpuP0, cpuI0, t0 := probing.cpu(), idle.cpu(), time.Now()
+	var profiled <-chan error
+	if e.profileDir != "" {
+		profiled = probing.profile(time.Duration(rounds)*interval, filepath.Join(e.profileDir, "healthcheck.cpu.pprof"))
+	}
 	select {
 	case <-time.After(time.Duration(rounds) * interval):
 	case <-e.ctx.Done():
 		return e.ctx.Err()
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			e.logf("   profile of the probing node: %v", err)
+		}
 	}
 	cpuP, cpuI, window := probing.cpu()-cpuP0, idle.cpu()-cpuI0, time.Since(t0)
 	user1, sys1 := procCPUSplit(probing.PID)
