@@ -321,20 +321,22 @@ func TestChecker_timeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	held := make(chan net.Conn, 4)
+	var held []net.Conn // never answered; the accept loop alone touches it until it ends
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			held <- c // never answered
+			held = append(held, c)
 		}
 	}()
 	defer func() {
-		close(held)
-		for c := range held {
+		ln.Close()
+		<-done
+		for _, c := range held {
 			c.Close()
 		}
 	}()
