@@ -59,11 +59,6 @@ func (p *prober) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) 
 func (p *prober) probe(ctx context.Context, t target) (ok bool, result string) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if !t.https {
-		if ok, result, handled := p.rawProbe(ctx, t); handled {
-			return ok, result
-		}
-	}
 	conn, err := p.dial(ctx, t.addr)
 	if err != nil {
 		return false, t.mode.String() + " " + errorClass(err)
