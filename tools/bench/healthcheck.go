@@ -17,8 +17,8 @@ import (
 // ---- server-side health checks ----
 //
 // What probing costs the node that probes (muster.health-check.*): two
-// nodes hold the same 10k instances, one probing them all over HTTP every
-// interval, the other not probing; the difference in their CPU over the
+// nodes hold the same 10k instances, one probing them all every interval
+// (over HTTP, then in a second pair by TCP connect), the other not probing; the difference in their CPU over the
 // same window is the probing's. The instances' health endpoints are 16
 // plain HTTP servers on 127.0.0.1 in the bench process (all instances
 // register ipAddr 127.0.0.1: tests and benchmarks reach loopback only, and
@@ -56,14 +56,30 @@ func benchHCServe() (ports []int, stop func(), err error) {
 	return ports, stop, nil
 }
 
-func benchHCBody(i int, port int) []byte {
+// benchHCBody is instance i with its health endpoint on port; mode tcp
+// registers it without a healthCheckUrl, so it is probed by a connect.
+func benchHCBody(i int, port int, mode string) []byte {
+	url := fmt.Sprintf(`"healthCheckUrl":"http://127.0.0.1:%d/actuator/health",`, port)
+	if mode == "tcp" {
+		url = ""
+	}
 	return fmt.Appendf(nil, `{"instance":{"instanceId":"hc-%d","hostName":"localhost","app":"HC-%03d","ipAddr":"127.0.0.1","status":"UP",`+
 		`"port":{"$":%d,"@enabled":"true"},"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+
-		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"healthCheckUrl":"http://127.0.0.1:%d/actuator/health","vipAddress":"hc-%03d"}}`,
-		i, i%benchHCApps, port, port, i%benchHCApps)
+		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},%s"vipAddress":"hc-%03d"}}`,
+		i, i%benchHCApps, port, url, i%benchHCApps)
 }
 
 func (e *benchEnv) healthCheck() error {
+	for _, mode := range []string{"http", "tcp"} {
+		if err := e.healthCheckMode(mode); err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+	}
+	return nil
+}
+
+// healthCheckMode measures one mode (http or tcp).
+func (e *benchEnv) healthCheckMode(mode string) error {
 	interval, rounds := 10*time.Second, 3
 	if e.quick {
 		interval, rounds = 2*time.Second, 2
@@ -75,12 +91,12 @@ func (e *benchEnv) healthCheck() error {
 	defer stop()
 	common := []string{"--set", "muster.health-check.interval-ms=" + strconv.Itoa(int(interval.Milliseconds())),
 		"--set", "muster.health-check.allowed-cidrs=127.0.0.0/8", "--set", "muster.health-check.apps=*"}
-	probing, err := e.startChild("hc-probing", "muster", append(common, "--set", "muster.health-check.enabled=true")...)
+	probing, err := e.startChild("hc-probing-"+mode, "muster", append(common, "--set", "muster.health-check.enabled=true")...)
 	if err != nil {
 		return err
 	}
 	defer probing.stop()
-	idle, err := e.startChild("hc-idle", "muster", append(common, "--set", "muster.health-check.enabled=false")...)
+	idle, err := e.startChild("hc-idle-"+mode, "muster", append(common, "--set", "muster.health-check.enabled=false")...)
 	if err != nil {
 		return err
 	}
@@ -89,7 +105,7 @@ func (e *benchEnv) healthCheck() error {
 		res, err := e.load(c, loadgen.Config{Total: benchHCInstances, Next: func(w int, seq uint64) loadgen.Request {
 			i := int(seq)
 			return loadgen.Request{Method: http.MethodPost, Path: fmt.Sprintf("/eureka/apps/HC-%03d", i%benchHCApps),
-				Header: benchJSONBodyHeaders, Body: benchHCBody(i, ports[i%len(ports)])}
+				Header: benchJSONBodyHeaders, Body: benchHCBody(i, ports[i%len(ports)], mode)}
 		}})
 		if err != nil {
 			return err
@@ -99,8 +115,8 @@ func (e *benchEnv) healthCheck() error {
 		}
 	}
 
-	okName := `muster_health_check_probes_total{mode="http",result="ok"}`
-	failName := `muster_health_check_probes_total{mode="http",result="fail"}`
+	okName := `muster_health_check_probes_total{mode="` + mode + `",result="ok"}`
+	failName := `muster_health_check_probes_total{mode="` + mode + `",result="fail"}`
 	// The first round runs one interval after the node opened: wait for a
 	// whole round, then measure over whole rounds.
 	deadline := time.Now().Add(4*interval + 30*time.Second)
@@ -115,7 +131,7 @@ func (e *benchEnv) healthCheck() error {
 	cpuP0, cpuI0, t0 := probing.cpu(), idle.cpu(), time.Now()
 	var profiled <-chan error
 	if e.profileDir != "" {
-		profiled = probing.profile(time.Duration(rounds)*interval, filepath.Join(e.profileDir, "healthcheck.cpu.pprof"))
+		profiled = probing.profile(time.Duration(rounds)*interval, filepath.Join(e.profileDir, "healthcheck-"+mode+".cpu.pprof"))
 	}
 	select {
 	case <-time.After(time.Duration(rounds) * interval):
@@ -140,15 +156,15 @@ func (e *benchEnv) healthCheck() error {
 	perProbe := cost.Seconds() / (probes + fails) * 1e6 // µs
 	core := 100 * perProbe * benchHCInstances / 1e6 / interval.Seconds()
 	roundsSeen := (probes + fails) / benchHCInstances
-	what := fmt.Sprintf("%dk instances over HTTP, %s interval", benchHCInstances/1000, interval)
-	e.add(benchRow{Scenario: "healthcheck", Figure: "probing CPU per instance per interval", Value: perProbe, Unit: "µs",
+	what := fmt.Sprintf("%dk instances, %s interval", benchHCInstances/1000, interval)
+	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": probing CPU per instance per interval", Value: perProbe, Unit: "µs",
 		Note: fmt.Sprintf("%s: %.1f rounds in %s; probing node %.2fs CPU (user %.2fs, system %.2fs), idle twin %.2fs; on loopback the kernel's work for both ends of each connection counts here",
 			what, roundsSeen, window.Round(time.Second), cpuP.Seconds(), (user1 - user0).Seconds(), (sys1 - sys0).Seconds(), cpuI.Seconds())})
 	atTarget := 100 * perProbe * benchHCInstances / 1e6 / 10 // at the target's 10 s
-	e.add(benchRow{Scenario: "healthcheck", Figure: "probing CPU, share of one core", Value: core, Unit: "%",
+	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": probing CPU, share of one core", Value: core, Unit: "%",
 		Target: "< 2 % at 10k and 10 s", Met: benchBool(atTarget < 2), Note: what + fmt.Sprintf(" (%.2f %% at 10 s)", atTarget)})
 	if fails > 0 {
-		e.add(benchRow{Scenario: "healthcheck", Figure: "failed probes", Value: fails, Target: "0", Met: benchBool(false),
+		e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": failed probes", Value: fails, Target: "0", Met: benchBool(false),
 			Note: "the endpoints always answer 200: a failure is the prober's or the machine's"})
 	}
 	return nil
