@@ -70,6 +70,11 @@ type Checker struct {
 
 // state is what this node knows of one instance it probes.
 type state struct {
+	// inst, mode and parsed are the stored instance the target was parsed
+	// from, and the target before the address rules.
+	inst       *registry.Instance
+	mode       Mode
+	parsed     target
 	target     target
 	failures   int // failed rounds in a row
 	successes  int // passed rounds in a row
@@ -204,9 +209,23 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 				continue
 			}
 			res.Owned++
+			// The URL is parsed again only when the instance changed (a
+			// stored instance is immutable: same pointer, same fields);
+			// the address rules run every round, the node's addresses may
+			// have changed.
+			p := prev[key]
+			var parsed target
+			if p != nil && p.inst == in && p.mode == m {
+				parsed = p.parsed
+			} else {
+				parsed = c.targetOf(in, m)
+			}
+			t := parsed
+			if t.refused == "" {
+				t.refused = c.checkAddr(t.addr, own)
+			}
 			var st *state
-			t := c.targetOf(in, m, own)
-			if p := prev[key]; p != nil && p.target == t {
+			if p != nil && p.target == t {
 				cp := *p // Report reads the previous round's states meanwhile
 				st = &cp
 			} else {
@@ -217,6 +236,7 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 					st.down, st.reason, st.since = true, in.Health.Reason, time.UnixMilli(in.Health.Since)
 				}
 			}
+			st.inst, st.mode, st.parsed = in, m, parsed
 			states[key] = st
 			if t.refused != "" {
 				res.Refused++
@@ -367,11 +387,7 @@ func (c *Checker) probeAll(ctx context.Context, jobs []*job) {
 				t0 := time.Now()
 				j.ok, j.result = c.prober.probe(ctx, j.st.target)
 				c.m.latency.Observe(time.Since(t0).Seconds())
-				result := "ok"
-				if !j.ok {
-					result = "fail"
-				}
-				c.m.probes.WithLabelValues(j.st.target.mode.String(), result).Inc()
+				c.m.probe(j.st.target.mode, j.ok)
 			}
 		}()
 	}

@@ -4,6 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	probes      *prometheus.CounterVec
+	byOutcome   [3][2]prometheus.Counter // probes' series by Mode and ok, looked up once
 	refused     prometheus.Counter
 	flips       *prometheus.CounterVec
 	activations prometheus.Counter
@@ -39,10 +40,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	// Every series but the per-app guard starts at 0, so rates and alerts
 	// see it before the first event.
-	for _, mode := range []string{"http", "tcp"} {
-		for _, result := range []string{"ok", "fail"} {
-			m.probes.WithLabelValues(mode, result)
-		}
+	for _, mode := range []Mode{ModeHTTP, ModeTCP} {
+		m.byOutcome[mode][0] = m.probes.WithLabelValues(mode.String(), "fail")
+		m.byOutcome[mode][1] = m.probes.WithLabelValues(mode.String(), "ok")
 	}
 	m.flips.WithLabelValues("down")
 	m.flips.WithLabelValues("up")
@@ -50,4 +50,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.probes, m.refused, m.flips, m.activations, m.guarded, m.probed, m.marked, m.latency, m.round)
 	}
 	return m
+}
+
+// probe counts one probe's outcome.
+func (m *metrics) probe(mode Mode, ok bool) {
+	if c := m.byOutcome[mode][boolIndex(ok)]; c != nil {
+		c.Inc()
+	}
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

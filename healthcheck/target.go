@@ -108,8 +108,9 @@ type target struct {
 // instance may register, which is what a health check is. Limit who may
 // register (auth.* roles) and where (AllowedCIDRs) to narrow that.
 
-// targetOf decides where in is probed, or why it is not.
-func (c *Checker) targetOf(in *registry.Instance, m Mode, own ownAddrs) target {
+// targetOf decides where in is probed, or why it is not, before the
+// address rules (checkAddr), which the caller applies every round.
+func (c *Checker) targetOf(in *registry.Instance, m Mode) target {
 	t := target{mode: m}
 	ip, err := netip.ParseAddr(strings.TrimSpace(in.IPAddr))
 	if err != nil || ip.Zone() != "" {
@@ -171,7 +172,6 @@ func (c *Checker) targetOf(in *registry.Instance, m Mode, own ownAddrs) target {
 		return t
 	}
 	t.addr = netip.AddrPortFrom(ip, uint16(port))
-	t.refused = c.checkAddr(t.addr, own)
 	return t
 }
 
