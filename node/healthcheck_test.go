@@ -10,13 +10,16 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/muster-registry/muster/registry"
 )
 
 // healthBackend is an HTTP server on loopback whose health the test
 // switches.
 type healthBackend struct {
-	healthy atomic.Bool
-	port    int
+	healthy  atomic.Bool
+	requests atomic.Int64
+	port     int
 }
 
 func newHealthBackend(t *testing.T) *healthBackend {
@@ -28,6 +31,7 @@ func newHealthBackend(t *testing.T) *healthBackend {
 	b := &healthBackend{port: ln.Addr().(*net.TCPAddr).Port}
 	b.healthy.Store(true)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		b.requests.Add(1)
 		if !b.healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -165,4 +169,107 @@ func TestNode_healthChecks(t *testing.T) {
 	if st := statusesOf(t, base+"/apps/SVC"); st["b"] != "UP" {
 		t.Fatalf("after 2 passed rounds: %v, want b UP", st)
 	}
+}
+
+// Three real nodes (memberlist on loopback, replication over HTTP): the
+// app's prober marks a failing instance and every node serves it DOWN;
+// the prober shuts down, memberlist tells the others, and one survivor
+// takes the app over at its next round, keeping the mark until the
+// instance passes.
+func TestCluster_healthChecksHandOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	sets := []string{"muster.health-check.enabled=true", "muster.health-check.apps=svc",
+		"muster.health-check.interval-ms=3600000", "muster.health-check.allowed-cidrs=127.0.0.0/8"}
+	n1 := startTestNode(t, "n1", "z1", nil, sets...)
+	seed := n1.gossipAddr(t)
+	n2 := startTestNode(t, "n2", "z1", []string{seed}, sets...)
+	n3 := startTestNode(t, "n3", "z1", []string{seed}, sets...)
+	nodes := map[string]*Node{"n1": n1, "n2": n2, "n3": n3}
+	waitOpened(t, n1, n2, n3)
+	waitFor(t, 15*time.Second, "every node to see three live members", func() bool {
+		for _, n := range nodes {
+			if len(n.liveMemberNames()) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	backends := map[string]*healthBackend{}
+	for _, id := range []string{"a", "b", "c"} {
+		backends[id] = newHealthBackend(t)
+		if code := call(t, http.MethodPost, n1.URL()+"apps/SVC", healthInstanceBody(id, backends[id].port)); code != http.StatusNoContent {
+			t.Fatalf("register %s: %d", id, code)
+		}
+	}
+	statusEverywhere := func(want registry.Status) func() bool {
+		return func() bool {
+			for _, n := range nodes {
+				if iv, ok := n.reg.Instance("SVC", "b"); !ok || iv.Status != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, 10*time.Second, "the three instances on every node", func() bool {
+		for _, n := range nodes {
+			if n.reg.Len() != 3 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// One round on every node: only the app's owner probes.
+	round := func() (probed int, by []string) {
+		for name, n := range nodes {
+			if res := n.health.Round(context.Background()); res.Probed > 0 {
+				probed += res.Probed
+				by = append(by, name)
+			}
+		}
+		return probed, by
+	}
+	backends["b"].healthy.Store(false)
+	var owner string
+	for range 3 {
+		probed, by := round()
+		if probed != 3 || len(by) != 1 {
+			t.Fatalf("a round probed %d instances on %v, want 3 on one node", probed, by)
+		}
+		owner = by[0]
+	}
+	waitFor(t, 10*time.Second, "b DOWN on every node", statusEverywhere(registry.StatusDown))
+
+	// The prober goes; the survivors learn it from memberlist.
+	victim := nodes[owner]
+	delete(nodes, owner)
+	if err := victim.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the survivors to see two live members", func() bool {
+		for _, n := range nodes {
+			if len(n.liveMemberNames()) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	before := backends["a"].requests.Load() + backends["b"].requests.Load() + backends["c"].requests.Load()
+	probed, by := round()
+	if probed != 3 || len(by) != 1 || by[0] == owner {
+		t.Fatalf("after the prober left: %d probed on %v, want 3 on one survivor", probed, by)
+	}
+	if got := backends["a"].requests.Load() + backends["b"].requests.Load() + backends["c"].requests.Load() - before; got != 3 {
+		t.Fatalf("%d requests in the round, want one per instance", got)
+	}
+	if iv, _ := nodes[by[0]].reg.Instance("SVC", "b"); iv.Status != registry.StatusDown {
+		t.Fatalf("the new prober lifted the mark of a failing instance: %s", iv.Status)
+	}
+	backends["b"].healthy.Store(true)
+	round()
+	round()
+	waitFor(t, 10*time.Second, "b UP on the survivors", statusEverywhere(registry.StatusUp))
 }
