@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	mdns "github.com/miekg/dns"
 
 	"github.com/muster-registry/muster/registry"
 )
@@ -92,7 +95,8 @@ func statusesOf(t *testing.T, url string) map[string]string {
 func TestNode_healthChecks(t *testing.T) {
 	n := startTestNode(t, "hc", "z1", nil,
 		"muster.health-check.enabled=true", "muster.health-check.apps=svc",
-		"muster.health-check.interval-ms=3600000", "muster.health-check.allowed-cidrs=127.0.0.0/8")
+		"muster.health-check.interval-ms=3600000", "muster.health-check.allowed-cidrs=127.0.0.0/8",
+		"muster.dns.enabled=true", "muster.dns.addr=127.0.0.1:0")
 	waitOpened(t, n)
 	if n.health == nil {
 		t.Fatal("muster.health-check.enabled=true built no checker")
@@ -105,9 +109,95 @@ func TestNode_healthChecks(t *testing.T) {
 			t.Fatalf("register %s: %d", id, code)
 		}
 	}
+	srvRecords := func() int {
+		t.Helper()
+		m := new(mdns.Msg)
+		m.SetQuestion("_svc._tcp.app.muster.", mdns.TypeSRV)
+		r, _, err := (&mdns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(m, n.DNSAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.Answer)
+	}
+	if got := srvRecords(); got != 3 {
+		t.Fatalf("DNS SRV before: %d records, want 3", got)
+	}
 	backends["b"].healthy.Store(false)
-	for range 3 {
+	for range 2 {
 		n.health.Round(context.Background())
+	}
+	// A blocking fetch of the app and a watch stream, both waiting when
+	// the third failed round marks b.
+	// The first watch starts the node's watch hub: index 0 is answered at
+	// once with the index to wait on, as the Go client's first fetch is.
+	req, _ := http.NewRequest(http.MethodGet, base+"/apps/SVC?index=0&wait=1s", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	index := resp.Header.Get("X-Muster-Index")
+	held := make(chan map[string]string, 1)
+	go func() {
+		var doc appDoc
+		req, _ := http.NewRequest(http.MethodGet, base+"/apps/SVC?index="+index+"&wait=30s", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := (&http.Client{Timeout: 40 * time.Second}).Do(req)
+		if err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+		}
+		out := map[string]string{}
+		for _, in := range doc.Application.Instance {
+			out[in.InstanceID] = in.Status
+		}
+		held <- out
+	}()
+	stream, err := (&http.Client{}).Get(base + "/watch?app=svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	sawDown := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "data:") && strings.Contains(line, `"instanceId":"b"`) && strings.Contains(line, `"status":"DOWN"`) {
+				sawDown <- true
+				return
+			}
+		}
+		sawDown <- false
+	}()
+	waitFor(t, 5*time.Second, "the blocking fetch to be held", func() bool {
+		select {
+		case st := <-held:
+			t.Fatalf("the blocking fetch (index %s) was answered before the mark: %v", index, st)
+		default:
+		}
+		return metricValue(t, n, "muster_watch_held_requests") == 1
+	})
+	n.health.Round(context.Background())
+	select {
+	case st := <-held:
+		if st["b"] != "DOWN" {
+			t.Errorf("the held fetch answered %v, want b DOWN", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the held fetch was not woken by the mark")
+	}
+	select {
+	case ok := <-sawDown:
+		if !ok {
+			t.Error("the watch stream ended without b DOWN")
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the watch stream sent no event for the mark")
+	}
+	if got := srvRecords(); got != 2 {
+		t.Errorf("DNS SRV after the mark: %d records, want 2 (DNS answers UP instances)", got)
 	}
 
 	if st := statusesOf(t, base+"/apps/SVC"); st["b"] != "DOWN" || st["a"] != "UP" || st["c"] != "UP" {
