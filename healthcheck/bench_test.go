@@ -37,9 +37,10 @@ func rawBackend(b *testing.B) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// BenchmarkChecker_Round is one round over b.N... instances: the cost of a
-// probe as ns/op (both sides of the loopback connection are in this
-// process; tools/bench's healthcheck scenario measures the node alone).
+// BenchmarkChecker_Round runs rounds over 2,000 instances until b.N probes
+// have run: ns/probe is the wall time of one probe at the default
+// concurrency, with both ends of each loopback connection in this process
+// (tools/bench's healthcheck scenario measures the probing node alone).
 func BenchmarkChecker_Round(b *testing.B) {
 	port := rawBackend(b)
 	clk := registrytest.NewClock()

@@ -109,7 +109,7 @@ func New(cfg Config, opt Options) (*Checker, error) {
 		}
 		c.apps[strings.ToUpper(a)] = true
 	}
-	c.log = cfg.Logger.With().Str("component", "healthcheck").Logger()
+	c.log = cfg.Logger.With().Str(logComponent, "healthcheck").Logger()
 	c.prober = newProber(cfg.Timeout)
 	c.m = newMetrics(opt.Metrics)
 	return c, nil
@@ -334,8 +334,8 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 		if !c.guarded[app] {
 			c.m.activations.Inc()
 			c.m.guarded.WithLabelValues(app).Set(1)
-			c.log.Warn().Str("app", app).Int("failing", failing[app]).Int("probed", eligible[app]).
-				Int("max_down_percent", c.cfg.MaxDownPercent).
+			c.log.Warn().Str(logApp, app).Int(logFailing, failing[app]).Int(logProbed, eligible[app]).
+				Int(logMaxDownPercent, c.cfg.MaxDownPercent).
 				Msg("health-check guard on: too many instances of the app fail at once, none is marked down")
 		}
 		res.Guarded = append(res.Guarded, app)
@@ -343,7 +343,7 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 	for app := range c.guarded {
 		if !guarded[app] {
 			c.m.guarded.DeleteLabelValues(app)
-			c.log.Info().Str("app", app).Msg("health-check guard off")
+			c.log.Info().Str(logApp, app).Msg("health-check guard off")
 		}
 	}
 	sort.Strings(res.Guarded)
@@ -354,7 +354,7 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 	c.m.round.Set(res.Took.Seconds())
 	c.rounds.Add(1)
 	if res.Marked+res.Lifted > 0 {
-		c.log.Info().Int("marked", res.Marked).Int("lifted", res.Lifted).Int("probed", res.Probed).Msg("health-check round")
+		c.log.Info().Int(logMarked, res.Marked).Int(logLifted, res.Lifted).Int(logProbed, res.Probed).Msg("health-check round")
 	}
 	return res
 }
@@ -363,7 +363,7 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 func (c *Checker) write(key registry.InstanceKey, mark *registry.HealthMark) bool {
 	_, err := c.opt.Registry.Apply(registry.HealthOp(key.App, key.ID, mark))
 	if err != nil && !errors.Is(err, registry.ErrInstanceNotFound) {
-		c.log.Warn().Err(err).Str("app", key.App).Str("instance_id", key.ID).Msg("health-check mark not written")
+		c.log.Warn().Err(err).Str(logApp, key.App).Str(logInstanceID, key.ID).Msg("health-check mark not written")
 		return false
 	}
 	return err == nil
