@@ -459,7 +459,7 @@ func (s *Console) healthText(in *registry.Instance, now time.Time) (text, class 
 			mark = "marked failing (its status or override stands)"
 		}
 		parts = append(parts, mark+": "+clip(h.Reason)+", "+formatAge(now.Sub(time.UnixMilli(h.Since)))+" ago, by "+clip(h.By))
-		class = "down"
+		class = "bad"
 	}
 	if s.cfg.HealthChecks != nil {
 		if ps, ok := s.cfg.HealthChecks.Probe(in.App, in.ID()); ok {
@@ -472,7 +472,7 @@ func (s *Console) healthText(in *registry.Instance, now time.Time) (text, class 
 			}
 			parts = append(parts, probe)
 			if ps.State != "up" && class == "" {
-				class = "warn"
+				class = "bad"
 			}
 		} else if by := s.cfg.HealthChecks.ProbedBy(in.App, in.ID()); by != "" && in.Health != nil {
 			parts = append(parts, "probed by "+by)
