@@ -2,10 +2,13 @@ package deploy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -108,6 +112,29 @@ func scrapeNode(t *testing.T) map[string]bool {
 	q.SetQuestion("example.com.", mdns.TypeA)
 	if _, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(q, ds.Addr().String()); err != nil {
 		t.Fatal(err)
+	}
+	// The health checks register on it too; one round over an instance
+	// whose port is closed sets off the guard (its app's only instance
+	// fails), which gives the per-app guard series.
+	hc := healthcheck.DefaultConfig()
+	hc.Enabled, hc.Apps, hc.Logger = true, []string{"*"}, logger
+	hc.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	checker, err := healthcheck.New(hc, healthcheck.Options{Registry: reg, Self: "a", Members: func() []string { return []string{"a"} }, Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	if _, err := reg.Apply(registry.RegisterOp(&registry.Instance{InstanceID: "i-1", HostName: "127.0.0.1", App: "PROBED", IPAddr: "127.0.0.1",
+		Status: registry.StatusUp, Port: registry.Port{Number: closedPort, Enabled: true}, DataCenterInfo: registry.DataCenterInfo{Name: "MyOwn"}})); err != nil {
+		t.Fatal(err)
+	}
+	if res := checker.Round(context.Background()); len(res.Guarded) != 1 {
+		t.Fatalf("health-check round: %+v, want PROBED guarded", res)
 	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {

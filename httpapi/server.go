@@ -61,6 +61,9 @@ type Config struct {
 	// XDSClients lists the xDS streams open on the node, for the
 	// dashboard; nil when the node serves no xDS.
 	XDSClients func() []XDSClient
+	// HealthChecks reports the server-side health checks for
+	// /admin/status and the console; nil while they are off.
+	HealthChecks ops.HealthCheckSource
 	// Batch handles POST /peerreplication/batch. nil answers 501.
 	Batch BatchHandler
 	// Digests serves anti-entropy to peers (POST /peerreplication/digest
@@ -280,10 +283,11 @@ func New(cfg Config) (*Server, error) {
 		digests = cfg.Digests
 	}
 	s.admin = ops.NewAdmin(ops.AdminConfig{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
-		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now})
+		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now,
+		HealthChecks: healthReport(cfg.HealthChecks)})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, XDSClients: cfg.XDSClients, AuthEnabled: s.guard.AuthEnabled(),
-		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath})
+		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath, HealthChecks: cfg.HealthChecks})
 
 	e := echo.New()
 	e.HideBanner = true
@@ -459,3 +463,11 @@ func (s *Server) HTTPServer() *http.Server {
 // StopWatches answers every held blocking fetch and ends every watch
 // stream (HTTPServer's Shutdown runs it).
 func (s *Server) StopWatches() { s.api.StopWatches() }
+
+// healthReport is src's Report, nil without health checks.
+func healthReport(src ops.HealthCheckSource) func() *ops.HealthChecks {
+	if src == nil {
+		return nil
+	}
+	return src.Report
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -217,6 +218,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
 		XDS:         xds.DefaultConfig(),
+		HealthCheck: healthcheck.DefaultConfig(),
 	}
 	for _, c := range packageConfigs {
 		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()

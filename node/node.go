@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
@@ -99,10 +100,11 @@ type Node struct {
 	stopped    bool
 	stopSelf   context.CancelFunc // stops the self-registration
 	selfDone   chan struct{}
-	stopDNS    func()      // dns.go
-	dnsAddr    net.Addr    // the DNS interface's UDP (and TCP) address; nil when off
-	stopXDS    func()      // xds.go
-	xds        *xds.Server // nil when off
+	stopDNS    func()               // dns.go
+	dnsAddr    net.Addr             // the DNS interface's UDP (and TCP) address; nil when off
+	stopXDS    func()               // xds.go
+	xds        *xds.Server          // nil when off
+	health     *healthcheck.Checker // healthcheck.go; nil when muster.health-check.enabled is off
 }
 
 // New builds a node from settings. It opens nothing and starts no
@@ -196,7 +198,14 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 
+	if n.health, err = n.newHealthChecker(); err != nil {
+		ln.Close()
+		return err
+	}
 	hcfg := s.HTTP
+	if n.health != nil {
+		hcfg.HealthChecks = healthSource{n: n, c: n.health}
+	}
 	hcfg.Registry = n.reg
 	hcfg.Logger = n.log
 	hcfg.Metrics = n.metrics
@@ -305,6 +314,9 @@ func (n *Node) Start(ctx context.Context) error {
 		n.goRun(func() { n.tls.Run(runCtx) })
 	}
 	n.goRun(func() { n.startUp(runCtx) })
+	if n.health != nil {
+		n.goRun(func() { n.runHealthChecks(runCtx) })
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
@@ -39,6 +41,7 @@ type Settings struct {
 	Cluster     cluster.Config
 	DNS         dns.Config
 	XDS         xds.Config
+	HealthCheck healthcheck.Config
 
 	ServerPort    int
 	ServerAddress string
@@ -144,6 +147,7 @@ func defaultSettings() Settings {
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
 		XDS:         xds.DefaultConfig(),
+		HealthCheck: healthcheck.DefaultConfig(),
 
 		ServerPort:    DefaultServerPort,
 		ClientEnabled: true,
@@ -352,6 +356,16 @@ var settings = []setting{
 	boolKey("muster.xds.enabled", "Serve xDS (gRPC) on muster.xds.addr: every app to Envoy (CDS, EDS over ADS) and to proxyless gRPC (xds:///name) (docs/xds.md).", func(s *Settings) *bool { return &s.XDS.Enabled }),
 	strKey("muster.xds.addr", "Listen address of the xDS server (TLS and client certificates as server.ssl.*).", func(s *Settings) *string { return &s.XDS.Addr }),
 	intKey("muster.xds.max-streams", "Most xDS streams open on this node at once; one more is refused with RESOURCE_EXHAUSTED.", func(s *Settings) *int { return &s.XDS.MaxStreams }),
+	boolKey("muster.health-check.enabled", "Probe opted-in instances from the server and serve those that keep failing as DOWN (docs/health-checks.md).", func(s *Settings) *bool { return &s.HealthCheck.Enabled }),
+	listKey("muster.health-check.apps", "Apps whose instances are probed (names, or * for all); an instance opts in or out with metadata muster.health-check: http, tcp or off.", func(s *Settings) *[]string { return &s.HealthCheck.Apps }),
+	msKey("muster.health-check.interval-ms", "Time between two probe rounds (jittered by ±10 %).", func(s *Settings) *time.Duration { return &s.HealthCheck.Interval }),
+	msKey("muster.health-check.timeout-ms", "Time one probe may take: connect, TLS, request and answer's headers; a 2xx within it passes.", func(s *Settings) *time.Duration { return &s.HealthCheck.Timeout }),
+	intKey("muster.health-check.failures-before-down", "Failed rounds in a row that mark an instance DOWN.", func(s *Settings) *int { return &s.HealthCheck.FailuresBeforeDown }),
+	intKey("muster.health-check.successes-before-up", "Passed rounds in a row that lift the mark.", func(s *Settings) *int { return &s.HealthCheck.SuccessesBeforeUp }),
+	intKey("muster.health-check.max-concurrent", "Probes (connections) a node runs at once at most.", func(s *Settings) *int { return &s.HealthCheck.MaxConcurrent }),
+	intKey("muster.health-check.max-down-percent", "The guard: when more than this share of an app's probed instances fail in one round, none is marked DOWN (100: no guard).", func(s *Settings) *int { return &s.HealthCheck.MaxDownPercent }),
+	bind("muster.health-check.allowed-cidrs", "Networks probes may reach; lifts the loopback, link-local and own-address rules inside them, and once set nothing outside them is probed. Empty: every address but those.", func(s *Settings) *[]netip.Prefix { return &s.HealthCheck.AllowedCIDRs },
+		func(raw string) ([]netip.Prefix, error) { return healthcheck.ParseCIDRs(splitList(raw)) }, formatPrefixes),
 }
 
 // CanonicalKey folds a key for Spring's relaxed binding: case and dashes do
@@ -594,6 +608,7 @@ var packageConfigs = []packageConfig{
 	{"Cluster", func(s *Settings) error { return s.Cluster.Validate() }},
 	{"DNS", func(s *Settings) error { return s.DNS.Validate() }},
 	{"XDS", func(s *Settings) error { return s.XDS.Validate() }},
+	{"HealthCheck", func(s *Settings) error { return s.HealthCheck.Validate() }},
 }
 
 // blame names the key behind a package's validation error: the key the
@@ -750,6 +765,14 @@ func clientAuthKey(key, help string, field func(*Settings) *tlsconfig.ClientAuth
 		names[i] = a.String()
 	}
 	return bind(key, help+" One of: "+strings.Join(names, ", ")+".", field, tlsconfig.ParseClientAuth, tlsconfig.ClientAuth.String)
+}
+
+func formatPrefixes(v []netip.Prefix) string {
+	out := make([]string, len(v))
+	for i, p := range v {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
 }
 
 func listKey(key, help string, field func(*Settings) *[]string) setting {

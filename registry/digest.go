@@ -103,6 +103,13 @@ func InstanceDigest(in *Instance) uint64 {
 	d.bool(in.IsCoordinatingDiscoveryServer)
 	d.u64(uint64(in.LastDirtyTimestamp))
 	d.u64(in.WriteVersion)
+	if h := in.Health; h != nil {
+		d.byte(1)
+		d.str(h.Reason)
+		d.u64(uint64(h.Since))
+		d.str(h.By)
+		d.bool(h.Hides)
+	}
 	if d == 0 {
 		d = 1
 	}

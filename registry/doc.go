@@ -91,8 +91,9 @@
 // # Writes: one operation type
 //
 // Every write is an Op given to Apply: register, renew, cancel, status,
-// override removal and metadata, each with its Origin (client, peer, sync,
-// anti-entropy; evictions come from the node itself). A client request, a
+// override removal, metadata and the health checks' mark (health.go), each
+// with its Origin (client, peer, sync, anti-entropy; evictions come from
+// the node itself, marks from its health checks). A client request, a
 // replicated item, a syncUp copy and a 409 repair take the same path and
 // the same rules; the origin decides only what Eureka's "isReplication"
 // decides (the status rules, and whether the change is sent on).
@@ -117,8 +118,8 @@
 // A flow looks like: httpapi applies RegisterOp from OriginClient →
 // the registry stores it, version n, event n → the replicator's cursor
 // reads event n → each peer's sender batches it → the peer applies it from
-// OriginPeer, and it goes no further: only OriginClient changes are sent
-// to peers.
+// OriginPeer, and it goes no further: only OriginClient changes (and this
+// node's health-check marks, OriginHealthCheck) are sent to peers.
 //
 // # Renewals
 //

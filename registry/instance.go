@@ -191,6 +191,12 @@ type Instance struct {
 	// anti-entropy); 0 means unknown (a copy from a Java Eureka peer), which
 	// any versioned copy beats. Never shown to Eureka clients.
 	WriteVersion uint64
+
+	// Health is the server-owned status the health checks set (health.go):
+	// nil while the instance is not marked failing. While it hides a UP
+	// status, Status is DOWN. Travels between Muster nodes beside the
+	// instance, like WriteVersion; never shown to Eureka clients as a field.
+	Health *HealthMark
 }
 
 // ID is the effective instance id, as Eureka's InstanceInfo.getId computes

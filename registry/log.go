@@ -20,4 +20,5 @@ const (
 	logExpectedRenews  = "expected_renews_per_min"
 	logRecount         = "recount"
 	logInstances       = "instances"
+	logHealthMarked    = "health_marked"
 )

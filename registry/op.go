@@ -25,6 +25,11 @@ const (
 	OriginAntiEntropy
 	// OriginNode is this node's own housekeeping: eviction.
 	OriginNode
+	// OriginHealthCheck is this node's health checks (package healthcheck)
+	// setting or lifting the server-owned status of an instance it probes.
+	// Unlike OriginNode it is sent on to peers, like a client's write: one
+	// node probes an instance and every node must answer the same.
+	OriginHealthCheck
 )
 
 func (o Origin) String() string {
@@ -39,6 +44,8 @@ func (o Origin) String() string {
 		return "anti-entropy"
 	case OriginNode:
 		return "node"
+	case OriginHealthCheck:
+		return "health-check"
 	}
 	return fmt.Sprintf("origin(%d)", uint8(o))
 }
@@ -62,6 +69,7 @@ const (
 	OpDeleteOverride                   // remove a status override (DELETE …/status)
 	OpMetadata                         // add or replace metadata (PUT …/metadata)
 	OpEvict                            // expired lease removed (never applied from outside)
+	OpHealth                           // set or lift the health checks' mark (health.go)
 )
 
 func (k OpKind) String() string {
@@ -80,6 +88,8 @@ func (k OpKind) String() string {
 		return "metadata"
 	case OpEvict:
 		return "evict"
+	case OpHealth:
+		return "health"
 	}
 	return fmt.Sprintf("op(%d)", uint8(k))
 }
@@ -88,10 +98,14 @@ func (k OpKind) String() string {
 // peers as (PeerReplicationResource), and false for kinds that are not
 // replicated: evictions, which every node decides on its own
 // (ARCHITECTURE.md decision 9). Metadata changes go as a Register of the
-// whole instance, as Eureka's InstanceResource#updateMetadata does.
+// whole instance, as Eureka's InstanceResource#updateMetadata does, and so
+// do the health checks' marks: a Java Eureka peer stores the instance with
+// the status it carries (DOWN while marked) and needs no new action, and a
+// Muster peer takes the copy whole, mark included (package replication
+// sends the mark beside the instance).
 func (k OpKind) Action() (Action, bool) {
 	switch k {
-	case OpRegister, OpMetadata:
+	case OpRegister, OpMetadata, OpHealth:
 		return ActionRegister, true
 	case OpRenew:
 		return ActionHeartbeat, true
@@ -169,6 +183,8 @@ type Op struct {
 	// node that cancelled it does, not for the default lease. Zero: the
 	// stored instance's lease, or the default when there is none.
 	LeaseDuration time.Duration
+	// Health is the mark a health write sets (HealthOp); nil lifts it.
+	Health *HealthMark
 	// RenewedAt is, for an instance anti-entropy adopts, the holder's last
 	// renewal: the new lease counts as renewed then, not now, so a copy
 	// does not outlive its original. Zero means now.
@@ -198,6 +214,12 @@ func DeleteOverrideOp(app, id string, status Status) Op {
 // MetadataOp adds or replaces metadata entries of app/id (PUT …/metadata).
 func MetadataOp(app, id string, updates map[string]string) Op {
 	return Op{Kind: OpMetadata, App: app, ID: id, Metadata: updates}
+}
+
+// HealthOp sets (mark non-nil) or lifts (nil) the health checks' mark on
+// app/id. It comes from OriginHealthCheck.
+func HealthOp(app, id string, mark *HealthMark) Op {
+	return Op{Kind: OpHealth, Origin: OriginHealthCheck, App: app, ID: id, Health: mark}
 }
 
 // From returns op with its origin set.

@@ -276,6 +276,8 @@ func (r *Registry) apply(op Op, now time.Time) (*Instance, error) {
 		return r.deleteStatusOverride(op, now)
 	case OpMetadata:
 		return r.updateMetadata(op, now)
+	case OpHealth:
+		return r.setHealth(op, now)
 	}
 	return nil, fmt.Errorf("%w: operation %s cannot be applied", ErrInvalidOp, op.Kind)
 }
@@ -397,6 +399,11 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 	}
 	in.OverriddenStatus = override
 	in.Status = resolveStatus(in.Status, override, existing, replicated)
+	in.Health = nil
+	if existing != nil {
+		in.Health = existing.Health // server-owned: a client's register keeps it
+	}
+	applyHealth(in)
 	in.ActionType = ActionAdded
 	in.LastUpdatedTimestamp = nowMs
 	in.EvictionTimestamp = 0
@@ -500,7 +507,7 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, v, d
 	renewedAt := now
 	if l != nil {
 		existing = l.inst
-		if !newerCopy(v, d, existing.WriteVersion, l.digest) {
+		if !newerCopyWithHealth(in, v, d, existing, l.digest) {
 			return existing, nil
 		}
 		if op.Origin == OriginAntiEntropy {
@@ -610,6 +617,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 	if resolved != in.Status {
 		in = in.Clone()
 		in.Status = resolved
+		applyHealth(in)
 		in.WriteVersion = r.clock.next(now) // this node's own correction
 		r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
@@ -668,7 +676,8 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 	}
 	in := l.inst.Clone()
 	in.OverriddenStatus = override
-	in.Status = resolveStatus(in.Status, override, l.inst, true)
+	in.Status = resolveStatus(in.ClientStatus(), override, l.inst, true)
+	applyHealth(in)
 	in.WriteVersion = 0 // from a peer without versions
 	r.modifyLocked(l, in, OpStatus, origin, now)
 	return in
@@ -826,6 +835,7 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 		in = old.Clone()
 		in.Status = status
 		in.OverriddenStatus = status
+		applyHealth(in) // an override in force: the mark hides nothing
 		if status == StatusUp && in.ServiceUpTimestamp == 0 {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
@@ -860,6 +870,7 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 		in = in.Clone()
 		in.OverriddenStatus = StatusUnknown
 		in.Status = status
+		applyHealth(in)
 		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
 		r.stampLocked(in, op, now)
 		r.modifyLocked(l, in, OpDeleteOverride, op.Origin, now)

@@ -156,6 +156,9 @@ type wireCopy struct {
 	Version  uint64          `json:"v"`
 	Renewed  int64           `json:"renewed"` // ms since epoch
 	Live     bool            `json:"live,omitempty"`
+	// Health is the instance's health-check mark: part of the copy its
+	// version names (registry.Instance.Health).
+	Health *wireHealth `json:"health,omitempty"`
 }
 
 // DigestSource is what a node serves anti-entropy from: its registry.
@@ -265,6 +268,7 @@ func AnswerCopies(src DigestSource, body []byte) ([]byte, error) {
 			Version:  c.Instance.WriteVersion,
 			Renewed:  c.LastRenewal.UnixMilli(),
 			Live:     c.Live,
+			Health:   healthToWire(c.Instance.Health),
 		})
 	}
 	return json.Marshal(reply)
@@ -284,6 +288,7 @@ func DecodeCopies(body []byte) ([]registry.VersionedCopy, error) {
 			return nil, fmt.Errorf("decode copy: %w", err)
 		}
 		in.WriteVersion = c.Version
+		in.Health = c.Health.mark()
 		out = append(out, registry.VersionedCopy{Instance: in, LastRenewal: time.UnixMilli(c.Renewed), Live: c.Live})
 	}
 	return out, nil

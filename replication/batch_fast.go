@@ -232,6 +232,14 @@ func appendBatchResponse(b []byte, items []replicationResponse) []byte {
 			b = append(b, `,"version":`...)
 			b = strconv.AppendUint(b, r.Version, 10)
 		}
+		if r.Health != nil {
+			// Rare (a 409 of a marked instance): encoding/json writes it.
+			h, err := json.Marshal(r.Health)
+			if err == nil {
+				b = append(b, `,"health":`...)
+				b = append(b, h...)
+			}
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

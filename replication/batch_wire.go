@@ -39,6 +39,33 @@ type replicationItem struct {
 	// instance keeps its tombstone for that lease (up to a day), not for
 	// the default 90 s, so a stale copy elsewhere cannot outlive it.
 	LeaseDurationInSecs uint32 `json:"leaseDurationInSecs,omitempty"`
+	// Health is the health checks' mark of instanceInfo
+	// (registry.Instance.Health), sent only to Muster peers beside the
+	// version: it is part of the copy that version names. Items that carry
+	// it are rare and take the encoding/json path (batch_fast.go).
+	Health *wireHealth `json:"health,omitempty"`
+}
+
+// wireHealth is registry.HealthMark between Muster nodes.
+type wireHealth struct {
+	Reason string `json:"reason,omitempty"`
+	Since  int64  `json:"since,omitempty"` // ms since epoch
+	By     string `json:"by,omitempty"`
+	Hides  bool   `json:"hides,omitempty"`
+}
+
+func healthToWire(h *registry.HealthMark) *wireHealth {
+	if h == nil {
+		return nil
+	}
+	return &wireHealth{Reason: h.Reason, Since: h.Since, By: h.By, Hides: h.Hides}
+}
+
+func (w *wireHealth) mark() *registry.HealthMark {
+	if w == nil {
+		return nil
+	}
+	return &registry.HealthMark{Reason: w.Reason, Since: w.Since, By: w.By, Hides: w.Hides}
 }
 
 type replicationListResponse struct {
@@ -51,6 +78,8 @@ type replicationResponse struct {
 	// Version is the write version of ResponseEntity, answered only to an
 	// item that carried one (a Muster peer).
 	Version uint64 `json:"version,omitempty"`
+	// Health is ResponseEntity's mark, with Version.
+	Health *wireHealth `json:"health,omitempty"`
 }
 
 // flexInt reads a number or a numeric string; Java writes longs as numbers,
@@ -122,6 +151,9 @@ func itemOf(t Task, versioned bool) replicationItem {
 	}
 	if versioned {
 		it.Version = in.WriteVersion
+		if len(it.InstanceInfo) > 0 {
+			it.Health = healthToWire(in.Health)
+		}
 		if t.Action == registry.ActionCancel && in.LeaseDurationSecs > 0 {
 			it.LeaseDurationInSecs = uint32(min(in.LeaseDurationSecs, registry.MaxLeaseDurationSecs))
 		}
@@ -159,6 +191,7 @@ func DecodeBatchResponse(body []byte) (BatchResult, error) {
 			// not the whole batch its answers.
 			if in, err := wire.DecodeInstanceBodyJSON(r.ResponseEntity); err == nil {
 				in.WriteVersion = r.Version
+				in.Health = r.Health.mark()
 				res.Items[i].Instance = in
 			}
 		}

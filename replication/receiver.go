@@ -112,6 +112,9 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 		if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
 			// The instance carries its own lastDirtyTimestamp.
 			body.WriteVersion = it.Version
+			if it.Version != 0 {
+				body.Health = it.Health.mark()
+			}
 			_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 		}
 	case registry.ActionHeartbeat:
@@ -128,6 +131,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			}
 			if it.Version != 0 {
 				resp.Version = in.WriteVersion
+				resp.Health = healthToWire(in.Health)
 			}
 			return resp
 		}
@@ -143,6 +147,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			var body *registry.Instance
 			if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
 				body.WriteVersion = it.Version
+				body.Health = it.Health.mark()
 				_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 			}
 			break

@@ -26,11 +26,12 @@ type Task struct {
 
 // TaskFromEvent turns a change from the registry's stream into a Task. It
 // returns false for changes that must not go to peers: those that did not
-// come from a client (a peer's write is never forwarded again, EUREKA.md
-// §7.2; a syncUp copy or a repair neither) and kinds that are not
-// replicated (evictions). It does not allocate.
+// come from a client or from this node's health checks (a peer's write is
+// never forwarded again, EUREKA.md §7.2; a syncUp copy or a repair
+// neither) and kinds that are not replicated (evictions). It does not
+// allocate.
 func TaskFromEvent(ev registry.Event) (Task, bool) {
-	if ev.Origin != registry.OriginClient {
+	if ev.Origin != registry.OriginClient && ev.Origin != registry.OriginHealthCheck {
 		return Task{}, false
 	}
 	action, ok := ev.Kind.Action()

@@ -58,6 +58,9 @@ type Config struct {
 	// BasePath is the server's context path (httpapi.Config.ContextPath):
 	// the pages' links, assets and redirects start with it. "" is the root.
 	BasePath string
+	// HealthChecks shows the probe state in the instance tables and the
+	// guard's banner; nil while health checks are off.
+	HealthChecks ops.HealthCheckSource
 }
 
 // Console serves the dashboard's pages, actions and assets. New starts

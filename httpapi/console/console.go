@@ -69,6 +69,9 @@ type consolePage struct {
 	App       string // the app page's app
 	Matching  int    // instances matching an instance-level filter
 
+	// Guarded are the apps whose health-check marks the guard holds back.
+	Guarded []string
+
 	CanAct  bool
 	WhyNot  string
 	Flash   string
@@ -108,6 +111,10 @@ type instanceRow struct {
 	MoreMetadata int
 	Link         string
 	HasOverride  bool
+	// Health is the health checks' word on the instance: its mark (any
+	// node's) and, where this node probes it, the probe state.
+	Health      string
+	HealthClass string
 }
 
 type episodeView struct {
@@ -157,6 +164,9 @@ func (s *Console) basePage(c echo.Context, view string, snap *registry.Snapshot)
 		Statuses:    consoleStatuses[:],
 	}
 	p.CanAct, p.WhyNot = s.actionsAllowed(c)
+	if s.cfg.HealthChecks != nil {
+		p.Guarded = s.cfg.HealthChecks.GuardedApps()
+	}
 	return p
 }
 
@@ -450,7 +460,42 @@ func (s *Console) instanceRow(iv *registry.InstanceView, now time.Time) instance
 	if strings.HasPrefix(in.StatusPageURL, "http") {
 		r.Link = in.StatusPageURL
 	}
+	r.Health, r.HealthClass = s.healthText(in, now)
 	return r
+}
+
+// healthText is the instance table's health-check cell.
+func (s *Console) healthText(in *registry.Instance, now time.Time) (text, class string) {
+	if s.cfg.HealthChecks == nil && in.Health == nil {
+		return "", ""
+	}
+	var parts []string
+	if h := in.Health; h != nil {
+		mark := "marked DOWN"
+		if !h.Hides {
+			mark = "marked failing (its status or override stands)"
+		}
+		parts = append(parts, mark+": "+clip(h.Reason)+", "+formatAge(now.Sub(time.UnixMilli(h.Since)))+" ago, by "+clip(h.By))
+		class = "bad"
+	}
+	if s.cfg.HealthChecks != nil {
+		if ps, ok := s.cfg.HealthChecks.Probe(in.App, in.ID()); ok {
+			probe := "probed here (" + ps.Mode + "): " + ps.State
+			if ps.State == "failing" || ps.State == "recovering" || ps.State == "down" {
+				probe += ", " + strconv.Itoa(ps.Failures) + " failed / " + strconv.Itoa(ps.Successes) + " passed in a row"
+			}
+			if ps.LastResult != "" {
+				probe += ", last " + clip(ps.LastResult)
+			}
+			parts = append(parts, probe)
+			if ps.State != "up" && class == "" {
+				class = "bad"
+			}
+		} else if by := s.cfg.HealthChecks.ProbedBy(in.App, in.ID()); by != "" && in.Health != nil {
+			parts = append(parts, "probed by "+by)
+		}
+	}
+	return strings.Join(parts, "; "), class
 }
 
 // pageLinks returns the URLs of the previous and next pages, "" at the

@@ -29,6 +29,8 @@ type AdminConfig struct {
 	Ready, ReadsAllowed func() bool
 	// Digests gives anti-entropy's root digest; nil: no anti-entropy.
 	Digests interface{ RootDigest() uint64 }
+	// HealthChecks reports the health checks; nil: off.
+	HealthChecks func() *HealthChecks
 	// Now is the clock of the uptime; nil means time.Now.
 	Now func() time.Time
 }
@@ -100,6 +102,9 @@ func (s *Admin) Status() AdminStatus {
 		},
 		Peers:    peers,
 		Security: s.cfg.Security,
+	}
+	if s.cfg.HealthChecks != nil {
+		doc.HealthChecks = s.cfg.HealthChecks()
 	}
 	if s.cfg.Digests != nil {
 		doc.Registry.Digest = fmt.Sprintf("%016x", s.cfg.Digests.RootDigest())

@@ -19,6 +19,8 @@ type AdminStatus struct {
 	Registry         RegistryDoc         `json:"registry"`
 	Peers            []PeerInfo          `json:"peers"`
 	Security         Security            `json:"security"`
+	// HealthChecks is omitted while muster.health-check.enabled is off.
+	HealthChecks *HealthChecks `json:"healthChecks,omitempty"`
 }
 
 // SelfPreservationDoc is the self-preservation part of AdminStatus.

@@ -104,6 +104,11 @@ var allowed = map[string]rule{
 		testImports: []string{"internal/testwait", "registry/registrytest", "tlsconfig"},
 		why:         "the xDS control plane: follows the registry's change stream and snapshots, checks stream credentials with auth, knows nothing of HTTP or the cluster",
 	},
+	"healthcheck": {
+		imports:     []string{"registry"},
+		testImports: []string{"registry/registrytest", "replication/replicationtest"},
+		why:         "server-side health checks: reads registry snapshots, writes the server-owned status through Apply; who probes what is a hash over member names it is given",
+	},
 	"tlsconfig": {
 		testImports: []string{"internal/keystoretest"},
 		why:         "a node's TLS identity from PEM files or Java keystores, its rotation, and muster tls's CA; crypto only",
@@ -140,7 +145,7 @@ var allowed = map[string]rule{
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig", "xds"},
+		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig", "xds"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest"},
 		why:         "settings and assembly of a node: every server package, no tool, never the command line",
 	},
@@ -168,7 +173,7 @@ var allowed = map[string]rule{
 		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
 	},
 	"deploy": {
-		testImports: []string{"auth", "dns", "httpapi", "registry", "replication"},
+		testImports: []string{"auth", "dns", "healthcheck", "httpapi", "registry", "replication"},
 		why:         "no code; its tests scrape a node's /metrics for the dashboard and alert rules beside it",
 	},
 	"interop/interoptest": {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +107,8 @@ func Write(dir, cluster, node string, snap *registry.Snapshot, tombs []registry.
 		magic, formatVersion, cluster, oneLine(node), now.UTC().Format(time.RFC3339Nano), snap.Instances); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
-	if err := wire.WriteApplicationsJSON(body, snap.Apps, strconv.FormatUint(snap.Version, 10), snap.Hashcode); err != nil {
+	apps, hashcode := withoutHealthMarks(snap)
+	if err := wire.WriteApplicationsJSON(body, apps, strconv.FormatUint(snap.Version, 10), hashcode); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
 	if _, err := io.WriteString(body, "\n"); err != nil {
@@ -373,6 +375,37 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// withoutHealthMarks is snap's apps with every instance the health checks
+// marked written as its client left it (its status without the mark): the
+// file keeps no marks (Eureka's JSON has no place for them), and an
+// instance restored as DOWN without its mark would stay DOWN, since only
+// marked or UP instances are probed. Restored UP and unversioned
+// (writeVersions), it takes a peer's marked copy, or is probed again.
+func withoutHealthMarks(snap *registry.Snapshot) ([]registry.AppView, string) {
+	var apps []registry.AppView // a copy, once a mark is found
+	for i, app := range snap.Apps {
+		cloned := false
+		for j, iv := range app.Instances {
+			if iv.Health == nil {
+				continue
+			}
+			if apps == nil {
+				apps = slices.Clone(snap.Apps)
+			}
+			if !cloned { // snapshots share their instance arrays
+				apps[i].Instances, cloned = slices.Clone(app.Instances), true
+			}
+			in := iv.Instance.Clone()
+			in.Status, in.Health = iv.ClientStatus(), nil
+			apps[i].Instances[j].Instance = in
+		}
+	}
+	if apps == nil {
+		return snap.Apps, snap.Hashcode
+	}
+	return apps, registry.HashcodeOf(apps)
+}
+
 // versionsMark starts the section after the registry's JSON that keeps
 // the instances' write versions (registry.Instance.WriteVersion), which
 // Eureka's JSON has no field for: one JSON array per line, ["APP","id",v].
@@ -386,7 +419,10 @@ func writeVersions(w io.Writer, snap *registry.Snapshot) error {
 	}
 	for _, app := range snap.Apps {
 		for _, iv := range app.Instances {
-			if iv.WriteVersion == 0 {
+			if iv.WriteVersion == 0 || iv.Health != nil {
+				// The mark is not kept on disk (withoutHealthMarks): without
+				// its version the restored copy loses to the marked one a
+				// peer holds.
 				continue
 			}
 			line, err := json.Marshal([]any{app.Name, iv.ID(), iv.WriteVersion})

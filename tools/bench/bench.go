@@ -66,7 +66,7 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // benchScenarios are the scenarios of the bench, in report order.
-var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "java", "dashboard", "abuse", "dns", "xds", "micro"}
+var benchScenarios = []string{"heartbeat", "fetch", "delta", "registration", "propagation", "replcpu", "antientropy", "watch", "memory", "million", "java", "dashboard", "abuse", "dns", "xds", "healthcheck", "micro"}
 
 // benchOnDemand are left out of a run unless asked for (--only or their
 // own flag): they take long, need a lot of memory, or start a JVM.
@@ -173,7 +173,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		e.self, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
 	// see it before any payload is cached.
-	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "dns", "xds", "micro", "million", "java"}
+	order := []string{"registration", "heartbeat", "memory", "fetch", "dashboard", "delta", "propagation", "replcpu", "antientropy", "watch", "abuse", "dns", "xds", "healthcheck", "micro", "million", "java"}
 	var failures []string
 	for _, s := range order {
 		if !selected[s] || ctx.Err() != nil {
@@ -257,6 +257,8 @@ func benchRunScenario(e *benchEnv, s string) error {
 		return e.dns()
 	case "xds":
 		return e.xds()
+	case "healthcheck":
+		return e.healthCheck()
 	case "dashboard":
 		return e.dashboard()
 	case "million":

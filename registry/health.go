@@ -1,0 +1,120 @@
+package registry
+
+import "time"
+
+// The health checks' status (package healthcheck) is a third kind of
+// status beside the client's and the operator's override: server-owned,
+// set and lifted only by the node that probes the instance, and replicated
+// like any other write. Precedence, computed in one place (applyHealth):
+//
+//  1. an override in force (OUT_OF_SERVICE, UP, …) wins: the operator's
+//     word stands over the probe's;
+//  2. else a mark turns a UP status into DOWN (Hides is set);
+//  3. else the client's status (STARTING, DOWN, UNKNOWN …) stands: a mark
+//     never hides a status that is not UP, so UNKNOWN keeps sending the
+//     client back to register and STARTING stays STARTING.
+//
+// Instance.Status always holds the result, so every reader (payloads,
+// deltas, VIP lookups, DNS, watches, the hashcode) sees DOWN without
+// knowing about health checks. ClientStatus undoes rule 2.
+
+// HealthMark is the server-owned mark of an instance that fails its health
+// checks. Stored marks are immutable, like the instances that hold them.
+type HealthMark struct {
+	// Reason is the failing probe's result, e.g. "http 503" or
+	// "connect: connection refused".
+	Reason string
+	// Since is when the instance was marked (ms since epoch).
+	Since int64
+	// By is the name of the node that marked it.
+	By string
+	// Hides is true while the mark turns the instance's UP into DOWN.
+	Hides bool
+}
+
+// applyHealth sets in.Status to the effective status (the rules above). On
+// entry in.Status is what the client's status and the override rules
+// resolved; in.Health is replaced by a copy when it changes.
+func applyHealth(in *Instance) {
+	h := in.Health
+	if h == nil {
+		return
+	}
+	noOverride := in.OverriddenStatus == "" || in.OverriddenStatus == StatusUnknown
+	hides := in.Status == StatusUp && noOverride
+	if hides != h.Hides {
+		c := *h
+		c.Hides = hides
+		in.Health = &c
+	}
+	if hides {
+		in.Status = StatusDown
+	}
+}
+
+// ClientStatus is the status in would have without the health checks' mark:
+// the client's status or the override in force.
+func (in *Instance) ClientStatus() Status {
+	if in.Health != nil && in.Health.Hides {
+		return StatusUp
+	}
+	return in.Status
+}
+
+func sameHealth(a, b *HealthMark) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Reason == b.Reason && a.Since == b.Since && a.By == b.By
+}
+
+// newerCopyWithHealth is newerCopy for a versioned copy of a stored
+// instance, with one rule more: at the same version a copy with a mark
+// beats one without. Both are the same write; the one without lost its
+// mark on a path that does not carry it (Eureka's GET /apps in syncUp, a
+// snapshot on disk), and it must not win on its digest.
+func newerCopyWithHealth(in *Instance, v, d uint64, existing *Instance, existingDigest uint64) bool {
+	if v == existing.WriteVersion && v != 0 && (in.Health == nil) != (existing.Health == nil) {
+		return in.Health != nil
+	}
+	return newerCopy(v, d, existing.WriteVersion, existingDigest)
+}
+
+// setHealth applies a HealthOp: it sets, replaces or lifts the mark of the
+// instance and recomputes its status. Unlike the status writes it does not
+// renew the lease: a probe is not a sign of life from the client. A write
+// that changes nothing is not a change (the prober calls it only when its
+// verdict differs from the stored mark).
+func (r *Registry) setHealth(op Op, now time.Time) (*Instance, error) {
+	if op.Origin != OriginHealthCheck {
+		return nil, ErrInvalidOp
+	}
+	app := upperASCII(op.App)
+	r.mu.Lock()
+	v0 := r.version
+	l := r.lookupLocked(app, op.ID)
+	if l == nil {
+		r.mu.Unlock()
+		return nil, ErrInstanceNotFound
+	}
+	old := l.inst
+	if sameHealth(old.Health, op.Health) {
+		r.mu.Unlock()
+		return old, nil
+	}
+	in := old.Clone()
+	in.Status = old.ClientStatus()
+	in.Health = nil
+	if op.Health != nil {
+		mark := *op.Health
+		mark.Hides = false
+		in.Health = &mark
+		applyHealth(in)
+	}
+	in.WriteVersion = r.clock.next(now)
+	r.modifyLocked(l, in, OpHealth, op.Origin, now)
+	r.unlock(v0)
+	r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
+		Str(logTo, string(in.Status)).Bool(logHealthMarked, in.Health != nil).Msg("health-check status set")
+	return in, nil
+}
