@@ -64,6 +64,11 @@ type Config struct {
 	// and /peerreplication/copies, signed like batches): the registry.
 	// nil answers 404, as a Java Eureka server does.
 	Digests replication.DigestSource
+	// Regions are the node's remote regions, served with regions= and in
+	// transparent fallback (nil: none); DeltaRetention is how far back a
+	// merged delta takes their changes (the registry's delta retention).
+	Regions        eureka.RemoteRegions
+	DeltaRetention time.Duration
 	// Replication reports the replication figures for /metrics. nil means
 	// no replication.
 	Replication ReplicationStats
@@ -262,7 +267,8 @@ func New(cfg Config) (*Server, error) {
 	s.api = eureka.New(eureka.Config{Registry: cfg.Registry, Node: cfg.Node, Logger: s.log,
 		Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Peers: s.cfg.Peers, Batch: cfg.Batch, Digests: cfg.Digests,
 		DisableDelta: cfg.DisableDelta, MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes,
-		WatchMaxWait: cfg.WatchMaxWait, WatchMaxWatchers: cfg.WatchMaxWatchers, WatchTimer: cfg.WatchTimer, Now: s.now})
+		WatchMaxWait: cfg.WatchMaxWait, WatchMaxWatchers: cfg.WatchMaxWatchers, WatchTimer: cfg.WatchTimer, Now: s.now,
+		Regions: cfg.Regions, DeltaRetention: cfg.DeltaRetention})
 	s.guard = edge.NewGuard(edge.GuardConfig{Users: cfg.Auth, Peers: cfg.PeerVerifier,
 		MaxPeerBody: cfg.MaxBatchBodyBytes, Now: s.now, Logger: s.log})
 	s.limits = edge.NewLimits(edge.LimitsConfig{BodyReadTimeout: cfg.BodyReadTimeout,

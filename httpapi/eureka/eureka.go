@@ -377,8 +377,15 @@ func (s *API) getApps(c echo.Context) error {
 	if err := s.holdRegistry(c); err != nil {
 		return err
 	}
+	rs, err := s.scopeOf(c)
+	if err != nil {
+		return err
+	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
+	if len(rs.views) > 0 {
+		return s.getAppsMerged(c, snap, rs)
+	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz, compact: compact}, snap, func() payload {
 		defer s.pieces.sweep(snap)
@@ -399,8 +406,15 @@ func (s *API) getDelta(c echo.Context) error {
 	if err := s.holdRegistry(c); err != nil {
 		return err
 	}
+	rs, err := s.scopeOf(c)
+	if err != nil {
+		return err
+	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
+	if len(rs.views) > 0 {
+		return s.getDeltaMerged(c, snap, rs)
+	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz, compact: compact}, snap, func() payload {
 		return s.pieces.document(docKind{delta: true, compact: compact}, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
@@ -426,6 +440,9 @@ func (s *API) getApp(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
 	if !ok {
+		if remote, ok := s.remoteApp(c, name); ok {
+			return writePayload(c, formatOf(c), false, appDocumentOf(remote, formatOf(c), wantsCompact(c)))
+		}
 		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
 	f, compact := formatOf(c), wantsCompact(c)
@@ -471,6 +488,9 @@ func (s *API) getAppInstance(c echo.Context) error {
 	}
 	iv, ok := s.reg.Instance(app, id)
 	if !ok {
+		iv, ok = s.remoteInstance(c, app, id)
+	}
+	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id)+" in "+registry.QuotePrefix(strings.ToUpper(app)))
 	}
 	return s.writeInstance(c, http.StatusOK, iv)
@@ -482,6 +502,9 @@ func (s *API) getInstanceByID(c echo.Context) error {
 		return err
 	}
 	iv, ok := s.reg.InstanceByID(id)
+	if !ok {
+		iv, ok = s.remoteInstance(c, "", id)
+	}
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id))
 	}
