@@ -173,10 +173,27 @@ func (rs remoteScope) mergedApps(snap *registry.Snapshot) ([]registry.AppView, m
 // region, the latest change of each instance in the retention, for the
 // same apps and instances mergedApps serves (in fallback, apps unknown
 // locally; never an instance whose id is served locally in its app).
+//
+// What mergedApps serves of an app also changes when the app changes
+// locally: in fallback, a remote app is hidden once the app exists locally
+// and shown again when its last local instance goes; a remote instance
+// whose id a local one takes is hidden while it lasts. So for every app in
+// the local delta (changed within the retention), each remote instance of
+// the scope is restated as it is served now, after the local changes: put
+// (ADDED) when served, removed (DELETED) when hidden by the local app;
+// one hidden by a local instance of the same id is left to that
+// instance's own entries. A client that applies each delta then holds
+// exactly what the full document serves.
 func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []registry.AppView {
 	type key struct{ app, id string }
 	latest := map[key]registry.InstanceView{}
 	var keys []key
+	put := func(k key, iv registry.InstanceView) {
+		if _, ok := latest[k]; !ok {
+			keys = append(keys, k)
+		}
+		latest[k] = iv
+	}
 	for _, v := range rs.views {
 		for _, ch := range v.ChangesSince(since) {
 			name := strings.ToUpper(ch.Instance.App)
@@ -187,11 +204,29 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 			if known && hasInstance(local, ch.Instance.ID()) {
 				continue
 			}
-			k := key{name, ch.Instance.ID()}
-			if _, ok := latest[k]; !ok {
-				keys = append(keys, k)
+			put(key{name, ch.Instance.ID()}, ch.Instance)
+		}
+	}
+	served := map[key]bool{}
+	for _, la := range snap.Delta {
+		local, known := snap.App(la.Name)
+		for _, v := range rs.views {
+			ra, ok := v.App(la.Name)
+			if !ok {
+				continue
 			}
-			latest[k] = ch.Instance
+			for _, iv := range ra.Instances {
+				k := key{la.Name, iv.ID()}
+				switch {
+				case known && hasInstance(local, iv.ID()):
+					// The local instance's own entries say what it is.
+				case known && rs.fallback:
+					put(k, withActionType(iv, registry.ActionDeleted))
+				case !served[k]:
+					served[k] = true
+					put(k, withActionType(iv, registry.ActionAdded))
+				}
+			}
 		}
 	}
 	if len(keys) == 0 {
@@ -223,6 +258,12 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 	}
 	sortApps(out)
 	return out
+}
+
+func withActionType(iv registry.InstanceView, action registry.ActionType) registry.InstanceView {
+	in := *iv.Instance
+	in.ActionType = action
+	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
 }
 
 func hasInstance(a registry.AppView, id string) bool {
