@@ -19,9 +19,9 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
-	"github.com/muster-registry/muster/regions"
 )
 
 // manualClock is a regions.Clock that moves only when the test says:
