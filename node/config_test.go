@@ -11,6 +11,7 @@ import (
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/dns"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 )
@@ -214,6 +215,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		HTTP:        httpapi.DefaultConfig(),
 		Cluster:     cluster.DefaultConfig(),
 		DNS:         dns.DefaultConfig(),
+		Regions:     regions.DefaultConfig(),
 	}
 	for _, c := range packageConfigs {
 		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()
