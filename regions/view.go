@@ -103,3 +103,11 @@ func (v *View) ChangesSince(from time.Time) []Change {
 	}
 	return v.Changes[i:]
 }
+
+// Hashcode is the apps hashcode of the view's served instances.
+func (v *View) Hashcode() string {
+	if v == nil {
+		return ""
+	}
+	return registry.AppsHashcode(v.Counts)
+}
