@@ -69,6 +69,9 @@ type Config struct {
 	// merged delta takes their changes (the registry's delta retention).
 	Regions        eureka.RemoteRegions
 	DeltaRetention time.Duration
+	// RemoteRegionInfo describes the remote regions for /admin/status and
+	// the dashboard; nil means none.
+	RemoteRegionInfo func() []ops.RemoteRegionInfo
 	// Replication reports the replication figures for /metrics. nil means
 	// no replication.
 	Replication ReplicationStats
@@ -283,10 +286,12 @@ func New(cfg Config) (*Server, error) {
 		digests = cfg.Digests
 	}
 	s.admin = ops.NewAdmin(ops.AdminConfig{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
-		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now})
+		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now,
+		RemoteRegions: cfg.RemoteRegionInfo})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, AuthEnabled: s.guard.AuthEnabled(),
-		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath})
+		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath,
+		RemoteRegions: cfg.RemoteRegionInfo})
 
 	e := echo.New()
 	e.HideBanner = true

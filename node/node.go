@@ -216,7 +216,7 @@ func (n *Node) Start(ctx context.Context) error {
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
 	if n.regions != nil {
-		hcfg.Regions = n.regions
+		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regionInfo
 	}
 	hcfg.DeltaRetention = s.Registry.DeltaRetention
 	hcfg.Replication = n.rep

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/muster-registry/muster/regions"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -423,6 +425,18 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 	}
 	if v := metricValue(t, a, `muster_region_has_data{region="b"}`); v != 0 {
 		t.Fatalf("has_data %v", v)
+	}
+	// /admin/status and the dashboard say so.
+	_, body, _ := httpGet("http://" + a.Addr() + "/admin/status")
+	var st ops.AdminStatus
+	if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.RemoteRegions) != 1 {
+		t.Fatalf("admin status: %v %s", err, body)
+	}
+	if r := st.RemoteRegions[0]; r.Name != "b" || r.HasData || r.Failures == 0 || r.AgeSeconds < 120 || r.LastFetch == "" || r.LastError == "" {
+		t.Fatalf("admin status region: %+v", r)
+	}
+	if _, page, _ := httpGet("http://" + a.Addr() + "/"); !strings.Contains(page, `<table id="regions">`) || !strings.Contains(page, "dropped as stale") {
+		t.Fatalf("dashboard lacks the remote region:\n%s", page)
 	}
 
 	// b comes back: a fetches it again by itself.

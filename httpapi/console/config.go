@@ -41,6 +41,8 @@ type Config struct {
 	Ready func() bool
 	// Peers lists the replication peers; nil means none.
 	Peers func() []ops.PeerInfo
+	// RemoteRegions lists the remote regions; nil means none.
+	RemoteRegions func() []ops.RemoteRegionInfo
 	// AuthEnabled: the server checks credentials, so only admin users
 	// (httpkit.UserOf) may act and Actions does not apply.
 	AuthEnabled bool

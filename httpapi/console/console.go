@@ -46,6 +46,7 @@ type consolePage struct {
 	SP          registry.SelfPreservation
 	Security    ops.Security
 	Peers       []dashboardPeer
+	Regions     []ops.RemoteRegionInfo
 	General     [][2]string
 
 	Chart    template.HTML
@@ -213,6 +214,9 @@ func (s *Console) consoleOverview(c echo.Context) error {
 		} else {
 			unavailable = append(unavailable, peer.URL)
 		}
+	}
+	if s.cfg.RemoteRegions != nil {
+		p.Regions = s.cfg.RemoteRegions()
 	}
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)

@@ -31,6 +31,8 @@ type AdminConfig struct {
 	Digests interface{ RootDigest() uint64 }
 	// Now is the clock of the uptime; nil means time.Now.
 	Now func() time.Time
+	// RemoteRegions lists the remote regions; nil means none.
+	RemoteRegions func() []RemoteRegionInfo
 }
 
 // Admin serves /admin/status, /readyz and /livez.
@@ -100,6 +102,9 @@ func (s *Admin) Status() AdminStatus {
 		},
 		Peers:    peers,
 		Security: s.cfg.Security,
+	}
+	if s.cfg.RemoteRegions != nil {
+		doc.RemoteRegions = s.cfg.RemoteRegions()
 	}
 	if s.cfg.Digests != nil {
 		doc.Registry.Digest = fmt.Sprintf("%016x", s.cfg.Digests.RootDigest())
