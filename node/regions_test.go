@@ -20,8 +20,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/httpapi/ops"
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
