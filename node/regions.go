@@ -6,11 +6,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/regions"
+	"github.com/muster-registry/muster/registry"
 )
 
 // regionInfo describes the remote regions for /admin/status and the
@@ -84,4 +86,22 @@ func regionTrustPool(path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("%s holds no PEM certificate (a JKS or PKCS12 store must be exported to PEM for remote regions: keytool -exportcert -rfc)", path)
 	}
 	return pool, nil
+}
+
+// remoteApp is the DNS interface's lookup of <app>.app.<region>: the
+// region's served (whitelisted) instances of the app.
+func (n *Node) remoteApp(region, app string) (registry.AppView, bool, bool) {
+	if n.regions == nil {
+		return registry.AppView{}, false, false
+	}
+	for _, f := range n.regions.Fetchers() {
+		if strings.EqualFold(f.Region(), region) {
+			if app == "" {
+				return registry.AppView{}, false, true
+			}
+			v, ok := f.View().App(app)
+			return v, ok, true
+		}
+	}
+	return registry.AppView{}, false, false
 }

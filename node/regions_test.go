@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	mdns "github.com/miekg/dns"
 
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/regions"
@@ -230,7 +231,8 @@ func (tr *twoRegions) step(t *testing.T) {
 }
 
 func TestRegions_twoRegionsServeEachOther(t *testing.T) {
-	tr := startTwoRegions(t, "eureka.server.remote-region-app-whitelist.b=ORDERS,PAYMENTS")
+	tr := startTwoRegions(t, "eureka.server.remote-region-app-whitelist.b=ORDERS,PAYMENTS",
+		"muster.dns.enabled=true", "muster.dns.addr=127.0.0.1:0")
 	a, b := tr.a, tr.b
 	register(t, b, "ORDERS", "o1")
 	register(t, b, "SECRET", "s1")
@@ -292,6 +294,27 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	}
 	if _, ok := a.reg.Instance("PAYMENTS", "p1"); ok {
 		t.Fatal("a remote instance reached a's registry")
+	}
+	// DNS: <app>.app.<region>.<domain> answers the region's served
+	// instances; a region's app off the whitelist is not there.
+	dnsQuery := func(name string) *mdns.Msg {
+		t.Helper()
+		m := new(mdns.Msg)
+		m.SetQuestion(name, mdns.TypeSRV)
+		r, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, a.DNSAddr())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return r
+	}
+	if r := dnsQuery("_orders._tcp.app.b.muster."); r.Rcode != mdns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("SRV of b's ORDERS: %v", r)
+	}
+	if r := dnsQuery("_payments._tcp.app.b.muster."); r.Rcode != mdns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("SRV of b's PAYMENTS: %v", r)
+	}
+	if r := dnsQuery("_secret._tcp.app.b.muster."); r.Rcode != mdns.RcodeNameError {
+		t.Fatalf("SRV of b's SECRET (not whitelisted): %v", r)
 	}
 	// A region not configured is ignored; the own region adds nothing.
 	odoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=a,zz", false, nil)
