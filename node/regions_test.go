@@ -295,6 +295,12 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	if _, ok := a.reg.Instance("PAYMENTS", "p1"); ok {
 		t.Fatal("a remote instance reached a's registry")
 	}
+	// VIP lookups merge the same way (instanceBody's vipAddress is the
+	// lower-cased app name).
+	vdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/vips/orders?regions=b", false, nil)
+	if ids := copyOf(vdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ ORDERS/o1=UP@b]" || vdoc.Hashcode != "UP_2_" {
+		t.Fatalf("VIP orders with regions=b: %v %q", ids, vdoc.Hashcode)
+	}
 	// DNS: <app>.app.<region>.<domain> answers the region's served
 	// instances; a region's app off the whitelist is not there.
 	dnsQuery := func(name string) *mdns.Msg {

@@ -468,8 +468,18 @@ func (s *API) vipLookup(c echo.Context, kind payloadKind) error {
 	if err := s.holdRegistry(c); err != nil {
 		return err
 	}
+	rs, err := s.scopeOf(c)
+	if err != nil {
+		return err
+	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version)
+	if len(rs.views) > 0 {
+		merged, _ := rs.mergedApps(snap)
+		apps := vipOf(merged, name, kind == payloadSVIP)
+		f, compact := formatOf(c), wantsCompact(c)
+		return writePayload(c, f, false, encodeDocument(apps, "1", registry.HashcodeOf(apps), f, false, compact))
+	}
 	apps := snap.VIP(name, kind == payloadSVIP)
 	f, compact := formatOf(c), wantsCompact(c)
 	build := func() payload { return s.pieces.vipDocument(snap, apps, f, compact) }

@@ -86,10 +86,17 @@ func (s *API) scopeOf(c echo.Context) (remoteScope, error) {
 	return scopeOfViews(rr.Views(), true), nil
 }
 
-func scopeOfViews(views []*regions.View, fallback bool) remoteScope {
-	names := make([]string, len(views))
-	for i, v := range views {
-		names[i] = v.Region
+func scopeOfViews(all []*regions.View, fallback bool) remoteScope {
+	// A region with nothing to serve and no change to tell is left out:
+	// a scope of none is served by the local path, pieces and all.
+	views := make([]*regions.View, 0, len(all))
+	names := make([]string, 0, len(all))
+	for _, v := range all {
+		if len(v.Apps) == 0 && len(v.Changes) == 0 {
+			continue
+		}
+		views = append(views, v)
+		names = append(names, v.Region)
 	}
 	return remoteScope{views: views, fallback: fallback, key: strings.Join(names, ",")}
 }
@@ -476,4 +483,29 @@ func appDocumentOf(app registry.AppView, f payloadFormat, compact bool) payload 
 		return bytesPayload(wire.AppendApplicationCompactJSON(nil, app))
 	}
 	return bytesPayload(wire.AppendApplicationJSON(nil, app))
+}
+
+// vipOf is Snapshot.VIP over merged apps: the instances whose vipAddress
+// (secureVipAddress) lists name as one of its comma-separated parts.
+func vipOf(apps []registry.AppView, name string, secure bool) []registry.AppView {
+	var out []registry.AppView
+	for _, app := range apps {
+		var matched []registry.InstanceView
+		for _, iv := range app.Instances {
+			addr := iv.VIPAddress
+			if secure {
+				addr = iv.SecureVIPAddress
+			}
+			for _, part := range strings.Split(addr, ",") {
+				if part == name {
+					matched = append(matched, iv)
+					break
+				}
+			}
+		}
+		if len(matched) > 0 {
+			out = append(out, registry.AppView{Name: app.Name, Instances: matched})
+		}
+	}
+	return out
 }
