@@ -295,6 +295,41 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	if _, ok := a.reg.Instance("PAYMENTS", "p1"); ok {
 		t.Fatal("a remote instance reached a's registry")
 	}
+	// A blocking fetch of regions=b wakes on a change in b.
+	_, hdr := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	index := hdr.Get("X-Muster-Index")
+	held := make(chan *wire.Applications, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", "http://"+a.Addr()+"/eureka/apps?regions=b&wait=60s&index="+index, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			held <- nil
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		doc, _ := wire.DecodeApplicationsJSON(b)
+		held <- doc
+	}()
+	waitFor(t, 10*time.Second, "the blocking fetch held", func() bool {
+		return metricValue(t, a, "muster_watch_held_requests") == 1
+	})
+	register(t, b, "ORDERS", "o2")
+	tr.step(t)
+	select {
+	case doc := <-held:
+		if doc == nil || !strings.Contains(fmt.Sprint(copyOf(doc).ids()), "ORDERS/o2=UP@b") {
+			t.Fatalf("the held regions=b fetch answered %v", doc)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held regions=b fetch did not wake on b's change")
+	}
+	if code := call(t, "DELETE", "http://"+b.Addr()+"/eureka/apps/ORDERS/o2", ""); code != 200 {
+		t.Fatalf("cancel o2: %d", code)
+	}
+	tr.step(t)
+
 	// VIP lookups merge the same way (instanceBody's vipAddress is the
 	// lower-cased app name).
 	vdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/vips/orders?regions=b", false, nil)

@@ -80,6 +80,8 @@ type Fetcher struct {
 	lastError string
 
 	view atomic.Pointer[View]
+	// published is called after each new view (the Set's broadcast).
+	published func()
 
 	fetches, fullFetches, deltaFetches, errorsTotal, mismatches, mirrored atomic.Uint64
 }
@@ -419,6 +421,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 			apps = append(apps, a)
 		}
 	}
+	defer f.notify()
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Instance.ID() < changes[j].Instance.ID() })
 	v := &View{Region: f.region, Apps: apps, Version: version, HasData: hasData, Fetched: fetched,
@@ -432,6 +435,12 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 		}
 	}
 	f.view.Store(v)
+}
+
+func (f *Fetcher) notify() {
+	if f.published != nil {
+		f.published()
+	}
 }
 
 func pruneChanges(cs []Change, before time.Time) []Change {

@@ -17,16 +17,22 @@ type Set struct {
 	fetchers []*Fetcher // in Config.Names order
 	byName   map[string]*Fetcher
 	clock    Clock
+
+	// mu guards changed: closed and replaced whenever a view changes, so
+	// blocking fetches of merged documents wake.
+	mu      sync.Mutex
+	changed chan struct{}
 }
 
 // NewSet builds one fetcher per remote region of cfg; it starts nothing.
 func NewSet(cfg Config, fc FetcherConfig) *Set {
-	s := &Set{cfg: cfg, byName: map[string]*Fetcher{}, clock: fc.Clock}
+	s := &Set{cfg: cfg, byName: map[string]*Fetcher{}, clock: fc.Clock, changed: make(chan struct{})}
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
 	for _, name := range cfg.Names() {
 		f := newFetcher(name, &s.cfg, fc)
+		f.published = s.broadcast
 		s.fetchers = append(s.fetchers, f)
 		s.byName[name] = f
 	}
@@ -44,6 +50,20 @@ func (s *Set) Run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Changed returns a channel closed at the next change of any view.
+func (s *Set) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *Set) broadcast() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // Enabled reports whether any remote region is configured.

@@ -374,15 +374,12 @@ func (s *API) getApps(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	if err := s.holdRegistry(c); err != nil {
-		return err
-	}
-	rs, err := s.scopeOf(c)
+	rs, err := s.holdScope(c)
 	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
-	setIndex(c, snap.Version)
+	setIndex(c, snap.Version+rs.versions)
 	if len(rs.views) > 0 {
 		return s.getAppsMerged(c, snap, rs)
 	}
@@ -403,15 +400,12 @@ func (s *API) getDelta(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	if err := s.holdRegistry(c); err != nil {
-		return err
-	}
-	rs, err := s.scopeOf(c)
+	rs, err := s.holdScope(c)
 	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
-	setIndex(c, snap.Version)
+	setIndex(c, snap.Version+rs.versions)
 	if len(rs.views) > 0 {
 		return s.getDeltaMerged(c, snap, rs)
 	}
@@ -465,15 +459,12 @@ func (s *API) vipLookup(c echo.Context, kind payloadKind) error {
 	if err != nil {
 		return err
 	}
-	if err := s.holdRegistry(c); err != nil {
-		return err
-	}
-	rs, err := s.scopeOf(c)
+	rs, err := s.holdScope(c)
 	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
-	setIndex(c, snap.Version)
+	setIndex(c, snap.Version+rs.versions)
 	if len(rs.views) > 0 {
 		merged, _ := rs.mergedApps(snap)
 		apps := vipOf(merged, name, kind == payloadSVIP)

@@ -35,6 +35,8 @@ type RemoteRegions interface {
 	Resolve(param string) (views []*regions.View, missing []string)
 	// Now is the clock the views' changes are stamped on.
 	Now() time.Time
+	// Changed is closed at the next change of any view.
+	Changed() <-chan struct{}
 }
 
 // HeaderRegionsMissing names the regions a regions= request asked for
@@ -49,6 +51,12 @@ type remoteScope struct {
 	views    []*regions.View
 	fallback bool
 	key      string // the views' names, for the payload cache
+	// wanted: the request reads remote data (regions= or the fallback),
+	// even if no region has any now; versions is the sum of the versions
+	// of the regions it reads, with or without data: added to the local
+	// version, it is the index of a merged document.
+	wanted   bool
+	versions uint64
 }
 
 // isServer reports whether a request comes from a Eureka server (a remote
@@ -91,14 +99,16 @@ func scopeOfViews(all []*regions.View, fallback bool) remoteScope {
 	// a scope of none is served by the local path, pieces and all.
 	views := make([]*regions.View, 0, len(all))
 	names := make([]string, 0, len(all))
+	var versions uint64
 	for _, v := range all {
+		versions += v.Version
 		if len(v.Apps) == 0 && len(v.Changes) == 0 {
 			continue
 		}
 		views = append(views, v)
 		names = append(names, v.Region)
 	}
-	return remoteScope{views: views, fallback: fallback, key: strings.Join(names, ",")}
+	return remoteScope{views: views, fallback: fallback, key: strings.Join(names, ","), wanted: true, versions: versions}
 }
 
 // generation identifies the remote content of a scope.
@@ -508,4 +518,44 @@ func vipOf(apps []registry.AppView, name string, secure bool) []registry.AppView
 		}
 	}
 	return out
+}
+
+// holdScope holds a blocking fetch of a document that reads remote data:
+// its index is the local version plus the scope's region versions, so it
+// wakes on a change of either. Without remote data it is holdRegistry.
+func (s *API) holdScope(c echo.Context) (remoteScope, error) {
+	rs, err := s.scopeOf(c)
+	if err != nil || !rs.wanted {
+		if err == nil {
+			err = s.holdRegistry(c)
+		}
+		return rs, err
+	}
+	err = s.hold(c, func(index uint64) (<-chan struct{}, func()) {
+		remote := s.cfg.Regions.Changed() // before the versions: no change is missed
+		now, err := s.scopeOf(c)
+		local := s.reg.Version()
+		if err != nil || local+now.versions != index {
+			return nil, nil
+		}
+		localCh := s.watch.waitAny(local)
+		if localCh == nil {
+			return nil, nil
+		}
+		out, stop := make(chan struct{}), make(chan struct{})
+		go func() {
+			select {
+			case <-localCh:
+			case <-remote:
+			case <-stop:
+				return
+			}
+			close(out)
+		}()
+		return out, func() { close(stop) }
+	})
+	if err != nil {
+		return rs, err
+	}
+	return s.scopeOf(c)
 }
