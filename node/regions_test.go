@@ -1,6 +1,7 @@
 package node
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -369,6 +370,53 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	}
 }
 
+// gzip and the compact form are served for merged documents too.
+func TestRegions_gzipAndCompactAndShadowing(t *testing.T) {
+	tr := startTwoRegions(t)
+	a, b := tr.a, tr.b
+	register(t, b, "ORDERS", "o1")
+	register(t, b, "ORDERS", "same")
+	register(t, a, "ORDERS", "same") // a local instance takes the id: a's wins
+	tr.step(t)
+	doc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	if ids := copyOf(doc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b ORDERS/same=UP@]" || doc.Hashcode != "UP_2_" {
+		t.Fatalf("shadowed: %v %q", ids, doc.Hashcode)
+	}
+	client := copyOf(doc)
+	// The local one goes: b's instance of that id is served again, and
+	// the delta says so after the local DELETED.
+	if code := call(t, "DELETE", "http://"+a.Addr()+"/eureka/apps/ORDERS/same", ""); code != 200 {
+		t.Fatal(code)
+	}
+	d, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", false, nil)
+	client.apply(d, false)
+	if fmt.Sprint(client.ids()) != "[ORDERS/o1=UP@b ORDERS/same=UP@b]" || client.hashcode() != d.Hashcode {
+		t.Fatalf("after the local one went: %v %q vs %q", client.ids(), client.hashcode(), d.Hashcode)
+	}
+	req, _ := http.NewRequest("GET", "http://"+a.Addr()+"/eureka/apps?regions=b", nil)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("X-Eureka-Accept", "compact")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(zr)
+	cdoc, err := wire.DecodeApplicationsJSON(body)
+	if err != nil || len(copyOf(cdoc).ids()) != 2 || strings.Contains(string(body), "metadata") {
+		t.Fatalf("compact gzip: %v %s", err, body)
+	}
+	_ = b
+}
+
 // Deltas of a merged view reconcile: a client of a that asks regions=b
 // applies each delta to its copy and reaches the delta's hashcode, under
 // churn in both regions; the fetchers never see a mismatch either.
@@ -413,7 +461,8 @@ func TestRegions_deltasReconcileUnderChurn(t *testing.T) {
 	}
 	clientA, clientB, clientPlain := copyOf(full(a, "?regions=b")), copyOf(full(b, "?regions=a")), copyOf(full(a, ""))
 	mismatches := 0
-	for round := 1; round <= 12; round++ {
+	// 20 rounds of one fetch interval: 10 minutes of churn on the clock.
+	for round := 1; round <= 20; round++ {
 		churn(a, "a", round)
 		churn(b, "b", round)
 		tr.step(t)

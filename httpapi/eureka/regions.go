@@ -215,13 +215,16 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 		for _, ch := range v.ChangesSince(since) {
 			name := strings.ToUpper(ch.Instance.App)
 			local, known := snap.App(name)
-			if known && rs.fallback {
-				continue
+			switch {
+			case known && hasInstance(local, ch.Instance.ID()):
+				// Hidden by the local instance, whose entries say what it is.
+			case known && rs.fallback:
+				// Hidden now by the local app: a client that still holds it
+				// (the app became local since its last fetch) drops it.
+				put(key{name, ch.Instance.ID()}, withActionType(ch.Instance, registry.ActionDeleted))
+			default:
+				put(key{name, ch.Instance.ID()}, ch.Instance)
 			}
-			if known && hasInstance(local, ch.Instance.ID()) {
-				continue
-			}
-			put(key{name, ch.Instance.ID()}, ch.Instance)
 		}
 	}
 	served := map[key]bool{}
