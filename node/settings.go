@@ -196,6 +196,10 @@ func (s *Settings) derive() {
 	s.HTTP.ConsoleDisabled = !s.DashboardEnabled
 	s.Sync.Zone = s.Cluster.Zone
 	s.AntiEntropy.RequestTimeout = s.Transport.RequestTimeout
+	// The DNS TXT region is the node's region unless named apart.
+	if !s.explicit["muster.dns.region"] {
+		s.DNS.Region = s.Regions.LocalRegion
+	}
 	// A cancel's tombstone must outlive one anti-entropy round, so the
 	// cancel reaches every peer before the tombstone goes.
 	s.Registry.TombstoneGrace = max(registry.DefaultConfig().TombstoneGrace, s.AntiEntropy.Interval)
@@ -340,7 +344,7 @@ var settings = []setting{
 	boolKey("muster.dns.enabled", "Serve DNS (UDP and TCP) on muster.dns.addr: apps, VIPs, nodes and Eureka's TXT server discovery (docs/dns.md).", func(s *Settings) *bool { return &s.DNS.Enabled }),
 	strKey("muster.dns.addr", "Listen address of the DNS interface.", func(s *Settings) *string { return &s.DNS.Addr }),
 	strKey("muster.dns.domain", "Domain the DNS interface answers for (names outside it are REFUSED).", func(s *Settings) *string { return &s.DNS.Domain }),
-	strKey("muster.dns.region", "Region of the txt.<region>.<domain> record Eureka clients read (eureka.client.region).", func(s *Settings) *string { return &s.DNS.Region }),
+	strKey("muster.dns.region", "Region of the txt.<region>.<domain> record Eureka clients read; default: eureka.client.region.", func(s *Settings) *string { return &s.DNS.Region }),
 	// Remote regions (docs/regions.md).
 	strKey("eureka.client.region", "The node's own region: remote Muster regions are asked for theirs by name, and a client's regions= naming this one adds nothing.", func(s *Settings) *string { return &s.Regions.LocalRegion }),
 	{Key: regionURLsPrefix + "<region>", Default: "", Help: "Comma-separated Eureka base URLs of a remote region (http[s]://[user:password@]host:port/eureka), tried in order; every node fetches it. See regions.md."},
