@@ -26,6 +26,7 @@ type fakeRemote struct {
 	deltaHash string // "" means the hashcode of apps
 	queries   []string
 	identity  []string
+	auth      []string
 	code      int
 }
 
@@ -34,6 +35,7 @@ func (f *fakeRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, r.URL.Path+"?"+r.URL.RawQuery)
 	f.identity = append(f.identity, r.Header.Get(HeaderIdentityName))
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
 	if f.code != 0 {
 		http.Error(w, "no", f.code)
 		return
@@ -200,5 +202,31 @@ func TestConfig_parseAndValidate(t *testing.T) {
 	cfg.URLs = map[string][]string{"b": {"ftp://u:secret@h"}}
 	if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("bad URL: %v", err)
+	}
+}
+
+// Basic auth comes from the URL; the password never reaches an error.
+func TestFetcher_basicAuthFromURLRedacted(t *testing.T) {
+	remote := &fakeRemote{}
+	srv := httptest.NewServer(remote)
+	defer srv.Close()
+	withAuth := strings.Replace(srv.URL, "http://", "http://reader:s3cret@", 1)
+	cfg := DefaultConfig()
+	cfg.LocalRegion = "a"
+	cfg.URLs = map[string][]string{"b": {"http://reader:s3cret@127.0.0.1:1/eureka", withAuth + "/eureka"}}
+	s := NewSet(cfg, FetcherConfig{Clock: clockOf{registrytest.NewClock()}, Logger: zerolog.Nop()})
+	f := s.Fetchers()[0]
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if remote.auth[0] != "Basic cmVhZGVyOnMzY3JldA==" {
+		t.Fatalf("Authorization %q", remote.auth[0])
+	}
+	remote.mu.Lock()
+	remote.code = 503
+	remote.mu.Unlock()
+	err := f.FetchOnce(context.Background())
+	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(f.Stats().LastError, "s3cret") {
+		t.Fatalf("error %v", err)
 	}
 }
