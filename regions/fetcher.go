@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -244,13 +245,13 @@ func (f *Fetcher) fetchLocked(ctx context.Context) error {
 		if code == http.StatusOK {
 			f.deltaFetches.Add(1)
 			touched := f.applyDeltaLocked(doc)
-			if got := hashcodeOfCopy(f.copy); got == doc.Hashcode {
+			got := hashcodeOfCopy(f.copy)
+			if got == doc.Hashcode {
 				f.publishLocked(now(), touched, true, now())
 				return nil
-			} else {
-				f.mismatches.Add(1)
-				f.log.Info().Str("ours", got).Str("theirs", doc.Hashcode).Msg("remote region hashcode mismatch after a delta: full fetch")
 			}
+			f.mismatches.Add(1)
+			f.log.Info().Str("ours", got).Str("theirs", doc.Hashcode).Msg("remote region hashcode mismatch after a delta: full fetch")
 		}
 	}
 	doc, code, err := f.get(ctx, "/apps")
@@ -333,9 +334,9 @@ func (f *Fetcher) get(ctx context.Context, path string) (*wire.Applications, int
 // stripURL drops the URL from a net/http error (which names it, though
 // without its password) so the message names the server once, redacted.
 func stripURL(err error) error {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && strings.HasPrefix(fmt.Sprintf("%T", err), "*url.Error") {
-		return ue.Unwrap()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
 	}
 	return err
 }
