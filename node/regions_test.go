@@ -267,6 +267,11 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	if ids := copyOf(sdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
 		t.Fatalf("a to a server: %v", ids)
 	}
+	// Even when a server names a region: a server gets local data only.
+	sdoc, _ = fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, map[string]string{regions.HeaderIdentityName: regions.ServerIdentityName})
+	if ids := copyOf(sdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
+		t.Fatalf("a to a server naming b: %v", ids)
+	}
 
 	// Transparent fallback: an app unknown in a is served to a plain
 	// client; one a knows is not merged.
@@ -509,6 +514,8 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 	}
 	plain, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, nil)
 	client := copyOf(plain)
+	named, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	namedClient := copyOf(named)
 
 	tr.cut.Store(true)
 	tr.step(t) // one failure: the data stays
@@ -540,6 +547,11 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 	client.apply(d, false)
 	if client.hashcode() != d.Hashcode || len(client.ids()) != 0 {
 		t.Fatalf("plain client after the drop: %v, hashcode %q vs %q", client.ids(), client.hashcode(), d.Hashcode)
+	}
+	d, _ = fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", false, nil)
+	namedClient.apply(d, false)
+	if namedClient.hashcode() != d.Hashcode || len(namedClient.ids()) != 0 {
+		t.Fatalf("regions=b client after the drop: %v, hashcode %q vs %q", namedClient.ids(), namedClient.hashcode(), d.Hashcode)
 	}
 	if v := metricValue(t, a, `muster_region_has_data{region="b"}`); v != 0 {
 		t.Fatalf("has_data %v", v)

@@ -144,7 +144,7 @@ func TestFetcher_fullThenDeltaWhitelistMarkAndFailover(t *testing.T) {
 		t.Fatalf("stats after a mismatch %+v", st)
 	}
 	views, missing := s.Resolve("a, b,zz,b")
-	if len(views) != 1 || len(missing) != 0 {
+	if len(views) != 1 || views[0].Region != "b" || len(missing) != 0 {
 		t.Fatalf("resolve: %d views, missing %v", len(views), missing)
 	}
 }

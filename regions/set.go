@@ -93,8 +93,9 @@ func (s *Set) Views() []*View {
 }
 
 // Resolve reads a regions= parameter: the views of the remote regions it
-// names (in the order named, each once), and the named remote regions
-// that have no data (never reached, or dropped as stale). Names that are
+// names (in the order named, each once; those without data too, with no
+// apps), and the named remote regions that have no data (never reached,
+// or dropped as stale). Names that are
 // not remote regions of this node, its own among them, are ignored, as
 // Eureka does.
 func (s *Set) Resolve(param string) (views []*View, missing []string) {
@@ -111,8 +112,9 @@ func (s *Set) Resolve(param string) (views []*View, missing []string) {
 		seen[f.region] = true
 		v := f.View()
 		if !v.HasData {
+			// Still a view: its Changes tell a client's delta what went
+			// when the data was dropped.
 			missing = append(missing, f.region)
-			continue
 		}
 		views = append(views, v)
 	}

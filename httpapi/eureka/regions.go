@@ -65,16 +65,17 @@ func isServer(c echo.Context) bool {
 	return c.Request().Header.Get(regions.HeaderIdentityName) == regions.ServerIdentityName
 }
 
-// scopeOf decides what remote data a registry read serves: with
-// regions=, the named remote regions (names this node does not fetch, its
-// own among them, add nothing); without it, for a client, every region's
-// apps unknown locally (Eureka's transparent fallback); for a peer (the
-// replication header) or a server (DefaultServer), nothing: a peer must
-// never copy remote instances into its registry, and a remote region must
-// get this region's own instances only, so regions never mirror mirrors.
+// scopeOf decides what remote data a registry read serves: for a peer (the
+// replication header) or a server (DefaultServer), nothing, whatever it
+// asks: a peer must never copy remote instances into its registry, and a
+// remote region must get this region's own instances only, so regions
+// never mirror mirrors. For a client: with regions=, the named remote
+// regions (names this node does not fetch, its own among them, add
+// nothing); without it, every region's apps unknown locally (Eureka's
+// transparent fallback).
 func (s *API) scopeOf(c echo.Context) (remoteScope, error) {
 	rr := s.cfg.Regions
-	if rr == nil || !rr.Enabled() {
+	if rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
 		return remoteScope{}, nil
 	}
 	if param, ok := queryValue(c.Request().URL.RawQuery, "regions"); ok && strings.TrimSpace(param) != "" {
@@ -88,7 +89,7 @@ func (s *API) scopeOf(c echo.Context) (remoteScope, error) {
 		}
 		return scopeOfViews(views, false), nil
 	}
-	if isReplication(c) || isServer(c) || !rr.TransparentFallback() {
+	if !rr.TransparentFallback() {
 		return remoteScope{}, nil
 	}
 	return scopeOfViews(rr.Views(), true), nil
