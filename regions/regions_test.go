@@ -60,7 +60,7 @@ func inst(app, id string, st registry.Status, md map[string]string) registry.Ins
 	return registry.InstanceView{Instance: in}
 }
 
-func newTestSet(t *testing.T, url string, mutate func(*Config)) (*Set, *Fetcher) {
+func newTestSet(t testing.TB, url string, mutate func(*Config)) (*Set, *Fetcher) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.LocalRegion = "a"
