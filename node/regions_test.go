@@ -619,3 +619,71 @@ func TestRegions_dnsRegionFollowsClientRegion(t *testing.T) {
 		t.Fatalf("bad remote URL: %v", err)
 	}
 }
+
+// A region of two clustered nodes: each node fetches the remote region
+// itself, both serve it, and neither replicates it into the other's
+// registry (nor does syncUp copy it).
+func TestRegions_clusterEachNodeFetches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	clock := newManualClock()
+	pa1, pa2, pb := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+	bURL := "http://127.0.0.1:" + strconv.Itoa(pb) + "/eureka"
+	clusterSets := func(name string, join ...string) []string {
+		s := []string{"cluster.enabled=true", "cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
+			"cluster.zone=z1", "eureka.server.registry-sync-retry-wait-ms=200"}
+		if len(join) > 0 {
+			s = append(s, "cluster.join="+strings.Join(join, ","))
+		}
+		return s
+	}
+	a1 := regionNode(t, "a", pa1, clock, map[string]string{"b": bURL}, clusterSets("a1")...)
+	b := regionNode(t, "b", pb, clock, map[string]string{"a": "http://127.0.0.1:" + strconv.Itoa(pa1) + "/eureka,http://127.0.0.1:" + strconv.Itoa(pa2) + "/eureka"})
+	register(t, b, "ORDERS", "o1")
+	register(t, b, "PAYMENTS", "p1")
+	register(t, a1, "ORDERS", "x1")
+	a2 := regionNode(t, "a", pa2, clock, map[string]string{"b": bURL}, clusterSets("a2", a1.gossipAddr(t))...)
+	waitFor(t, 15*time.Second, "a1 and a2 peers", func() bool { return len(a1.currentPeers()) == 1 && len(a2.currentPeers()) == 1 })
+	waitFor(t, 10*time.Second, "x1 on a2", func() bool { _, ok := a2.reg.Instance("ORDERS", "x1"); return ok })
+
+	waitFor(t, 10*time.Second, "three fetchers waiting", func() bool { return clock.Waiting() == 3 })
+	clock.Advance(30 * time.Second)
+	waitFor(t, 10*time.Second, "a1 and a2 hold b", func() bool {
+		return a1.regions.Views()[0].Instances == 2 && a2.regions.Views()[0].Instances == 2
+	})
+	for _, n := range []*Node{a1, a2} {
+		doc, _ := fetchDoc(t, "http://"+n.Addr()+"/eureka/apps?regions=b", false, nil)
+		if ids := copyOf(doc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b ORDERS/x1=UP@ PAYMENTS/p1=UP@b]" {
+			t.Fatalf("%s regions=b: %v", n.name, ids)
+		}
+		if _, ok := n.reg.Instance("ORDERS", "o1"); ok || n.reg.Len() != 1 {
+			t.Fatalf("%s's registry holds %d instances (o1 there: %v)", n.name, n.reg.Len(), ok)
+		}
+		if st := n.regions.Fetchers()[0].Stats(); st.FullFetches == 0 {
+			t.Fatalf("%s did not fetch b itself: %+v", n.name, st)
+		}
+	}
+	// A peer's syncUp read (the replication header) gets local data only,
+	// where a client's plain read gets b's PAYMENTS by the fallback.
+	if plain, _ := fetchDoc(t, "http://"+a1.Addr()+"/eureka/apps", false, nil); !strings.Contains(fmt.Sprint(copyOf(plain).ids()), "PAYMENTS/p1") {
+		t.Fatalf("a1's plain read lacks the fallback: %v", copyOf(plain).ids())
+	}
+	req, _ := http.NewRequest("GET", "http://"+a1.Addr()+"/eureka/apps", nil)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("x-netflix-discovery-replication", "true")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(body), "p1") || !strings.Contains(string(body), "x1") {
+		t.Fatalf("a peer's read of a1: %d %s", resp.StatusCode, body)
+	}
+	// b holds a's instance once, fetched from either node.
+	bdoc, _ := fetchDoc(t, "http://"+b.Addr()+"/eureka/apps?regions=a", false, nil)
+	if ids := copyOf(bdoc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@ ORDERS/x1=UP@a PAYMENTS/p1=UP@]" {
+		t.Fatalf("b regions=a: %v", ids)
+	}
+}
