@@ -41,6 +41,7 @@ type Server struct {
 	domain  string // lower-cased
 	reg     Registry
 	nodes   Nodes
+	remote  func(region, app string) (registry.AppView, bool, bool)
 	allowed []netip.Prefix
 	limiter *limiter
 	m       *metrics
@@ -57,6 +58,10 @@ type Options struct {
 	Nodes    Nodes                 // nil: no nodes
 	Metrics  prometheus.Registerer // nil: not registered
 	Now      func() time.Time      // nil: time.Now; the rate limiter's clock
+	// RemoteApp looks an app up in a remote region, for
+	// <app>.app.<region>.<domain>: known reports whether the region is
+	// one of the node's remote regions (nil: none).
+	RemoteApp func(region, app string) (view registry.AppView, found, known bool)
 }
 
 // New builds a server; Start listens.
@@ -74,7 +79,7 @@ func New(cfg Config, o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{cfg: cfg, domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), reg: o.Registry, nodes: o.Nodes,
+	s := &Server{cfg: cfg, domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), reg: o.Registry, nodes: o.Nodes, remote: o.RemoteApp,
 		allowed: allowed, limiter: newLimiter(cfg.RateLimit, cfg.RateBurst, o.Now), m: newMetrics(o.Metrics)}
 	return s, nil
 }
@@ -279,6 +284,8 @@ func (s *Server) resolve(r *mdns.Msg, q mdns.Question, labels []string) bool {
 			r.Answer = append(r.Answer, s.soa())
 		}
 		return true
+	case n >= 3 && labels[n-2] == "app" && s.remote != nil && s.isRegion(labels[n-1]):
+		return s.resolveRemoteApp(r, q, labels[n-1], labels[:n-2])
 	case n >= 2 && labels[n-1] == "app":
 		return s.resolveApp(r, q, labels[:n-1])
 	case n >= 2 && (labels[n-1] == "vip" || labels[n-1] == "svip"):
@@ -328,6 +335,32 @@ func (s *Server) resolveApp(r *mdns.Msg, q mdns.Question, labels []string) bool 
 		return false
 	}
 	s.addInstances(r, q, proto, zone, view.Instances)
+	return true
+}
+
+func (s *Server) isRegion(name string) bool {
+	_, _, ok := s.remote(name, "")
+	return ok
+}
+
+// resolveRemoteApp: <app>.app.<region> and _<app>._tcp.app.<region>
+// (and _tls): a remote region's instances of the app, as the node serves
+// them with ?regions=<region>.
+func (s *Server) resolveRemoteApp(r *mdns.Msg, q mdns.Question, region string, labels []string) bool {
+	var app, proto string
+	switch {
+	case len(labels) == 2 && strings.HasPrefix(labels[0], "_") && (labels[1] == "_tcp" || labels[1] == "_tls"):
+		app, proto = labels[0][1:], labels[1]
+	case len(labels) == 1:
+		app = labels[0]
+	default:
+		return false
+	}
+	view, ok, _ := s.remote(region, app)
+	if !ok {
+		return false
+	}
+	s.addInstances(r, q, proto, "", view.Instances)
 	return true
 }
 

@@ -70,6 +70,14 @@ type Config struct {
 	// and /peerreplication/copies, signed like batches): the registry.
 	// nil answers 404, as a Java Eureka server does.
 	Digests replication.DigestSource
+	// Regions are the node's remote regions, served with regions= and in
+	// transparent fallback (nil: none); DeltaRetention is how far back a
+	// merged delta takes their changes (the registry's delta retention).
+	Regions        eureka.RemoteRegions
+	DeltaRetention time.Duration
+	// RemoteRegionInfo describes the remote regions for /admin/status and
+	// the dashboard; nil means none.
+	RemoteRegionInfo func() []ops.RemoteRegionInfo
 	// Replication reports the replication figures for /metrics. nil means
 	// no replication.
 	Replication ReplicationStats
@@ -268,7 +276,8 @@ func New(cfg Config) (*Server, error) {
 	s.api = eureka.New(eureka.Config{Registry: cfg.Registry, Node: cfg.Node, Logger: s.log,
 		Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Peers: s.cfg.Peers, Batch: cfg.Batch, Digests: cfg.Digests,
 		DisableDelta: cfg.DisableDelta, MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes,
-		WatchMaxWait: cfg.WatchMaxWait, WatchMaxWatchers: cfg.WatchMaxWatchers, WatchTimer: cfg.WatchTimer, Now: s.now})
+		WatchMaxWait: cfg.WatchMaxWait, WatchMaxWatchers: cfg.WatchMaxWatchers, WatchTimer: cfg.WatchTimer, Now: s.now,
+		Regions: cfg.Regions, DeltaRetention: cfg.DeltaRetention})
 	s.guard = edge.NewGuard(edge.GuardConfig{Users: cfg.Auth, Peers: cfg.PeerVerifier,
 		MaxPeerBody: cfg.MaxBatchBodyBytes, Now: s.now, Logger: s.log})
 	s.limits = edge.NewLimits(edge.LimitsConfig{BodyReadTimeout: cfg.BodyReadTimeout,
@@ -284,10 +293,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.admin = ops.NewAdmin(ops.AdminConfig{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now,
-		HealthChecks: healthReport(cfg.HealthChecks)})
+		HealthChecks: healthReport(cfg.HealthChecks), RemoteRegions: cfg.RemoteRegionInfo})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, XDSClients: cfg.XDSClients, AuthEnabled: s.guard.AuthEnabled(),
-		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath, HealthChecks: cfg.HealthChecks})
+		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath, HealthChecks: cfg.HealthChecks,
+		RemoteRegions: cfg.RemoteRegionInfo})
 
 	e := echo.New()
 	e.HideBanner = true

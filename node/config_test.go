@@ -12,6 +12,7 @@ import (
 	"github.com/muster-registry/muster/dns"
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/xds"
@@ -219,6 +220,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		DNS:         dns.DefaultConfig(),
 		XDS:         xds.DefaultConfig(),
 		HealthCheck: healthcheck.DefaultConfig(),
+		Regions:     regions.DefaultConfig(),
 	}
 	for _, c := range packageConfigs {
 		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()

@@ -16,7 +16,7 @@ func (n *Node) startDNS() (stop func(), err error) {
 	if !cfg.Enabled {
 		return func() {}, nil
 	}
-	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics})
+	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics, RemoteApp: n.remoteApp})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,14 @@ const (
 	serviceURLPrefix = "eureka.client.service-url."
 	metadataPrefix   = "eureka.instance.metadata-map."
 	authUsersPrefix  = "muster.auth.users."
+	// The remote regions' maps (regions.go).
+	regionURLsPrefix      = "eureka.server.remote-region-urls-with-name."
+	regionWhitelistPrefix = "eureka.server.remote-region-app-whitelist."
 )
+
+// mapPrefixes are the keys whose entries are a map's: what follows the
+// prefix is the map key, kept as written.
+var mapPrefixes = []string{serviceURLPrefix, metadataPrefix, authUsersPrefix, regionURLsPrefix, regionWhitelistPrefix}
 
 // LoadRequest is what a command knows of the configuration: the file, the
 // environment, key=value pairs from the command line, and profiles.
@@ -303,7 +310,7 @@ func resolveKey(key string) (string, error) {
 			return target, nil
 		}
 	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
+	for _, prefix := range mapPrefixes {
 		if cp := CanonicalKey(prefix); strings.HasPrefix(c, cp) && len(c) > len(cp) {
 			// Keep the map key as written: zone names and metadata keys are
 			// case-sensitive.

@@ -25,6 +25,7 @@ import (
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/internal/redact"
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
@@ -50,6 +51,9 @@ type Options struct {
 	// address (nil: net.InterfaceAddrs); tests give a host without a
 	// private IPv4 address.
 	InterfaceAddrs func() ([]net.Addr, error)
+	// RegionsClock is the remote regions' fetchers' clock (nil: real
+	// time); tests move it to make fetches due.
+	RegionsClock regions.Clock
 }
 
 // Node is one running Muster node: registry, HTTP API, membership and
@@ -70,6 +74,7 @@ type Node struct {
 	cluster   *cluster.Cluster // nil when cluster.enabled is false
 	tls       *tlsconfig.Store // nil when TLS is off
 	security  *nodeSecurity
+	regions   *regions.Set // nil without remote regions
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -165,8 +170,14 @@ func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 		return nil, err
 	}
 
+	if n.regions, err = n.newRegions(); err != nil {
+		return nil, err
+	}
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if n.regions != nil {
+		n.metrics.MustRegister(n.regions.Collectors()...)
+	}
 	n.snapMetrics = newSnapshotMetrics(n.metrics)
 	return n, nil
 }
@@ -219,6 +230,10 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
+	if n.regions != nil {
+		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regionInfo
+	}
+	hcfg.DeltaRetention = s.Registry.DeltaRetention
 	hcfg.Replication = n.rep
 	hcfg.AntiEntropy = n.ae
 	hcfg.Auth, hcfg.PeerVerifier, hcfg.Security = n.security.users, n.security.verifier, n.security.report(s)
@@ -316,6 +331,9 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(func() { n.startUp(runCtx) })
 	if n.health != nil {
 		n.goRun(func() { n.runHealthChecks(runCtx) })
+	}
+	if n.regions != nil {
+		n.goRun(func() { n.regions.Run(runCtx) })
 	}
 	return nil
 }

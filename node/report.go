@@ -31,7 +31,7 @@ func EffectiveSettings(s *Settings, rep *Report) [][3]string {
 	}
 	var mapped []string
 	for key := range s.origin {
-		for _, p := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
+		for _, p := range mapPrefixes {
 			if strings.HasPrefix(key, p) {
 				mapped = append(mapped, key)
 			}

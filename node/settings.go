@@ -15,6 +15,7 @@ import (
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/httpapi/ops"
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
@@ -42,6 +43,8 @@ type Settings struct {
 	DNS         dns.Config
 	XDS         xds.Config
 	HealthCheck healthcheck.Config
+	// Regions are the remote regions (regions.go, docs/regions.md).
+	Regions regions.Config
 
 	ServerPort    int
 	ServerAddress string
@@ -148,6 +151,7 @@ func defaultSettings() Settings {
 		DNS:         dns.DefaultConfig(),
 		XDS:         xds.DefaultConfig(),
 		HealthCheck: healthcheck.DefaultConfig(),
+		Regions:     regions.DefaultConfig(),
 
 		ServerPort:    DefaultServerPort,
 		ClientEnabled: true,
@@ -202,6 +206,10 @@ func (s *Settings) derive() {
 	s.HTTP.ConsoleDisabled = !s.DashboardEnabled
 	s.Sync.Zone = s.Cluster.Zone
 	s.AntiEntropy.RequestTimeout = s.Transport.RequestTimeout
+	// The DNS TXT region is the node's region unless named apart.
+	if !s.explicit["muster.dns.region"] {
+		s.DNS.Region = s.Regions.LocalRegion
+	}
 	// A cancel's tombstone must outlive one anti-entropy round, so the
 	// cancel reaches every peer before the tombstone goes.
 	s.Registry.TombstoneGrace = max(registry.DefaultConfig().TombstoneGrace, s.AntiEntropy.Interval)
@@ -346,7 +354,21 @@ var settings = []setting{
 	boolKey("muster.dns.enabled", "Serve DNS (UDP and TCP) on muster.dns.addr: apps, VIPs, nodes and Eureka's TXT server discovery (docs/dns.md).", func(s *Settings) *bool { return &s.DNS.Enabled }),
 	strKey("muster.dns.addr", "Listen address of the DNS interface.", func(s *Settings) *string { return &s.DNS.Addr }),
 	strKey("muster.dns.domain", "Domain the DNS interface answers for (names outside it are REFUSED).", func(s *Settings) *string { return &s.DNS.Domain }),
-	strKey("muster.dns.region", "Region of the txt.<region>.<domain> record Eureka clients read (eureka.client.region).", func(s *Settings) *string { return &s.DNS.Region }),
+	strKey("muster.dns.region", "Region of the txt.<region>.<domain> record Eureka clients read; default: eureka.client.region.", func(s *Settings) *string { return &s.DNS.Region }),
+	// Remote regions (docs/regions.md).
+	strKey("eureka.client.region", "The node's own region: remote Muster regions are asked for theirs by name, and a client's regions= naming this one adds nothing.", func(s *Settings) *string { return &s.Regions.LocalRegion }),
+	{Key: regionURLsPrefix + "<region>", Default: "", Help: "Comma-separated Eureka base URLs of a remote region (http[s]://[user:password@]host:port/eureka), tried in order; every node fetches it. See regions.md."},
+	regionURLsKey("eureka.server.remote-region-urls-with-name", "Netflix's string form of the same map: region;url,region;url."),
+	{Key: regionWhitelistPrefix + "<region>", Default: "", Help: "Comma-separated apps of a remote region that are served (<region> global: of every region without its own list); a region under neither serves every app."},
+	secondsKey("eureka.server.remote-region-registry-fetch-interval", "Seconds between fetches of each remote region (a delta, or a full fetch when the hashcode disagrees); failures back off up to 8 times this.", func(s *Settings) *time.Duration { return &s.Regions.FetchInterval }),
+	boolKey("eureka.server.disable-transparent-fallback-to-other-region", "Serve plain requests (no regions=) local apps only; by default, as in Eureka, a client is also served the remote apps unknown locally.", func(s *Settings) *bool { return &s.Regions.DisableTransparentFallback }),
+	boolKey("eureka.server.disable-delta-for-remote-regions", "Fetch remote regions in full every time instead of by delta.", func(s *Settings) *bool { return &s.Regions.DisableDelta }),
+	msKey("eureka.server.remote-region-connect-timeout-ms", "Connect timeout of a remote region fetch.", func(s *Settings) *time.Duration { return &s.Regions.ConnectTimeout }),
+	msKey("eureka.server.remote-region-read-timeout-ms", "Time a remote region has to start answering a fetch.", func(s *Settings) *time.Duration { return &s.Regions.ReadTimeout }),
+	strKey("eureka.server.remote-region-trust-store", "PEM CA bundle that HTTPS remote regions are verified against (a JKS or PKCS12 store must be exported to PEM first: keytool -exportcert -rfc); empty: the system roots.", func(s *Settings) *string { return &s.Regions.TrustStore }),
+	strKey("eureka.server.remote-region-trust-store-password", "Password of eureka.server.remote-region-trust-store: accepted for Spring files; a PEM bundle needs none.", func(s *Settings) *string { return &s.Regions.TrustStorePassword }),
+	boolKey("muster.regions.require-all", "Answer a regions= request naming a remote region that has no data (never reached, or dropped) with 403, as Eureka does; false serves the rest and names the missing ones in X-Muster-Regions-Missing.", func(s *Settings) *bool { return &s.Regions.RequireAll }),
+	cmdMsKey("muster.regions.max-staleness-ms", 0, "Drop a remote region's data not refreshed for this long (its instances leave every answer until it is reached again); 0 keeps it forever, as Eureka does.", func(s *Settings) *time.Duration { return &s.Regions.MaxStaleness }),
 	intKey("muster.dns.ttl-seconds", "TTL of every DNS answer and of negative answers (SOA minimum).", func(s *Settings) *int { return &s.DNS.TTL }),
 	listKey("muster.dns.allowed-cidrs", "Who may query DNS; empty: everyone while the registry is open, loopback only once authentication is on (DNS carries no credentials).", func(s *Settings) *[]string { return &s.DNS.AllowedCIDRs }),
 	intKey("muster.dns.max-answers", "Most address or SRV records in one DNS answer (a random subset of the UP instances).", func(s *Settings) *int { return &s.DNS.MaxAnswers }),
@@ -476,6 +498,15 @@ func applyValue(s *Settings, key string, value any) error {
 	case strings.HasPrefix(key, authUsersPrefix):
 		s.raw[key] = raw
 		return s.applyAuthUser(strings.TrimPrefix(key, authUsersPrefix), raw)
+	case strings.HasPrefix(key, regionURLsPrefix):
+		s.raw[key] = raw
+		region := strings.TrimPrefix(key, regionURLsPrefix)
+		s.Regions.URLs[region] = append(s.Regions.URLs[region], splitList(raw)...)
+		return nil
+	case strings.HasPrefix(key, regionWhitelistPrefix):
+		s.raw[key] = raw
+		s.Regions.Whitelist[strings.TrimPrefix(key, regionWhitelistPrefix)] = splitList(raw)
+		return nil
 	}
 	st, ok := settingByCanonical[CanonicalKey(key)]
 	if !ok || st.apply == nil {
@@ -535,7 +566,7 @@ func envKey(name string) string {
 			}
 		}
 	}
-	for _, prefix := range []string{serviceURLPrefix, metadataPrefix, authUsersPrefix} {
+	for _, prefix := range mapPrefixes {
 		want := strings.ReplaceAll(CanonicalKey(prefix), ".", "")
 		tokens := strings.Split(lower, "_")
 		if prefix == authUsersPrefix {
@@ -609,6 +640,7 @@ var packageConfigs = []packageConfig{
 	{"DNS", func(s *Settings) error { return s.DNS.Validate() }},
 	{"XDS", func(s *Settings) error { return s.XDS.Validate() }},
 	{"HealthCheck", func(s *Settings) error { return s.HealthCheck.Validate() }},
+	{"Regions", func(s *Settings) error { return s.Regions.Validate() }},
 }
 
 // blame names the key behind a package's validation error: the key the
@@ -689,6 +721,21 @@ func parseInt(raw string) (int, error) {
 		return 0, fmt.Errorf("want a whole number")
 	}
 	return v, nil
+}
+
+// regionURLsKey reads Netflix's region;url,region;url into the map of
+// remote regions' URLs.
+func regionURLsKey(key, help string) setting {
+	return setting{Key: key, Help: help, apply: func(s *Settings, raw string) error {
+		m, err := regions.ParseURLsWithName(raw)
+		if err != nil {
+			return err
+		}
+		for region, urls := range m {
+			s.Regions.URLs[region] = append(s.Regions.URLs[region], urls...)
+		}
+		return nil
+	}}
 }
 
 func intKey(key, help string, field func(*Settings) *int) setting {

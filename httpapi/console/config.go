@@ -44,6 +44,8 @@ type Config struct {
 	// XDSClients lists the node's xDS streams; nil when it serves no xDS
 	// (the section is left out).
 	XDSClients func() []ops.XDSClient
+	// RemoteRegions lists the remote regions; nil means none.
+	RemoteRegions func() []ops.RemoteRegionInfo
 	// AuthEnabled: the server checks credentials, so only admin users
 	// (httpkit.UserOf) may act and Actions does not apply.
 	AuthEnabled bool

@@ -48,6 +48,7 @@ type consolePage struct {
 	Peers       []dashboardPeer
 	XDS         bool // the node serves xDS: show its clients
 	XDSClients  []xdsClientRow
+	Regions     []ops.RemoteRegionInfo
 	General     [][2]string
 
 	Chart    template.HTML
@@ -238,6 +239,9 @@ func (s *Console) consoleOverview(c echo.Context) error {
 			p.XDSClients = append(p.XDSClients, xdsClientRow{XDSClient: c,
 				Connected: now.Sub(c.Since).Truncate(time.Second).String(), TypesText: strings.Join(c.Types, " ")})
 		}
+	}
+	if s.cfg.RemoteRegions != nil {
+		p.Regions = s.cfg.RemoteRegions()
 	}
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)

@@ -65,21 +65,29 @@ type Config struct {
 	WatchTimer       func(d time.Duration) (<-chan time.Time, func())
 	// Now is the clock of GET /status's uptime; nil means time.Now.
 	Now func() time.Time
+	// Regions are the remote regions served with regions= and in
+	// transparent fallback (nil: none). DeltaRetention is how far back a
+	// merged delta takes the remote regions' changes (the registry's
+	// delta retention; 0: 3 min).
+	Regions        RemoteRegions
+	DeltaRetention time.Duration
 }
 
 // API is Eureka's REST API under /eureka/, /eureka/v2/ and /v2/, the peer
 // endpoints and the watch stream. New starts nothing: the watch hub's feed
 // starts with the first watch, and StopWatches ends it.
 type API struct {
-	cfg        Config
-	reg        Registry
-	log        zerolog.Logger
-	payloads   *payloadCache
-	pieces     *pieceStore
-	watch      *watchHub
-	watchTimer func(d time.Duration) (<-chan time.Time, func())
-	now        func() time.Time
-	started    time.Time
+	cfg      Config
+	reg      Registry
+	log      zerolog.Logger
+	payloads *payloadCache
+	pieces   *pieceStore
+	// regionPayloads are the merged documents of remote regions.
+	regionPayloads regionPayloads
+	watch          *watchHub
+	watchTimer     func(d time.Duration) (<-chan time.Time, func())
+	now            func() time.Time
+	started        time.Time
 }
 
 // New builds the API over cfg.Registry, which must be set.

@@ -394,11 +394,15 @@ func (s *API) getApps(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	if err := s.holdRegistry(c); err != nil {
+	rs, err := s.holdScope(c)
+	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
-	setIndex(c, snap.Version)
+	setIndex(c, snap.Version+rs.versions)
+	if len(rs.views) > 0 {
+		return s.getAppsMerged(c, snap, rs)
+	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz, compact: compact}, snap, func() payload {
 		defer s.pieces.sweep(snap)
@@ -416,11 +420,15 @@ func (s *API) getDelta(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	if err := s.holdRegistry(c); err != nil {
+	rs, err := s.holdScope(c)
+	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
-	setIndex(c, snap.Version)
+	setIndex(c, snap.Version+rs.versions)
+	if len(rs.views) > 0 {
+		return s.getDeltaMerged(c, snap, rs)
+	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz, compact: compact}, snap, func() payload {
 		return s.pieces.document(docKind{delta: true, compact: compact}, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
@@ -446,6 +454,9 @@ func (s *API) getApp(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
 	if !ok {
+		if remote, ok := s.remoteApp(c, name); ok {
+			return writePayload(c, formatOf(c), false, appDocumentOf(remote, formatOf(c), wantsCompact(c)))
+		}
 		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
 	f, compact := formatOf(c), wantsCompact(c)
@@ -468,11 +479,18 @@ func (s *API) vipLookup(c echo.Context, kind payloadKind) error {
 	if err != nil {
 		return err
 	}
-	if err := s.holdRegistry(c); err != nil {
+	rs, err := s.holdScope(c)
+	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
-	setIndex(c, snap.Version)
+	setIndex(c, snap.Version+rs.versions)
+	if len(rs.views) > 0 {
+		merged, _ := rs.mergedApps(snap)
+		apps := vipOf(merged, name, kind == payloadSVIP)
+		f, compact := formatOf(c), wantsCompact(c)
+		return writePayload(c, f, false, encodeDocument(apps, "1", registry.HashcodeOf(apps), f, false, compact))
+	}
 	apps := snap.VIP(name, kind == payloadSVIP)
 	f, compact := formatOf(c), wantsCompact(c)
 	build := func() payload { return s.pieces.vipDocument(snap, apps, f, compact) }
@@ -491,6 +509,9 @@ func (s *API) getAppInstance(c echo.Context) error {
 	}
 	iv, ok := s.reg.Instance(app, id)
 	if !ok {
+		iv, ok = s.remoteInstance(c, app, id)
+	}
+	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id)+" in "+registry.QuotePrefix(strings.ToUpper(app)))
 	}
 	return s.writeInstance(c, http.StatusOK, iv)
@@ -502,6 +523,9 @@ func (s *API) getInstanceByID(c echo.Context) error {
 		return err
 	}
 	iv, ok := s.reg.InstanceByID(id)
+	if !ok {
+		iv, ok = s.remoteInstance(c, "", id)
+	}
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id))
 	}

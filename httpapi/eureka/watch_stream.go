@@ -40,6 +40,11 @@ func (s *API) watchStream(c echo.Context) error {
 	}
 	req := c.Request()
 	q := req.URL.Query()
+	if strings.TrimSpace(q.Get("regions")) != "" {
+		// Event ids are this registry's versions, so remote changes have
+		// no place in the stream: say so rather than leave them out.
+		return httpkit.BadRequest("the watch stream carries this region's changes only; for remote regions use a blocking fetch: GET /eureka/apps?regions=…&index=…&wait=… (docs/regions.md)")
+	}
 	app := strings.ToUpper(q.Get("app"))
 	rawIndex, hasIndex := q.Get(paramIndex), q.Has(paramIndex)
 	if !hasIndex {

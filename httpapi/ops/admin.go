@@ -33,6 +33,8 @@ type AdminConfig struct {
 	HealthChecks func() *HealthChecks
 	// Now is the clock of the uptime; nil means time.Now.
 	Now func() time.Time
+	// RemoteRegions lists the remote regions; nil means none.
+	RemoteRegions func() []RemoteRegionInfo
 }
 
 // Admin serves /admin/status, /readyz and /livez.
@@ -105,6 +107,9 @@ func (s *Admin) Status() AdminStatus {
 	}
 	if s.cfg.HealthChecks != nil {
 		doc.HealthChecks = s.cfg.HealthChecks()
+	}
+	if s.cfg.RemoteRegions != nil {
+		doc.RemoteRegions = s.cfg.RemoteRegions()
 	}
 	if s.cfg.Digests != nil {
 		doc.Registry.Digest = fmt.Sprintf("%016x", s.cfg.Digests.RootDigest())

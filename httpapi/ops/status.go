@@ -21,6 +21,31 @@ type AdminStatus struct {
 	Security         Security            `json:"security"`
 	// HealthChecks is omitted while muster.health-check.enabled is off.
 	HealthChecks *HealthChecks `json:"healthChecks,omitempty"`
+	// RemoteRegions are the remote regions this node fetches (omitted
+	// without any).
+	RemoteRegions []RemoteRegionInfo `json:"remoteRegions,omitempty"`
+}
+
+// RemoteRegionInfo is one remote region as this node holds it.
+type RemoteRegionInfo struct {
+	Name string `json:"name"`
+	// URLs are the region's servers, passwords redacted.
+	URLs []string `json:"urls"`
+	// HasData: the region's instances are served (false before the
+	// first fetch and after a drop for max staleness).
+	HasData   bool   `json:"hasData"`
+	Apps      int    `json:"apps"`
+	Instances int    `json:"instances"`
+	Hashcode  string `json:"appsHashcode"`
+	// LastFetch is the last successful fetch (RFC 3339; "" never) and
+	// AgeSeconds the time since.
+	LastFetch  string  `json:"lastFetch,omitempty"`
+	AgeSeconds float64 `json:"ageSeconds"`
+	// Failures counts the consecutive failed fetches; LastError is the
+	// last one's reason (URLs redacted).
+	Failures   int    `json:"consecutiveFailures"`
+	LastError  string `json:"lastError,omitempty"`
+	Mismatches uint64 `json:"hashcodeMismatches"`
 }
 
 // SelfPreservationDoc is the self-preservation part of AdminStatus.

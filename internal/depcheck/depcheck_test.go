@@ -70,7 +70,7 @@ var allowed = map[string]rule{
 	"httpapi/eureka": {
 		// Never the console: the Eureka API and the dashboard are separate
 		// audiences that share only the edge, httpkit and ops' types.
-		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
+		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "regions", "replication"},
 		testImports: []string{"registry/registrytest"},
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
@@ -93,6 +93,11 @@ var allowed = map[string]rule{
 		// Its tests drive the endpoints through the server that mounts them.
 		testImports: []string{"auth", "httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
+	},
+	"regions": {
+		imports:     []string{"internal/redact", "registry", "registry/wire"},
+		testImports: []string{"internal/testwait", "registry/registrytest"},
+		why:         "remote regions: their config, one fetcher per region, the immutable views the Eureka API merges; the registry never sees them",
 	},
 	"dns": {
 		imports:     []string{"registry"},
@@ -145,8 +150,8 @@ var allowed = map[string]rule{
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "replication", "tlsconfig", "xds"},
-		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest"},
+		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
+		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "registry/wire"},
 		why:         "settings and assembly of a node: every server package, no tool, never the command line",
 	},
 	// The server binary: the command line around the node package.

@@ -1,0 +1,232 @@
+package regions
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// fakeRemote serves a registry document and deltas, as a Eureka server
+// would, and records what it was asked.
+type fakeRemote struct {
+	mu        sync.Mutex
+	apps      []registry.AppView
+	delta     []registry.AppView
+	deltaHash string // "" means the hashcode of apps
+	queries   []string
+	identity  []string
+	auth      []string
+	code      int
+}
+
+func (f *fakeRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queries = append(f.queries, r.URL.Path+"?"+r.URL.RawQuery)
+	f.identity = append(f.identity, r.Header.Get(HeaderIdentityName))
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	if f.code != 0 {
+		http.Error(w, "no", f.code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	hash := registry.HashcodeOf(f.apps)
+	if strings.HasSuffix(r.URL.Path, "/delta") {
+		if f.deltaHash != "" {
+			hash = f.deltaHash
+		}
+		w.Write(wire.AppendApplicationsJSON(nil, f.delta, "2", hash))
+		return
+	}
+	w.Write(wire.AppendApplicationsJSON(nil, f.apps, "1", hash))
+}
+
+func inst(app, id string, st registry.Status, md map[string]string) registry.InstanceView {
+	in := registrytest.NewInstance(app, id, registrytest.WithStatus(st))
+	if md != nil {
+		in.Metadata = registry.NewMetadata(md)
+	}
+	return registry.InstanceView{Instance: in}
+}
+
+func newTestSet(t testing.TB, url string, mutate func(*Config)) (*Set, *Fetcher) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.LocalRegion = "a"
+	cfg.URLs = map[string][]string{"b": {"http://127.0.0.1:1/eureka", url + "/eureka/"}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clock := registrytest.NewClock()
+	s := NewSet(cfg, FetcherConfig{Clock: clockOf{clock}, ID: "node-1", Logger: zerolog.Nop()})
+	return s, s.Fetchers()[0]
+}
+
+type clockOf struct{ *registrytest.Clock }
+
+func (clockOf) After(time.Duration) <-chan time.Time { return nil }
+
+func ids(v *View) string {
+	var out []string
+	for _, a := range v.Apps {
+		for _, iv := range a.Instances {
+			r, _ := iv.Metadata.Get(MetadataKey)
+			out = append(out, fmt.Sprintf("%s/%s=%s@%s", a.Name, iv.ID(), iv.Status, r))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestFetcher_fullThenDeltaWhitelistMarkAndFailover(t *testing.T) {
+	remote := &fakeRemote{apps: []registry.AppView{
+		{Name: "ORDERS", Instances: []registry.InstanceView{inst("ORDERS", "o1", registry.StatusUp, nil)}},
+		{Name: "SECRET", Instances: []registry.InstanceView{inst("SECRET", "s1", registry.StatusUp, nil)}},
+		// A remote copy another Muster serves back: never taken.
+		{Name: "USERS", Instances: []registry.InstanceView{inst("USERS", "u1", registry.StatusUp, map[string]string{MetadataKey: "a"})}},
+	}}
+	srv := httptest.NewServer(remote)
+	defer srv.Close()
+	s, f := newTestSet(t, srv.URL, func(c *Config) { c.Whitelist = map[string][]string{GlobalWhitelist: {"orders", "users"}} })
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := f.View()
+	if got := ids(v); got != "ORDERS/o1=UP@b" || !v.HasData || v.Hashcode() != "UP_1_" {
+		t.Fatalf("view %q hasData %v", got, v.HasData)
+	}
+	// The dead first URL failed over; the request asks for the remote's
+	// own region, as a server.
+	if q := remote.queries[0]; q != "/eureka/apps?regions=b" || remote.identity[0] != ServerIdentityName {
+		t.Fatalf("asked %q as %q", q, remote.identity[0])
+	}
+	// A delta: o2 added, o1 down.
+	remote.mu.Lock()
+	remote.apps[0].Instances = []registry.InstanceView{inst("ORDERS", "o1", registry.StatusDown, nil), inst("ORDERS", "o2", registry.StatusUp, nil)}
+	d1, d2 := inst("ORDERS", "o1", registry.StatusDown, nil), inst("ORDERS", "o2", registry.StatusUp, nil)
+	d1.ActionType, d2.ActionType = registry.ActionModified, registry.ActionAdded
+	remote.delta = []registry.AppView{{Name: "ORDERS", Instances: []registry.InstanceView{d1, d2}}}
+	remote.mu.Unlock()
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v = f.View()
+	if got := ids(v); got != "ORDERS/o1=DOWN@b ORDERS/o2=UP@b" {
+		t.Fatalf("after delta: %q", got)
+	}
+	if st := f.Stats(); st.DeltaFetches != 1 || st.FullFetches != 1 || st.Mismatches != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if len(v.Changes) != 3 { // o1 ADDED, then o1 MODIFIED and o2 ADDED
+		t.Fatalf("changes %d", len(v.Changes))
+	}
+	// A delta whose hashcode disagrees: a full fetch follows.
+	remote.mu.Lock()
+	remote.delta, remote.deltaHash = nil, "UP_7_"
+	remote.mu.Unlock()
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.Stats(); st.Mismatches != 1 || st.FullFetches != 2 {
+		t.Fatalf("stats after a mismatch %+v", st)
+	}
+	views, missing := s.Resolve("a, b,zz,b")
+	if len(views) != 1 || views[0].Region != "b" || len(missing) != 0 {
+		t.Fatalf("resolve: %d views, missing %v", len(views), missing)
+	}
+}
+
+func TestFetcher_failureKeepsDataThenStalenessDrops(t *testing.T) {
+	remote := &fakeRemote{apps: []registry.AppView{{Name: "ORDERS", Instances: []registry.InstanceView{inst("ORDERS", "o1", registry.StatusUp, nil)}}}}
+	srv := httptest.NewServer(remote)
+	defer srv.Close()
+	_, f := newTestSet(t, srv.URL, func(c *Config) { c.MaxStaleness = time.Minute })
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	remote.mu.Lock()
+	remote.code = 500
+	remote.mu.Unlock()
+	clock := f.clock.(clockOf)
+	clock.Advance(30 * time.Second)
+	if err := f.FetchOnce(context.Background()); err == nil {
+		t.Fatal("a failing remote: no error")
+	} else if strings.Contains(err.Error(), "password") {
+		t.Fatal(err)
+	}
+	if f.DropIfStale() || !f.View().HasData {
+		t.Fatal("dropped before max staleness")
+	}
+	clock.Advance(31 * time.Second)
+	if !f.DropIfStale() || f.View().HasData || f.View().Instances != 0 {
+		t.Fatal("not dropped after max staleness")
+	}
+	if ch := f.View().Changes; len(ch) != 2 || ch[1].Instance.ActionType != registry.ActionDeleted {
+		t.Fatalf("changes %+v", ch)
+	}
+	// Back-off grows and is capped at 8 intervals.
+	for i := 0; i < 6; i++ {
+		_ = f.FetchOnce(context.Background())
+	}
+	if w := f.nextWait(fmt.Errorf("x")); w > 8*30*time.Second || w < 7*30*time.Second {
+		t.Fatalf("back-off %v", w)
+	}
+}
+
+func TestConfig_parseAndValidate(t *testing.T) {
+	m, err := ParseURLsWithName("b;http://u:p@h1/eureka, b;http://h2/eureka,c;https://h3/eureka")
+	if err != nil || len(m["b"]) != 2 || m["c"][0] != "https://h3/eureka" {
+		t.Fatalf("%v %v", m, err)
+	}
+	if _, err := ParseURLsWithName("http://secret:pw@h/eureka"); err == nil || strings.Contains(err.Error(), "pw") {
+		t.Fatalf("bad entry: %v", err)
+	}
+	cfg := DefaultConfig()
+	cfg.URLs = map[string][]string{"us-east-1": {"http://h/eureka"}}
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("the local region as a remote: no error")
+	}
+	cfg.URLs = map[string][]string{"b": {"ftp://u:secret@h"}}
+	if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("bad URL: %v", err)
+	}
+}
+
+// Basic auth comes from the URL; the password never reaches an error.
+func TestFetcher_basicAuthFromURLRedacted(t *testing.T) {
+	remote := &fakeRemote{}
+	srv := httptest.NewServer(remote)
+	defer srv.Close()
+	withAuth := strings.Replace(srv.URL, "http://", "http://reader:s3cret@", 1)
+	cfg := DefaultConfig()
+	cfg.LocalRegion = "a"
+	cfg.URLs = map[string][]string{"b": {"http://reader:s3cret@127.0.0.1:1/eureka", withAuth + "/eureka"}}
+	s := NewSet(cfg, FetcherConfig{Clock: clockOf{registrytest.NewClock()}, Logger: zerolog.Nop()})
+	f := s.Fetchers()[0]
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if remote.auth[0] != "Basic cmVhZGVyOnMzY3JldA==" {
+		t.Fatalf("Authorization %q", remote.auth[0])
+	}
+	remote.mu.Lock()
+	remote.code = 503
+	remote.mu.Unlock()
+	err := f.FetchOnce(context.Background())
+	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(f.Stats().LastError, "s3cret") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -1,0 +1,113 @@
+package regions
+
+import (
+	"strings"
+	"time"
+
+	"github.com/muster-registry/muster/registry"
+)
+
+// View is one remote region as served, at one moment: immutable, shared
+// by every reader until the fetcher publishes the next.
+type View struct {
+	Region string
+	// Apps are the region's whitelisted applications, sorted by name, each
+	// instance a copy marked with MetadataKey. Apps whose name is in the
+	// remote but not allowed are left out. An app's Version is the view
+	// version at which it last changed.
+	Apps []registry.AppView
+	// Counts are the instances of Apps per status (for the hashcode of a
+	// merged document).
+	Counts map[registry.Status]int
+	// Instances is the number of instances in Apps.
+	Instances int
+	// Version counts the view's content changes; it moves with every
+	// change of Apps, including a drop.
+	Version uint64
+	// HasData is false before the first successful fetch and after the
+	// data was dropped (max staleness): Apps is empty then.
+	HasData bool
+	// Fetched is the time of the last successful fetch (zero: never).
+	Fetched time.Time
+	// Changes are the changes of Apps in the delta retention, oldest
+	// first, each the instance as it became (ActionType ADDED, MODIFIED or
+	// DELETED): what a delta request of this region serves.
+	Changes []Change
+
+	index map[string]int
+}
+
+// Change is one change of a remote instance, as a delta serves it.
+type Change struct {
+	At       time.Time
+	Instance registry.InstanceView
+}
+
+// App returns the named application (case-insensitive).
+func (v *View) App(name string) (registry.AppView, bool) {
+	if v == nil {
+		return registry.AppView{}, false
+	}
+	i, ok := v.index[strings.ToUpper(name)]
+	if !ok {
+		return registry.AppView{}, false
+	}
+	return v.Apps[i], true
+}
+
+// InstanceByID returns the instance of that id in any app.
+func (v *View) InstanceByID(id string) (registry.InstanceView, bool) {
+	if v == nil {
+		return registry.InstanceView{}, false
+	}
+	for _, a := range v.Apps {
+		for _, iv := range a.Instances {
+			if iv.ID() == id {
+				return iv, true
+			}
+		}
+	}
+	return registry.InstanceView{}, false
+}
+
+// Instance returns the instance of app with that id.
+func (v *View) Instance(app, id string) (registry.InstanceView, bool) {
+	a, ok := v.App(app)
+	if !ok {
+		return registry.InstanceView{}, false
+	}
+	for _, iv := range a.Instances {
+		if iv.ID() == id {
+			return iv, true
+		}
+	}
+	return registry.InstanceView{}, false
+}
+
+// Age is how long ago the last successful fetch was (0 if never).
+func (v *View) Age(now time.Time) time.Duration {
+	if v == nil || v.Fetched.IsZero() {
+		return 0
+	}
+	return now.Sub(v.Fetched)
+}
+
+// ChangesSince returns the changes at or after from.
+func (v *View) ChangesSince(from time.Time) []Change {
+	if v == nil {
+		return nil
+	}
+	i := 0
+	for i < len(v.Changes) && v.Changes[i].At.Before(from) {
+		i++
+	}
+	return v.Changes[i:]
+}
+
+// Hashcode is the apps hashcode of the view's served instances.
+func (v *View) Hashcode() string {
+	if v == nil {
+		return ""
+	}
+	return registry.AppsHashcode(v.Counts)
+}
