@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -174,6 +175,15 @@ func (c *cdp) read() {
 
 func (c *cdp) call(method string, params any) json.RawMessage {
 	c.t.Helper()
+	res, err := c.try(method, params)
+	if err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	return res
+}
+
+// try is call that returns chromium's refusal instead of failing the test.
+func (c *cdp) try(method string, params any) (json.RawMessage, error) {
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
@@ -184,21 +194,20 @@ func (c *cdp) call(method string, params any) json.RawMessage {
 		params = map[string]any{}
 	}
 	if err := websocket.JSON.Send(c.ws, map[string]any{"id": id, "method": method, "params": params}); err != nil {
-		c.t.Fatalf("%s: %v", method, err)
+		return nil, err
 	}
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			c.t.Fatalf("%s: connection to chromium lost", method)
+			return nil, errors.New("connection to chromium lost")
 		}
 		if r.Error != nil {
-			c.t.Fatalf("%s: %s", method, r.Error.Message)
+			return nil, errors.New(r.Error.Message)
 		}
-		return r.Result
+		return r.Result, nil
 	case <-time.After(30 * time.Second):
-		c.t.Fatalf("%s: no answer from chromium in 30 s", method)
+		return nil, errors.New("no answer from chromium in 30 s")
 	}
-	return nil
 }
 
 // eval runs expr in the page (awaiting a promise) and decodes its value
@@ -206,6 +215,11 @@ func (c *cdp) call(method string, params any) json.RawMessage {
 func (c *cdp) eval(expr string, out any) {
 	c.t.Helper()
 	raw := c.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true})
+	c.decodeEval(expr, raw, out)
+}
+
+func (c *cdp) decodeEval(expr string, raw json.RawMessage, out any) {
+	c.t.Helper()
 	var r struct {
 		Result struct {
 			Value json.RawMessage `json:"value"`
@@ -237,7 +251,16 @@ func (c *cdp) waitFor(what, expr string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var ok bool
-		c.eval("!!("+expr+")", &ok)
+		// A poll that meets a navigation (the page a click loads) is
+		// refused with "Inspected target navigated or closed": the page
+		// is changing, so poll again.
+		raw, err := c.try("Runtime.evaluate", map[string]any{"expression": "!!(" + expr + ")", "returnByValue": true, "awaitPromise": true})
+		switch {
+		case err == nil:
+			c.decodeEval(expr, raw, &ok)
+		case !strings.Contains(err.Error(), "navigated or closed") && !strings.Contains(err.Error(), "context"):
+			c.t.Fatalf("waiting for %s: Runtime.evaluate: %v", what, err)
+		}
 		if ok {
 			return
 		}

@@ -83,6 +83,7 @@ func (c *manualClock) Waiting() int {
 func regionNode(t *testing.T, name string, port int, clock *manualClock, remotes map[string]string, sets ...string) *Node {
 	t.Helper()
 	base := []string{
+		"eureka.client.register-with-eureka=false", // tests count the instances they register
 		"server.port=" + strconv.Itoa(port), "server.address=127.0.0.1",
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.enabled=false", "eureka.server.wait-time-in-ms-when-sync-empty=0",
