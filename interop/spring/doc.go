@@ -27,7 +27,10 @@
 // lists the exchanges the client had (method, path, status, content type,
 // encoding), and `go test -v` logs each scenario's kinds of exchange with
 // their counts. pair_test.go runs a Boot 4 and a Boot 3 app side by side
-// against two peered nodes. About four minutes on two cores (at most three
+// against two peered nodes. dns_test.go has eureka-client 2.0 and a Boot 4
+// app find the node by Eureka's DNS server discovery (TXT records from the
+// node's DNS interface; root only, for port 53 and a private mount
+// namespace with its own /etc/resolv.conf, docs/dns.md). About four minutes on two cores (at most three
 // JVMs at once).
 //
 // The apps are steered over their own HTTP port: /control/state (the
