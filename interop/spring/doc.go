@@ -30,7 +30,9 @@
 // against two peered nodes. dns_test.go has eureka-client 2.0 and a Boot 4
 // app find the node by Eureka's DNS server discovery (TXT records from the
 // node's DNS interface; root only, for port 53 and a private mount
-// namespace with its own /etc/resolv.conf, docs/dns.md). About four minutes on two cores (at most three
+// namespace with its own /etc/resolv.conf, docs/dns.md).
+// contextpath_test.go runs a Boot 4 app and eureka-client 2.0 against a
+// node under server.servlet.context-path=/register. About four minutes on two cores (at most three
 // JVMs at once).
 //
 // The apps are steered over their own HTTP port: /control/state (the
