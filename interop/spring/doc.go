@@ -32,7 +32,11 @@
 // node's DNS interface; root only, for port 53 and a private mount
 // namespace with its own /etc/resolv.conf, docs/dns.md).
 // contextpath_test.go runs a Boot 4 app and eureka-client 2.0 against a
-// node under server.servlet.context-path=/register. About four minutes on two cores (at most three
+// node under server.servlet.context-path=/register.
+// springpeer_test.go puts Spring apps on both sides of a Spring Cloud
+// Eureka Server 5.0 (interop/spring/eureka-server) peered with a Muster
+// node: a Boot 4 app on the Spring server and a Boot 3 app on Muster find
+// and call each other, and each sees the other gone when it stops. About four minutes on two cores (at most three
 // JVMs at once).
 //
 // The apps are steered over their own HTTP port: /control/state (the
