@@ -99,10 +99,10 @@ func TestClients_dnsServerDiscovery(t *testing.T) {
 			_, tapPort, _ := net.SplitHostPort(tap.URL()[len("http://"):])
 			port, _ := strconv.Atoi(tapPort)
 			a = startApp(t, c, c.name+"-dns", []string{deadURL}, nil, d.sets(port)...)
+			waitOnNode(t, node, tap, 0, a, "registered UP through the URL from DNS", nodeStatusIs("UP"))
 			if len(a.proc.Out.Match(0, `Resolving eureka endpoints via DNS: txt\.us-east-1\.muster`)) == 0 {
 				t.Errorf("the client did not log that it resolves its servers through DNS")
 			}
-			waitOnNode(t, node, tap, 0, a, "registered UP through the URL from DNS", nodeStatusIs("UP"))
 			mustSee(t, tap, 0, "POST", appPath(a, ""), ok204, "the registration")
 			mustSee(t, tap, 0, "GET", `^/eureka/apps/?$`, ok200, "the full fetch")
 			mustSee(t, tap, 0, "GET", `^/eureka/apps/delta$`, ok200, "a delta fetch")
