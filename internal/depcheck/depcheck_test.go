@@ -193,10 +193,6 @@ var allowed = map[string]rule{
 		testImports: []string{"interop/interoptest", "internal/testwait"},
 		why:         "no code; its tests run the muster binary against a real Spring Cloud Config Server built by Maven",
 	},
-	"interop/javaeureka": {
-		testImports: []string{"internal/testwait"},
-		why:         "no code; its tests drive the muster binary with the real Java Eureka client",
-	},
 	"interop/scripted": {
 		testImports: []string{"internal/testwait", "interop/interoptest"},
 		why:         "no code; its tests drive eureka-js-client (npm) and py-eureka-client (PyPI) with the muster binary",

@@ -28,6 +28,9 @@ type client struct {
 	transport string   // what the app reports as its transport: proof the setting took
 	spring    bool     // a Spring app: /actuator/serviceregistry is there
 	main      string   // a driver's main class, run from target/classes and target/lib; "" runs target/app.jar
+	// wrap, if set, is the command the JVM runs under (its arguments
+	// end with the program to exec: "java" and its own arguments follow).
+	wrap []string
 }
 
 var clients = []client{
@@ -92,6 +95,9 @@ func startApp(t *testing.T, c client, name string, urls []string, jvm []string, 
 	args = append(args, c.args...)
 	args = append(args, extra...)
 	cmd := exec.Command("java", args...)
+	if len(c.wrap) > 0 {
+		cmd = exec.Command(c.wrap[0], append(append(c.wrap[1:len(c.wrap):len(c.wrap)], "java"), args...)...)
+	}
 	a := &app{t: t, App: strings.ToUpper(name), ID: id, http: &http.Client{Timeout: 10 * time.Second}}
 	a.proc = interoptest.Start(t, name, cmd)
 	t.Cleanup(a.Stop)

@@ -27,7 +27,16 @@
 // lists the exchanges the client had (method, path, status, content type,
 // encoding), and `go test -v` logs each scenario's kinds of exchange with
 // their counts. pair_test.go runs a Boot 4 and a Boot 3 app side by side
-// against two peered nodes. About four minutes on two cores (at most three
+// against two peered nodes. dns_test.go has eureka-client 2.0 and a Boot 4
+// app find the node by Eureka's DNS server discovery (TXT records from the
+// node's DNS interface; root only, for port 53 and a private mount
+// namespace with its own /etc/resolv.conf, docs/dns.md).
+// contextpath_test.go runs a Boot 4 app and eureka-client 2.0 against a
+// node under server.servlet.context-path=/register.
+// springpeer_test.go puts Spring apps on both sides of a Spring Cloud
+// Eureka Server 5.0 (interop/spring/eureka-server) peered with a Muster
+// node: a Boot 4 app on the Spring server and a Boot 3 app on Muster find
+// and call each other, and each sees the other gone when it stops. About four minutes on two cores (at most three
 // JVMs at once).
 //
 // The apps are steered over their own HTTP port: /control/state (the

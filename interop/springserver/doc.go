@@ -18,6 +18,10 @@
 //   - the migration of docs/migration-from-java-eureka.md end to end,
 //     from a pair of Spring servers to two gossiping Muster nodes.
 //
+// Spring apps (a Boot 4 app on the Spring server, a Boot 3 app on Muster)
+// on both sides of the same peering are in interop/spring
+// (springpeer_test.go), beside the apps' own harness.
+//
 // Without java, mvn or Maven Central the tests skip with one line saying
 // why, so `go test ./...` passes anywhere.
 package springserver

@@ -11,8 +11,9 @@ import (
 )
 
 // javaCompactApps are the two instances whose compact documents the real
-// Java Eureka server (eureka-core 1.10.18, ../shared/java-eureka) answered
-// in testdata/java-compact.{json,xml}: registered with these bodies, the
+// Java Eureka server (eureka-core 1.10.18, run once to record them; the
+// files are all this test needs of it) answered in
+// testdata/java-compact.{json,xml}: registered with these bodies, the
 // first given an OUT_OF_SERVICE override, then fetched with
 // X-Eureka-Accept: compact.
 func javaCompactApps(t *testing.T) []registry.AppView {
