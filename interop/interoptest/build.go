@@ -113,7 +113,37 @@ func Build(src string, log io.Writer) (string, error) {
 	if err := os.WriteFile(done, []byte(sum+"\n"), 0o644); err != nil {
 		return "", err
 	}
+	pruneOlderBuilds(root, name, dir)
 	return dir, nil
+}
+
+// pruneOlderBuilds removes the builds of name's earlier sources but the
+// newest other one (a branch switched back and forth builds once each
+// way), so the cache does not grow by a Spring Boot app (about 65 MB) per
+// source change. It runs under name's lock, so no test is using them.
+func pruneOlderBuilds(root, name, keep string) {
+	matches, _ := filepath.Glob(filepath.Join(root, name+"-*"))
+	type build struct {
+		dir  string
+		when int64
+	}
+	var older []build
+	for _, m := range matches {
+		if m == keep || len(filepath.Base(m)) != len(name)+1+16 {
+			continue // this build, or another source whose name starts with name-
+		}
+		info, err := os.Stat(filepath.Join(m, ".muster-built"))
+		if err != nil {
+			continue
+		}
+		older = append(older, build{m, info.ModTime().UnixNano()})
+	}
+	sort.Slice(older, func(i, j int) bool { return older[i].when > older[j].when })
+	for i, b := range older {
+		if i >= 1 {
+			_ = os.RemoveAll(b.dir)
+		}
+	}
 }
 
 // Built is Build for a test: it skips the test when the build cannot run

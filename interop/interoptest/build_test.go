@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestHashTree_changesWithSourcesNotWithBuildOutput(t *testing.T) {
@@ -81,5 +82,34 @@ func TestWireTap_recordsAndCuts(t *testing.T) {
 	if resp, err := http.Get(tap.URL() + "/x"); err == nil {
 		resp.Body.Close()
 		t.Fatalf("a cut tap answered %d", resp.StatusCode)
+	}
+}
+
+func TestPruneOlderBuilds_keepsThisAndTheNewestOther(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name string, age time.Duration) string {
+		d := filepath.Join(root, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(d, ".muster-built")
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Now().Add(-age)
+		if err := os.Chtimes(f, when, when); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	keep := mk("app-0000000000000001", 0)
+	newer := mk("app-0000000000000002", time.Hour)
+	old := mk("app-0000000000000003", 2*time.Hour)
+	other := mk("app-client-0000000000000004", 3*time.Hour) // another source
+	pruneOlderBuilds(root, "app", keep)
+	for d, want := range map[string]bool{keep: true, newer: true, old: false, other: true} {
+		if got := exists(d); got != want {
+			t.Errorf("%s exists %v, want %v", filepath.Base(d), got, want)
+		}
 	}
 }
