@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -13,6 +14,7 @@ import (
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/tlsconfig"
 )
 
 // regionInfo describes the remote regions for /admin/status and the
@@ -46,7 +48,7 @@ func (n *Node) newRegions() (*regions.Set, error) {
 	}
 	var tlsCfg *tls.Config
 	if s.Regions.TrustStore != "" {
-		pool, err := regionTrustPool(s.Regions.TrustStore)
+		pool, err := regionTrustPool(s.Regions.TrustStore, s.Regions.TrustStorePassword)
 		if err != nil {
 			return nil, fmt.Errorf("setting eureka.server.remote-region-trust-store: %w", err)
 		}
@@ -56,15 +58,26 @@ func (n *Node) newRegions() (*regions.Set, error) {
 		ID: s.InstanceHostname, Retention: s.Registry.DeltaRetention, Logger: n.log}), nil
 }
 
-// regionTrustPool reads a PEM bundle of CA certificates. Java keystores
-// (JKS, PKCS12) are refused with a clear error: convert one with
-// `keytool -exportcert -rfc` (docs/regions.md).
-func regionTrustPool(path string) (*x509.CertPool, error) {
+// regionTrustPool reads the CA certificates HTTPS remote regions are
+// verified against: a PEM bundle, or a Java trust store (PKCS12 or JKS,
+// told apart by its first bytes, opened with password), as Eureka's
+// remote-region-trust-store is.
+func regionTrustPool(path, password string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
+	if !bytes.Contains(b, []byte("-----BEGIN")) {
+		certs, err := tlsconfig.ReadTrustStore(tlsconfig.KeyStore{Path: path, Password: password})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range certs {
+			pool.AddCert(c)
+		}
+		return pool, nil
+	}
 	n := 0
 	for rest := b; ; {
 		var blk *pem.Block
@@ -83,7 +96,7 @@ func regionTrustPool(path string) (*x509.CertPool, error) {
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%s holds no PEM certificate (a JKS or PKCS12 store must be exported to PEM for remote regions: keytool -exportcert -rfc)", path)
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
 	}
 	return pool, nil
 }

@@ -28,11 +28,13 @@ import (
 // ClasspathKey is the setting listing muster.classpath's directories.
 const ClasspathKey = "muster.classpath"
 
-// resourceKeys are the settings Spring reads as resources.
+// resourceKeys are the settings Spring reads as resources. The server.ssl
+// ones are read only when TLS is on; the others always.
 var resourceKeys = []struct {
 	key   string
 	field func(s *Settings) *string
 }{
+	{"eureka.server.remote-region-trust-store", func(s *Settings) *string { return &s.Regions.TrustStore }},
 	{"server.ssl.key-store", func(s *Settings) *string { return &s.SSLKeyStore }},
 	{"server.ssl.trust-store", func(s *Settings) *string { return &s.SSLTrustStore }},
 	{"server.ssl.certificate", func(s *Settings) *string { return &s.SSLCertificate }},
@@ -106,14 +108,14 @@ func hasPrefixFold(s, prefix string) bool {
 // value with the file it names, noting the resolution for config --check;
 // an error names the setting and the places searched.
 func resolveResources(s *Settings, rep *Report, configFile string) {
-	if !s.TLSOn() {
-		return // server.ssl.enabled: false: Spring opens none of them
-	}
 	dirs := classpathDirs(configFile, s.Classpath)
 	for _, rk := range resourceKeys {
 		field := rk.field(s)
 		if *field == "" {
 			continue
+		}
+		if strings.HasPrefix(rk.key, "server.ssl.") && !s.TLSOn() {
+			continue // server.ssl.enabled: false: Spring opens none of them
 		}
 		path, err := resolveResource(*field, dirs)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -276,6 +277,21 @@ func publicKeyMatches(cert *x509.Certificate, key crypto.PrivateKey) bool {
 	}
 	pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && pub.Equal(signer.Public())
+}
+
+// ReadTrustStore reads the certificates a PKCS12 or JKS trust store
+// vouches for, as server.ssl.trust-store does (see decodeTrustStore), for
+// a client that verifies servers against them (a remote region's fetcher).
+// A "file:" prefix is accepted; the file's first bytes decide its format,
+// whatever store.Type says. Errors are *FileError and never hold the
+// password.
+func ReadTrustStore(store KeyStore) ([]*x509.Certificate, error) {
+	store.Path = stripFilePrefix(store.Path)
+	data, err := os.ReadFile(store.Path)
+	if err != nil {
+		return nil, &FileError{File: FileTrustStore, Path: store.Path, Err: unwrapPath(err)}
+	}
+	return decodeTrustStore(data, store)
 }
 
 // decodeTrustStore reads the certificates a trust store vouches for: as

@@ -1,6 +1,8 @@
 package tlsconfig_test
 
 import (
+	"bytes"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"os"
@@ -238,4 +240,50 @@ func TestParseStoreType(t *testing.T) {
 			t.Errorf("ParseStoreType(%q) accepted", in)
 		}
 	}
+}
+
+// ReadTrustStore reads what a trust store vouches for (the CA, in
+// trust.p12 and trust.jks), with a file: prefix too, and says which file
+// and what is wrong without the password.
+func TestReadTrustStore(t *testing.T) {
+	for name, set := range keystoretest.Sets(t) {
+		t.Run(name, func(t *testing.T) {
+			caBlock, _ := pem.Decode(mustRead(t, set.Path("ca.pem")))
+			if caBlock == nil {
+				t.Fatal("ca.pem holds no PEM block")
+			}
+			for _, file := range []string{"trust.p12", "file:" + set.Path("trust.jks")} {
+				path := file
+				if !strings.HasPrefix(file, "file:") {
+					path = set.Path(file)
+				}
+				certs, err := tlsconfig.ReadTrustStore(tlsconfig.KeyStore{Path: path, Password: keystoretest.TrustPassword})
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				if len(certs) != 1 || !bytes.Equal(certs[0].Raw, caBlock.Bytes) {
+					t.Fatalf("%s: %d certificates, want the CA only", file, len(certs))
+				}
+			}
+			const wrong = "hunter2-wrong"
+			_, err := tlsconfig.ReadTrustStore(tlsconfig.KeyStore{Path: set.Path("trust.p12"), Password: wrong})
+			var fe *tlsconfig.FileError
+			if !errors.As(err, &fe) || fe.File != tlsconfig.FileTrustStorePassword || strings.Contains(err.Error(), wrong) {
+				t.Fatalf("wrong password: %v", err)
+			}
+			_, err = tlsconfig.ReadTrustStore(tlsconfig.KeyStore{Path: set.Path("missing.p12")})
+			if !errors.As(err, &fe) || fe.File != tlsconfig.FileTrustStore || !strings.Contains(err.Error(), "missing.p12") {
+				t.Fatalf("missing file: %v", err)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

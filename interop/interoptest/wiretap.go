@@ -24,7 +24,8 @@ type Exchange struct {
 	EurekaAccept        string // the request's X-Eureka-Accept (compact asks the compact form)
 	AcceptEncoding      string // the request's Accept-Encoding (gzip asks a gzip answer)
 	Status              int
-	RespType, RespEnc   string // the answer's Content-Type and Content-Encoding
+	RespType, RespEnc   string      // the answer's Content-Type and Content-Encoding
+	Header              http.Header // every header of the request, as the client sent it
 }
 
 func (e Exchange) String() string {
@@ -133,7 +134,7 @@ func newWireTap(t testing.TB, target string, upstream http.RoundTripper, serve *
 func (w *WireTap) record(r *http.Request, status int, h http.Header) {
 	e := Exchange{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
 		Accept: r.Header.Get("Accept"), ContentType: r.Header.Get("Content-Type"), EurekaAccept: r.Header.Get("X-Eureka-Accept"), AcceptEncoding: r.Header.Get("Accept-Encoding"),
-		Status: status, RespType: h.Get("Content-Type"), RespEnc: h.Get("Content-Encoding")}
+		Status: status, RespType: h.Get("Content-Type"), RespEnc: h.Get("Content-Encoding"), Header: r.Header.Clone()}
 	w.mu.Lock()
 	w.seen = append(w.seen, e)
 	w.mu.Unlock()

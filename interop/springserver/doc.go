@@ -17,6 +17,10 @@
 //     instance;
 //   - the migration of docs/migration-from-java-eureka.md end to end,
 //     from a pair of Spring servers to two gossiping Muster nodes.
+//   - a Spring server and a Muster node as each other's remote region
+//     (issue 37), a Spring Boot client on each side seeing the other
+//     region's instance, and each server's fetches of the other checked
+//     on the wire (docs/regions.md).
 //
 // Spring apps (a Boot 4 app on the Spring server, a Boot 3 app on Muster)
 // on both sides of the same peering are in interop/spring
