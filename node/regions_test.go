@@ -88,9 +88,6 @@ func regionNode(t *testing.T, name string, port int, clock *manualClock, remotes
 		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1",
 		"cluster.enabled=false", "eureka.server.wait-time-in-ms-when-sync-empty=0",
 		"eureka.client.region=" + name,
-		// The tests count the instances they register: not the node's own
-		// (self-registration is on by default).
-		"eureka.client.register-with-eureka=false",
 	}
 	for r, u := range remotes {
 		base = append(base, "eureka.server.remote-region-urls-with-name."+r+"="+u)
