@@ -194,22 +194,16 @@ func (h *watchHub) appVersion(app string) uint64 {
 	return 0
 }
 
-// waitApp returns a channel closed at app's next change, or nil when its
-// version is no longer index: the caller answers at once. A non-nil
-// channel must be followed by releaseApp.
-func (h *watchHub) waitApp(app string, index uint64) <-chan struct{} {
+// waitApp returns a channel closed at app's next change that the hub
+// applies; it must be followed by releaseApp. Whether the app is still at
+// the index a client sent is the caller's question (holdApp asks the
+// registry's snapshot, not the hub, which may be behind it).
+func (h *watchHub) waitApp(app string) <-chan struct{} {
 	h.start()
 	name := strings.ToUpper(app)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	a := h.apps[name]
-	var cur uint64
-	if a != nil {
-		cur = a.seq
-	}
-	if cur != index {
-		return nil
-	}
 	if a == nil {
 		// An app this node has not seen change: remember it, so its first
 		// change wakes this waiter (releaseApp forgets it again).
