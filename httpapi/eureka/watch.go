@@ -19,9 +19,11 @@ import (
 // Versions: the registry's (the Seq of the newest change) for the full
 // registry, the delta and VIPs; per app, the Seq of that app's newest
 // change, so that a watcher of one app is woken by that app only. The hub
-// hands out only versions it has applied and they never go down, so an
-// index a client sends that is above the hub's version of its view came
-// from before a restart of this node.
+// follows the change stream a little behind the registry, so it only
+// wakes: the index a read answers with, and the one a held request is
+// compared with, come from the registry's snapshot (getApp, holdApp,
+// holdRegistry), never from the hub, whose version may be older than the
+// body a client was given.
 //
 // Waiters: a held request waits on a channel that the hub closes at the
 // view's next change: one channel per app with waiters, shared by all of
