@@ -49,7 +49,10 @@ import (
 // A node with no peers configured (a single node) serves what it has at
 // once, as Eureka does: there is no one else to ask, and a lone node that
 // restarts without a data dir would otherwise refuse every new deployment
-// for the wait.
+// for the wait. A lone node whose snapshot was refused (truncated, altered,
+// empty, another cluster's) is the exception: it knows it had a registry
+// and has lost it, exactly the case of a full restart where no peer has
+// it, so it starts cold too.
 
 // Start-up outcomes, for the log and muster_start_state.
 const (
@@ -97,8 +100,9 @@ func (s *Settings) coldStartLimit() time.Duration {
 }
 
 // startRefusal decides, after syncUp and the snapshot, how long registry
-// reads are refused and why.
-func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restored bool) (time.Duration, string) {
+// reads are refused and why. snapshotRefused says a snapshot was there but
+// refused (restoreSnapshot): the node had a registry it cannot serve.
+func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restored, snapshotRefused bool) (time.Duration, string) {
 	switch {
 	case res.Source != "":
 		return 0, startCopied
@@ -108,7 +112,7 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 		return 0, startOpenCount
 	case s.explicit[openCountKey]:
 		return s.WaitWhenSyncEmpty, startSyncEmpty
-	case s.Sync.Attempts <= 0:
+	case s.Sync.Attempts <= 0 && !snapshotRefused:
 		return 0, startSyncOff
 	case res.AllStarting:
 		return s.ColdStartWait, startCold
@@ -116,6 +120,8 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 		return s.ColdStartWait, startCold
 	case res.PeersKnown && !res.Reached:
 		return s.ColdStartWait, startNoPeer
+	case snapshotRefused:
+		return s.ColdStartWait, startCold
 	}
 	return 0, startAlone
 }
@@ -172,8 +178,9 @@ type snapshotWriter struct {
 
 // restoreSnapshot loads the data dir's snapshot into the registry, before
 // OpenForTraffic, when no peer had the registry. It reports whether it
-// restored at least one instance.
-func (n *Node) restoreSnapshot() bool {
+// restored at least one instance, and whether a snapshot was there but
+// refused (set aside).
+func (n *Node) restoreSnapshot() (restored, refused bool) {
 	dir := n.settings.DataDir
 	f, err := persist.ReadFile(dir, n.settings.ClusterName)
 	h, instances := f.Header, f.Instances
@@ -181,7 +188,7 @@ func (n *Node) restoreSnapshot() bool {
 	case errors.Is(err, persist.ErrNotFound):
 		n.snapMetrics.Load.WithLabelValues("not_found").Set(1)
 		n.log.Info().Str("file", persist.Path(dir)).Msg("no registry snapshot to load (a new data dir)")
-		return false
+		return false, false
 	case err != nil:
 		outcome := "corrupt"
 		if errors.Is(err, persist.ErrForeign) {
@@ -191,26 +198,28 @@ func (n *Node) restoreSnapshot() bool {
 		}
 		n.snapMetrics.Load.WithLabelValues(outcome).Set(1)
 		ev := n.log.Error().Str("file", persist.Path(dir)).Str("reason", outcome).Err(err)
-		if aside, err := persist.SetAside(dir); err == nil {
+		if aside, err := persist.SetAside(dir, time.Now()); err == nil {
 			ev = ev.Str("moved_to", aside)
+		} else {
+			ev = ev.AnErr("set_aside_error", err)
 		}
 		ev.Msg("registry snapshot refused, nothing of it loaded")
-		return false
+		return false, true
 	case len(instances) == 0:
 		// The cancels still count: without their tombstones a peer's
 		// older copy could bring them back.
 		persist.RestoreTombstones(n.reg, h.Written, f.Tombstones, time.Now())
 		n.snapMetrics.Load.WithLabelValues("empty").Set(1)
 		n.log.Info().Str("file", persist.Path(dir)).Time("written", h.Written).Msg("registry snapshot holds no instance")
-		return false
+		return false, false
 	}
-	stored, refused := persist.Restore(n.reg, instances)
+	stored, rejected := persist.Restore(n.reg, instances)
 	// After the instances, so a cancel newer than a restored copy removes
 	// it under the winner rule.
 	tombs := persist.RestoreTombstones(n.reg, h.Written, f.Tombstones, time.Now())
-	for i, err := range refused {
+	for i, err := range rejected {
 		if i == 3 {
-			n.log.Warn().Int("more", len(refused)-3).Msg("snapshot: more instances refused")
+			n.log.Warn().Int("more", len(rejected)-3).Msg("snapshot: more instances refused")
 			break
 		}
 		n.log.Warn().Err(err).Msg("snapshot: instance refused by the registry")
@@ -219,7 +228,7 @@ func (n *Node) restoreSnapshot() bool {
 	n.log.Info().Str("file", persist.Path(dir)).Str("written_by", h.Node).Time("written", h.Written).
 		Dur("age", time.Since(h.Written).Round(time.Second)).Int("instances", stored).Int("tombstones", tombs).
 		Msg("no peer had the registry: loaded the snapshot, every lease counted as renewed now")
-	return stored > 0
+	return stored > 0, false
 }
 
 // restoreSnapshotTombstones applies the snapshot's tombstones after

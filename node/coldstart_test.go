@@ -23,6 +23,7 @@ import (
 
 func TestStartRefusal(t *testing.T) {
 	s := &Settings{Sync: replication.SyncConfig{Attempts: 5}, ColdStartWait: 35 * time.Second, WaitWhenSyncEmpty: 5 * time.Minute}
+	const refused = true
 	cases := []struct {
 		name          string
 		res           replication.SyncResult
@@ -31,23 +32,29 @@ func TestStartRefusal(t *testing.T) {
 		retries       int
 		wait          time.Duration
 		state         string
+		refused       bool // a snapshot was there and was refused
 	}{
-		{"copied from a peer", replication.SyncResult{Source: "b", Reached: true, PeersKnown: true, Instances: 3}, true, false, 5, 0, startCopied},
-		{"a warm peer with an empty registry", replication.SyncResult{Source: "b", Reached: true, PeersKnown: true}, true, false, 5, 0, startCopied},
-		{"full restart, snapshot loaded", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, true, 5, 0, startRestored},
-		{"full restart, no snapshot", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, false, 5, 35 * time.Second, startCold},
-		{"configured peers never appeared", replication.SyncResult{Attempts: 5}, true, false, 5, 35 * time.Second, startCold},
-		{"peers known, unreachable: as a cold start", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, false, 5, 35 * time.Second, startNoPeer},
-		{"peers unreachable, snapshot loaded", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, true, 5, 0, startRestored},
-		{"a single node, no peers configured", replication.SyncResult{Attempts: 1}, false, false, 5, 0, startAlone},
-		{"a single node with a snapshot", replication.SyncResult{Attempts: 1}, false, true, 5, 0, startRestored},
-		{"syncUp off", replication.SyncResult{}, true, false, 0, 0, startSyncOff},
+		{"copied from a peer", replication.SyncResult{Source: "b", Reached: true, PeersKnown: true, Instances: 3}, true, false, 5, 0, startCopied, false},
+		{"a warm peer with an empty registry", replication.SyncResult{Source: "b", Reached: true, PeersKnown: true}, true, false, 5, 0, startCopied, false},
+		{"full restart, snapshot loaded", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, true, 5, 0, startRestored, false},
+		{"full restart, no snapshot", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, false, 5, 35 * time.Second, startCold, false},
+		{"full restart, snapshot refused", replication.SyncResult{Reached: true, PeersKnown: true, AllStarting: true}, true, false, 5, 35 * time.Second, startCold, refused},
+		{"configured peers never appeared", replication.SyncResult{Attempts: 5}, true, false, 5, 35 * time.Second, startCold, false},
+		{"peers known, unreachable: as a cold start", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, false, 5, 35 * time.Second, startNoPeer, false},
+		{"peers unreachable, snapshot refused", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, false, 5, 35 * time.Second, startNoPeer, refused},
+		{"peers unreachable, snapshot loaded", replication.SyncResult{Attempts: 5, PeersKnown: true}, true, true, 5, 0, startRestored, false},
+		{"a single node, no peers configured", replication.SyncResult{Attempts: 1}, false, false, 5, 0, startAlone, false},
+		{"a single node with a snapshot", replication.SyncResult{Attempts: 1}, false, true, 5, 0, startRestored, false},
+		{"a single node whose snapshot was refused", replication.SyncResult{Attempts: 1}, false, false, 5, 35 * time.Second, startCold, refused},
+		{"a peer had it, local snapshot refused", replication.SyncResult{Source: "b", Reached: true, PeersKnown: true}, true, false, 5, 0, startCopied, refused},
+		{"syncUp off", replication.SyncResult{}, true, false, 0, 0, startSyncOff, false},
+		{"syncUp off, snapshot refused", replication.SyncResult{}, false, false, 0, 35 * time.Second, startCold, refused},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *s
 			s.Sync.Attempts = tc.retries
-			wait, state := startRefusal(&s, tc.res, tc.peersExpected, tc.restored)
+			wait, state := startRefusal(&s, tc.res, tc.peersExpected, tc.restored, tc.refused)
 			if wait != tc.wait || state != tc.state {
 				t.Fatalf("got %s, %q; want %s, %q", wait, state, tc.wait, tc.state)
 			}
@@ -363,7 +370,7 @@ func TestNode_dataDirRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name, outcome string
 		data          []byte
 		sets          []string
@@ -385,8 +392,12 @@ func TestNode_dataDirRoundTrip(t *testing.T) {
 		if err := n.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		// The refused file is kept aside, not overwritten.
-		if aside, err := os.ReadFile(persist.Path(dir) + ".refused"); err != nil || !bytes.Equal(aside, tc.data) {
+		// The refused file is kept aside, beside those refused before.
+		kept, err := persist.Refused(dir)
+		if err != nil || len(kept) != i+1 {
+			t.Fatalf("%s snapshot: refused files %v (%v), want %d", tc.name, kept, err, i+1)
+		}
+		if aside, err := os.ReadFile(kept[len(kept)-1]); err != nil || !bytes.Equal(aside, tc.data) {
 			t.Fatalf("%s snapshot: not set aside intact: %v", tc.name, err)
 		}
 	}
@@ -589,6 +600,102 @@ func TestNode_ColdStart_waitRules(t *testing.T) {
 			clk.Set(start.Add(tc.open))
 			if code := readCode(t, n); code != 200 {
 				t.Errorf("at %s: GET apps %d, want 200", tc.open, code)
+			}
+		})
+	}
+}
+
+// TestNode_ColdStart_refusedSnapshotAlone: a lone node (no peers) whose
+// snapshot is refused — truncated, a flipped byte, empty — knows it had a
+// registry and lost it. It sets the file aside (beside those refused
+// before), holds reads for the cold-start wait by the registry's clock,
+// and then serves what the clients registered again meanwhile, not an
+// empty registry at once.
+func TestNode_ColdStart_refusedSnapshotAlone(t *testing.T) {
+	dir := t.TempDir()
+	sets := []string{"cluster.enabled=false", "muster.data-dir=" + dir, "eureka.server.expected-client-renewal-interval-seconds=10"}
+	start := func(clk *registrytest.Clock) *Node {
+		t.Helper()
+		s := mustLoad(t, "", nil, append([]string{"server.port=0", "server.address=127.0.0.1",
+			"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1", "cluster.node-name=rs"}, sets...))
+		n, err := New(s, testLogger(t), Options{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
+		waitOpened(t, n)
+		return n
+	}
+	// A good snapshot of two instances, written at shutdown.
+	first := start(registrytest.NewClock())
+	for _, id := range []string{"o-1", "o-2"} {
+		if code := call(t, "POST", first.URL()+"apps/ORDERS", instanceBody("ORDERS", id, 90)); code != 204 {
+			t.Fatalf("register %s: %d", id, code)
+		}
+	}
+	if err := first.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(persist.Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 0x20
+
+	for i, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"truncated", good[:len(good)*2/3]},
+		{"a flipped byte", flipped},
+		{"empty", []byte{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(persist.Path(dir), tc.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			clk := registrytest.NewClock()
+			n := start(clk)
+			if n.startState != startCold {
+				t.Fatalf("start state %q, want %q", n.startState, startCold)
+			}
+			if v := metricValue(t, n, `muster_snapshot_load{outcome="corrupt"}`); v != 1 {
+				t.Fatalf("load outcome corrupt = %v", v)
+			}
+			if code := readCode(t, n); code != 403 {
+				t.Fatalf("right after the start: GET apps %d, want 403 (the registry it had is lost)", code)
+			}
+			// A live client's heartbeat finds nothing; it registers again.
+			if code := call(t, "PUT", n.URL()+"apps/ORDERS/o-1", ""); code != 404 {
+				t.Fatalf("heartbeat of a lost instance: %d, want 404", code)
+			}
+			clk.Advance(2 * time.Second)
+			if code := call(t, "POST", n.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
+				t.Fatalf("re-register: %d", code)
+			}
+			clk.Advance(12 * time.Second) // 14 s of the 15 s wait (10 s interval + 5 s)
+			if code := readCode(t, n); code != 403 {
+				t.Fatalf("14 s after the start: GET apps %d, want 403", code)
+			}
+			clk.Advance(time.Second)
+			code, body, err := httpGet(n.URL() + "apps/ORDERS")
+			if err != nil || code != 200 || !strings.Contains(body, "<instanceId>o-1</instanceId>") || strings.Contains(body, "o-2") {
+				t.Fatalf("15 s after the start: GET apps/ORDERS %d %v, want o-1 alone (re-registered)\n%s", code, err, body)
+			}
+			// Set aside beside the ones refused before, intact.
+			kept, err := persist.Refused(dir)
+			if err != nil || len(kept) != i+1 {
+				t.Fatalf("refused snapshots kept: %v (%v), want %d", kept, err, i+1)
+			}
+			if aside, err := os.ReadFile(kept[len(kept)-1]); err != nil || !bytes.Equal(aside, tc.data) {
+				t.Fatalf("the refused snapshot was not set aside intact: %v", err)
+			}
+			if err := n.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -434,7 +434,7 @@ func (n *Node) startUp(ctx context.Context) {
 		return
 	}
 	n.syncResult, n.syncTook = res, time.Since(t0)
-	restored := false
+	restored, snapshotRefused := false, false
 	switch {
 	case n.settings.DataDir == "":
 		n.snapMetrics.Load.WithLabelValues("disabled").Set(1)
@@ -442,9 +442,9 @@ func (n *Node) startUp(ctx context.Context) {
 		n.snapMetrics.Load.WithLabelValues("not_needed").Set(1)
 		n.restoreSnapshotTombstones()
 	default:
-		restored = n.restoreSnapshot()
+		restored, snapshotRefused = n.restoreSnapshot()
 	}
-	wait, state := startRefusal(n.settings, res, n.peersExpected(), restored)
+	wait, state := startRefusal(n.settings, res, n.peersExpected(), restored, snapshotRefused)
 	n.startState = state
 	n.snapMetrics.startState.WithLabelValues(state).Set(1)
 	if wait > 0 {
@@ -456,8 +456,8 @@ func (n *Node) startUp(ctx context.Context) {
 		}
 		switch state {
 		case startCold:
-			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).
-				Msg("cold start: no peer has the registry and there is no snapshot; registry reads answer 403 and /readyz 503 until then (later if clients declaring a longer renewal interval register meanwhile), while live clients register again")
+			n.log.Warn().Time("until", until).Dur("wait", wait).Bool("peers_seen", res.PeersKnown).Bool("snapshot_refused", snapshotRefused).
+				Msg("cold start: no peer has the registry and there is no usable snapshot; registry reads answer 403 and /readyz 503 until then (later if clients declaring a longer renewal interval register meanwhile), while live clients register again")
 		case startNoPeer:
 			n.log.Warn().Time("until", until).Dur("wait", wait).
 				Msg("no peer could be reached: registry reads answer 403 and /readyz 503 for one client renewal interval (as a cold start), while live clients register here; then the node serves what it holds and replicates to the peers as they come")

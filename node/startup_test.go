@@ -40,7 +40,7 @@ func TestStartRefusal_springKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustLoad(t, "", nil, tc.sets)
-			wait, state := startRefusal(s, tc.res, tc.peers, false)
+			wait, state := startRefusal(s, tc.res, tc.peers, false, false)
 			if wait != tc.wait || state != tc.state {
 				t.Fatalf("got %s, %q; want %s, %q", wait, state, tc.wait, tc.state)
 			}

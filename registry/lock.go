@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	_ "unsafe" // go:linkname (localStripe)
 )
 
 // lockStripes is how many read stripes stripedRWMutex has. A heartbeat
@@ -61,35 +62,38 @@ func (m *stripedRWMutex) rlockStripe() int {
 	return i
 }
 
-// stripeTokens hands each processor (Go's P) a stripe number and keeps
-// giving it the same one: sync.Pool keeps a private item per P, so a Get
-// followed at once by a Put returns this P's token. With a random stripe
-// per heartbeat instead, every core would soon have touched every stripe,
-// and each RLock would fetch its cache line from the other core. The tokens
-// are preallocated (New allocates nothing), and a goroutine that moves to
-// another P between lock and unlock only makes two Ps share a stripe for a
-// while: the index it unlocks is the one it locked.
-var (
-	stripeTokens = sync.Pool{New: func() any {
-		return &stripeTokenSet[nextStripeToken.Add(1)%lockStripes]
-	}}
-	stripeTokenSet  [lockStripes]int
-	nextStripeToken atomic.Uint32
-)
-
-func init() {
-	for i := range stripeTokenSet {
-		stripeTokenSet[i] = i
-	}
-}
-
-// localStripe returns this processor's stripe number.
+// localStripe returns this processor's stripe number: the number of the
+// processor (Go's P) the goroutine runs on, modulo lockStripes. Processors
+// 0 to GOMAXPROCS-1 thus hold distinct stripes, and up to counterShards of
+// them distinct counter cells (addAt takes the stripe as its hint), for as
+// long as the process runs. A goroutine that moves to another P between
+// lock and unlock only makes two Ps share a stripe for a while: the index
+// it unlocks is the one it locked.
+//
+// The number comes from runtime.procPin, the call sync.Pool uses for its
+// per-P slots. The stripes used to come from tokens kept in a sync.Pool,
+// numbered from a global sequence; but a pool forgets its tokens (at the
+// second collection in which a P took none, and whenever GOMAXPROCS
+// changes), a benchmark's ramp-up alone drew a dozen, and the next number
+// of the sequence soon gave a P the stripe, or the counter cells, that
+// another P still held. Then every heartbeat of both wrote one reader
+// count and one cell, and a second core cost CPU instead of adding
+// throughput. procPin allocates nothing and forgets nothing.
 func localStripe() int {
-	t := stripeTokens.Get().(*int)
-	i := *t
-	stripeTokens.Put(t)
-	return i
+	p := procPin()
+	procUnpin()
+	return p % lockStripes
 }
+
+// procPin and procUnpin are the runtime's: pin the goroutine to its P and
+// return the P's number, and undo it. The runtime keeps them for callers
+// outside the standard library (go.dev/issue/67401).
+//
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
 
 func (m *stripedRWMutex) runlockStripe(i int) { m.stripes[i].RUnlock() }
 

@@ -52,9 +52,24 @@ func (r *Registry) buildSnapshot() *Snapshot {
 	var fresh []AppView // rebuilt views, unsorted instances
 	removed := map[string]bool{}
 	if full {
+		// The first snapshot names each app's last change while the ring
+		// still holds every event since the start (a node's usual case), so
+		// an app's first index is the Seq of its own change, as in every
+		// later snapshot; otherwise the version of this rebuild.
+		var last map[string]uint64
+		if b == nil {
+			last = map[string]uint64{}
+			if !r.out.changedApps(0, r.version, last) {
+				last = nil
+			}
+		}
 		fresh = make([]AppView, 0, len(r.apps))
 		for name, byID := range r.apps {
-			fresh = append(fresh, AppView{Name: name, Instances: viewsOf(byID), Version: r.version})
+			v := r.version
+			if seq, ok := last[name]; ok {
+				v = seq
+			}
+			fresh = append(fresh, AppView{Name: name, Instances: viewsOf(byID), Version: v})
 		}
 	} else {
 		for name, seq := range changed {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"html/template"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,11 +24,12 @@ func renderSPChart(samples []spSample, now time.Time) template.HTML {
 	var b strings.Builder
 	b.WriteString(`<svg id="sp-chart" viewBox="0 0 720 220" role="img" aria-label="Renewals per minute, threshold and expected renewals over the last hour" xmlns="http://www.w3.org/2000/svg">`)
 	start := now.Add(-historySpan)
-	top := 1.0
+	highest := 0.0
 	for _, s := range samples {
-		top = max(top, float64(s.Renews), float64(s.Threshold), s.Expected)
+		highest = max(highest, float64(s.Renews), float64(s.Threshold), s.Expected)
 	}
-	top = niceCeil(top * 1.1)
+	ticks := axisTicks(highest)
+	top := ticks[len(ticks)-1]
 	x := func(t time.Time) float64 {
 		return chartLeft + chartPlotW*float64(t.Sub(start))/float64(historySpan)
 	}
@@ -59,8 +61,7 @@ func renderSPChart(samples []spSample, now time.Time) template.HTML {
 		i = j
 	}
 	// Axes, grid and labels.
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
+	for _, v := range ticks {
 		yy := num(y(v))
 		b.WriteString(`<line class="grid" x1="` + num(chartLeft) + `" x2="` + num(chartW-chartRight) + `" y1="` + yy + `" y2="` + yy + `"/>`)
 		b.WriteString(`<text class="axis" x="` + num(chartLeft-6) + `" y="` + yy + `" text-anchor="end" dominant-baseline="middle">` + strconv.FormatInt(int64(v), 10) + `</text>`)
@@ -111,17 +112,36 @@ func renderSPChart(samples []spSample, now time.Time) template.HTML {
 	return template.HTML(b.String()) //nolint:gosec // numbers and constant text only
 }
 
-// niceCeil rounds v up to a round figure for the axis: 1, 1.5, 2, 2.5, 3,
-// 4, 5, 6 or 8 times a power of ten.
-func niceCeil(v float64) float64 {
-	p := 1.0
-	for p*10 <= v {
-		p *= 10
+// maxTickSteps is the most intervals the y axis is cut into.
+const maxTickSteps = 5
+
+// axisTicks returns the y axis's ticks for values up to highest: 0 and
+// then up to maxTickSteps more, spaced by one round step (1, 2, 2.5 or 5
+// times a power of ten), the last at or above highest plus a tenth of
+// headroom. The step is a whole number, at least 1, since what the chart
+// counts (renewals and thresholds per minute) is whole: labels printed as
+// integers are therefore distinct at every scale, including an idle
+// registry's zeros. (The axis used to be a round top cut in four, whose
+// quarters of 1.5 printed as 0, 0, 0, 1, 1.)
+func axisTicks(highest float64) []float64 {
+	target := max(highest*1.1, 1)
+	step := niceStep(target / maxTickSteps)
+	n := max(int(math.Ceil(target/step-1e-9)), 1)
+	ticks := make([]float64, n+1)
+	for i := range ticks {
+		ticks[i] = step * float64(i)
 	}
-	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
-		if m*p >= v {
-			return m * p
+	return ticks
+}
+
+// niceStep is the smallest of 1, 2, 2.5 and 5 times a power of ten that
+// is at least v and a whole number (2.5 only from 25 up), never below 1.
+func niceStep(v float64) float64 {
+	for p := 1.0; ; p *= 10 {
+		for _, m := range []float64{1, 2, 2.5, 5} {
+			if step := m * p; step >= v && step == math.Trunc(step) {
+				return step
+			}
 		}
 	}
-	return 10 * p
 }

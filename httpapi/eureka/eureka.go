@@ -447,12 +447,13 @@ func (s *API) getApp(c echo.Context) error {
 	if err := s.holdApp(c, name); err != nil {
 		return err
 	}
-	// The app's version is read before the snapshot: the snapshot shows at
-	// least that version, so a client never holds an index newer than what
-	// it was shown (a change in between only earns it one more answer).
-	setIndex(c, s.watch.appVersion(name))
+	// The index and the body come from one snapshot: the index is the
+	// version of exactly the app the body shows (appIndex), never the
+	// watch hub's, which follows the change stream a little behind and
+	// would hand a client an index older than what it read.
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
+	setIndex(c, appIndex(snap, name))
 	if !ok {
 		if remote, ok := s.remoteApp(c, name); ok {
 			return writePayload(c, formatOf(c), false, appDocumentOf(remote, formatOf(c), wantsCompact(c)))

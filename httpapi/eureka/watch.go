@@ -19,9 +19,11 @@ import (
 // Versions: the registry's (the Seq of the newest change) for the full
 // registry, the delta and VIPs; per app, the Seq of that app's newest
 // change, so that a watcher of one app is woken by that app only. The hub
-// hands out only versions it has applied and they never go down, so an
-// index a client sends that is above the hub's version of its view came
-// from before a restart of this node.
+// follows the change stream a little behind the registry, so it only
+// wakes: the index a read answers with, and the one a held request is
+// compared with, come from the registry's snapshot (getApp, holdApp,
+// holdRegistry), never from the hub, whose version may be older than the
+// body a client was given.
 //
 // Waiters: a held request waits on a channel that the hub closes at the
 // view's next change: one channel per app with waiters, shared by all of
@@ -194,22 +196,16 @@ func (h *watchHub) appVersion(app string) uint64 {
 	return 0
 }
 
-// waitApp returns a channel closed at app's next change, or nil when its
-// version is no longer index: the caller answers at once. A non-nil
-// channel must be followed by releaseApp.
-func (h *watchHub) waitApp(app string, index uint64) <-chan struct{} {
+// waitApp returns a channel closed at app's next change that the hub
+// applies; it must be followed by releaseApp. Whether the app is still at
+// the index a client sent is the caller's question (holdApp asks the
+// registry's snapshot, not the hub, which may be behind it).
+func (h *watchHub) waitApp(app string) <-chan struct{} {
 	h.start()
 	name := strings.ToUpper(app)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	a := h.apps[name]
-	var cur uint64
-	if a != nil {
-		cur = a.seq
-	}
-	if cur != index {
-		return nil
-	}
 	if a == nil {
 		// An app this node has not seen change: remember it, so its first
 		// change wakes this waiter (releaseApp forgets it again).

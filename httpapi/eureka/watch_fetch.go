@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
+	"github.com/muster-registry/muster/registry"
 )
 
 // HeaderIndex carries the version of what a registry read describes
@@ -58,12 +59,27 @@ func truncate(s string) string {
 	return s
 }
 
+// appIndex is the index of an app read: the version of the app's view in
+// snap (the Seq of its last change), 0 when snap has no such app. An app
+// read sets it from the snapshot it answers from, and a blocking fetch
+// compares with it, so a client that waits on the index it was given is
+// held until the app changes after what it read.
+func appIndex(snap *registry.Snapshot, app string) uint64 {
+	if v, ok := snap.App(app); ok {
+		return v.Version
+	}
+	return 0
+}
+
 // holdApp holds a blocking fetch of app while the app's version is index;
-// it returns at once for a plain request.
+// it returns at once for a plain request. It listens for the app's next
+// change before it reads the registry's current version: a change after
+// that read wakes it, one before shows in the read.
 func (s *API) holdApp(c echo.Context, app string) error {
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
-		ch := s.watch.waitApp(app, index)
-		if ch == nil {
+		ch := s.watch.waitApp(app)
+		if appIndex(s.reg.Snapshot(), app) != index {
+			s.watch.releaseApp(app)
 			return nil, nil
 		}
 		return ch, func() { s.watch.releaseApp(app) }

@@ -61,7 +61,8 @@
 // checksum, cluster, then every instance — before it returns anything, so
 // a bad file is refused as a whole with an error naming the file and the
 // reason, and never half-applied; SetAside moves it out of the way for
-// the operator. Restore applies what Read returned
+// the operator, beside those refused before (named by time, the newest
+// RefusedKept kept). Restore applies what Read returned
 // through the registry's syncUp path (BeginSync, registers from
 // OriginSync, EndSync): every lease counts as renewed at that moment, so a
 // vanished instance is evicted one lease later, not at once.

@@ -160,15 +160,70 @@ func CheckDir(dir string) error {
 	return os.Remove(name)
 }
 
-// SetAside renames a refused snapshot to registry.snapshot.refused (over
-// an older one), so the next write does not destroy what an operator may
-// want to inspect or recover (say, after a wrong muster.cluster-name).
-func SetAside(dir string) (string, error) {
-	to := Path(dir) + ".refused"
+// RefusedKept is how many refused snapshots SetAside keeps in the data
+// dir: the newest, older ones are removed.
+const RefusedKept = 5
+
+// refusedPrefix starts the name of a refused snapshot; the time it was
+// refused follows (refusedTimeLayout, UTC), so names sort by time.
+const (
+	refusedPrefix     = FileName + ".refused-"
+	refusedTimeLayout = "20060102T150405.000000000Z"
+)
+
+// SetAside renames a refused snapshot to registry.snapshot.refused-<time>
+// (UTC, to the nanosecond, so the names sort by time), beside the ones
+// refused before, so the next write does not destroy what an operator may
+// want to inspect or recover (say, after a wrong muster.cluster-name), and
+// a second refusal does not destroy the first. Only the newest RefusedKept
+// are kept. It returns the new path.
+func SetAside(dir string, now time.Time) (string, error) {
+	base := filepath.Join(dir, refusedPrefix+now.UTC().Format(refusedTimeLayout))
+	to := base
+	for i := 2; ; i++ { // two refusals in one nanosecond (a test's clock)
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		to = fmt.Sprintf("%s-%d", base, i)
+	}
 	if err := os.Rename(Path(dir), to); err != nil {
 		return "", err
 	}
+	if err := pruneRefused(dir); err != nil {
+		return to, err
+	}
 	return to, syncDir(dir)
+}
+
+// Refused lists the refused snapshots kept in dir, oldest first.
+func Refused(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), refusedPrefix) && e.Type().IsRegular() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	slices.Sort(out) // the names carry the time, fixed width
+	return out, nil
+}
+
+// pruneRefused removes all but the newest RefusedKept refused snapshots.
+func pruneRefused(dir string) error {
+	all, err := Refused(dir)
+	if err != nil {
+		return err
+	}
+	for len(all) > RefusedKept {
+		if err := os.Remove(all[0]); err != nil {
+			return err
+		}
+		all = all[1:]
+	}
+	return nil
 }
 
 // Read loads and verifies the snapshot of dir. Nothing is returned unless

@@ -379,3 +379,48 @@ func TestWriteRead_keepsWriteVersions(t *testing.T) {
 		t.Fatalf("%d instances, version %d", len(instances), instances[0].WriteVersion)
 	}
 }
+
+// Refused snapshots are kept side by side, named by the time they were
+// refused (UTC), the newest RefusedKept of them; a second refusal in the
+// same instant does not overwrite the first.
+func TestSetAside_keepsTheNewestRefused(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	refuse := func(content string, at time.Time) string {
+		t.Helper()
+		if err := os.WriteFile(persist.Path(dir), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		to, err := persist.SetAside(dir, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(persist.Path(dir)); !os.IsNotExist(err) {
+			t.Fatalf("the refused snapshot is still in place: %v", err)
+		}
+		return to
+	}
+	first := refuse("first", t0)
+	if want := persist.Path(dir) + ".refused-20261205T110000.000000000Z"; first != want {
+		t.Fatalf("set aside as %s, want %s", first, want)
+	}
+	if again := refuse("same instant", t0); again == first {
+		t.Fatal("a second refusal in the same instant overwrote the first")
+	}
+	for i := 1; i <= 6; i++ {
+		refuse(fmt.Sprintf("refusal %d", i), t0.Add(time.Duration(i)*time.Minute))
+	}
+	kept, err := persist.Refused(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != persist.RefusedKept {
+		t.Fatalf("kept %d refused snapshots, want %d: %v", len(kept), persist.RefusedKept, kept)
+	}
+	for i, path := range kept { // oldest first: refusals 2 to 6
+		b, err := os.ReadFile(path)
+		if want := fmt.Sprintf("refusal %d", i+2); err != nil || string(b) != want {
+			t.Fatalf("kept[%d] = %s holds %q (%v), want %q", i, path, b, err, want)
+		}
+	}
+}
