@@ -38,6 +38,8 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	fs.String("name", "bench", "name of the server (for its log)")
 	hold := fs.Int("hold", 0, "hold a registry of this many fleet instances that the routes never touch: the heap of a node that size, for the route to be measured beside")
 	dnsAddr := fs.String("dns", "", "also serve DNS (UDP) on this address, one fixed record for every question: the ceiling of the dns scenario")
+	xdsAddr := fs.String("xds", "", "also serve a bare go-control-plane xDS server (ADS) on this address, each POST to /eureka/apps/"+benchXDSProbe+" a new probe endpoint: the control of the xds scenario")
+	xdsFleet := fs.Int("xds-fleet", benchXDSFleet, "fleet instances the --xds control serves the assignments of")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,6 +50,20 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer dnsSrv.Shutdown()
 	}
+	var onPost func(app string) error
+	if *xdsAddr != "" {
+		x, err := startXDSControl(*xdsAddr, *xdsFleet)
+		if err != nil {
+			return err
+		}
+		defer x.stop()
+		onPost = func(app string) error {
+			if app != benchXDSProbe {
+				return nil
+			}
+			return x.register()
+		}
+	}
 	held, err := benchHoldRegistry(*hold)
 	if err != nil {
 		return err
@@ -55,7 +71,7 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	defer runtime.KeepAlive(held)
 
 	return serveChild(stdout, func(_ context.Context, ctl *http.ServeMux) (proccontrol.Ready, func(context.Context) error, error) {
-		srv, addr, err := benchStartBare(ctl)
+		srv, addr, err := benchStartBare(ctl, onPost)
 		if err != nil {
 			return proccontrol.Ready{}, nil, err
 		}
@@ -142,8 +158,9 @@ func benchHoldRegistry(n int) (*registry.Registry, error) {
 
 // benchStartBare serves the ceiling: echo, no middleware, handlers that do
 // nothing but answer, on the same paths and with the same http.Server
-// settings as a node.
-func benchStartBare(ctl *http.ServeMux) (*http.Server, string, error) {
+// settings as a node. onPost, if not nil, is called with the app of every
+// POST /eureka/apps/:app before it is answered.
+func benchStartBare(ctl *http.ServeMux, onPost func(app string) error) (*http.Server, string, error) {
 	type blob struct {
 		body                       []byte
 		contentType, contentCoding string
@@ -180,6 +197,11 @@ func benchStartBare(ctl *http.ServeMux) (*http.Server, string, error) {
 	e.PUT("/eureka/apps/:app/:id/status", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	e.POST("/eureka/apps/:app", func(c echo.Context) error {
 		_, _ = io.Copy(io.Discard, c.Request().Body)
+		if onPost != nil {
+			if err := onPost(c.Param("app")); err != nil {
+				return c.String(http.StatusInternalServerError, err.Error())
+			}
+		}
 		return c.NoContent(http.StatusNoContent)
 	})
 	e.GET("/eureka/apps", serveBlob)
