@@ -3,9 +3,13 @@ package xds
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	streams      prometheus.Gauge
-	refused      *prometheus.CounterVec
-	pushes       *prometheus.CounterVec
+	streams prometheus.Gauge
+	refused *prometheus.CounterVec
+	pushes  *prometheus.CounterVec
+	// pushesByType are pushes' counters resolved once (read-only after
+	// newMetrics): every response of every stream counts one, and a
+	// WithLabelValues per response hashes the label under the vector's lock.
+	pushesByType map[string]prometheus.Counter
 	nacks        *prometheus.CounterVec
 	pushLatency  prometheus.Histogram
 	builds       prometheus.Counter
@@ -40,8 +44,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{"max_streams", "unauthenticated", "forbidden"} {
 		m.refused.WithLabelValues(r)
 	}
+	m.pushesByType = make(map[string]prometheus.Counter, len(typeLabels))
 	for _, t := range typeLabels {
-		m.pushes.WithLabelValues(t)
+		m.pushesByType[t] = m.pushes.WithLabelValues(t)
 		m.nacks.WithLabelValues(t)
 	}
 	if reg != nil {

@@ -223,7 +223,7 @@ func (st *streams) request(k streamKey, node *corev3.Node, typeURL, version, nac
 // an answer (a push, not a first answer) on a stream open before the last
 // change was read is timed from that read.
 func (st *streams) response(s *Server, k streamKey, typeURL string, push bool) {
-	st.m.pushes.WithLabelValues(typeLabel(typeURL)).Inc()
+	st.m.pushesByType[typeLabel(typeURL)].Inc()
 	if !push {
 		return
 	}
