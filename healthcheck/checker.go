@@ -378,6 +378,11 @@ func (c *Checker) probeAll(ctx context.Context, jobs []*job) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each probe's timeout context hangs under this worker's
+			// own: registering and removing it then locks this context
+			// alone, not the round's, which all the workers share.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(jobs) || ctx.Err() != nil {

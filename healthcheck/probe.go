@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -49,9 +50,12 @@ func newProber(timeout time.Duration) *prober {
 	}
 }
 
-func (p *prober) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+// dial connects to ap, the checked address itself: Dialer.DialTCP takes
+// the netip.AddrPort as it is, with no string to format and parse again
+// and no resolver on the way (a probe's address is never a name).
+func (p *prober) dial(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
 	p.dials.Add(1)
-	return p.dialer.DialContext(ctx, "tcp", ap.String())
+	return p.dialer.DialTCP(ctx, "tcp", netip.AddrPort{}, ap)
 }
 
 // probe runs one probe of t: ok on a 2xx (HTTP) or an accepted connection
@@ -59,25 +63,24 @@ func (p *prober) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) 
 func (p *prober) probe(ctx context.Context, t target) (ok bool, result string) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	conn, err := p.dial(ctx, t.addr)
+	tcp, err := p.dial(ctx, t.addr)
 	if err != nil {
 		return false, t.mode.String() + " " + errorClass(err)
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		// Close with a reset, as HAProxy's checks do: no FIN exchange and
-		// no TIME_WAIT left behind for every probe (10k instances every
-		// 10 s would keep ~60k sockets in TIME_WAIT on the node).
-		_ = tc.SetLinger(0)
-	}
-	defer conn.Close()
+	// Close with a reset, as HAProxy's checks do: no FIN exchange and no
+	// TIME_WAIT left behind for every probe (10k instances every 10 s
+	// would keep ~60k sockets in TIME_WAIT on the node).
+	_ = tcp.SetLinger(0)
+	defer tcp.Close()
 	if t.mode == ModeTCP {
 		return true, "tcp connected"
 	}
 	if d, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(d)
+		_ = tcp.SetDeadline(d)
 	}
+	var conn io.ReadWriter = tcp
 	if t.https {
-		tc := tls.Client(conn, p.tlsFor(t.host))
+		tc := tls.Client(tcp, p.tlsFor(t.host))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return false, "https " + errorClass(err)
 		}
@@ -87,7 +90,24 @@ func (p *prober) probe(ctx context.Context, t target) (ok bool, result string) {
 	if err != nil {
 		return false, "http " + errorClass(err)
 	}
-	return status >= 200 && status < 300, "http " + strconv.Itoa(status)
+	return status >= 200 && status < 300, httpResult(status)
+}
+
+// httpResults are the results of the status codes 100–599, built once:
+// a probe that passes allocates no result string.
+var httpResults = func() []string {
+	r := make([]string, 600)
+	for i := 100; i < len(r); i++ {
+		r[i] = "http " + strconv.Itoa(i)
+	}
+	return r
+}()
+
+func httpResult(status int) string {
+	if status >= 100 && status < len(httpResults) {
+		return httpResults[status]
+	}
+	return "http " + strconv.Itoa(status)
 }
 
 // tlsFor is the TLS client config for a URL host: its name as SNI (an
@@ -104,9 +124,16 @@ func (p *prober) tlsFor(host string) *tls.Config {
 // errBadStatus is an answer that does not start with an HTTP status line.
 var errBadStatus = errors.New("healthcheck: not an HTTP answer")
 
+// readBufs holds the probes' read buffers: one escapes to the heap per
+// probe otherwise (conn.Read is an interface call), 4 KiB to clear and
+// collect each time.
+var readBufs = sync.Pool{New: func() any { return new([maxBodyRead]byte) }}
+
 // httpGet sends t's request on conn and returns the answer's status code.
 func httpGet(conn io.ReadWriter, t target) (int, error) {
-	var buf [maxBodyRead]byte
+	bp := readBufs.Get().(*[maxBodyRead]byte)
+	defer readBufs.Put(bp)
+	buf := bp[:]
 	req := append(buf[:0], "GET "...)
 	req = append(req, t.requestURI...)
 	req = append(req, " HTTP/1.1\r\nHost: "...)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/muster-registry/muster/tools/loadgen"
@@ -23,7 +28,9 @@ import (
 // plain HTTP servers on 127.0.0.1 in the bench process (all instances
 // register ipAddr 127.0.0.1: tests and benchmarks reach loopback only, and
 // muster.health-check.allowed-cidrs=127.0.0.0/8 allows it). Target: under
-// 2 % of one core at 10k instances and a 10 s interval.
+// 2 % of one core at 10k instances and a 10 s interval. Beside it, in the
+// same window, a control (below) runs the same cycles with no Muster code,
+// and the probe's cost is reported as a ratio to it.
 
 const (
 	benchHCInstances = 10_000
@@ -101,6 +108,11 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 		return err
 	}
 	defer idle.stop()
+	control, err := e.startChild("hc-control-"+mode, "bare")
+	if err != nil {
+		return err
+	}
+	defer control.stop()
 	for _, c := range []*benchChild{probing, idle} {
 		res, err := e.load(c, loadgen.Config{Total: benchHCInstances, Next: func(w int, seq uint64) loadgen.Request {
 			i := int(seq)
@@ -133,8 +145,24 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	if e.profileDir != "" {
 		profiled = probing.profile(time.Duration(rounds)*interval, filepath.Join(e.profileDir, "healthcheck-"+mode+".cpu.pprof"))
 	}
+	windowEnd := time.After(time.Duration(rounds) * interval)
+	// The control, in the same window: a round has just ended, so the
+	// next starts about an interval later (±10 %); the control's rounds
+	// run in that gap, one after the other, in their own process.
+	var ctl benchDialResult
+	for range rounds {
+		r, err := control.dialCycles(mode, benchHCInstances, ports, "/actuator/health")
+		if err != nil {
+			return err
+		}
+		ctl.OK += r.OK
+		ctl.CPUSeconds += r.CPUSeconds
+		ctl.UserSec += r.UserSec
+		ctl.SystemSec += r.SystemSec
+		ctl.Seconds += r.Seconds
+	}
 	select {
-	case <-time.After(time.Duration(rounds) * interval):
+	case <-windowEnd:
 	case <-e.ctx.Done():
 		return e.ctx.Err()
 	}
@@ -157,12 +185,24 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	core := 100 * perProbe * benchHCInstances / 1e6 / interval.Seconds()
 	roundsSeen := (probes + fails) / benchHCInstances
 	what := fmt.Sprintf("%dk instances, %s interval", benchHCInstances/1000, interval)
-	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": probing CPU per instance per interval", Value: perProbe, Unit: "µs",
-		Note: fmt.Sprintf("%s: %.1f rounds in %s; probing node %.2fs CPU (user %.2fs, system %.2fs), idle twin %.2fs; on loopback the kernel's work for both ends of each connection counts here",
-			what, roundsSeen, window.Round(time.Second), cpuP.Seconds(), (user1 - user0).Seconds(), (sys1 - sys0).Seconds(), cpuI.Seconds())})
+	ctlPer := ctl.CPUSeconds / float64(ctl.OK) * 1e6 // µs
+	cycle := "connect, close with a reset"
+	if mode == "http" {
+		cycle = "connect, minimal GET, status line read, close with a reset"
+	}
+	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": control, bare cycle CPU", Value: ctlPer, Unit: "µs",
+		Note: fmt.Sprintf("%d bare cycles (%s; net.Dialer, no Muster code) to the same %d backends at concurrency %d in %.1fs, in the same window, in their own process: %.2fs CPU (user %.2fs, system %.2fs; getrusage RUSAGE_SELF)",
+			ctl.OK, cycle, len(ports), benchHCConcurrency, ctl.Seconds, ctl.CPUSeconds, ctl.UserSec, ctl.SystemSec)})
+	e.addCompared("healthcheck", mode+": probing CPU per instance per interval", perProbe, ctlPer, "µs", "", nil,
+		fmt.Sprintf("%s: %.1f rounds in %s; probing node %.2fs CPU (user %.2fs, system %.2fs), idle twin %.2fs, both getrusage RUSAGE_SELF of their own process; ceiling = the control's bare cycle, ratio = Muster ÷ control; on loopback the kernel's work for both ends of each connection counts in both",
+			what, roundsSeen, window.Round(time.Second), cpuP.Seconds(), (user1-user0).Seconds(), (sys1-sys0).Seconds(), cpuI.Seconds()))
 	atTarget := 100 * perProbe * benchHCInstances / 1e6 / 10 // at the target's 10 s
 	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": probing CPU, share of one core", Value: core, Unit: "%",
 		Target: "< 2 % at 10k and 10 s", Met: benchBool(atTarget < 2), Note: what + fmt.Sprintf(" (%.2f %% at 10 s)", atTarget)})
+	ctlAt := 100 * ctlPer * benchHCInstances / 1e6 / 10
+	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": control, share of one core", Value: ctlAt, Unit: "%",
+		Target: "< 2 % at 10k and 10 s", Met: benchBool(ctlAt < 2),
+		Note: "the bare cycles alone at 10k and 10 s: when this misses the target, so must any prober on this machine's loopback"})
 	if fails > 0 {
 		e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": failed probes", Value: fails, Target: "0", Met: benchBool(false),
 			Note: "the endpoints always answer 200: a failure is the prober's or the machine's"})
@@ -183,4 +223,153 @@ func procCPUSplit(pid int) (user, system time.Duration) {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u) * (time.Second / 100), time.Duration(st) * (time.Second / 100)
+}
+
+// ---- the control: the same cycles with no Muster code ----
+//
+// The control runs in its own child process (`bench ceiling`, control
+// endpoint /dialcycles), so its CPU, like the probing node's, is
+// getrusage(RUSAGE_SELF) of one process that does nothing else: the same
+// number of cycles against the same backends at the same concurrency
+// (muster.health-check.max-concurrent's default, 64), each a bare
+// net.Dialer connect (no keep-alive), closed with a reset as a probe is,
+// and for HTTP a minimal GET written and its status line read. What a
+// probe costs beyond that is Muster's; what the control costs is the
+// machine's (on loopback, the kernel's work for both ends of each
+// connection).
+
+// benchHCConcurrency is max-concurrent's default, the control's too.
+const benchHCConcurrency = 64
+
+// benchDialResult is what /dialcycles answers.
+type benchDialResult struct {
+	OK         int     `json:"ok"`
+	Failed     int     `json:"failed"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	UserSec    float64 `json:"userSeconds"`
+	SystemSec  float64 `json:"systemSeconds"`
+	Seconds    float64 `json:"seconds"`
+	FirstErr   string  `json:"firstErr,omitempty"`
+}
+
+// benchDialCycles serves POST /dialcycles?mode=http|tcp&n=N&conc=C&ports=P1,P2,…&path=/x
+// on a ceiling child: n cycles to 127.0.0.1 (cycle i to port i mod
+// len(ports)), at most conc at once; it answers a benchDialResult with
+// the CPU (RUSAGE_SELF) this process spent meanwhile.
+func benchDialCycles(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	mode, path := q.Get("mode"), q.Get("path")
+	n, _ := strconv.Atoi(q.Get("n"))
+	conc, _ := strconv.Atoi(q.Get("conc"))
+	var addrs []string
+	for p := range strings.SplitSeq(q.Get("ports"), ",") {
+		if port, err := strconv.Atoi(p); err == nil && port > 0 && port < 65536 {
+			addrs = append(addrs, "127.0.0.1:"+p) // loopback only
+		}
+	}
+	if (mode != "http" && mode != "tcp") || n < 1 || conc < 1 || len(addrs) == 0 || !strings.HasPrefix(path, "/") {
+		http.Error(w, "want mode=http|tcp, n>0, conc>0, ports, path", http.StatusBadRequest)
+		return
+	}
+	reqs := make([][]byte, len(addrs))
+	for i, a := range addrs {
+		reqs[i] = []byte("GET " + path + " HTTP/1.1\r\nHost: " + a + "\r\nConnection: close\r\n\r\n")
+	}
+	var next, okN, failN atomic.Int64
+	var firstErr atomic.Value
+	u0, s0 := benchRusage()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for range min(conc, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := net.Dialer{KeepAlive: -1}
+			var buf [512]byte
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				err := benchDialCycle(&d, addrs[i%len(addrs)], mode, reqs[i%len(addrs)], buf[:])
+				if err != nil {
+					failN.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				okN.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	u1, s1 := benchRusage()
+	res := benchDialResult{OK: int(okN.Load()), Failed: int(failN.Load()), UserSec: (u1 - u0).Seconds(), SystemSec: (s1 - s0).Seconds(),
+		CPUSeconds: (u1 - u0 + s1 - s0).Seconds(), Seconds: time.Since(t0).Seconds()}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstErr = s
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+// benchRusage is this process's user and system CPU time
+// (getrusage RUSAGE_SELF, as proccontrol.CPU, split).
+func benchRusage() (user, system time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// benchDialCycle is one bare cycle: connect, (HTTP: write req, read up to
+// the status line's end and check it is a 200), close with a reset.
+func benchDialCycle(d *net.Dialer, addr, mode string, req, buf []byte) error {
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetLinger(0)
+	if mode == "tcp" {
+		return nil
+	}
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	n := 0
+	for bytes.IndexByte(buf[:n], '\n') < 0 {
+		if n == len(buf) {
+			return errors.New("no status line")
+		}
+		m, err := c.Read(buf[n:])
+		n += m
+		if err != nil && bytes.IndexByte(buf[:n], '\n') < 0 {
+			return err
+		}
+	}
+	if !bytes.HasPrefix(buf[:n], []byte("HTTP/1.1 200 ")) {
+		return fmt.Errorf("answer %q", buf[:min(n, 32)])
+	}
+	return nil
+}
+
+// dialCycles asks a ceiling child for n control cycles.
+func (c *benchChild) dialCycles(mode string, n int, ports []int, path string) (benchDialResult, error) {
+	ps := make([]string, len(ports))
+	for i, p := range ports {
+		ps[i] = strconv.Itoa(p)
+	}
+	var res benchDialResult
+	b, err := c.ctl("POST", fmt.Sprintf("/dialcycles?mode=%s&n=%d&conc=%d&ports=%s&path=%s", mode, n, benchHCConcurrency, strings.Join(ps, ","), path), nil)
+	if err != nil {
+		return res, err
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return res, err
+	}
+	if res.Failed > 0 {
+		return res, fmt.Errorf("control: %d of %d cycles failed (%s)", res.Failed, n, res.FirstErr)
+	}
+	return res, nil
 }

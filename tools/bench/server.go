@@ -32,6 +32,7 @@ import (
 // /profile (package proccontrol), and
 //
 //	POST /body?path=P   bytes the ceiling answers GET P with
+//	POST /dialcycles?…  the healthcheck scenario's control (benchDialCycles)
 func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench ceiling", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -71,6 +72,7 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	defer runtime.KeepAlive(held)
 
 	return serveChild(stdout, func(_ context.Context, ctl *http.ServeMux) (proccontrol.Ready, func(context.Context) error, error) {
+		ctl.HandleFunc("POST /dialcycles", benchDialCycles)
 		srv, addr, err := benchStartBare(ctl, onPost)
 		if err != nil {
 			return proccontrol.Ready{}, nil, err
