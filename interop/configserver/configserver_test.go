@@ -58,21 +58,10 @@ func startConfigServer(t *testing.T, files map[string]string) *configServer {
 		"--spring.security.user.name="+cfgUser, "--spring.security.user.password="+cfgPassword)
 	proc := interoptest.Start(t, "config server", cmd)
 	client := &http.Client{Timeout: 5 * time.Second}
-	testwait.For(t, 240*time.Second, "the Config Server answers", func() error {
-		if proc.Exited() {
-			t.Fatalf("the Config Server exited:\n%s", proc.Out.Tail(3000))
-		}
+	interoptest.WaitReady(t, proc, "the Config Server", 240*time.Second, "the Config Server answers", func() error {
 		req, _ := http.NewRequest(http.MethodGet, cs.url(false)+"/application/default", nil)
 		req.SetBasicAuth(cfgUser, cfgPassword)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
+		return interoptest.StatusOK(client.Do(req))
 	})
 	return cs
 }

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/muster-registry/muster/internal/testwait"
 )
 
 var (
@@ -140,19 +138,8 @@ func (n *Node) Start() *Node {
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Env = nodeEnv()
 	n.Proc = Start(t, "muster :"+strconv.Itoa(n.Port), cmd)
-	testwait.For(t, 60*time.Second, "muster on "+n.Base()+" answers /readyz", func() error {
-		if n.Proc.Exited() {
-			t.Fatalf("muster on port %d exited at start:\n%s", n.Port, n.Proc.Out.Tail(3000))
-		}
-		resp, err := n.HTTP.Get(n.Base() + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz %d", resp.StatusCode)
-		}
-		return nil
+	WaitReady(t, n.Proc, "muster on port "+strconv.Itoa(n.Port), 60*time.Second, "muster on "+n.Base()+" answers /readyz", func() error {
+		return StatusOK(n.HTTP.Get(n.Base() + "/readyz"))
 	})
 	return n
 }

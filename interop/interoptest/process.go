@@ -2,8 +2,10 @@ package interoptest
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/muster-registry/muster/internal/testwait"
 )
 
 // LineLog keeps every line a process printed, in order.
@@ -140,4 +144,32 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// WaitReady polls ready until it returns nil, for at most limit (goal
+// says what is awaited, for the timeout message). It fails the test at
+// once, with p's log tail, if p exits first: a process that died at
+// start will never answer.
+func WaitReady(t testing.TB, p *Process, name string, limit time.Duration, goal string, ready func() error) {
+	t.Helper()
+	testwait.For(t, limit, goal, func() error {
+		if p.Exited() {
+			t.Fatalf("%s exited at start:\n%s", name, p.Out.Tail(4000))
+		}
+		return ready()
+	})
+}
+
+// StatusOK is nil for a 200 answer, else an error saying what came back.
+// It closes the body, so it takes a call's results as they are:
+// StatusOK(client.Do(req)).
+func StatusOK(resp *http.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/interop/interoptest"
 )
 
@@ -43,19 +42,8 @@ func startSpringServer(t *testing.T, port int, peerURL string) *interoptest.Proc
 		"--logging.level.root=WARN",
 		"--logging.level.com.netflix.eureka.registry=INFO")
 	proc := interoptest.Start(t, "spring eureka server :"+strconv.Itoa(port), exec.Command("java", args...))
-	testwait.For(t, 150*time.Second, "the Spring Eureka server on "+self+" answers GET apps", func() error {
-		if proc.Exited() {
-			t.Fatalf("the Spring Eureka server on port %d exited at start:\n%s", port, proc.Out.Tail(4000))
-		}
-		resp, err := http.Get(self + "apps")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET apps %d", resp.StatusCode)
-		}
-		return nil
+	interoptest.WaitReady(t, proc, "the Spring Eureka server on port "+strconv.Itoa(port), 150*time.Second, "the Spring Eureka server on "+self+" answers GET apps", func() error {
+		return interoptest.StatusOK(http.Get(self + "apps"))
 	})
 	return proc
 }

@@ -103,24 +103,13 @@ func (s *springServer) launch() *springServer {
 
 func (s *springServer) ready() *springServer {
 	s.t.Helper()
-	testwait.For(s.t, 120*time.Second, "the Spring Eureka server on "+s.url()+" answers GET apps", func() error {
-		if s.proc.Exited() {
-			s.t.Fatalf("the Spring Eureka server on port %d exited at start:\n%s", s.port, s.proc.Out.Tail(4000))
-		}
+	interoptest.WaitReady(s.t, s.proc, "the Spring Eureka server on port "+strconv.Itoa(s.port), 120*time.Second, "the Spring Eureka server on "+s.url()+" answers GET apps", func() error {
 		// Its own Tomcat on the port first: on a shared machine another
 		// process may have taken the port since it was found free.
 		if len(s.proc.Out.Match(0, `Tomcat started on port `+strconv.Itoa(s.port)+` `)) == 0 {
 			return fmt.Errorf("its Tomcat has not said it listens on %d yet", s.port)
 		}
-		resp, err := http.Get(s.url() + "apps")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET apps %d", resp.StatusCode)
-		}
-		return nil
+		return interoptest.StatusOK(http.Get(s.url() + "apps"))
 	})
 	return s
 }
