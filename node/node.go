@@ -306,7 +306,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(func() { n.api.LastN().Run(runCtx) })
 	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.Cluster.Zone).
 		Str("version", Version).Msg("serving the Eureka API")
-	warnIfOpen(n.log, s, ln.Addr(), hcfg.Security)
+	warnIfOpen(n.log, s, n.cluster != nil, ln.Addr(), hcfg.Security)
 
 	if n.cluster != nil {
 		if err := n.cluster.Start(runCtx); err != nil {

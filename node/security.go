@@ -185,13 +185,14 @@ func (sec *nodeSecurity) report(s *Settings) httpapi.Security {
 // anyone on the network: the HTTP API listens beyond loopback with no
 // authentication, or memberlist gossips beyond loopback with no key (any
 // host that reaches the gossip port can join and is then trusted as a
-// replication peer).
-func warnIfOpen(log zerolog.Logger, s *Settings, httpAddr net.Addr, sec httpapi.Security) {
+// replication peer). gossiping says memberlist runs (it may be off though
+// cluster.enabled is: a host with no private address and nothing asking).
+func warnIfOpen(log zerolog.Logger, s *Settings, gossiping bool, httpAddr net.Addr, sec httpapi.Security) {
 	var open []string
 	if sec.Open() && !isLoopbackAddr(httpAddr.String()) {
 		open = append(open, fmt.Sprintf("the HTTP API listens on %s with no authentication: anyone who reaches it can register, cancel or take instances out of service (set spring.security.user.name and spring.security.user.password)", httpAddr))
 	}
-	if s.ClusterEnabled && s.ClusterSecretKey == "" && !isLoopbackAddr(net.JoinHostPort(s.Cluster.BindAddr, "0")) {
+	if gossiping && s.ClusterSecretKey == "" && !isLoopbackAddr(net.JoinHostPort(s.Cluster.BindAddr, "0")) {
 		open = append(open, fmt.Sprintf("the cluster gossips on %s with no key: any host that reaches the gossip port can join and receive every change (set cluster.secret-key)", s.Cluster.BindAddr))
 	}
 	if len(open) == 0 {

@@ -444,7 +444,7 @@ func TestWarnIfOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			warnIfOpen(zerolog.New(&logs), s, tc.addr, sec.report(s))
+			warnIfOpen(zerolog.New(&logs), s, s.ClusterEnabled, tc.addr, sec.report(s))
 			out := logs.String()
 			warnings := strings.Count(out, "this registry is open to anyone who can reach it")
 			if len(tc.want) == 0 {
