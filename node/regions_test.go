@@ -337,11 +337,6 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	}
 	tr.step(t)
 
-	// The watch stream does not carry remote regions, and says so.
-	if code, _, _ := httpGet("http://" + a.Addr() + "/eureka/watch?regions=b"); code != 400 {
-		t.Fatalf("watch with regions=: %d, want 400", code)
-	}
-
 	// VIP lookups merge the same way (instanceBody's vipAddress is the
 	// lower-cased app name).
 	vdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/vips/orders?regions=b", false, nil)
@@ -600,6 +595,9 @@ func TestRegions_requireAll(t *testing.T) {
 	}
 	if code, _, _ := httpGet("http://" + a.Addr() + "/eureka/apps"); code != 200 {
 		t.Fatalf("plain fetch: %d", code)
+	}
+	if code, _, _ := httpGet("http://" + a.Addr() + "/eureka/watch?regions=b"); code != 403 {
+		t.Fatalf("watch stream of regions=b without data, require-all: %d", code)
 	}
 }
 

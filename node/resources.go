@@ -140,9 +140,19 @@ func resolveResources(s *Settings, rep *Report, configFile string) {
 // are tlsconfig's (a certificate near its expiry). The data dir is not
 // tried: the check must not create it.
 func (s *Settings) CheckFiles() (warnings []string, err error) {
+	if s.Regions.TrustStore != "" {
+		// Opened as newRegions opens it, with its password; unused (and
+		// said so) when no remote region is configured.
+		if _, err := regionTrustPool(s.Regions.TrustStore, s.Regions.TrustStorePassword); err != nil {
+			return nil, fmt.Errorf("setting eureka.server.remote-region-trust-store: %w", err)
+		}
+		if len(s.Regions.URLs) == 0 {
+			warnings = append(warnings, "eureka.server.remote-region-trust-store is set but no remote region is (eureka.server.remote-region-urls-with-name): it is not used")
+		}
+	}
 	store, err := loadTLS(s, zerolog.Nop(), 0)
 	if err != nil || store == nil {
-		return nil, err
+		return warnings, err
 	}
-	return store.Check(time.Now()), nil
+	return append(warnings, store.Check(time.Now())...), nil
 }

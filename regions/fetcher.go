@@ -406,7 +406,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 		// Nothing served changed: the same view, refreshed.
 		v := *old
 		v.Fetched = fetched
-		v.Changes = pruneChanges(old.Changes, now.Add(-f.retention))
+		v.Changes, v.Pruned = pruneChanges(old, now.Add(-f.retention))
 		f.view.Store(&v)
 		return
 	}
@@ -427,7 +427,8 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Instance.ID() < changes[j].Instance.ID() })
 	v := &View{Region: f.region, Apps: apps, Version: version, HasData: hasData, Fetched: fetched,
 		Counts: map[registry.Status]int{}, index: make(map[string]int, len(apps))}
-	v.Changes = append(pruneChanges(old.Changes, now.Add(-f.retention)), changes...)
+	kept, pruned := pruneChanges(old, now.Add(-f.retention))
+	v.Changes, v.Pruned = append(kept, changes...), pruned
 	for i, a := range apps {
 		v.index[strings.ToUpper(a.Name)] = i
 		for _, iv := range a.Instances {
@@ -444,12 +445,16 @@ func (f *Fetcher) notify() {
 	}
 }
 
-func pruneChanges(cs []Change, before time.Time) []Change {
+// pruneChanges returns the changes of old at or after before, and the
+// view's Pruned after dropping the others.
+func pruneChanges(old *View, before time.Time) ([]Change, uint64) {
+	cs, pruned := old.Changes, old.Pruned
 	i := 0
 	for i < len(cs) && cs[i].At.Before(before) {
+		pruned = max(pruned, cs[i].Version)
 		i++
 	}
-	return cs[i:len(cs):len(cs)] // appends copy: views share no spare capacity
+	return cs[i:len(cs):len(cs)], pruned // appends copy: views share no spare capacity
 }
 
 // rebuildApp is the served form of one app from the copy: whitelisted,
@@ -480,11 +485,11 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 			delete(prev, id)
 			m := mark(iv, f.region, registry.ActionAdded)
 			app.Instances = append(app.Instances, m)
-			changes = append(changes, Change{At: now, Instance: withAction(m, action)})
+			changes = append(changes, Change{At: now, Version: version, Instance: withAction(m, action)})
 		}
 	}
 	for _, p := range prev {
-		changes = append(changes, Change{At: now, Instance: withAction(p, registry.ActionDeleted)})
+		changes = append(changes, Change{At: now, Version: version, Instance: withAction(p, registry.ActionDeleted)})
 	}
 	sort.Slice(app.Instances, func(i, j int) bool { return app.Instances[i].ID() < app.Instances[j].ID() })
 	if len(changes) > 0 {

@@ -230,3 +230,62 @@ func TestFetcher_basicAuthFromURLRedacted(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// Every change carries the view version it made, and ChangesAfter hands a
+// reader (the watch stream) the changes after the version it has seen,
+// or says they are gone once the retention has dropped some of them.
+func TestView_changesAfterVersionAndPruned(t *testing.T) {
+	remote := &fakeRemote{apps: []registry.AppView{
+		{Name: "ORDERS", Instances: []registry.InstanceView{inst("ORDERS", "o1", registry.StatusUp, nil)}},
+	}}
+	srv := httptest.NewServer(remote)
+	defer srv.Close()
+	clock := registrytest.NewClock()
+	cfg := DefaultConfig()
+	cfg.LocalRegion = "a"
+	cfg.URLs = map[string][]string{"b": {srv.URL + "/eureka/"}}
+	cfg.DisableDelta = true
+	s := NewSet(cfg, FetcherConfig{Clock: clockOf{clock}, ID: "node-1", Logger: zerolog.Nop(), Retention: 3 * time.Minute})
+	f := s.Fetchers()[0]
+	fetch := func() *View {
+		t.Helper()
+		if err := f.FetchOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return f.View()
+	}
+	v1 := fetch()
+	if v1.Version != 1 || len(v1.Changes) != 1 || v1.Changes[0].Version != 1 || v1.Pruned != 0 {
+		t.Fatalf("first view: version %d, changes %+v, pruned %d", v1.Version, v1.Changes, v1.Pruned)
+	}
+	clock.Advance(2 * time.Minute)
+	remote.mu.Lock()
+	remote.apps[0].Instances = append(remote.apps[0].Instances, inst("ORDERS", "o2", registry.StatusUp, nil))
+	remote.mu.Unlock()
+	v2 := fetch()
+	if cs, ok := v2.ChangesAfter(1); !ok || len(cs) != 1 || cs[0].Instance.ID() != "o2" || cs[0].Version != 2 {
+		t.Fatalf("after 1: %+v %v", cs, ok)
+	}
+	if cs, ok := v2.ChangesAfter(0); !ok || len(cs) != 2 {
+		t.Fatalf("after 0: %+v %v", cs, ok)
+	}
+	if cs, ok := v2.ChangesAfter(2); !ok || len(cs) != 0 {
+		t.Fatalf("after the head: %+v %v", cs, ok)
+	}
+	if _, ok := v2.ChangesAfter(3); ok {
+		t.Fatal("a version the view has not reached is not resumable")
+	}
+	// Two minutes on, version 1's change is past the retention: a reader
+	// at 0 has lost it, one at 1 has not.
+	clock.Advance(2 * time.Minute)
+	v3 := fetch() // nothing changed: the same view, pruned
+	if v3.Version != 2 || v3.Pruned != 1 || len(v3.Changes) != 1 {
+		t.Fatalf("pruned view: version %d pruned %d changes %d", v3.Version, v3.Pruned, len(v3.Changes))
+	}
+	if _, ok := v3.ChangesAfter(0); ok {
+		t.Fatal("changes after 0 were pruned, yet resumable")
+	}
+	if cs, ok := v3.ChangesAfter(1); !ok || len(cs) != 1 {
+		t.Fatalf("after 1 once pruned: %+v %v", cs, ok)
+	}
+}

@@ -33,14 +33,37 @@ type View struct {
 	// first, each the instance as it became (ActionType ADDED, MODIFIED or
 	// DELETED): what a delta request of this region serves.
 	Changes []Change
+	// Pruned is the newest version whose changes left Changes (older than
+	// the retention): Changes hold every change of the versions after it,
+	// so a reader that has seen version Pruned or later misses nothing.
+	Pruned uint64
 
 	index map[string]int
 }
 
 // Change is one change of a remote instance, as a delta serves it.
 type Change struct {
-	At       time.Time
+	At time.Time
+	// Version is the view version the change made.
+	Version  uint64
 	Instance registry.InstanceView
+}
+
+// ChangesAfter returns the changes of the versions after version, and
+// false when some of them are no longer kept (version is older than
+// Pruned) or version is not one of this view's (newer than Version).
+func (v *View) ChangesAfter(version uint64) ([]Change, bool) {
+	if v == nil {
+		return nil, version == 0
+	}
+	if version < v.Pruned || version > v.Version {
+		return nil, false
+	}
+	i := len(v.Changes)
+	for i > 0 && v.Changes[i-1].Version > version {
+		i--
+	}
+	return v.Changes[i:], true
 }
 
 // App returns the named application (case-insensitive).

@@ -151,3 +151,38 @@ func TestServe_filePrefixPEM(t *testing.T) {
 		t.Errorf("config --check with a missing PEM:\n%s", out)
 	}
 }
+
+// eureka.server.remote-region-trust-store is opened by config --check as
+// the node opens it at start: a good PKCS12 or JKS store with its password
+// passes; a wrong password or a missing file fails the check naming the
+// setting, never the password; a store without any remote region is a
+// warning (it is not used).
+func TestConfigCheck_remoteRegionTrustStore(t *testing.T) {
+	ks := keystoretest.Fixtures()
+	base := []string{"config", "--check", "--set", "cluster.enabled=false",
+		"--set", "eureka.server.remote-region-urls-with-name.b=https://127.0.0.1:1/eureka/"}
+	for _, store := range []string{ks.Path("trust.p12"), "file:" + ks.Path("trust.jks"), ks.Path("ca.pem")} {
+		out, _ := muster(t, false, append(base, "--set", "eureka.server.remote-region-trust-store="+store,
+			"--set", "eureka.server.remote-region-trust-store-password="+keystoretest.TrustPassword)...)
+		if strings.Contains(out, keystoretest.TrustPassword) {
+			t.Errorf("config --check shows the trust store's password:\n%s", out)
+		}
+	}
+	const wrong = "hunter2-wrong"
+	out, _ := muster(t, true, append(base, "--set", "eureka.server.remote-region-trust-store="+ks.Path("trust.p12"),
+		"--set", "eureka.server.remote-region-trust-store-password="+wrong)...)
+	if !strings.Contains(out, "error:   setting eureka.server.remote-region-trust-store") || strings.Contains(out, wrong) {
+		t.Errorf("a wrong trust store password: the check must fail naming the setting, not the password:\n%s", out)
+	}
+	missing := filepath.Join(t.TempDir(), "nope.jks")
+	out, _ = muster(t, true, append(base, "--set", "eureka.server.remote-region-trust-store="+missing)...)
+	if !strings.Contains(out, "eureka.server.remote-region-trust-store") || !strings.Contains(out, "nope.jks") {
+		t.Errorf("a missing trust store: the check must fail naming the setting and the file:\n%s", out)
+	}
+	out, _ = muster(t, false, "config", "--check", "--set", "cluster.enabled=false",
+		"--set", "eureka.server.remote-region-trust-store="+ks.Path("trust.p12"),
+		"--set", "eureka.server.remote-region-trust-store-password="+keystoretest.TrustPassword)
+	if !strings.Contains(out, "warning: eureka.server.remote-region-trust-store is set but no remote region is") {
+		t.Errorf("a trust store without remote regions: no warning:\n%s", out)
+	}
+}

@@ -448,18 +448,21 @@ func (s *API) getApp(c echo.Context) error {
 		return err
 	}
 	// The index and the body come from one snapshot: the index is the
-	// version of exactly the app the body shows (appIndex), never the
+	// version of exactly the app the body shows (servedAppIndex), never the
 	// watch hub's, which follows the change stream a little behind and
 	// would hand a client an index older than what it read.
 	snap := s.reg.Snapshot()
 	app, ok := snap.App(name)
-	setIndex(c, appIndex(snap, name))
 	if !ok {
-		if remote, ok := s.remoteApp(c, name); ok {
+		// Index and body from one read of the remote views.
+		remote, index, ok := s.remoteApp(c, name)
+		setIndex(c, index)
+		if ok {
 			return writePayload(c, formatOf(c), false, appDocumentOf(remote, formatOf(c), wantsCompact(c)))
 		}
 		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
+	setIndex(c, app.Version)
 	f, compact := formatOf(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f, compact: compact}, snap, func() payload {
 		return s.pieces.appDocument(app, f, compact)

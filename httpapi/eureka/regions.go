@@ -433,27 +433,46 @@ func (s *API) deltaRetention() time.Duration {
 	return 3 * time.Minute
 }
 
+// appReadsRemote reports whether GET /apps/{APP} of an app unknown
+// locally looks in remote regions: for clients only (a peer or a server
+// asks about this region's own registry), with regions= or by the
+// transparent fallback.
+func (s *API) appReadsRemote(c echo.Context) bool {
+	rr := s.cfg.Regions
+	if rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
+		return false
+	}
+	if param, ok := queryValue(c.Request().URL.RawQuery, "regions"); ok && strings.TrimSpace(param) != "" {
+		return true
+	}
+	return rr.TransparentFallback()
+}
+
 // remoteApp is an app unknown locally, from the remote regions (all of
 // them in transparent fallback, or those regions= names), its instances
-// merged by id in region order.
-func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, bool) {
-	rr := s.cfg.Regions
-	if rr == nil || !rr.Enabled() {
-		return registry.AppView{}, false
+// merged by id in region order; and its index: the sum of the app's
+// versions in those regions' views, which moves whenever what is served
+// of it does (0: served by none).
+func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, uint64, bool) {
+	if !s.appReadsRemote(c) {
+		return registry.AppView{}, 0, false
 	}
+	rr := s.cfg.Regions
 	var views []*regions.View
 	if param, ok := queryValue(c.Request().URL.RawQuery, "regions"); ok && strings.TrimSpace(param) != "" {
 		views, _ = rr.Resolve(param)
-	} else if rr.TransparentFallback() && !isReplication(c) && !isServer(c) {
+	} else {
 		views = rr.Views()
 	}
 	out := registry.AppView{Name: strings.ToUpper(name)}
 	ids := map[string]bool{}
+	var index uint64
 	for _, v := range views {
 		a, ok := v.App(name)
 		if !ok {
 			continue
 		}
+		index += a.Version
 		for _, iv := range a.Instances {
 			if !ids[iv.ID()] {
 				ids[iv.ID()] = true
@@ -461,7 +480,18 @@ func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, bool) {
 			}
 		}
 	}
-	return out, len(out.Instances) > 0
+	return out, index, len(out.Instances) > 0
+}
+
+// servedAppIndex is the index of what GET /apps/{APP} serves from snap:
+// the local app's version, or for an app unknown locally the remote
+// app's index (remoteApp).
+func (s *API) servedAppIndex(c echo.Context, snap *registry.Snapshot, name string) uint64 {
+	if v, ok := snap.App(name); ok {
+		return v.Version
+	}
+	_, index, _ := s.remoteApp(c, name)
+	return index
 }
 
 // remoteInstance finds an instance unknown locally in the remote regions,
@@ -527,6 +557,21 @@ func vipOf(apps []registry.AppView, name string, secure bool) []registry.AppView
 // holdScope holds a blocking fetch of a document that reads remote data:
 // its index is the local version plus the scope's region versions, so it
 // wakes on a change of either. Without remote data it is holdRegistry.
+// eitherChanged is closed when a or b is; stop ends its watch.
+func eitherChanged(a, b <-chan struct{}) (changed <-chan struct{}, stop func()) {
+	out, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+		case <-b:
+		case <-done:
+			return
+		}
+		close(out)
+	}()
+	return out, func() { close(done) }
+}
+
 func (s *API) holdScope(c echo.Context) (remoteScope, error) {
 	rs, err := s.scopeOf(c)
 	if err != nil || !rs.wanted {
@@ -546,17 +591,7 @@ func (s *API) holdScope(c echo.Context) (remoteScope, error) {
 		if localCh == nil {
 			return nil, nil
 		}
-		out, stop := make(chan struct{}), make(chan struct{})
-		go func() {
-			select {
-			case <-localCh:
-			case <-remote:
-			case <-stop:
-				return
-			}
-			close(out)
-		}()
-		return out, func() { close(stop) }
+		return eitherChanged(localCh, remote)
 	})
 	if err != nil {
 		return rs, err

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
-	"github.com/muster-registry/muster/registry"
 )
 
 // HeaderIndex carries the version of what a registry read describes
@@ -59,30 +58,36 @@ func truncate(s string) string {
 	return s
 }
 
-// appIndex is the index of an app read: the version of the app's view in
-// snap (the Seq of its last change), 0 when snap has no such app. An app
-// read sets it from the snapshot it answers from, and a blocking fetch
-// compares with it, so a client that waits on the index it was given is
-// held until the app changes after what it read.
-func appIndex(snap *registry.Snapshot, app string) uint64 {
-	if v, ok := snap.App(app); ok {
-		return v.Version
-	}
-	return 0
-}
-
-// holdApp holds a blocking fetch of app while the app's version is index;
-// it returns at once for a plain request. It listens for the app's next
+// holdApp holds a blocking fetch of app while the version of the app it
+// serves (servedAppIndex: the app's view in the registry's snapshot, the
+// Seq of its last change; 0 when there is no such app) is index. An app
+// read sets the index from the snapshot it answers from, so a client that
+// waits on the index it was given is held until the app changes after
+// what it read. It returns at once for a plain request. It listens for the app's next
 // change before it reads the registry's current version: a change after
 // that read wakes it, one before shows in the read.
+//
+// An app unknown locally that remote regions serve (regions=, or the
+// transparent fallback) is held on its remote index (servedAppIndex) and
+// woken by a change of the remote views too.
 func (s *API) holdApp(c echo.Context, app string) error {
+	remote := s.appReadsRemote(c)
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
+		var remoteCh <-chan struct{}
+		if remote {
+			remoteCh = s.cfg.Regions.Changed() // before the read: no change is missed
+		}
 		ch := s.watch.waitApp(app)
-		if appIndex(s.reg.Snapshot(), app) != index {
-			s.watch.releaseApp(app)
+		release := func() { s.watch.releaseApp(app) }
+		if s.servedAppIndex(c, s.reg.Snapshot(), app) != index {
+			release()
 			return nil, nil
 		}
-		return ch, func() { s.watch.releaseApp(app) }
+		if remoteCh == nil {
+			return ch, release
+		}
+		either, stop := eitherChanged(ch, remoteCh)
+		return either, func() { stop(); release() }
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -34,17 +35,24 @@ const streamKeepAlive = 15 * time.Second
 // "event: resync" with the current version as id instead of skipping
 // silently: the reader re-reads GET /eureka/apps and goes on with the
 // events that follow, which may repeat what that fetch shows.
+//
+// With regions=b,c (a client's, as on GET /apps) the stream carries the
+// changes of those remote regions too, as the node's views of them
+// change: each instance marked with its region (metadata muster.region;
+// a DELETED's data has "region"), the whitelist applied. The event id is
+// then a cursor over every source, "42;b=7;c=3": this registry's version
+// and each region's view version. Resuming from it carries on in every
+// region; a remote change no longer kept, a cursor of another node or a
+// plain number resumes with "event: resync" (re-read GET
+// /eureka/apps?regions=…). Events of one remote fetch share one version:
+// only the last of them carries the id, so a reader cut off among them
+// gets them again.
 func (s *API) watchStream(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
 	req := c.Request()
 	q := req.URL.Query()
-	if strings.TrimSpace(q.Get("regions")) != "" {
-		// Event ids are this registry's versions, so remote changes have
-		// no place in the stream: say so rather than leave them out.
-		return httpkit.BadRequest("the watch stream carries this region's changes only; for remote regions use a blocking fetch: GET /eureka/apps?regions=…&index=…&wait=… (docs/regions.md)")
-	}
 	app := strings.ToUpper(q.Get("app"))
 	rawIndex, hasIndex := q.Get(paramIndex), q.Has(paramIndex)
 	if !hasIndex {
@@ -53,11 +61,16 @@ func (s *API) watchStream(c echo.Context) error {
 		}
 	}
 	var index uint64
+	var remoteAt map[string]uint64
 	if hasIndex {
 		var err error
-		if index, err = strconv.ParseUint(rawIndex, 10, 64); err != nil {
-			return httpkit.BadRequest("index must be a version number (an event id), got %q", truncate(rawIndex))
+		if index, remoteAt, err = parseStreamID(rawIndex); err != nil {
+			return err
 		}
+	}
+	rw, err := s.regionWatchOf(c)
+	if err != nil {
+		return err
 	}
 	h := s.watch
 	select {
@@ -79,7 +92,21 @@ func (s *API) watchStream(c echo.Context) error {
 	} else {
 		cursor = s.reg.Subscribe()
 	}
-	defer cursor.Close()
+	var pending []regionChanges // what a resumed regions stream owes first
+	if rw != nil {
+		if !hasIndex {
+			rw.toHeads(rw.views)
+		} else if pending = rw.resume(remoteAt); pending == nil || resync {
+			// One source cannot resume: all start over from now.
+			if !resync {
+				cursor.Close()
+				cursor = s.reg.Subscribe()
+			}
+			resync, pending = true, nil
+			rw.toHeads(rw.views)
+		}
+	}
+	defer func() { cursor.Close() }()
 	c.Set(heldKey, true)
 
 	res := c.Response()
@@ -89,19 +116,32 @@ func (s *API) watchStream(c echo.Context) error {
 	hd.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	res.WriteHeader(http.StatusOK)
 
-	w := &eventWriter{app: app}
+	w := &eventWriter{app: app, rw: rw}
 	if resync {
 		h.sseResync.Add(1)
-		w.resync(cursor.Head(), "the changes after the requested index are not kept here (too old, or from before a restart of this node)")
+		w.local = cursor.Head()
+		w.resync("the changes after the requested index are not kept here (too old, from before a restart of this node, or from another node)")
 	} else {
-		start := index
+		w.local = index
 		if !hasIndex {
-			start = cursor.Head()
+			w.local = cursor.Head()
 		}
-		w.control("open", start, `{"index":`+strconv.FormatUint(start, 10)+`}`)
+		w.control("open", w.position())
+		for _, p := range pending {
+			w.remote(p)
+		}
 	}
 	if err := w.flush(res); err != nil {
 		return nil
+	}
+	var remoteChanged <-chan struct{}
+	if rw != nil {
+		remoteChanged = s.cfg.Regions.Changed()
+		// A change between resume and here: catch up now.
+		w.remoteCatchUp(s.cfg.Regions, h)
+		if err := w.flush(res); err != nil {
+			return nil
+		}
 	}
 
 	keepAlive := time.NewTicker(streamKeepAlive)
@@ -116,12 +156,20 @@ func (s *API) watchStream(c echo.Context) error {
 			return nil
 		case <-keepAlive.C:
 			w.buf = append(w.buf, ": keep-alive\n\n"...)
+		case <-remoteChanged:
+			remoteChanged = s.cfg.Regions.Changed() // before reading: no change is missed
+			w.remoteCatchUp(s.cfg.Regions, h)
 		case <-cursor.Ready():
 			for {
 				events, behind := cursor.Read(buf)
 				if behind {
 					h.sseResync.Add(1)
-					w.resync(cursor.Head(), "this reader fell behind the changes the node keeps")
+					w.local = cursor.Head()
+					if rw != nil {
+						views, _ := s.cfg.Regions.Resolve(rw.names)
+						rw.toHeads(views)
+					}
+					w.resync("this reader fell behind the changes the node keeps")
 					continue
 				}
 				if len(events) == 0 {
@@ -144,29 +192,76 @@ func (s *API) watchStream(c echo.Context) error {
 
 // eventWriter formats server-sent events into a buffer.
 type eventWriter struct {
-	app string // only this app's events; "" for all
-	buf []byte
+	app   string       // only this app's events; "" for all
+	rw    *regionWatch // the remote regions the stream carries; nil: none
+	local uint64       // this registry's version the reader has seen
+	buf   []byte
 }
 
-func (w *eventWriter) control(name string, id uint64, data string) {
+// writeID writes the id line: the local version, and with remote regions
+// each region's view version ("42;b=7").
+func (w *eventWriter) writeID() {
 	w.buf = append(w.buf, "id: "...)
-	w.buf = strconv.AppendUint(w.buf, id, 10)
-	w.buf = append(w.buf, "\nevent: "...)
+	w.buf = w.appendPosition(w.buf)
+	w.buf = append(w.buf, '\n')
+}
+
+func (w *eventWriter) appendPosition(b []byte) []byte {
+	b = strconv.AppendUint(b, w.local, 10)
+	if w.rw != nil {
+		for _, rc := range w.rw.cursors {
+			b = append(b, ';')
+			b = append(b, rc.region...)
+			b = append(b, '=')
+			b = strconv.AppendUint(b, rc.version, 10)
+		}
+	}
+	return b
+}
+
+// position is the data of an open or resync event: the local version as
+// "index" (a number, as before remote regions) and each region's.
+func (w *eventWriter) position() string {
+	b := append([]byte(`{"index":`), strconv.FormatUint(w.local, 10)...)
+	if w.rw != nil {
+		b = append(b, `,"regions":{`...)
+		for i, rc := range w.rw.cursors {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, rc.region)
+			b = append(b, ':')
+			b = strconv.AppendUint(b, rc.version, 10)
+		}
+		b = append(b, '}')
+	}
+	return string(append(b, '}'))
+}
+
+func (w *eventWriter) control(name, data string) {
+	w.writeID()
+	w.buf = append(w.buf, "event: "...)
 	w.buf = append(w.buf, name...)
 	w.buf = append(w.buf, "\ndata: "...)
 	w.buf = append(w.buf, data...)
 	w.buf = append(w.buf, "\n\n"...)
 }
 
-func (w *eventWriter) resync(head uint64, reason string) {
+func (w *eventWriter) resync(reason string) {
+	what := "GET /eureka/apps"
+	if w.rw != nil {
+		what += "?regions=" + w.rw.names
+	}
+	pos := w.position()
 	data, _ := json.Marshal(struct {
-		Index  uint64 `json:"index"`
 		Reason string `json:"reason"`
-	}{head, reason + "; re-read GET /eureka/apps"})
-	w.control("resync", head, string(data))
+	}{reason + "; re-read " + what})
+	// {"index":…,"regions":{…},"reason":…}
+	w.control("resync", pos[:len(pos)-1]+","+string(data[1:]))
 }
 
 func (w *eventWriter) event(ev *registry.Event) {
+	w.local = ev.Seq
 	if w.app != "" && !strings.EqualFold(ev.Key.App, w.app) {
 		return
 	}
@@ -174,21 +269,79 @@ func (w *eventWriter) event(ev *registry.Event) {
 	if ev.Instance != nil {
 		action = ev.Instance.ActionType
 	}
-	w.buf = append(w.buf, "id: "...)
-	w.buf = strconv.AppendUint(w.buf, ev.Seq, 10)
-	w.buf = append(w.buf, "\nevent: "...)
+	w.writeID()
+	w.instance(action, ev.Key.App, ev.Key.ID, "", ev.Instance)
+}
+
+// instance writes the event and data lines of one instance's change.
+func (w *eventWriter) instance(action registry.ActionType, app, id, region string, in *registry.Instance) {
+	w.buf = append(w.buf, "event: "...)
 	w.buf = append(w.buf, action...)
 	w.buf = append(w.buf, "\ndata: "...)
-	if action == registry.ActionDeleted || ev.Instance == nil {
+	if action == registry.ActionDeleted || in == nil {
 		key, _ := json.Marshal(struct {
 			App        string `json:"app"`
 			InstanceID string `json:"instanceId"`
-		}{ev.Key.App, ev.Key.ID})
+			Region     string `json:"region,omitempty"`
+		}{app, id, region})
 		w.buf = append(w.buf, key...)
 	} else {
-		w.buf = wire.AppendInstanceBodyJSON(w.buf, registry.InstanceView{Instance: ev.Instance})
+		w.buf = wire.AppendInstanceBodyJSON(w.buf, registry.InstanceView{Instance: in})
 	}
 	w.buf = append(w.buf, "\n\n"...)
+}
+
+// remote writes one region's changes after the reader's cursor: the
+// events of one view version together, the last of them with the id that
+// moves the region's cursor past that version.
+func (w *eventWriter) remote(rc regionChanges) {
+	cur := &w.rw.cursors[rc.index]
+	for i := 0; i < len(rc.changes); {
+		version := rc.changes[i].Version
+		j := i
+		for j < len(rc.changes) && rc.changes[j].Version == version {
+			j++
+		}
+		var shown []*regions.Change
+		for k := i; k < j; k++ {
+			if ch := &rc.changes[k]; w.app == "" || strings.EqualFold(ch.Instance.App, w.app) {
+				shown = append(shown, ch)
+			}
+		}
+		cur.version = version
+		for k, ch := range shown {
+			if k == len(shown)-1 {
+				w.writeID()
+			}
+			w.instance(ch.Instance.ActionType, strings.ToUpper(ch.Instance.App), ch.Instance.ID(), cur.region, ch.Instance.Instance)
+		}
+		i = j
+	}
+	cur.version = max(cur.version, rc.head)
+}
+
+// remoteCatchUp writes every region's changes since the reader's cursors,
+// or a resync when some are no longer kept.
+func (w *eventWriter) remoteCatchUp(rr RemoteRegions, h *watchHub) {
+	views, _ := rr.Resolve(w.rw.names)
+	var all []regionChanges
+	for _, v := range views {
+		rc := w.rw.cursorOf(v.Region)
+		if rc < 0 {
+			continue
+		}
+		cs, ok := v.ChangesAfter(w.rw.cursors[rc].version)
+		if !ok {
+			h.sseResync.Add(1)
+			w.rw.toHeads(views)
+			w.resync("remote region " + v.Region + "'s changes after this reader's cursor are not kept here")
+			return
+		}
+		all = append(all, regionChanges{index: rc, changes: cs, head: v.Version})
+	}
+	for _, rc := range all {
+		w.remote(rc)
+	}
 }
 
 func (w *eventWriter) flush(res *echo.Response) error {
@@ -202,4 +355,115 @@ func (w *eventWriter) flush(res *echo.Response) error {
 	}
 	res.Flush()
 	return nil
+}
+
+// regionWatch is what remote regions a watch stream carries and the
+// reader's cursor in each (the view version it has seen).
+type regionWatch struct {
+	names   string // the regions, comma-separated, for Resolve
+	cursors []regionCursor
+	views   []*regions.View // as resolved when the stream opened
+}
+
+type regionCursor struct {
+	region  string
+	version uint64
+}
+
+// regionChanges are one region's changes owed to a reader.
+type regionChanges struct {
+	index   int // into regionWatch.cursors
+	changes []regions.Change
+	head    uint64 // the view's version
+}
+
+func (rw *regionWatch) cursorOf(region string) int {
+	for i, rc := range rw.cursors {
+		if rc.region == region {
+			return i
+		}
+	}
+	return -1
+}
+
+// toHeads puts every cursor at its region's version in views (as
+// Resolve(rw.names) returns them): from now on.
+func (rw *regionWatch) toHeads(views []*regions.View) {
+	for _, v := range views {
+		if i := rw.cursorOf(v.Region); i >= 0 {
+			rw.cursors[i].version = v.Version
+		}
+	}
+}
+
+// resume sets the cursors from a resumed id's regions and returns the
+// changes owed, or nil when a region cannot resume (not in the id, or its
+// changes after the cursor are not kept).
+func (rw *regionWatch) resume(at map[string]uint64) []regionChanges {
+	out := []regionChanges{}
+	for i, v := range rw.views {
+		version, ok := at[v.Region]
+		if !ok {
+			return nil
+		}
+		cs, ok := v.ChangesAfter(version)
+		if !ok {
+			return nil
+		}
+		rw.cursors[i].version = version
+		out = append(out, regionChanges{index: i, changes: cs, head: v.Version})
+	}
+	return out
+}
+
+// regionWatchOf reads a stream's regions= as GET /apps reads it: nil when
+// it names none of this node's remote regions (or the reader is a peer or
+// a server, which get local data only); a named region without data is
+// in X-Muster-Regions-Missing, or a 403 with muster.regions.require-all.
+func (s *API) regionWatchOf(c echo.Context) (*regionWatch, error) {
+	rr := s.cfg.Regions
+	param, ok := queryValue(c.Request().URL.RawQuery, "regions")
+	if !ok || strings.TrimSpace(param) == "" || rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
+		return nil, nil
+	}
+	views, missing := rr.Resolve(param)
+	if len(missing) > 0 {
+		if rr.RequireAll() {
+			return nil, echo.NewHTTPError(http.StatusForbidden,
+				"remote region(s) "+strings.Join(missing, ",")+" have no data on this node yet (muster.regions.require-all)")
+		}
+		c.Response().Header().Set(HeaderRegionsMissing, strings.Join(missing, ","))
+	}
+	if len(views) == 0 {
+		return nil, nil
+	}
+	rw := &regionWatch{views: views}
+	names := make([]string, len(views))
+	for i, v := range views {
+		names[i] = v.Region
+		rw.cursors = append(rw.cursors, regionCursor{region: v.Region})
+	}
+	rw.names = strings.Join(names, ",")
+	return rw, nil
+}
+
+// parseStreamID reads an index or Last-Event-ID: "42", or with remote
+// regions "42;b=7;c=3".
+func parseStreamID(raw string) (local uint64, remote map[string]uint64, err error) {
+	parts := strings.Split(raw, ";")
+	if local, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
+		return 0, nil, httpkit.BadRequest("index must be an event id (a version number, or with regions= one like 42;b=7), got %q", truncate(raw))
+	}
+	for _, p := range parts[1:] {
+		name, v, ok := strings.Cut(p, "=")
+		n, perr := strconv.ParseUint(v, 10, 64)
+		if !ok || name == "" || perr != nil {
+			return 0, nil, httpkit.BadRequest("index must be an event id (a version number, or with regions= one like 42;b=7), got %q", truncate(raw))
+		}
+		if remote == nil {
+			remote = map[string]uint64{}
+		}
+		remote[name] = n
+	}
+	return local, remote, nil
 }

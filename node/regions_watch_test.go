@@ -1,0 +1,267 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/registry/wire"
+)
+
+// regionEvent is one server-sent event as an EventSource sees it: id is
+// the last id set, by this event or an earlier one.
+type regionEvent struct{ id, name, data string }
+
+type regionStream struct {
+	events chan regionEvent
+	header http.Header
+}
+
+func openRegionStream(t *testing.T, url string, headers ...string) *regionStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	s := &regionStream{events: make(chan regionEvent, 256), header: resp.Header}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		var ev regionEvent
+		lastID := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" {
+					ev.id = lastID
+					s.events <- ev
+				}
+				ev = regionEvent{}
+			case strings.HasPrefix(line, "id: "):
+				lastID = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				ev.name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				ev.data = line[6:]
+			}
+		}
+	}()
+	return s
+}
+
+func (s *regionStream) next(t *testing.T) regionEvent {
+	t.Helper()
+	select {
+	case ev := <-s.events:
+		return ev
+	case <-time.After(15 * time.Second):
+		t.Fatal("no event")
+	}
+	return regionEvent{}
+}
+
+func (s *regionStream) quiet(t *testing.T) {
+	t.Helper()
+	select {
+	case ev := <-s.events:
+		t.Fatalf("unexpected event %+v", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// The watch stream with regions= carries the named remote regions'
+// changes beside the local ones, marked and whitelisted, with ids that are
+// cursors over every source: resuming from one carries on in each, a plain
+// number or a cursor whose remote changes are gone resyncs.
+func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
+	tr := startTwoRegions(t, "eureka.server.remote-region-app-whitelist.b=ORDERS,PAYMENTS")
+	a, b := tr.a, tr.b
+	register(t, b, "ORDERS", "o1")
+	tr.step(t)
+	base := "http://" + a.Addr() + "/eureka/watch"
+
+	s := openRegionStream(t, base+"?regions=b")
+	open := s.next(t)
+	bv := a.regions.Views()[0].Version
+	if want := "0;b=" + utoa(bv); open.name != "open" || open.id != want || open.data != `{"index":0,"regions":{"b":`+utoa(bv)+`}}` {
+		t.Fatalf("open %+v, want id %s", open, want)
+	}
+	plain := openRegionStream(t, base)
+	if ev := plain.next(t); ev.name != "open" || ev.id != "0" {
+		t.Fatalf("plain stream opens with %+v", ev)
+	}
+
+	register(t, a, "ORDERS", "a1")
+	if ev := s.next(t); ev.name != "ADDED" || ev.id != "1;b="+utoa(bv) || !strings.Contains(ev.data, `"instanceId":"a1"`) || strings.Contains(ev.data, "muster.region") {
+		t.Fatalf("local event %+v", ev)
+	}
+	if ev := plain.next(t); ev.name != "ADDED" || ev.id != "1" {
+		t.Fatalf("plain stream's local event %+v", ev)
+	}
+
+	// b's changes, whitelisted and marked; SECRET is not served.
+	register(t, b, "ORDERS", "o2")
+	register(t, b, "SECRET", "s1")
+	tr.step(t)
+	added := s.next(t)
+	if added.name != "ADDED" || added.id != "1;b="+utoa(bv+1) || !strings.Contains(added.data, `"instanceId":"o2"`) || !strings.Contains(added.data, `"muster.region":"b"`) {
+		t.Fatalf("b's o2: %+v", added)
+	}
+	iv, err := wire.DecodeInstanceJSON([]byte(`{"instance":` + added.data + `}`))
+	if err != nil || iv.App != "ORDERS" {
+		t.Fatalf("the event's data is not an instance: %v %s", err, added.data)
+	}
+	if code := call(t, "DELETE", "http://"+b.Addr()+"/eureka/apps/ORDERS/o1", ""); code != 200 {
+		t.Fatalf("cancel o1 on b: %d", code)
+	}
+	tr.step(t)
+	if ev := s.next(t); ev.name != "DELETED" || ev.id != "1;b="+utoa(bv+2) || ev.data != `{"app":"ORDERS","instanceId":"o1","region":"b"}` {
+		t.Fatalf("b's o1 cancelled: %+v", ev)
+	}
+	s.quiet(t)
+	plain.quiet(t) // the plain stream carries no remote changes
+
+	// Resume after the o2 event: the open, then o1's DELETED again.
+	for _, r := range []*regionStream{
+		openRegionStream(t, base+"?regions=b", "Last-Event-ID", added.id),
+		openRegionStream(t, base+"?regions=b&index="+strings.ReplaceAll(added.id, ";", "%3B")),
+	} {
+		if ev := r.next(t); ev.name != "open" || ev.id != added.id {
+			t.Fatalf("resumed open %+v", ev)
+		}
+		if ev := r.next(t); ev.name != "DELETED" || !strings.Contains(ev.data, `"instanceId":"o1"`) {
+			t.Fatalf("resumed event %+v", ev)
+		}
+	}
+	// A plain number on a regions stream: the remote position is unknown.
+	r := openRegionStream(t, base+"?regions=b", "Last-Event-ID", "1")
+	if ev := r.next(t); ev.name != "resync" || ev.id != "1;b="+utoa(bv+2) || !strings.Contains(ev.data, "regions=b") {
+		t.Fatalf("plain number on a regions stream: %+v", ev)
+	}
+	// The app filter holds for remote changes too.
+	paymentsOnly := openRegionStream(t, base+"?regions=b&app=payments")
+	paymentsOnly.next(t) // open
+	register(t, b, "ORDERS", "o3")
+	register(t, b, "PAYMENTS", "p1")
+	tr.step(t)
+	if ev := paymentsOnly.next(t); ev.name != "ADDED" || !strings.Contains(ev.data, `"instanceId":"p1"`) || ev.id != "1;b="+utoa(bv+3) {
+		t.Fatalf("app=payments: %+v", ev)
+	}
+	paymentsOnly.quiet(t)
+	// Events of one fetch share a version: only the last carries the id.
+	first, second := s.next(t), s.next(t)
+	if first.id != "1;b="+utoa(bv+2) || second.id != "1;b="+utoa(bv+3) {
+		t.Fatalf("one fetch's events: %+v then %+v", first, second)
+	}
+
+	// Past the delta retention (3 minutes) b's early changes are gone: a
+	// cursor from before them resyncs; a current one still resumes.
+	for i := 0; i < 8; i++ {
+		tr.step(t)
+	}
+	stale := openRegionStream(t, base+"?regions=b", "Last-Event-ID", open.id)
+	if ev := stale.next(t); ev.name != "resync" || !strings.Contains(ev.data, "not kept") {
+		t.Fatalf("a cursor past the retention: %+v", ev)
+	}
+	fresh := openRegionStream(t, base+"?regions=b", "Last-Event-ID", second.id)
+	if ev := fresh.next(t); ev.name != "open" || ev.id != second.id {
+		t.Fatalf("a current cursor: %+v", ev)
+	}
+	fresh.quiet(t)
+
+	// Bad cursors are a 400.
+	for _, id := range []string{"1;b", "1;b=x", "x;b=1", "1;=3"} {
+		req, _ := http.NewRequest("GET", base+"?regions=b", nil)
+		req.Header.Set("Last-Event-ID", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("Last-Event-ID %q: %d, want 400", id, resp.StatusCode)
+		}
+	}
+}
+
+// A held GET /apps/{APP} of an app only a remote region serves wakes when
+// that region's data for it changes, not only at the end of the wait.
+func TestRegions_blockingAppFetchOfRemoteApp(t *testing.T) {
+	tr := startTwoRegions(t)
+	a, b := tr.a, tr.b
+	register(t, b, "PAYMENTS", "p1")
+	tr.step(t)
+	get := func(q string) (string, http.Header) {
+		req, _ := http.NewRequest("GET", "http://"+a.Addr()+"/eureka/apps/PAYMENTS"+q, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return "", nil
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Errorf("GET /apps/PAYMENTS%s: %d %s", q, resp.StatusCode, body)
+		}
+		return string(body), resp.Header
+	}
+	for _, q := range []string{"", "?regions=b"} {
+		body, hdr := get(q)
+		index := hdr.Get("X-Muster-Index")
+		if !strings.Contains(body, `"p1"`) || index == "" || index == "0" {
+			t.Fatalf("GET /apps/PAYMENTS%s on a: index %q, %s", q, index, body)
+		}
+		sep := "?"
+		if q != "" {
+			sep = "&"
+		}
+		held := make(chan string, 1)
+		go func() {
+			body, _ := get(q + sep + "wait=60s&index=" + index)
+			held <- body
+		}()
+		waitFor(t, 10*time.Second, "the app fetch held", func() bool {
+			return metricValue(t, a, "muster_watch_held_requests") == 1
+		})
+		// A change elsewhere in b does not answer it.
+		register(t, b, "OTHER"+strings.TrimPrefix(q, "?regions="), "x1")
+		tr.step(t)
+		select {
+		case body := <-held:
+			t.Fatalf("woken by another app's change: %s", body)
+		case <-time.After(300 * time.Millisecond):
+		}
+		id := "p" + utoa(uint64(len(q)+2))
+		register(t, b, "PAYMENTS", id)
+		tr.step(t)
+		select {
+		case body := <-held:
+			if !strings.Contains(body, `"`+id+`"`) {
+				t.Fatalf("the held fetch answered without %s: %s", id, body)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the held GET /apps/PAYMENTS%s did not wake on b's change", q)
+		}
+	}
+}
+
+func utoa(v uint64) string { return strconv.FormatUint(v, 10) }
