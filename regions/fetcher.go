@@ -513,14 +513,21 @@ func withAction(iv registry.InstanceView, action registry.ActionType) registry.I
 }
 
 // sameSource reports whether served (a marked copy) shows src unchanged:
-// the same instance apart from the mark and the action type (a full fetch
-// says ADDED where a delta said MODIFIED).
+// the same instance apart from the mark, the action type (a full fetch
+// says ADDED where a delta said MODIFIED) and the timestamps each node of
+// the remote region stamps itself (registration, service up, last
+// updated: a peer's copy of a registration differs from the first node's
+// by a millisecond or so). So a fetcher that fails over to the region's
+// next node does not report every instance as MODIFIED; a real change
+// (status, metadata, a re-registration's lastDirtyTimestamp) still does.
 func sameSource(served, src *registry.Instance, region string) bool {
 	a := *src
 	a.Metadata = a.Metadata.With(map[string]string{MetadataKey: region})
-	a.ActionType = ""
 	b := *served
-	b.ActionType = ""
+	for _, in := range []*registry.Instance{&a, &b} {
+		in.ActionType = ""
+		in.RegistrationTimestamp, in.ServiceUpTimestamp, in.LastUpdatedTimestamp = 0, 0, 0
+	}
 	return reflect.DeepEqual(a, b)
 }
 

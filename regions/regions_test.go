@@ -289,3 +289,40 @@ func TestView_changesAfterVersionAndPruned(t *testing.T) {
 		t.Fatalf("after 1 once pruned: %+v %v", cs, ok)
 	}
 }
+
+// A fetcher that fails over to another node of the remote region gets the
+// same registrations stamped by that node (registration, service-up and
+// last-updated times a little apart): no change is reported for them,
+// while a real change of one instance still is.
+func TestFetcher_failoverToAPeerIsNoChange(t *testing.T) {
+	stamped := func(id string, at int64, st registry.Status) registry.InstanceView {
+		iv := inst("ORDERS", id, st, nil)
+		iv.RegistrationTimestamp, iv.ServiceUpTimestamp, iv.LastUpdatedTimestamp = at, at, at
+		iv.LastDirtyTimestamp = 1000
+		return iv
+	}
+	first := &fakeRemote{apps: []registry.AppView{{Name: "ORDERS", Instances: []registry.InstanceView{stamped("o1", 5000, registry.StatusUp), stamped("o2", 5000, registry.StatusUp)}}}}
+	peer := &fakeRemote{apps: []registry.AppView{{Name: "ORDERS", Instances: []registry.InstanceView{stamped("o1", 5001, registry.StatusUp), stamped("o2", 5002, registry.StatusDown)}}}}
+	srv1, srv2 := httptest.NewServer(first), httptest.NewServer(peer)
+	defer srv2.Close()
+	_, f := newTestSet(t, srv1.URL, func(c *Config) {
+		c.URLs["b"] = []string{srv1.URL + "/eureka/", srv2.URL + "/eureka/"}
+		c.DisableDelta = true
+	})
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := f.View()
+	srv1.Close() // fail over to the peer
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := f.View()
+	cs, _ := v.ChangesAfter(before.Version)
+	if len(cs) != 1 || cs[0].Instance.ID() != "o2" || cs[0].Instance.ActionType != registry.ActionModified {
+		t.Fatalf("after failover: %d changes %+v, want o2 MODIFIED only", len(cs), cs)
+	}
+	if got := ids(v); got != "ORDERS/o1=UP@b ORDERS/o2=DOWN@b" {
+		t.Fatalf("view %q", got)
+	}
+}
