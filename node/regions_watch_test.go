@@ -3,10 +3,13 @@ package node
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,3 +268,62 @@ func TestRegions_blockingAppFetchOfRemoteApp(t *testing.T) {
 }
 
 func utoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// The merged forms a client may ask for beyond /apps: the delta and the
+// secure VIP in XML; a remote URL that never answers is left after
+// remote-region-read-timeout-ms for the region's next URL, and with
+// disable-delta-for-remote-regions every fetch is a full one.
+func TestRegions_xmlDeltaSecureVIPAndSlowRemote(t *testing.T) {
+	clock := newManualClock()
+	pb := freeTCPPort(t)
+	b := regionNode(t, "b", pb, clock, nil)
+	hang := make(chan struct{})
+	var slowAsked atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowAsked.Add(1)
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang); slow.Close() })
+	body := strings.Replace(instanceBody("ORDERS", "o1", 3600), `"vipAddress"`, `"secureVipAddress":"orders-secure","vipAddress"`, 1)
+	if code := call(t, "POST", "http://"+b.Addr()+"/eureka/apps/ORDERS", body); code != 204 {
+		t.Fatalf("register o1 on b: %d", code)
+	}
+	a := regionNode(t, "a", freeTCPPort(t), clock, map[string]string{"b": slow.URL + "/eureka," + "http://127.0.0.1:" + strconv.Itoa(pb) + "/eureka"},
+		"eureka.server.remote-region-read-timeout-ms=200", "eureka.server.disable-delta-for-remote-regions=true")
+	waitFor(t, 10*time.Second, "a fetched b past the silent first URL", func() bool { return a.regions.Views()[0].HasData })
+	if slowAsked.Load() == 0 {
+		t.Fatal("the silent first URL was never asked")
+	}
+	if st := a.regions.Fetchers()[0].Stats(); st.Errors != 0 || st.FullFetches != 1 {
+		t.Fatalf("a's fetcher after the failover: %+v", st)
+	}
+
+	sdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/svips/orders-secure?regions=b", true, nil)
+	if ids := copyOf(sdoc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b]" || sdoc.Hashcode != "UP_1_" {
+		t.Fatalf("XML svips with regions=b: %v %q", ids, sdoc.Hashcode)
+	}
+	if none, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/svips/orders-secure", true, map[string]string{"Accept": "application/xml"}); len(copyOf(none).ids()) != 1 {
+		// The plain request: transparent fallback, ORDERS unknown in a.
+		t.Fatalf("plain XML svips: %v", copyOf(none).ids())
+	}
+	full, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", true, nil)
+	client := copyOf(full)
+	register(t, b, "ORDERS", "o2")
+	if code := call(t, "PUT", "http://"+b.Addr()+"/eureka/apps/ORDERS/o1/status?value=OUT_OF_SERVICE", ""); code != 200 {
+		t.Fatalf("status on b: %d", code)
+	}
+	waitFor(t, 10*time.Second, "a's fetcher waiting", func() bool { return clock.Waiting() >= 1 })
+	clock.Advance(30 * time.Second)
+	waitFor(t, 15*time.Second, "a's second fetch", func() bool { return a.regions.Views()[0].Instances == 2 })
+	d, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", true, nil)
+	client.apply(d, false)
+	if fmt.Sprint(client.ids()) != "[ORDERS/o1=OUT_OF_SERVICE@b ORDERS/o2=UP@b]" || client.hashcode() != d.Hashcode || d.Hashcode != "OUT_OF_SERVICE_1_UP_1_" {
+		t.Fatalf("XML delta with regions=b: %v, copy %q, delta %q", client.ids(), client.hashcode(), d.Hashcode)
+	}
+	if st := a.regions.Fetchers()[0].Stats(); st.DeltaFetches != 0 || st.FullFetches != 2 {
+		t.Fatalf("with disable-delta-for-remote-regions every fetch is full: %+v", st)
+	}
+}
