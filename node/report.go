@@ -27,7 +27,11 @@ func EffectiveSettings(s *Settings, rep *Report) [][3]string {
 		if st.format == nil {
 			continue
 		}
-		rows = append(rows, [3]string{st.Key, maskSecret(st.Key, st.format(s)), origin(st.Key)})
+		value := st.format(s)
+		if _, set := s.origin[st.Key]; !set && st.unsetDefault != "" {
+			value = st.unsetDefault // read only when set: its field's value means nothing
+		}
+		rows = append(rows, [3]string{st.Key, maskSecret(st.Key, value), origin(st.Key)})
 	}
 	var mapped []string
 	for key := range s.origin {

@@ -228,6 +228,16 @@ type setting struct {
 	// user would.
 	field  func(s *Settings) any
 	format func(s *Settings) string
+	// unsetDefault, when set, is the Default shown for a key whose meaning
+	// depends on whether it is set at all (read only when set).
+	unsetDefault string
+}
+
+// readOnlyWhenSet marks a key the node reads only when it is given: its
+// default is shown as shown rather than as the field's zero state.
+func readOnlyWhenSet(st setting, shown string) setting {
+	st.unsetDefault = shown
+	return st
 }
 
 // settings lists every key Muster reads. docs/configuration.md's table is
@@ -276,7 +286,7 @@ var settings = []setting{
 	intKey("eureka.server.registry-sync-retries", "Attempts to copy the registry from a peer at start-up (syncUp) before opening for traffic.", func(s *Settings) *int { return &s.Sync.Attempts }),
 	msKey("eureka.server.registry-sync-retry-wait-ms", "Wait between syncUp attempts (Eureka's 30 s makes start-up slow).", func(s *Settings) *time.Duration { return &s.Sync.RetryWait }),
 	cmdMsKey("eureka.server.wait-time-in-ms-when-sync-empty", 0, "Longest a start-up that found no registry refuses registry reads (403), when set: it caps the cold-start wait (muster.cold-start-wait-ms's default), so 0 (as Spring guides set for a standalone server) serves at once; unset, it only bounds how far clients declaring long renewal intervals stretch that wait. Peers known but unreachable at start hold reads no longer than a cold start. With default-open-for-traffic-count 0, Eureka's own wait.", func(s *Settings) *time.Duration { return &s.WaitWhenSyncEmpty }),
-	rangeKey("eureka.instance.registry.default-open-for-traffic-count", 0, math.MaxInt32, "Spring's count of instances openForTraffic assumes after a sync that found nothing. Set above 0: the node serves at once after an empty start, as Spring does (no cold-start wait); set to 0: reads are refused for wait-time-in-ms-when-sync-empty, as Eureka does. Unset: Muster's cold-start rule (muster.cold-start-wait-ms).", func(s *Settings) *int { return &s.DefaultOpenForTrafficCount }),
+	readOnlyWhenSet(rangeKey("eureka.instance.registry.default-open-for-traffic-count", 0, math.MaxInt32, "Spring's count of instances openForTraffic assumes after a sync that found nothing (Spring's default 1 is not assumed: the key counts only when set). Set above 0: the node serves at once after an empty start, as Spring does (no cold-start wait); set to 0: reads are refused for wait-time-in-ms-when-sync-empty, as Eureka does. Unset: Muster's cold-start rule (muster.cold-start-wait-ms).", func(s *Settings) *int { return &s.DefaultOpenForTrafficCount }), "unset"),
 	intKey("eureka.server.max-elements-in-peer-replication-pool", "Replication tasks queued per peer; beyond it the oldest heartbeats are dropped first (counted in metrics).", func(s *Settings) *int { return &s.Replication.MaxQueueSize }),
 	msKey("eureka.server.max-time-for-replication", "Age after which a queued cancel or status replication task is dropped.", func(s *Settings) *time.Duration { return &s.Replication.TaskMaxAge }),
 	msKey("eureka.server.peer-node-connect-timeout-ms", "Connect timeout of replication requests to peers.", func(s *Settings) *time.Duration { return &s.Transport.ConnectTimeout }),
@@ -689,7 +699,10 @@ var settingConfig = func() map[string]string {
 func init() {
 	d := defaultSettings()
 	for i := range settings {
-		if settings[i].format != nil {
+		switch {
+		case settings[i].unsetDefault != "":
+			settings[i].Default = settings[i].unsetDefault
+		case settings[i].format != nil:
 			settings[i].Default = settings[i].format(&d)
 		}
 	}
