@@ -103,21 +103,13 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 	both := func(p1, p2 int) string {
 		return "http://127.0.0.1:" + strconv.Itoa(p1) + "/eureka,http://127.0.0.1:" + strconv.Itoa(p2) + "/eureka"
 	}
-	clusterSets := func(name string, join ...string) []string {
-		s := []string{"cluster.enabled=true", "cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
-			"cluster.zone=z1", "eureka.server.registry-sync-retry-wait-ms=200"}
-		if len(join) > 0 {
-			s = append(s, "cluster.join="+strings.Join(join, ","))
-		}
-		return s
-	}
 	whitelist := "eureka.server.remote-region-app-whitelist.b=ORDERS,USERS"
 	allowedB := map[string]bool{"ORDERS": true, "USERS": true}
 	toB, toA := map[string]string{"b": both(pb1, pb2)}, map[string]string{"a": both(pa1, pa2)}
-	a1 := regionNode(t, "a", pa1, clock, toB, append(clusterSets("a1"), whitelist)...)
-	a2 := regionNode(t, "a", pa2, clock, toB, append(clusterSets("a2", a1.gossipAddr(t)), whitelist)...)
-	b1 := regionNode(t, "b", pb1, clock, toA, clusterSets("b1")...)
-	b2 := regionNode(t, "b", pb2, clock, toA, clusterSets("b2", b1.gossipAddr(t))...)
+	a1 := regionNode(t, "a", pa1, clock, toB, append(regionClusterSets("a1"), whitelist)...)
+	a2 := regionNode(t, "a", pa2, clock, toB, append(regionClusterSets("a2", a1.gossipAddr(t)), whitelist)...)
+	b1 := regionNode(t, "b", pb1, clock, toA, regionClusterSets("b1")...)
+	b2 := regionNode(t, "b", pb2, clock, toA, regionClusterSets("b2", b1.gossipAddr(t))...)
 	waitFor(t, 15*time.Second, "a1-a2 and b1-b2 peers", func() bool {
 		return len(a1.currentPeers()) == 1 && len(a2.currentPeers()) == 1 && len(b1.currentPeers()) == 1 && len(b2.currentPeers()) == 1
 	})

@@ -619,6 +619,17 @@ func TestRegions_dnsRegionFollowsClientRegion(t *testing.T) {
 	}
 }
 
+// regionClusterSets are the settings of a clustered region node named
+// name, joining join (none: the first node).
+func regionClusterSets(name string, join ...string) []string {
+	s := []string{"cluster.enabled=true", "cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
+		"cluster.zone=z1", "eureka.server.registry-sync-retry-wait-ms=200"}
+	if len(join) > 0 {
+		s = append(s, "cluster.join="+strings.Join(join, ","))
+	}
+	return s
+}
+
 // A region of two clustered nodes: each node fetches the remote region
 // itself, both serve it, and neither replicates it into the other's
 // registry (nor does syncUp copy it).
@@ -629,20 +640,12 @@ func TestRegions_clusterEachNodeFetches(t *testing.T) {
 	clock := newManualClock()
 	pa1, pa2, pb := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	bURL := "http://127.0.0.1:" + strconv.Itoa(pb) + "/eureka"
-	clusterSets := func(name string, join ...string) []string {
-		s := []string{"cluster.enabled=true", "cluster.node-name=" + name, "cluster.bind-addr=127.0.0.1", "cluster.bind-port=0",
-			"cluster.zone=z1", "eureka.server.registry-sync-retry-wait-ms=200"}
-		if len(join) > 0 {
-			s = append(s, "cluster.join="+strings.Join(join, ","))
-		}
-		return s
-	}
-	a1 := regionNode(t, "a", pa1, clock, map[string]string{"b": bURL}, clusterSets("a1")...)
+	a1 := regionNode(t, "a", pa1, clock, map[string]string{"b": bURL}, regionClusterSets("a1")...)
 	b := regionNode(t, "b", pb, clock, map[string]string{"a": "http://127.0.0.1:" + strconv.Itoa(pa1) + "/eureka,http://127.0.0.1:" + strconv.Itoa(pa2) + "/eureka"})
 	register(t, b, "ORDERS", "o1")
 	register(t, b, "PAYMENTS", "p1")
 	register(t, a1, "ORDERS", "x1")
-	a2 := regionNode(t, "a", pa2, clock, map[string]string{"b": bURL}, clusterSets("a2", a1.gossipAddr(t))...)
+	a2 := regionNode(t, "a", pa2, clock, map[string]string{"b": bURL}, regionClusterSets("a2", a1.gossipAddr(t))...)
 	waitFor(t, 15*time.Second, "a1 and a2 peers", func() bool { return len(a1.currentPeers()) == 1 && len(a2.currentPeers()) == 1 })
 	waitFor(t, 10*time.Second, "x1 on a2", func() bool { _, ok := a2.reg.Instance("ORDERS", "x1"); return ok })
 
