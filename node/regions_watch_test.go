@@ -104,7 +104,13 @@ func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
 	s := openRegionStream(t, base+"?regions=b")
 	open := s.next(t)
 	bv := a.regions.Views()[0].Version
-	if want := "0;b=" + utoa(bv); open.name != "open" || open.id != want || open.data != `{"index":0,"regions":{"b":`+utoa(bv)+`}}` {
+	// The id ends with this node run's token.
+	i := strings.Index(open.id, ";@=")
+	if i < 0 || len(open.id) < i+5 {
+		t.Fatalf("open id %q has no run token", open.id)
+	}
+	run := open.id[i:]
+	if want := "0;b=" + utoa(bv) + run; open.name != "open" || open.id != want || open.data != `{"index":0,"regions":{"b":`+utoa(bv)+`}}` {
 		t.Fatalf("open %+v, want id %s", open, want)
 	}
 	plain := openRegionStream(t, base)
@@ -113,7 +119,7 @@ func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
 	}
 
 	register(t, a, "ORDERS", "a1")
-	if ev := s.next(t); ev.name != "ADDED" || ev.id != "1;b="+utoa(bv) || !strings.Contains(ev.data, `"instanceId":"a1"`) || strings.Contains(ev.data, "muster.region") {
+	if ev := s.next(t); ev.name != "ADDED" || ev.id != "1;b="+utoa(bv)+run || !strings.Contains(ev.data, `"instanceId":"a1"`) || strings.Contains(ev.data, "muster.region") {
 		t.Fatalf("local event %+v", ev)
 	}
 	if ev := plain.next(t); ev.name != "ADDED" || ev.id != "1" {
@@ -125,7 +131,7 @@ func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
 	register(t, b, "SECRET", "s1")
 	tr.step(t)
 	added := s.next(t)
-	if added.name != "ADDED" || added.id != "1;b="+utoa(bv+1) || !strings.Contains(added.data, `"instanceId":"o2"`) || !strings.Contains(added.data, `"muster.region":"b"`) {
+	if added.name != "ADDED" || added.id != "1;b="+utoa(bv+1)+run || !strings.Contains(added.data, `"instanceId":"o2"`) || !strings.Contains(added.data, `"muster.region":"b"`) {
 		t.Fatalf("b's o2: %+v", added)
 	}
 	iv, err := wire.DecodeInstanceJSON([]byte(`{"instance":` + added.data + `}`))
@@ -136,16 +142,19 @@ func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
 		t.Fatalf("cancel o1 on b: %d", code)
 	}
 	tr.step(t)
-	if ev := s.next(t); ev.name != "DELETED" || ev.id != "1;b="+utoa(bv+2) || ev.data != `{"app":"ORDERS","instanceId":"o1","region":"b"}` {
+	if ev := s.next(t); ev.name != "DELETED" || ev.id != "1;b="+utoa(bv+2)+run || ev.data != `{"app":"ORDERS","instanceId":"o1","region":"b"}` {
 		t.Fatalf("b's o1 cancelled: %+v", ev)
 	}
 	s.quiet(t)
 	plain.quiet(t) // the plain stream carries no remote changes
 
-	// Resume after the o2 event: the open, then o1's DELETED again.
+	// Resume after the o2 event: the open, then o1's DELETED again; by
+	// Last-Event-ID, or index= encoded or not (Go's query parser drops a
+	// pair with ';').
 	for _, r := range []*regionStream{
 		openRegionStream(t, base+"?regions=b", "Last-Event-ID", added.id),
 		openRegionStream(t, base+"?regions=b&index="+strings.ReplaceAll(added.id, ";", "%3B")),
+		openRegionStream(t, base+"?regions=b&index="+added.id),
 	} {
 		if ev := r.next(t); ev.name != "open" || ev.id != added.id {
 			t.Fatalf("resumed open %+v", ev)
@@ -156,8 +165,15 @@ func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
 	}
 	// A plain number on a regions stream: the remote position is unknown.
 	r := openRegionStream(t, base+"?regions=b", "Last-Event-ID", "1")
-	if ev := r.next(t); ev.name != "resync" || ev.id != "1;b="+utoa(bv+2) || !strings.Contains(ev.data, "regions=b") {
+	if ev := r.next(t); ev.name != "resync" || ev.id != "1;b="+utoa(bv+2)+run || !strings.Contains(ev.data, "regions=b") {
 		t.Fatalf("plain number on a regions stream: %+v", ev)
+	}
+	// A cursor of another node (or an earlier run of this one) looks
+	// valid by its numbers, but its token is not this run's: resync.
+	other := strings.TrimSuffix(added.id, run) + ";@=othernode"
+	r = openRegionStream(t, base+"?regions=b", "Last-Event-ID", other)
+	if ev := r.next(t); ev.name != "resync" || ev.id != "1;b="+utoa(bv+2)+run {
+		t.Fatalf("another node's cursor: %+v", ev)
 	}
 	// The app filter holds for remote changes too.
 	paymentsOnly := openRegionStream(t, base+"?regions=b&app=payments")
@@ -165,13 +181,13 @@ func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
 	register(t, b, "ORDERS", "o3")
 	register(t, b, "PAYMENTS", "p1")
 	tr.step(t)
-	if ev := paymentsOnly.next(t); ev.name != "ADDED" || !strings.Contains(ev.data, `"instanceId":"p1"`) || ev.id != "1;b="+utoa(bv+3) {
+	if ev := paymentsOnly.next(t); ev.name != "ADDED" || !strings.Contains(ev.data, `"instanceId":"p1"`) || ev.id != "1;b="+utoa(bv+3)+run {
 		t.Fatalf("app=payments: %+v", ev)
 	}
 	paymentsOnly.quiet(t)
 	// Events of one fetch share a version: only the last carries the id.
 	first, second := s.next(t), s.next(t)
-	if first.id != "1;b="+utoa(bv+2) || second.id != "1;b="+utoa(bv+3) {
+	if first.id != "1;b="+utoa(bv+2)+run || second.id != "1;b="+utoa(bv+3)+run {
 		t.Fatalf("one fetch's events: %+v then %+v", first, second)
 	}
 
@@ -264,6 +280,37 @@ func TestRegions_blockingAppFetchOfRemoteApp(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("the held GET /apps/PAYMENTS%s did not wake on b's change", q)
 		}
+	}
+	// The app leaves b altogether: its index still grows (it does not fall
+	// back to what it was before the app was served), the held fetch wakes
+	// and gets 404.
+	_, hdr := get("")
+	held := make(chan int, 1)
+	go func() {
+		resp, err := (&http.Client{Timeout: 60 * time.Second}).Get("http://" + a.Addr() + "/eureka/apps/PAYMENTS?wait=60s&index=" + hdr.Get("X-Muster-Index"))
+		if err != nil {
+			held <- 0
+			return
+		}
+		resp.Body.Close()
+		held <- resp.StatusCode
+	}()
+	waitFor(t, 10*time.Second, "the app fetch held", func() bool {
+		return metricValue(t, a, "muster_watch_held_requests") == 1
+	})
+	for _, id := range []string{"p1", "p2", "p12"} {
+		if code := call(t, "DELETE", "http://"+b.Addr()+"/eureka/apps/PAYMENTS/"+id, ""); code != 200 {
+			t.Fatalf("cancel %s on b: %d", id, code)
+		}
+	}
+	tr.step(t)
+	select {
+	case code := <-held:
+		if code != 404 {
+			t.Fatalf("the held fetch of the app that left b answered %d, want 404", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held GET /apps/PAYMENTS did not wake when the app left b")
 	}
 }
 

@@ -326,3 +326,38 @@ func TestFetcher_failoverToAPeerIsNoChange(t *testing.T) {
 		t.Fatalf("view %q", got)
 	}
 }
+
+// AppChanged is the version of an app's last change and stays when the
+// app goes, so an index summed from it over regions never comes back to
+// an earlier value.
+func TestView_appChangedSurvivesTheAppGoing(t *testing.T) {
+	remote := &fakeRemote{apps: []registry.AppView{
+		{Name: "ORDERS", Instances: []registry.InstanceView{inst("ORDERS", "o1", registry.StatusUp, nil)}},
+		{Name: "USERS", Instances: []registry.InstanceView{inst("USERS", "u1", registry.StatusUp, nil)}},
+	}}
+	srv := httptest.NewServer(remote)
+	defer srv.Close()
+	_, f := newTestSet(t, srv.URL, func(c *Config) { c.DisableDelta = true })
+	fetch := func() *View {
+		t.Helper()
+		if err := f.FetchOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return f.View()
+	}
+	v := fetch()
+	if v.AppChanged("orders") != v.Version || v.AppChanged("USERS") != v.Version || v.AppChanged("NONE") != 0 {
+		t.Fatalf("first fetch: %d %d %d, version %d", v.AppChanged("ORDERS"), v.AppChanged("USERS"), v.AppChanged("NONE"), v.Version)
+	}
+	first := v.Version
+	remote.mu.Lock()
+	remote.apps = remote.apps[1:] // ORDERS goes
+	remote.mu.Unlock()
+	v = fetch()
+	if _, ok := v.App("ORDERS"); ok || v.AppChanged("ORDERS") != v.Version || v.AppChanged("ORDERS") == first {
+		t.Fatalf("ORDERS gone: served %v, changed at %d (view %d)", ok, v.AppChanged("ORDERS"), v.Version)
+	}
+	if v.AppChanged("USERS") != first {
+		t.Fatalf("USERS did not change, yet AppChanged moved to %d", v.AppChanged("USERS"))
+	}
+}

@@ -39,6 +39,9 @@ type View struct {
 	Pruned uint64
 
 	index map[string]int
+	// appChanged is the version of each app's last change, kept after the
+	// app leaves Apps (its last instance went): AppChanged.
+	appChanged map[string]uint64
 }
 
 // Change is one change of a remote instance, as a delta serves it.
@@ -76,6 +79,17 @@ func (v *View) App(name string) (registry.AppView, bool) {
 		return registry.AppView{}, false
 	}
 	return v.Apps[i], true
+}
+
+// AppChanged is the view version of the app's last change, its leaving
+// included (0: never served). Unlike an app's Version it does not fall
+// back to 0 when the app goes, so a sum of it over regions only grows as
+// the app changes anywhere: the index of an app read (GET /apps/{APP}).
+func (v *View) AppChanged(name string) uint64 {
+	if v == nil {
+		return 0
+	}
+	return v.appChanged[strings.ToUpper(name)]
 }
 
 // InstanceByID returns the instance of that id in any app.

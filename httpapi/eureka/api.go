@@ -1,6 +1,8 @@
 package eureka
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -88,6 +90,9 @@ type API struct {
 	watchTimer     func(d time.Duration) (<-chan time.Time, func())
 	now            func() time.Time
 	started        time.Time
+	// streamRun tells this run of the node apart in watch stream cursors
+	// with remote regions (whose versions are per node and per run).
+	streamRun string
 }
 
 // New builds the API over cfg.Registry, which must be set.
@@ -109,6 +114,7 @@ func New(cfg Config) *API {
 		s.watchTimer = realTimer
 	}
 	s.started = s.now()
+	s.streamRun = strconv.FormatUint(rand.Uint64()>>16, 36)
 	s.log = cfg.Logger
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()

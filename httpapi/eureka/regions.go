@@ -450,9 +450,10 @@ func (s *API) appReadsRemote(c echo.Context) bool {
 
 // remoteApp is an app unknown locally, from the remote regions (all of
 // them in transparent fallback, or those regions= names), its instances
-// merged by id in region order; and its index: the sum of the app's
-// versions in those regions' views, which moves whenever what is served
-// of it does (0: served by none).
+// merged by id in region order; and its index: the sum over those
+// regions of the view version of the app's last change there (its going
+// included), which grows whenever what is served of it changes (0: never
+// served by any).
 func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, uint64, bool) {
 	if !s.appReadsRemote(c) {
 		return registry.AppView{}, 0, false
@@ -468,11 +469,11 @@ func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, uint64, 
 	ids := map[string]bool{}
 	var index uint64
 	for _, v := range views {
+		index += v.AppChanged(name)
 		a, ok := v.App(name)
 		if !ok {
 			continue
 		}
-		index += a.Version
 		for _, iv := range a.Instances {
 			if !ids[iv.ID()] {
 				ids[iv.ID()] = true

@@ -79,11 +79,14 @@ func (s *API) holdApp(c echo.Context, app string) error {
 		}
 		ch := s.watch.waitApp(app)
 		release := func() { s.watch.releaseApp(app) }
-		if s.servedAppIndex(c, s.reg.Snapshot(), app) != index {
+		snap := s.reg.Snapshot()
+		if s.servedAppIndex(c, snap, app) != index {
 			release()
 			return nil, nil
 		}
-		if remoteCh == nil {
+		if _, local := snap.App(app); local || remoteCh == nil {
+			// Served locally: only a local change (its going among them)
+			// changes what is served, so remote changes do not wake it.
 			return ch, release
 		}
 		either, stop := eitherChanged(ch, remoteCh)

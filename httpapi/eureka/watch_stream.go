@@ -40,10 +40,11 @@ const streamKeepAlive = 15 * time.Second
 // changes of those remote regions too, as the node's views of them
 // change: each instance marked with its region (metadata muster.region;
 // a DELETED's data has "region"), the whitelist applied. The event id is
-// then a cursor over every source, "42;b=7;c=3": this registry's version
-// and each region's view version. Resuming from it carries on in every
-// region; a remote change no longer kept, a cursor of another node or a
-// plain number resumes with "event: resync" (re-read GET
+// then a cursor over every source, "42;b=7;c=3;@=<run>": this registry's
+// version, each region's view version and the token of this run of the
+// node. Resuming from it carries on in every region; a remote change no
+// longer kept, a cursor of another node or of an earlier run (another
+// token) or a plain number resumes with "event: resync" (re-read GET
 // /eureka/apps?regions=…). Events of one remote fetch share one version:
 // only the last of them carries the id, so a reader cut off among them
 // gets them again.
@@ -54,7 +55,9 @@ func (s *API) watchStream(c echo.Context) error {
 	req := c.Request()
 	q := req.URL.Query()
 	app := strings.ToUpper(q.Get("app"))
-	rawIndex, hasIndex := q.Get(paramIndex), q.Has(paramIndex)
+	// Read raw: Go's query parser drops a pair holding ';', which an
+	// unencoded cursor id (42;b=7) does.
+	rawIndex, hasIndex := queryValue(req.URL.RawQuery, paramIndex)
 	if !hasIndex {
 		if id := req.Header.Get("Last-Event-ID"); id != "" {
 			rawIndex, hasIndex = id, true
@@ -62,9 +65,10 @@ func (s *API) watchStream(c echo.Context) error {
 	}
 	var index uint64
 	var remoteAt map[string]uint64
+	var run string
 	if hasIndex {
 		var err error
-		if index, remoteAt, err = parseStreamID(rawIndex); err != nil {
+		if index, remoteAt, run, err = parseStreamID(rawIndex); err != nil {
 			return err
 		}
 	}
@@ -72,6 +76,9 @@ func (s *API) watchStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// A cursor of another node or of an earlier run of this one: its
+	// versions are not this node's, though they may look valid.
+	otherRun := run != "" && run != s.streamRun
 	h := s.watch
 	select {
 	case <-h.stopped():
@@ -87,16 +94,19 @@ func (s *API) watchStream(c echo.Context) error {
 
 	var cursor *registry.Cursor
 	resync := false
-	if hasIndex {
+	switch {
+	case otherRun:
+		cursor, resync = s.reg.Subscribe(), true
+	case hasIndex:
 		cursor, resync = s.reg.SubscribeAfter(index)
-	} else {
+	default:
 		cursor = s.reg.Subscribe()
 	}
 	var pending []regionChanges // what a resumed regions stream owes first
 	if rw != nil {
 		if !hasIndex {
 			rw.toHeads(rw.views)
-		} else if pending = rw.resume(remoteAt); pending == nil || resync {
+		} else if pending = rw.resume(remoteAt, run == s.streamRun); pending == nil || resync {
 			// One source cannot resume: all start over from now.
 			if !resync {
 				cursor.Close()
@@ -116,7 +126,7 @@ func (s *API) watchStream(c echo.Context) error {
 	hd.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	res.WriteHeader(http.StatusOK)
 
-	w := &eventWriter{app: app, rw: rw}
+	w := &eventWriter{app: app, rw: rw, run: s.streamRun}
 	if resync {
 		h.sseResync.Add(1)
 		w.local = cursor.Head()
@@ -194,6 +204,7 @@ func (s *API) watchStream(c echo.Context) error {
 type eventWriter struct {
 	app   string       // only this app's events; "" for all
 	rw    *regionWatch // the remote regions the stream carries; nil: none
+	run   string       // the node's run token, in ids with remote regions
 	local uint64       // this registry's version the reader has seen
 	buf   []byte
 }
@@ -215,6 +226,8 @@ func (w *eventWriter) appendPosition(b []byte) []byte {
 			b = append(b, '=')
 			b = strconv.AppendUint(b, rc.version, 10)
 		}
+		b = append(b, ";@="...)
+		b = append(b, w.run...)
 	}
 	return b
 }
@@ -397,9 +410,13 @@ func (rw *regionWatch) toHeads(views []*regions.View) {
 }
 
 // resume sets the cursors from a resumed id's regions and returns the
-// changes owed, or nil when a region cannot resume (not in the id, or its
-// changes after the cursor are not kept).
-func (rw *regionWatch) resume(at map[string]uint64) []regionChanges {
+// changes owed, or nil when a region cannot resume (the id is not of this
+// node's run, lacks the region, or its changes after the cursor are not
+// kept).
+func (rw *regionWatch) resume(at map[string]uint64, thisRun bool) []regionChanges {
+	if !thisRun {
+		return nil
+	}
 	out := []regionChanges{}
 	for i, v := range rw.views {
 		version, ok := at[v.Region]
@@ -448,22 +465,30 @@ func (s *API) regionWatchOf(c echo.Context) (*regionWatch, error) {
 }
 
 // parseStreamID reads an index or Last-Event-ID: "42", or with remote
-// regions "42;b=7;c=3".
-func parseStreamID(raw string) (local uint64, remote map[string]uint64, err error) {
+// regions "42;b=7;c=3;@=<run>" (run: the token of the node run that wrote
+// it).
+func parseStreamID(raw string) (local uint64, remote map[string]uint64, run string, err error) {
+	bad := func() (uint64, map[string]uint64, string, error) {
+		return 0, nil, "", httpkit.BadRequest("index must be an event id (a version number, or with regions= one like 42;b=7;@=…), got %q", truncate(raw))
+	}
 	parts := strings.Split(raw, ";")
 	if local, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
-		return 0, nil, httpkit.BadRequest("index must be an event id (a version number, or with regions= one like 42;b=7), got %q", truncate(raw))
+		return bad()
 	}
 	for _, p := range parts[1:] {
 		name, v, ok := strings.Cut(p, "=")
+		if ok && name == "@" && v != "" {
+			run = v
+			continue
+		}
 		n, perr := strconv.ParseUint(v, 10, 64)
 		if !ok || name == "" || perr != nil {
-			return 0, nil, httpkit.BadRequest("index must be an event id (a version number, or with regions= one like 42;b=7), got %q", truncate(raw))
+			return bad()
 		}
 		if remote == nil {
 			remote = map[string]uint64{}
 		}
 		remote[name] = n
 	}
-	return local, remote, nil
+	return local, remote, run, nil
 }
