@@ -80,6 +80,15 @@ type clockOf struct{ *registrytest.Clock }
 
 func (clockOf) After(time.Duration) <-chan time.Time { return nil }
 
+// fetchView makes one fetch, which must succeed, and returns the view.
+func fetchView(t *testing.T, f *Fetcher) *View {
+	t.Helper()
+	if err := f.FetchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return f.View()
+}
+
 func ids(v *View) string {
 	var out []string
 	for _, a := range v.Apps {
@@ -247,13 +256,7 @@ func TestView_changesAfterVersionAndPruned(t *testing.T) {
 	cfg.DisableDelta = true
 	s := NewSet(cfg, FetcherConfig{Clock: clockOf{clock}, ID: "node-1", Logger: zerolog.Nop(), Retention: 3 * time.Minute})
 	f := s.Fetchers()[0]
-	fetch := func() *View {
-		t.Helper()
-		if err := f.FetchOnce(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return f.View()
-	}
+	fetch := func() *View { t.Helper(); return fetchView(t, f) }
 	v1 := fetch()
 	if v1.Version != 1 || len(v1.Changes) != 1 || v1.Changes[0].Version != 1 || v1.Pruned != 0 {
 		t.Fatalf("first view: version %d, changes %+v, pruned %d", v1.Version, v1.Changes, v1.Pruned)
@@ -338,13 +341,7 @@ func TestView_appChangedSurvivesTheAppGoing(t *testing.T) {
 	srv := httptest.NewServer(remote)
 	defer srv.Close()
 	_, f := newTestSet(t, srv.URL, func(c *Config) { c.DisableDelta = true })
-	fetch := func() *View {
-		t.Helper()
-		if err := f.FetchOnce(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return f.View()
-	}
+	fetch := func() *View { t.Helper(); return fetchView(t, f) }
 	v := fetch()
 	if v.AppChanged("orders") != v.Version || v.AppChanged("USERS") != v.Version || v.AppChanged("NONE") != 0 {
 		t.Fatalf("first fetch: %d %d %d, version %d", v.AppChanged("ORDERS"), v.AppChanged("USERS"), v.AppChanged("NONE"), v.Version)

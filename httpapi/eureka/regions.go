@@ -555,9 +555,6 @@ func vipOf(apps []registry.AppView, name string, secure bool) []registry.AppView
 	return out
 }
 
-// holdScope holds a blocking fetch of a document that reads remote data:
-// its index is the local version plus the scope's region versions, so it
-// wakes on a change of either. Without remote data it is holdRegistry.
 // eitherChanged is closed when a or b is; stop ends its watch.
 func eitherChanged(a, b <-chan struct{}) (changed <-chan struct{}, stop func()) {
 	out, done := make(chan struct{}), make(chan struct{})
@@ -573,6 +570,9 @@ func eitherChanged(a, b <-chan struct{}) (changed <-chan struct{}, stop func()) 
 	return out, func() { close(done) }
 }
 
+// holdScope holds a blocking fetch of a document that reads remote data:
+// its index is the local version plus the scope's region versions, so it
+// wakes on a change of either. Without remote data it is holdRegistry.
 func (s *API) holdScope(c echo.Context) (remoteScope, error) {
 	rs, err := s.scopeOf(c)
 	if err != nil || !rs.wanted {

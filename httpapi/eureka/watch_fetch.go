@@ -58,18 +58,18 @@ func truncate(s string) string {
 	return s
 }
 
-// holdApp holds a blocking fetch of app while the version of the app it
-// serves (servedAppIndex: the app's view in the registry's snapshot, the
-// Seq of its last change; 0 when there is no such app) is index. An app
-// read sets the index from the snapshot it answers from, so a client that
-// waits on the index it was given is held until the app changes after
-// what it read. It returns at once for a plain request. It listens for the app's next
-// change before it reads the registry's current version: a change after
-// that read wakes it, one before shows in the read.
+// holdApp holds a blocking fetch of app while the index of the app it
+// serves is index (servedAppIndex: the Seq of the local app's last
+// change, 0 when there is no such app). An app read sets the index from
+// the snapshot it answers from, so a client that waits on the index it
+// was given is held until the app changes after what it read. It returns
+// at once for a plain request. It listens for the app's next change
+// before it reads the registry's current version: a change after that
+// read wakes it, one before shows in the read.
 //
 // An app unknown locally that remote regions serve (regions=, or the
-// transparent fallback) is held on its remote index (servedAppIndex) and
-// woken by a change of the remote views too.
+// transparent fallback) is held on its remote index and woken by a change
+// of the remote views too.
 func (s *API) holdApp(c echo.Context, app string) error {
 	remote := s.appReadsRemote(c)
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {

@@ -102,17 +102,16 @@ func (s *API) watchStream(c echo.Context) error {
 	default:
 		cursor = s.reg.Subscribe()
 	}
-	var pending []regionChanges // what a resumed regions stream owes first
 	if rw != nil {
 		if !hasIndex {
 			rw.toHeads(rw.views)
-		} else if pending = rw.resume(remoteAt, run == s.streamRun); pending == nil || resync {
+		} else if !rw.resume(remoteAt, run == s.streamRun) || resync {
 			// One source cannot resume: all start over from now.
 			if !resync {
 				cursor.Close()
 				cursor = s.reg.Subscribe()
 			}
-			resync, pending = true, nil
+			resync = true
 			rw.toHeads(rw.views)
 		}
 	}
@@ -137,9 +136,6 @@ func (s *API) watchStream(c echo.Context) error {
 			w.local = cursor.Head()
 		}
 		w.control("open", w.position())
-		for _, p := range pending {
-			w.remote(p)
-		}
 	}
 	if err := w.flush(res); err != nil {
 		return nil
@@ -147,7 +143,8 @@ func (s *API) watchStream(c echo.Context) error {
 	var remoteChanged <-chan struct{}
 	if rw != nil {
 		remoteChanged = s.cfg.Regions.Changed()
-		// A change between resume and here: catch up now.
+		// What a resumed reader is owed, and any change since the stream
+		// resolved its regions.
 		w.remoteCatchUp(s.cfg.Regions, h)
 		if err := w.flush(res); err != nil {
 			return nil
@@ -383,7 +380,7 @@ type regionCursor struct {
 	version uint64
 }
 
-// regionChanges are one region's changes owed to a reader.
+// regionChanges are one region's changes owed to a reader (remoteCatchUp).
 type regionChanges struct {
 	index   int // into regionWatch.cursors
 	changes []regions.Change
@@ -409,28 +406,25 @@ func (rw *regionWatch) toHeads(views []*regions.View) {
 	}
 }
 
-// resume sets the cursors from a resumed id's regions and returns the
-// changes owed, or nil when a region cannot resume (the id is not of this
-// node's run, lacks the region, or its changes after the cursor are not
-// kept).
-func (rw *regionWatch) resume(at map[string]uint64, thisRun bool) []regionChanges {
+// resume sets the cursors from a resumed id's regions (remoteCatchUp then
+// writes what they are owed), or reports false when a region cannot
+// resume: the id is not of this node's run, lacks the region, or the
+// region's changes after the cursor are not kept.
+func (rw *regionWatch) resume(at map[string]uint64, thisRun bool) bool {
 	if !thisRun {
-		return nil
+		return false
 	}
-	out := []regionChanges{}
 	for i, v := range rw.views {
 		version, ok := at[v.Region]
 		if !ok {
-			return nil
+			return false
 		}
-		cs, ok := v.ChangesAfter(version)
-		if !ok {
-			return nil
+		if _, ok := v.ChangesAfter(version); !ok {
+			return false
 		}
 		rw.cursors[i].version = version
-		out = append(out, regionChanges{index: i, changes: cs, head: v.Version})
 	}
-	return out
+	return true
 }
 
 // regionWatchOf reads a stream's regions= as GET /apps reads it: nil when
