@@ -700,3 +700,77 @@ func TestNode_ColdStart_refusedSnapshotAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestCluster_ColdStart_selfRegistrationsDoNotStretch (issue 42, symptom
+// 4): three nodes that register themselves (Spring's register-with-eureka
+// default, a 30 s renewal interval) start cold together, told that their
+// clients renew every 2 s. Their own instances, registered here and
+// replicated from the others, are not clients that must come back: reads
+// open 2 s + the 5 s margin after the start by the registry's clock, not
+// after the nodes' own 30 s + 5 s.
+func TestCluster_ColdStart_selfRegistrationsDoNotStretch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	clk := registrytest.NewClock()
+	start := clk.Now()
+	ports := []int{freeGossipPort(t), freeGossipPort(t), freeGossipPort(t)}
+	nodes := make([]*Node, len(ports))
+	var wg sync.WaitGroup
+	for i := range nodes {
+		var join []string
+		for j, p := range ports {
+			if j != i {
+				join = append(join, "127.0.0.1:"+strconv.Itoa(p))
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i] = startClockedNode(t, clk, "ss-"+strconv.Itoa(i), join,
+				"eureka.client.register-with-eureka=true", "spring.application.name=muster-nodes",
+				"cluster.bind-port="+strconv.Itoa(ports[i]), "eureka.server.expected-client-renewal-interval-seconds=2",
+				"eureka.server.registry-sync-retries=3")
+		}()
+	}
+	wg.Wait()
+	waitOpened(t, nodes...)
+	var cold []*Node
+	for _, n := range nodes {
+		if n.startState == startCold {
+			cold = append(cold, n)
+		}
+	}
+	if len(cold) == 0 {
+		t.Fatalf("no node started cold: want a full-cluster cold start")
+	}
+	// Every node holds the three nodes' own instances: its own, and the
+	// others' by replication (while its reads are still refused).
+	waitFor(t, 20*time.Second, "every node holds the three self-registrations", func() bool {
+		for _, n := range nodes {
+			app, ok := n.reg.Snapshot().App("MUSTER-NODES")
+			if !ok || len(app.Instances) != len(nodes) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range cold {
+		t.Logf("%s: reads refused for %s after the start", n.name, n.reg.ReadsRefusedUntil().Sub(start))
+		if got := n.reg.ReadsRefusedUntil().Sub(start); got != 7*time.Second {
+			t.Errorf("%s: reads refused until start + %s, want 7 s (2 s interval + 5 s margin; the nodes' own 30 s does not count)", n.name, got)
+		}
+	}
+	clk.Set(start.Add(6 * time.Second))
+	for _, n := range cold {
+		if code := readCode(t, n); code != 403 {
+			t.Errorf("%s 6 s after a cold start: GET apps %d, want 403", n.name, code)
+		}
+	}
+	clk.Set(start.Add(7 * time.Second))
+	for _, n := range cold {
+		if code := readCode(t, n); code != 200 {
+			t.Errorf("%s 7 s after a cold start: GET apps %d, want 200", n.name, code)
+		}
+	}
+}

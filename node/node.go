@@ -126,6 +126,7 @@ func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 	}
 	rcfg := s.Registry
 	rcfg.Logger = logger
+	rcfg.ClusterNode = clusterNodeOf(s)
 	if n.opts.Now != nil {
 		rcfg.Now = n.opts.Now
 	}
@@ -508,7 +509,11 @@ func (n *Node) startSelfRegistration() {
 	ctx, stop := context.WithCancel(context.Background())
 	n.stopSelf = stop
 	n.selfDone = make(chan struct{})
-	in := selfInstance(n.settings, n.host, n.ip, n.port, time.Now())
+	now := time.Now
+	if n.opts.Now != nil {
+		now = n.opts.Now // the registry's clock: its lastDirtyTimestamp is checked against it
+	}
+	in := selfInstance(n.settings, n.host, n.ip, n.port, now())
 	sr := &selfRegistration{
 		reg:      n.reg,
 		instance: in,

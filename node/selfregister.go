@@ -65,6 +65,19 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 	}
 }
 
+// clusterNodeOf tells the registry which instances are the cluster's own
+// nodes: those of the application the nodes register themselves under
+// (spring.application.name), this node's and its peers' alike, the
+// latter arriving by replication. They are no clients a cold start must
+// wait for (registry.Config.ClusterNode): a node registers itself when it
+// opens, and its 30 s renewal interval (Spring's default) would otherwise
+// hold every read of a cluster started together for 35 s whatever
+// eureka.server.expected-client-renewal-interval-seconds says.
+func clusterNodeOf(s *Settings) func(*registry.Instance) bool {
+	app := strings.ToUpper(s.AppName)
+	return func(in *registry.Instance) bool { return in.App == app }
+}
+
 // instanceURL is Spring's rule for the instance's URLs: a full URL as
 // given, else the path on the node's own base URL.
 func instanceURL(base, full, path string) string {

@@ -86,6 +86,16 @@ type Config struct {
 
 	// Limits bound what clients can make the node hold; see Limits.
 	Limits Limits
+
+	// ClusterNode reports whether an instance is one of the cluster's own
+	// server nodes, registered as an instance of the server's application
+	// (a node's self-registration, Spring's register-with-eureka, here or
+	// replicated from a peer), rather than a client. Such an instance is
+	// no client that must renew before reads open: its declared renewal
+	// interval does not stretch a RefuseReadsUntilRenewed refusal nor
+	// count in LongestRenewalInterval. It is called with the instance as
+	// registered (App upper-cased). nil: every instance is a client.
+	ClusterNode func(in *Instance) bool
 }
 
 // DefaultConfig returns Eureka's defaults.

@@ -196,5 +196,7 @@
 // policy after a syncUp that reached no peer, on the registry's clock;
 // RefuseReadsUntilRenewed refuses until every client has had time to renew
 // once (the longest of ExpectedRenewalInterval and the intervals
-// registering instances declare, plus a margin, within a limit).
+// registering instances declare, plus a margin, within a limit); the
+// cluster's own nodes' self-registrations (Config.ClusterNode) are no
+// clients to wait for and never lengthen it.
 package registry

@@ -23,7 +23,8 @@ func (r *Registry) RefuseReadsFor(d time.Duration) time.Time {
 // RefuseReadsUntilRenewed makes ReadsAllowed false from now until every
 // live client has had time to renew once, plus margin: the longest of
 // ExpectedRenewalInterval and the renewal intervals instances declare
-// (leaseInfo.renewalIntervalInSecs, at most MaxRenewalIntervalSecs). An
+// (leaseInfo.renewalIntervalInSecs, at most MaxRenewalIntervalSecs), the
+// cluster's own nodes (Config.ClusterNode) left out. An
 // instance that registers while the refusal runs declaring a longer
 // interval extends it, since clients like it may not have renewed yet,
 // but never beyond limit from now: one client declaring an hour does not
@@ -50,18 +51,20 @@ func (r *Registry) ReadsRefusedUntil() time.Time {
 	return time.Time{}
 }
 
-// LongestRenewalInterval is the longest renewal interval an instance has
-// declared to this registry (registered here or replicated) since it
-// started; 0 when none has.
+// LongestRenewalInterval is the longest renewal interval a client
+// instance has declared to this registry (registered here or replicated)
+// since it started, the cluster's own nodes (Config.ClusterNode) left
+// out; 0 when none has.
 func (r *Registry) LongestRenewalInterval() time.Duration {
 	return time.Duration(r.longestDeclared.Load())
 }
 
 // noteRenewalInterval records the interval in declares and, while a
 // RefuseReadsUntilRenewed refusal runs, extends it to cover that
-// interval.
+// interval. The cluster's own nodes (Config.ClusterNode) are not clients
+// the refusal waits for: their intervals are not noted.
 func (r *Registry) noteRenewalInterval(in *Instance, now time.Time) {
-	if in.RenewalIntervalSecs <= 0 {
+	if in.RenewalIntervalSecs <= 0 || (r.cfg.ClusterNode != nil && r.cfg.ClusterNode(in)) {
 		return
 	}
 	d := int64(time.Duration(in.RenewalIntervalSecs) * time.Second)

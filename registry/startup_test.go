@@ -74,6 +74,32 @@ func TestRegistry_RefuseReadsUntilRenewed(t *testing.T) {
 		}
 	})
 
+	t.Run("the cluster's own nodes do not stretch it", func(t *testing.T) {
+		// A node's self-registration (register-with-eureka, 30 s), its own
+		// or a peer's replicated, is no client the refusal waits for; a
+		// client of any other app still is.
+		r, clk := mustNew(t, tenSeconds, func(c *registry.Config) {
+			c.ClusterNode = func(in *registry.Instance) bool { return in.App == "MUSTER" }
+		})
+		start := clk.Now()
+		r.RefuseReadsUntilRenewed(margin, limit)
+		r.OpenForTraffic()
+		mustRegister(t, r, registrytest.NewInstance("muster", "node-1", registrytest.WithRenewalInterval(30)))
+		if _, err := r.Apply(registry.RegisterOp(registrytest.NewInstance("MUSTER", "node-2", registrytest.WithRenewalInterval(30))).From(registry.OriginPeer)); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.ReadsRefusedUntil().Sub(start); got != 15*time.Second {
+			t.Fatalf("refusal until start + %s, want 15 s: the nodes' own 30 s stretched it", got)
+		}
+		if got := r.LongestRenewalInterval(); got != 0 {
+			t.Fatalf("LongestRenewalInterval %s, want 0 (no client declared one)", got)
+		}
+		mustRegister(t, r, registrytest.NewInstance("APP", "slow", registrytest.WithRenewalInterval(20)))
+		if got := r.ReadsRefusedUntil().Sub(start); got != 25*time.Second {
+			t.Fatalf("refusal until start + %s, want 25 s (a client's 20 s still counts)", got)
+		}
+	})
+
 	t.Run("intervals declared before the refusal count", func(t *testing.T) {
 		r, clk := mustNew(t, tenSeconds)
 		mustRegister(t, r, registrytest.NewInstance("APP", "slow", registrytest.WithRenewalInterval(20)))
