@@ -35,7 +35,10 @@ import (
 // (registry.RefuseReadsUntilRenewed). An explicit muster.cold-start-wait-ms
 // is a fixed wait instead. An explicit wait-time-in-ms-when-sync-empty caps
 // every start-up refusal: 0 (as Spring's guides write for a standalone
-// server) serves at once, cold or not.
+// server) serves at once, cold or not, and does not wait for syncUp either:
+// when no peer answers its first round (the only peer unreachable, every
+// peer starting), the node opens and syncUp's other rounds run in the
+// background (syncInBackground).
 //
 // Spring's eureka.instance.registry.default-open-for-traffic-count, when a
 // file sets it, is followed as Spring follows it: above 0, Spring's
@@ -64,6 +67,9 @@ const (
 	startSyncOff   = "sync_off"    // eureka.server.registry-sync-retries = 0
 	startOpenCount = "open_count"  // default-open-for-traffic-count > 0 set: Spring's open at once
 	startSyncEmpty = "sync_empty"  // default-open-for-traffic-count = 0 set: Eureka's wait-time-in-ms-when-sync-empty
+	// wait-time-in-ms-when-sync-empty = 0 and no peer answered syncUp's
+	// first round: open at once, syncUp's other rounds in the background.
+	startSyncBackground = "sync_background"
 )
 
 const (
@@ -126,6 +132,19 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 	return 0, startAlone
 }
 
+// syncInBackground tells whether syncUp may go on after the node opens:
+// eureka.server.wait-time-in-ms-when-sync-empty is written 0, so no
+// start-up refusal could follow whatever syncUp finds (an explicit
+// muster.cold-start-wait-ms above 0 is a wait of its own, and keeps syncUp
+// in the foreground), and syncUp runs at all (registry-sync-retries above
+// 0; at 0 it is skipped, as Spring's default skips it). Spring's server
+// with wait 0 serves at once too: its syncUp is skipped by default, and
+// what a peer holds comes by replication; here it also comes by syncUp's
+// later rounds.
+func (s *Settings) syncInBackground() bool {
+	return s.explicit[syncEmptyWaitKey] && s.WaitWhenSyncEmpty == 0 && s.ColdStartWait == 0 && s.Sync.Attempts > 0
+}
+
 // followsClients tells whether a start-up refusal of state stretches with
 // the renewal intervals registering clients declare (RefuseReadsUntilRenewed)
 // rather than being a fixed wait.
@@ -159,7 +178,7 @@ func newSnapshotMetrics(reg prometheus.Registerer) *snapshotMetrics {
 		Load: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_snapshot_load",
 			Help: "1 for the outcome of loading the snapshot at start: loaded, empty, not_found, corrupt, foreign, unsupported, not_needed (a peer had the registry), disabled."}, []string{"outcome"}),
 		startState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_start_state",
-			Help: "1 for how the node opened: copied (from a peer), restored (snapshot), alone, cold (full restart without data: reads refused for muster.cold-start-wait-ms), unreachable (peers known, none reached: the same wait), sync_off, open_count (default-open-for-traffic-count > 0: open at once), sync_empty (default-open-for-traffic-count = 0: wait-time-in-ms-when-sync-empty)."}, []string{"state"}),
+			Help: "1 for how the node opened: copied (from a peer), restored (snapshot), alone, cold (full restart without data: reads refused for muster.cold-start-wait-ms), unreachable (peers known, none reached: the same wait), sync_off, open_count (default-open-for-traffic-count > 0: open at once), sync_empty (default-open-for-traffic-count = 0: wait-time-in-ms-when-sync-empty), sync_background (wait-time-in-ms-when-sync-empty 0 and no peer answered syncUp's first round: open at once, syncUp goes on in the background)."}, []string{"state"}),
 	}
 	m.writes.WithLabelValues("ok")
 	m.writes.WithLabelValues("error")

@@ -89,9 +89,11 @@ type Node struct {
 
 	stopping   atomic.Bool // set first thing in Shutdown: /readyz goes 503
 	opened     chan struct{}
-	syncResult replication.SyncResult
-	syncTook   time.Duration // how long syncUp ran (SyncUp)
-	startState string        // how the node opened (coldstart.go)
+	syncMu     sync.Mutex             // guards syncResult and syncTook (a background syncUp writes them late)
+	syncResult replication.SyncResult // SyncUp
+	syncTook   time.Duration          // how long syncUp ran (SyncUp)
+	synced     chan struct{}          // closed when syncUp is over, in the background too
+	startState string                 // how the node opened (coldstart.go)
 
 	snapMetrics *snapshotMetrics
 	snapWriter  snapshotWriter
@@ -115,7 +117,7 @@ type Node struct {
 // New builds a node from settings. It opens nothing and starts no
 // goroutines; Start does.
 func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
-	n := &Node{settings: s, log: logger, opened: make(chan struct{})}
+	n := &Node{settings: s, log: logger, opened: make(chan struct{}), synced: make(chan struct{})}
 	if s.DataDir != "" {
 		if err := persist.CheckDir(s.DataDir); err != nil {
 			return nil, fmt.Errorf("setting muster.data-dir: %w", err)
@@ -428,13 +430,25 @@ func (n *Node) gossipWanted() bool {
 }
 
 // startUp is syncUp then openForTraffic (ARCHITECTURE.md decision 8).
+// A node that refuses no read whatever syncUp finds (syncInBackground)
+// opens after syncUp's first round, and the other rounds run meanwhile.
 func (n *Node) startUp(ctx context.Context) {
 	t0 := time.Now()
-	res := n.syncer.Run(ctx)
+	background := n.settings.syncInBackground()
+	var res replication.SyncResult
+	if background {
+		res = n.syncer.RunFirst(ctx)
+	} else {
+		res = n.syncer.Run(ctx)
+	}
 	if ctx.Err() != nil {
 		return
 	}
-	n.syncResult, n.syncTook = res, time.Since(t0)
+	background = background && n.syncer.More(res)
+	if !background {
+		n.setSyncResult(res, time.Since(t0))
+		close(n.synced)
+	}
 	restored, snapshotRefused := false, false
 	switch {
 	case n.settings.DataDir == "":
@@ -446,6 +460,11 @@ func (n *Node) startUp(ctx context.Context) {
 		restored, snapshotRefused = n.restoreSnapshot()
 	}
 	wait, state := startRefusal(n.settings, res, n.peersExpected(), restored, snapshotRefused)
+	if background {
+		wait, state = 0, startSyncBackground
+		n.log.Info().Int("sync_retries", n.settings.Sync.Attempts).
+			Msg("no peer answered syncUp's first round and eureka.server.wait-time-in-ms-when-sync-empty is 0: serving at once; syncUp goes on in the background and copies the registry once a peer answers")
+	}
 	n.startState = state
 	n.snapMetrics.startState.WithLabelValues(state).Set(1)
 	if wait > 0 {
@@ -486,6 +505,24 @@ func (n *Node) startUp(ctx context.Context) {
 	if n.settings.RegisterWithEureka {
 		n.startSelfRegistration()
 	}
+	if background {
+		n.goRun(func() {
+			rest := n.syncer.RunRest(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			rest.PeersKnown = rest.PeersKnown || res.PeersKnown
+			rest.Reached = rest.Reached || res.Reached
+			n.setSyncResult(rest, time.Since(t0))
+			close(n.synced)
+		})
+	}
+}
+
+func (n *Node) setSyncResult(res replication.SyncResult, took time.Duration) {
+	n.syncMu.Lock()
+	n.syncResult, n.syncTook = res, took
+	n.syncMu.Unlock()
 }
 
 // peersExpected says the node is configured to have peers: cluster.join
@@ -704,11 +741,18 @@ func (n *Node) Registry() *registry.Registry { return n.reg }
 // Peers are the peers the node replicates to now, with their queues.
 func (n *Node) Peers() []replication.PeerStats { return n.rep.Peers() }
 
-// SyncUp is how long syncUp ran at start-up and what it copied; it is
-// written before Opened is closed.
+// SyncUp is how long syncUp ran at start-up and what it copied: final
+// once Synced is closed, before Opened is unless syncUp went on in the
+// background (start state sync_background).
 func (n *Node) SyncUp() (took time.Duration, res replication.SyncResult) {
+	n.syncMu.Lock()
+	defer n.syncMu.Unlock()
 	return n.syncTook, n.syncResult
 }
+
+// Synced is closed once syncUp is over (it may outlast Opened: a node
+// with eureka.server.wait-time-in-ms-when-sync-empty 0 opens at once).
+func (n *Node) Synced() <-chan struct{} { return n.synced }
 
 // Shutdown stops the node gracefully: readiness goes, the self-registration
 // is cancelled and that cancel replicated, the node leaves the cluster,

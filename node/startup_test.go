@@ -173,3 +173,63 @@ func TestNode_syncEmptyZeroOpensAtOnce(t *testing.T) {
 		t.Errorf("GET apps at once: %d, want 200", code)
 	}
 }
+
+// TestNode_syncEmptyZero_unreachablePeerServesAtOnce (issue 42, symptom
+// 5): with wait-time-in-ms-when-sync-empty: 0 and its only peer
+// unreachable, a node serves reads at once, as Spring's server does, not
+// after syncUp's five rounds (here 5 × 3 s apart); syncUp goes on in the
+// background and copies the peer's registry once the peer is up.
+func TestNode_syncEmptyZero_unreachablePeerServesAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	peerPort := freeTCPPort(t)
+	base := []string{"server.port=0", "server.address=127.0.0.1", "cluster.enabled=false",
+		"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1", "eureka.client.register-with-eureka=false"}
+	start := func(name string, sets ...string) *Node {
+		t.Helper()
+		n, err := New(mustLoad(t, "", nil, append(append([]string{"cluster.node-name=" + name}, base...), sets...)),
+			testLogger(t).With().Str("node", name).Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Shutdown(context.Background()) })
+		return n
+	}
+	began := time.Now()
+	a := start("a", "eureka.server.wait-time-in-ms-when-sync-empty=0", "eureka.server.registry-sync-retry-wait-ms=3000",
+		"eureka.client.service-url.defaultZone=http://127.0.0.1:"+strconv.Itoa(peerPort)+"/eureka/")
+	select {
+	case <-a.Opened():
+	case <-time.After(2500 * time.Millisecond):
+		t.Fatalf("not open %s after the start: syncUp's rounds hold it although wait-time-in-ms-when-sync-empty is 0", time.Since(began).Round(time.Millisecond))
+	}
+	t.Logf("opened %s after the start", time.Since(began).Round(time.Millisecond))
+	if code := readCode(t, a); code != 200 {
+		t.Fatalf("GET apps at once: %d, want 200", code)
+	}
+	if a.startState != startSyncBackground {
+		t.Errorf("start state %s, want %s", a.startState, startSyncBackground)
+	}
+	// The peer comes up (alone: it knows no peer) holding an instance;
+	// syncUp's next round copies it.
+	b := start("b", "server.port="+strconv.Itoa(peerPort))
+	waitOpened(t, b)
+	if code := call(t, "POST", b.URL()+"apps/ORDERS", instanceBody("ORDERS", "o1", 90)); code != 204 {
+		t.Fatalf("register on the peer: %d", code)
+	}
+	select {
+	case <-a.Synced():
+	case <-time.After(20 * time.Second):
+		t.Fatal("background syncUp did not end")
+	}
+	if _, res := a.SyncUp(); res.Source == "" || res.Instances != 1 || res.Attempts != 2 {
+		t.Fatalf("background syncUp %+v, want 1 instance copied from the peer at the second round", res)
+	}
+	if _, ok := a.Registry().Instance("ORDERS", "o1"); !ok {
+		t.Fatal("the peer's instance was not copied")
+	}
+}

@@ -156,13 +156,44 @@ func NewSyncer(cfg SyncConfig) (*Syncer, error) {
 // returns when a copy is applied, when every round failed, at once when
 // the node is alone, or when ctx ends.
 func (s *Syncer) Run(ctx context.Context) SyncResult {
-	var res SyncResult
 	if s.cfg.Attempts <= 0 {
 		s.log.Info().Msg("syncUp skipped (eureka.server.registry-sync-retries = 0)")
-		return res
+		return SyncResult{}
 	}
+	return s.rounds(ctx, 1, s.cfg.Attempts)
+}
+
+// RunFirst is Run's first round alone, for a node that opens for traffic
+// whatever syncUp finds (eureka.server.wait-time-in-ms-when-sync-empty 0):
+// a peer that answers at once is copied before the node opens; when none
+// does, the node opens and RunRest makes the other rounds meanwhile. With
+// Attempts 0 it skips syncUp, as Run does.
+func (s *Syncer) RunFirst(ctx context.Context) SyncResult {
+	if s.cfg.Attempts <= 0 {
+		return s.Run(ctx)
+	}
+	return s.rounds(ctx, 1, 1)
+}
+
+// More reports whether res, RunFirst's result, leaves rounds for RunRest:
+// nothing was copied, the node does not run alone, and Attempts allows
+// another round.
+func (s *Syncer) More(res SyncResult) bool {
+	return res.Source == "" && (res.PeersKnown || s.cfg.PeersExpected) && s.cfg.Attempts > 1
+}
+
+// RunRest makes the rounds after RunFirst's (the second to Attempts),
+// beginning with RetryWait; its result counts every round made.
+func (s *Syncer) RunRest(ctx context.Context) SyncResult {
+	return s.rounds(ctx, 2, s.cfg.Attempts)
+}
+
+// rounds makes the rounds from first to last (of Attempts), RetryWait
+// before each but the first of all.
+func (s *Syncer) rounds(ctx context.Context, first, last int) SyncResult {
+	var res SyncResult
 	startingRounds := 0
-	for attempt := 1; attempt <= s.cfg.Attempts; attempt++ {
+	for attempt := first; attempt <= last; attempt++ {
 		res.Attempts = attempt
 		if attempt > 1 {
 			select {
@@ -177,7 +208,7 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 				s.log.Info().Msg("no peers: nothing to sync, this node starts the registry")
 				return res
 			}
-			s.log.Warn().Int(logAttempt, attempt).Int(logOf, s.cfg.Attempts).Msg("syncUp: no peer known yet")
+			s.log.Info().Int(logAttempt, attempt).Int(logOf, s.cfg.Attempts).Msg("syncUp: no peer known yet (the cluster join may still be under way)")
 			continue
 		}
 		res.PeersKnown = true
@@ -185,12 +216,14 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 		for _, p := range peers {
 			n, err := s.copyFrom(ctx, p)
 			if errors.Is(err, ErrPeerStarting) {
+				// Expected while nodes start together: not an error.
 				starting++
-				s.log.Info().Str(logPeer, p.Name).Int(logAttempt, attempt).Msg("syncUp: peer is still copying the registry itself")
+				s.log.Info().Str(logPeer, p.Name).Int(logAttempt, attempt).Int(logOf, s.cfg.Attempts).
+					Msg("syncUp: peer not ready yet (it is still starting itself, 503); retrying")
 				continue
 			}
 			if err != nil {
-				s.log.Warn().Err(err).Str(logPeer, p.Name).Int(logAttempt, attempt).Msg("syncUp: peer did not answer")
+				s.log.Warn().Err(err).Str(logPeer, p.Name).Int(logAttempt, attempt).Int(logOf, s.cfg.Attempts).Msg("syncUp: peer did not answer")
 				continue
 			}
 			res.Reached, res.Source, res.Instances = true, p.Name, n
@@ -212,11 +245,14 @@ func (s *Syncer) Run(ctx context.Context) SyncResult {
 			startingRounds = 0
 		}
 	}
-	if !res.PeersKnown {
+	switch {
+	case last < s.cfg.Attempts:
+		// RunFirst: the node opens; RunRest goes on.
+	case !res.PeersKnown:
 		s.log.Info().Int(logAttempts, res.Attempts).Msg("syncUp: no peer appeared, this node starts the registry")
-		return res
+	default:
+		s.log.Warn().Int(logAttempts, res.Attempts).Msg("syncUp: no peer could be reached")
 	}
-	s.log.Warn().Int(logAttempts, res.Attempts).Msg("syncUp: no peer could be reached")
 	return res
 }
 

@@ -1,12 +1,15 @@
 package replication_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ type syncFixture struct {
 	reg     *registry.Registry
 	waits   []time.Duration
 	fetched []string
+	logs    io.Writer // the syncer's log; nil: the test's
 }
 
 func newSyncFixture(t *testing.T) *syncFixture {
@@ -56,12 +60,19 @@ func (f *syncFixture) syncer(t *testing.T, candidates func() []replication.Peer,
 			ch <- time.Time{}
 			return ch
 		},
-		Logger: zerolog.New(zerolog.NewTestWriter(t)),
+		Logger: zerolog.New(f.logWriter(t)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func (f *syncFixture) logWriter(t *testing.T) io.Writer {
+	if f.logs != nil {
+		return f.logs
+	}
+	return zerolog.NewTestWriter(t)
 }
 
 func peers(ps ...replication.Peer) func() []replication.Peer {
@@ -383,4 +394,82 @@ func snapshotInstances(r *registry.Registry) []*registry.Instance {
 		}
 	}
 	return out
+}
+
+// TestSyncer_RunFirstThenRest: a node that opens whatever syncUp finds
+// (wait-time-in-ms-when-sync-empty 0) makes the first round alone, before
+// opening; with nothing copied the other rounds follow (RunRest), the
+// first of them after RetryWait, counted from 2.
+func TestSyncer_RunFirstThenRest(t *testing.T) {
+	f := newSyncFixture(t)
+	up := false
+	fetch := func(context.Context, replication.Peer) ([]*registry.Instance, error) {
+		if !up {
+			return nil, errors.New("connection refused")
+		}
+		return []*registry.Instance{registrytest.NewInstance("A", "1")}, nil
+	}
+	s := f.syncer(t, peers(replication.Peer{Name: "x"}), true, fetch)
+	res := s.RunFirst(context.Background())
+	if res.Attempts != 1 || res.Reached || len(f.fetched) != 1 || len(f.waits) != 0 {
+		t.Fatalf("first round: %+v, fetched %v, waits %v", res, f.fetched, f.waits)
+	}
+	if !s.More(res) {
+		t.Fatal("More: false after a first round that copied nothing")
+	}
+	up = true
+	rest := s.RunRest(context.Background())
+	if rest.Source != "x" || rest.Instances != 1 || rest.Attempts != 2 || fmt.Sprint(f.waits) != "[2s]" {
+		t.Fatalf("rest: %+v, waits %v; want copied at round 2 after one RetryWait", rest, f.waits)
+	}
+
+	// Alone, or copied at once: nothing more to do.
+	if s.More(replication.SyncResult{Source: "x", Reached: true, PeersKnown: true, Attempts: 1}) {
+		t.Error("More after a copy")
+	}
+	alone := newSyncFixture(t)
+	sa := alone.syncer(t, peers(), false, failFetch)
+	if res := sa.RunFirst(context.Background()); sa.More(res) {
+		t.Errorf("More for a node alone: %+v", res)
+	}
+}
+
+// TestSyncer_peerStartingIsNotAnError: nodes started together answer each
+// other's syncUp with 503 for a few seconds. That is expected traffic,
+// logged at info ("peer not ready yet, retrying"); a peer that does not
+// answer at all is still a warning.
+func TestSyncer_peerStartingIsNotAnError(t *testing.T) {
+	var buf bytes.Buffer
+	f := newSyncFixture(t)
+	f.logs = &buf
+	fetch := func(_ context.Context, p replication.Peer) ([]*registry.Instance, error) {
+		if p.Name == "starting" {
+			return nil, fmt.Errorf("GET starting: %w", replication.ErrPeerStarting)
+		}
+		return nil, errors.New("connection refused")
+	}
+	f.syncer(t, peers(replication.Peer{Name: "starting"}, replication.Peer{Name: "down"}), true, fetch).Run(context.Background())
+	var starting, down int
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var line struct{ Level, Peer, Message string }
+		if err := dec.Decode(&line); err != nil {
+			t.Fatal(err)
+		}
+		switch line.Peer {
+		case "starting":
+			starting++
+			if line.Level != "info" || !strings.Contains(line.Message, "not ready yet") {
+				t.Errorf("a starting peer logged at %s: %q, want info, peer not ready yet", line.Level, line.Message)
+			}
+		case "down":
+			down++
+			if line.Level != "warn" {
+				t.Errorf("an unreachable peer logged at %s: %q, want warn", line.Level, line.Message)
+			}
+		}
+	}
+	if starting != 3 || down != 3 {
+		t.Fatalf("logged %d lines for the starting peer, %d for the unreachable one; want 3 each", starting, down)
+	}
 }
