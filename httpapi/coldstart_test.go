@@ -1,9 +1,13 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
@@ -62,5 +66,46 @@ func TestColdStart_readsRefusedUntilClientsReRegister(t *testing.T) {
 	}
 	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
 		t.Fatalf("a peer's syncUp fetch after the wait: %d", r.code)
+	}
+}
+
+// TestColdStart_peerSyncUp503IsNotAnError: nodes started together answer
+// each other's syncUp with 503 for a few seconds; an operator reading an
+// error per answer would think of an outage. The answer is logged below
+// error level, as a peer not ready yet; a real 5xx still is an error.
+func TestColdStart_peerSyncUp503IsNotAnError(t *testing.T) {
+	var buf bytes.Buffer
+	var reg *registry.Registry
+	n := newTestNode(t, func(_ *registry.Config, h *httpapi.Config) {
+		h.Logger = zerolog.New(&buf).Level(zerolog.DebugLevel)
+		h.Ready = func() bool { return reg.Opened() }
+		h.ReadsAllowed = func() bool { return reg.ReadsAllowed() }
+	})
+	reg = n.reg
+	reg.RefuseReadsFor(time.Minute)
+	for range 3 {
+		if r := n.do(t, "GET", "/eureka/apps", "", "x-netflix-discovery-replication", "true", "Accept", "application/json"); r.code != 503 {
+			t.Fatalf("a peer's syncUp fetch answered %d, want 503", r.code)
+		}
+	}
+	lines := 0
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var line struct{ Level, Message, Path string }
+		if err := dec.Decode(&line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Path != "/eureka/apps" {
+			continue
+		}
+		if line.Level == "error" || line.Level == "warn" {
+			t.Errorf("a peer's syncUp answered 503 logged at %s: %q; want below warn", line.Level, line.Message)
+		}
+		if strings.Contains(line.Message, "not ready yet") {
+			lines++
+		}
+	}
+	if lines != 3 {
+		t.Fatalf("%d log lines for the three 503s say the node is not ready yet, want 3", lines)
 	}
 }

@@ -52,9 +52,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if errors.As(err, &he) {
 		msg = fmt.Sprint(he.Message)
 	}
-	if code >= 500 {
+	switch {
+	case eureka.IsPeerSyncing(err):
+		// Nodes started together answer each other's syncUp so for a few
+		// seconds: the peer says so at info and retries.
+		s.log.Debug().Int("status", code).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).
+			Msg("peer's syncUp answered 503: this node is not ready yet (still starting itself); the peer retries")
+	case code >= 500:
 		s.log.Error().Err(err).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request failed")
-	} else {
+	default:
 		s.log.Debug().Err(err).Int("status", code).Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Msg("request refused")
 	}
 	if len(msg) > maxErrorBody {

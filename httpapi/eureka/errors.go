@@ -1,6 +1,7 @@
 package eureka
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -15,6 +16,11 @@ var errReadsRefused = echo.NewHTTPError(http.StatusForbidden,
 
 var errPeerSyncing = echo.NewHTTPError(http.StatusServiceUnavailable,
 	"this node is still copying the registry itself; copy from another peer")
+
+// IsPeerSyncing reports whether err is the 503 a peer's syncUp fetch gets
+// while this node is starting itself: expected traffic while nodes start
+// together (the peer retries), not a failure to log as one.
+func IsPeerSyncing(err error) bool { return errors.Is(err, errPeerSyncing) }
 
 // ErrorHeader carries an error's reason on the Eureka client routes, whose
 // error answers have an empty body (docs/eureka-errors.md).
