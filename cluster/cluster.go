@@ -321,21 +321,79 @@ func (c *Cluster) shutdown(leave bool, timeout time.Duration) error {
 }
 
 // leave announces the leave intent in this node's metadata, then lets
-// memberlist broadcast its leave, both within timeout.
+// memberlist broadcast its leave, both within timeout. A broadcast that
+// has nobody to go to is no failure: the last node of a cluster to stop,
+// or every node of one stopped at once (the others left while this one
+// waited), tells nobody, and says so at debug level.
 func (c *Cluster) leave(timeout time.Duration) []error {
-	// memberlist waits without limit for a timeout of 0; the smallest
-	// positive wait is as close to "do not wait" as it offers.
-	const minWait = time.Millisecond
 	deadline := time.Now().Add(timeout)
 	var errs []error
 	c.delegate.setLeaving()
-	if err := c.ml.UpdateNode(max(timeout, minWait)); err != nil {
+	if err := c.broadcast("announce leave", c.ml.UpdateNode, timeout); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: announce leave: %w", err))
 	}
-	if err := c.ml.Leave(max(time.Until(deadline), minWait)); err != nil {
+	if err := c.broadcast("leave", c.ml.Leave, time.Until(deadline)); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
 	}
 	return errs
+}
+
+// leavePoll is how often a leave's wait checks whether anyone is left to
+// tell.
+const leavePoll = 20 * time.Millisecond
+
+// broadcast runs send, one of memberlist's calls that queue a broadcast
+// and wait up to a timeout for it to go out (UpdateNode, Leave), and
+// returns its error; but when no other member is alive, before or while
+// it waits, nobody can hear the broadcast: it returns nil at once,
+// logging that at debug level. memberlist itself only looks before
+// waiting, and a broadcast whose every receiver has left never goes out.
+func (c *Cluster) broadcast(what string, send func(time.Duration) error, timeout time.Duration) error {
+	// memberlist waits without limit for a timeout of 0; the smallest
+	// positive wait is as close to "do not wait" as it offers.
+	const minWait = time.Millisecond
+	nobody := func(msg string) error {
+		c.log.Debug().Str(keyNode, c.name).Str("step", what).Msg(msg)
+		return nil
+	}
+	if !c.othersAlive() {
+		_ = send(minWait) // still marks this node leaving, or left
+		return nobody(what + ": no other member is alive, nobody to tell; not waiting for the broadcast")
+	}
+	// An abandoned sender ends by its timeout. memberlist's Leave panics
+	// when called after Shutdown, which an abandoned sender scheduled
+	// late could be: nothing is left to do then.
+	done := make(chan error, 1)
+	go func() {
+		defer func() { _ = recover() }()
+		done <- send(max(timeout, minWait))
+	}()
+	tick := time.NewTicker(leavePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil && !c.othersAlive() {
+				return nobody(what + ": every other member left meanwhile, nobody left to tell; the broadcast did not go out")
+			}
+			return err
+		case <-tick.C:
+			if !c.othersAlive() {
+				return nobody(what + ": every other member left meanwhile, nobody left to tell; not waiting for the broadcast")
+			}
+		}
+	}
+}
+
+// othersAlive reports whether memberlist holds another member alive
+// (not suspect, dead or left): one that can hear a broadcast.
+func (c *Cluster) othersAlive() bool {
+	for _, m := range c.ml.Members() {
+		if m.Name != c.name && m.State == memberlist.StateAlive {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileLoop runs reconcileLocked every ReconcileInterval until ctx
