@@ -28,7 +28,8 @@
 //   - alive: NotifyJoin, NotifyUpdate, or a completed probe of a suspect;
 //   - left: NotifyLeave for a node whose last metadata carried
 //     "leaving":true, which Shutdown advertises just before memberlist's
-//     leave broadcast;
+//     leave broadcast (neither is waited for once no other member is
+//     alive: nobody is left to tell);
 //   - dead: NotifyLeave without that intent (a crash or a partition);
 //   - suspect: memberlist's own failed probe of the node on this node (its
 //     "Suspect <name> has failed" line), until an ack, NotifyLeave, or the
