@@ -197,6 +197,10 @@ var allowed = map[string]rule{
 		testImports: []string{"internal/testwait", "interop/interoptest"},
 		why:         "no code; its tests drive eureka-js-client (npm) and py-eureka-client (PyPI) with the muster binary",
 	},
+	"interop/startup": {
+		testImports: []string{"interop/interoptest"},
+		why:         "no code; its tests run muster binaries through start-ups on real time (a cluster's cold start, wait-time 0)",
+	},
 	"interop/springserver": {
 		testImports: []string{"client", "interop/interoptest", "internal/testwait"},
 		why:         "no code; its tests run the Spring Cloud Eureka Server (built by Maven) as Muster's peer and migration partner",
