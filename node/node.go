@@ -169,6 +169,12 @@ func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 	if n.ae, err = replication.NewAntiEntropy(acfg); err != nil {
 		return nil, err
 	}
+	if acfg.Interval > 0 {
+		// A cancel's tombstone stays until every peer has been in sync
+		// since (or muster.tombstone-max-age-ms): a peer cut off for
+		// longer than a lease cannot bring the instance back.
+		reg.SetTombstoneHold(n.ae.TombstoneHold)
+	}
 
 	if n.regions, err = n.newRegions(); err != nil {
 		return nil, err
