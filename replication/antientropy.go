@@ -281,9 +281,9 @@ func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
 	}
 	a := &AntiEntropy{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		log:   cfg.Logger.With().Str(logComponent, "anti-entropy").Logger(),
-		poke:  make(chan struct{}, 1),
-		known: map[string]bool{},
+		log:    cfg.Logger.With().Str(logComponent, "anti-entropy").Logger(),
+		poke:   make(chan struct{}, 1),
+		known:  map[string]bool{},
 		peers:  map[string]*aePeer{},
 		synced: map[string]time.Time{},
 	}
