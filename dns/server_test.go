@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/muster-registry/muster/dns"
-	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
 
