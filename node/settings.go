@@ -91,6 +91,9 @@ type Settings struct {
 	SnapshotInterval time.Duration
 	ClusterName      string
 	ColdStartWait    time.Duration
+	// ClockOffset shifts the registry's clock (muster.testing.clock-offset-ms):
+	// the chaos checker's node whose clock is ahead or behind.
+	ClockOffset time.Duration
 
 	ClusterEnabled   bool
 	ClusterNodeName  string // "" means derived from the host name (Node.Start)
@@ -322,6 +325,7 @@ var settings = []setting{
 	cmdMsKey("muster.shutdown-timeout-ms", 1, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
 	strKey("muster.data-dir", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
 	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this), and beyond that until every peer has been in sync since the cancel (at most muster.tombstone-max-age-ms).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
+	msKey("muster.testing.clock-offset-ms", "For chaos tests only: moves this node's registry clock (write versions, leases, eviction, tombstones) this far ahead (or behind, negative) of the machine's, as a node with a wrong clock would be. Never set it in production.", func(s *Settings) *time.Duration { return &s.ClockOffset }),
 	msKey("muster.tombstone-max-age-ms", "Longest a cancel's tombstone is kept past its lifetime while some peer (or one that left within a day) has not been in sync with this node since the cancel. A peer cut off for longer than this may bring back, for at most one lease, an instance cancelled meanwhile whose stale copy it still renews.", func(s *Settings) *time.Duration { return &s.Registry.TombstoneMaxAge }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
