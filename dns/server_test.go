@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -425,6 +426,11 @@ func TestServer_metrics(t *testing.T) {
 	ask(t, s, "udp", "nope.app.muster.", mdns.TypeA)
 	ask(t, s, "udp", "example.com.", mdns.TypeA)
 	ask(t, s, "udp", "orders.app.muster.", mdns.TypeMX)
+	// A query is counted after its answer is written: the last one may
+	// still be on its way to the counters when its answer arrives.
+	testwait.True(t, 5*time.Second, "every query counted", func() bool {
+		return sample(t, metrics, "muster_dns_query_duration_seconds", nil) == 6
+	})
 	for _, c := range []struct {
 		name   string
 		labels map[string]string

@@ -131,6 +131,9 @@ func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 	rcfg.ClusterNode = clusterNodeOf(s)
 	if n.opts.Now != nil {
 		rcfg.Now = n.opts.Now
+	} else if off := s.ClockOffset; off != 0 {
+		rcfg.Now = func() time.Time { return time.Now().Add(off) }
+		logger.Warn().Dur("offset", off).Msg("muster.testing.clock-offset-ms: the registry's clock is moved off the machine's (chaos tests only)")
 	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
@@ -171,6 +174,15 @@ func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 	acfg.Logger, acfg.OnMuster = logger, n.rep.MarkMuster
 	if n.ae, err = replication.NewAntiEntropy(acfg); err != nil {
 		return nil, err
+	}
+	if acfg.Interval > 0 {
+		// A cancel's tombstone stays until every peer has been in sync
+		// since (or muster.tombstone-max-age-ms): a peer cut off for
+		// longer than a lease cannot bring the instance back.
+		// The hold is on anti-entropy's clock, the tombstones on the
+		// registry's: muster.testing.clock-offset-ms moves one of them.
+		off := s.ClockOffset
+		reg.SetTombstoneHold(func() time.Time { return n.ae.TombstoneHold().Add(off) })
 	}
 
 	if n.regions, err = n.newRegions(); err != nil {

@@ -433,3 +433,21 @@ func TestNode_antiEntropyInfo(t *testing.T) {
 		t.Errorf("anti-entropy off: %+v", pi)
 	}
 }
+
+// muster.testing.clock-offset-ms moves the registry's clock: the chaos
+// checker's node with a clock ahead stamps its registrations (and their
+// write versions) that far in the future.
+func TestNode_clockOffset(t *testing.T) {
+	n := startTestNode(t, "ahead", "zone-a", nil, "eureka.client.register-with-eureka=true",
+		"spring.application.name=eureka-server", "cluster.enabled=false", "muster.testing.clock-offset-ms=180000")
+	waitOpened(t, n)
+	id := "127.0.0.1:eureka-server:" + strconv.Itoa(n.port)
+	waitFor(t, 5*time.Second, "the self-registration", func() bool {
+		_, ok := n.reg.Instance("EUREKA-SERVER", id)
+		return ok
+	})
+	iv, _ := n.reg.Instance("EUREKA-SERVER", id)
+	if ahead := registry.VersionTime(iv.WriteVersion).Sub(time.Now()); ahead < 170*time.Second || ahead > 190*time.Second {
+		t.Fatalf("write version %s ahead of the machine's clock, want about 3 min", ahead)
+	}
+}

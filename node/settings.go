@@ -91,6 +91,9 @@ type Settings struct {
 	SnapshotInterval time.Duration
 	ClusterName      string
 	ColdStartWait    time.Duration
+	// ClockOffset shifts the registry's clock (muster.testing.clock-offset-ms):
+	// the chaos checker's node whose clock is ahead or behind.
+	ClockOffset time.Duration
 
 	ClusterEnabled   bool
 	ClusterNodeName  string // "" means derived from the host name (Node.Start)
@@ -321,7 +324,9 @@ var settings = []setting{
 	enumKey("muster.dashboard.actions-without-auth", httpapi.ConsoleActionsPolicies, "Who may use the dashboard's actions (out of service, up, remove override, cancel) while authentication is off: loopback clients only, any client (like the open API), or nobody. With authentication on, admin users may, whatever this says.", func(s *Settings) *httpapi.ConsoleActionsPolicy { return &s.HTTP.ConsoleActions }),
 	cmdMsKey("muster.shutdown-timeout-ms", 1, "How long a graceful shutdown may take (finishing requests, cancelling the self-registration, leaving the cluster).", func(s *Settings) *time.Duration { return &s.ShutdownTimeout }),
 	strKey("muster.data-dir", "Directory where the node keeps a snapshot of its registry (registry.snapshot), written periodically and on shutdown, and loaded at start when no peer has the registry. Empty: no snapshot.", func(s *Settings) *string { return &s.DataDir }),
-	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
+	msKey("muster.anti-entropy-interval-ms", "How often the node compares its registry with each Muster peer's (digests, then only what differs) and repairs what it lacks or holds older, ±20 % jitter; a peer that joins or comes back gets a round at once. 0 turns anti-entropy off. Cancels' tombstones are kept lease + max(30 s, this), and beyond that until every peer has been in sync since the cancel (at most muster.tombstone-max-age-ms).", func(s *Settings) *time.Duration { return &s.AntiEntropy.Interval }),
+	msKey("muster.testing.clock-offset-ms", "For chaos tests only: moves this node's registry clock (write versions, leases, eviction, tombstones) this far ahead (or behind, negative) of the machine's, as a node with a wrong clock would be. Never set it in production.", func(s *Settings) *time.Duration { return &s.ClockOffset }),
+	msKey("muster.tombstone-max-age-ms", "Longest a cancel's tombstone is kept past its lifetime while some peer (or one that left within a day) has not been in sync with this node since the cancel. A peer cut off for longer than this may bring back, for at most one lease, an instance cancelled meanwhile whose stale copy it still renews.", func(s *Settings) *time.Duration { return &s.Registry.TombstoneMaxAge }),
 	cmdMsKey("muster.snapshot-interval-ms", 1, "How often the registry snapshot is written to muster.data-dir (skipped when nothing changed).", func(s *Settings) *time.Duration { return &s.SnapshotInterval }),
 	strKey("muster.cluster-name", "Name of the cluster, written into registry snapshots: a snapshot written by another cluster is refused.", func(s *Settings) *string { return &s.ClusterName }),
 	cmdMsKey("muster.cold-start-wait-ms", 0, "After a start that found no registry (a full cluster restart, or peers known but unreachable; no snapshot), or on a node without peers whose snapshot was refused (corrupt, another cluster's), refuse registry reads (403) and /readyz this long, so live clients re-register first. Default: the clients' renewal interval plus 5 s, that is eureka.server.expected-client-renewal-interval-seconds, stretched while the wait runs to the longest leaseInfo.renewalIntervalInSecs a registering client declares (the nodes' own self-registrations do not count; at most eureka.server.wait-time-in-ms-when-sync-empty). A value set here is a fixed wait; 0 serves the empty registry at once.", func(s *Settings) *time.Duration { return &s.ColdStartWait }),

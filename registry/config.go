@@ -83,6 +83,10 @@ type Config struct {
 	// expires first is dropped (TombstoneStats.Dropped). Default 131072
 	// (about 150 bytes each).
 	MaxTombstones int
+	// TombstoneMaxAge bounds how long a tombstone is held past its
+	// lifetime while some peer has not been in sync since it was made
+	// (SetTombstoneHold). muster.tombstone-max-age-ms, default 24 h.
+	TombstoneMaxAge time.Duration
 
 	// Limits bound what clients can make the node hold; see Limits.
 	Limits Limits
@@ -114,6 +118,7 @@ func DefaultConfig() Config {
 		OutboxSize:                   16384,
 		TombstoneGrace:               30 * time.Second,
 		MaxTombstones:                1 << 17,
+		TombstoneMaxAge:              24 * time.Hour,
 		Limits:                       DefaultLimits(),
 	}
 }
@@ -140,6 +145,7 @@ func (c Config) Validate() error {
 		{"DeltaRetention", c.DeltaRetention},
 		{"DeltaRetentionInterval", c.DeltaRetentionInterval},
 		{"TombstoneGrace", c.TombstoneGrace},
+		{"TombstoneMaxAge", c.TombstoneMaxAge},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {

@@ -59,7 +59,7 @@ func (d *digester) metadata(md Metadata) {
 
 // InstanceDigest is the digest of in: every client-visible field (as the
 // wire shows it: a missing override is UNKNOWN, missing lease figures are
-// 30 s and 90 s) and the write version. Never 0.
+// 30 s and 90 s), the write version and the pieces. Never 0.
 func InstanceDigest(in *Instance) uint64 {
 	d := digester(fnvOffset)
 	d.str(in.App)
@@ -110,6 +110,21 @@ func InstanceDigest(in *Instance) uint64 {
 		d.str(h.By)
 		d.bool(h.Hides)
 	}
+	if p := in.Pieces; p != nil {
+		d.byte(2)
+		d.str(string(p.RegStatus))
+		d.str(string(p.Override))
+		d.str(string(p.OverrideValue))
+		d.u64(p.OverrideVersion)
+		d.u64(p.HealthVersion)
+		d.metadata(p.RegMetadata)
+		d.u64(uint64(len(p.Overlay)))
+		for _, w := range p.Overlay {
+			d.str(w.Key)
+			d.str(w.Value)
+			d.u64(w.Version)
+		}
+	}
 	if d == 0 {
 		d = 1
 	}
@@ -148,7 +163,7 @@ func (r *Registry) setInstLocked(l *lease, in *Instance) {
 	r.swapDigestLocked(in.App, l.digest, d)
 	l.inst, l.digest = in, d
 	l.renewOutcome = [2]renewOutcome{renewOutcomeOf(in, false), renewOutcomeOf(in, true)}
-	l.lastDirty, l.version = in.LastDirtyTimestamp, in.WriteVersion
+	l.lastDirty, l.version = in.LastDirtyTimestamp, in.CopyVersion()
 }
 
 // RootDigest is the sum of every instance's digest: equal on two nodes
@@ -220,13 +235,11 @@ func (r *Registry) appEntries(app string, in []bool, buf []DigestEntry) []Digest
 	return buf
 }
 
-// appendTombstone lists a tombstone that has not expired (one not pruned
-// yet is gone all the same).
+// appendTombstone lists a kept tombstone; one held past its lifetime
+// (SetTombstoneHold) goes with the least lifetime, so the peer takes the
+// cancel and keeps the tombstone only as long as its own hold says.
 func appendTombstone(buf []DigestEntry, id string, t tombstone, now time.Time) []DigestEntry {
-	if ttl := t.expires.Sub(now); ttl > 0 {
-		buf = append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true, TTL: ttl})
-	}
-	return buf
+	return append(buf, DigestEntry{ID: id, Version: t.version, Tombstone: true, TTL: max(t.expires.Sub(now), time.Millisecond)})
 }
 
 // VersionedCopy is a stored instance as anti-entropy hands it to a peer:

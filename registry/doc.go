@@ -140,36 +140,39 @@
 // lastDirtyTimestamp check need is copied onto the lease when the instance
 // is stored. At a million instances each of those loads is a cache miss.
 //
-// # Write versions and the winner rule
+// # Write versions and the merge of pieces
 //
 // Every write accepted from a client (register, status, override removal,
-// metadata, cancel) stamps the instance with a write version from the
-// registry's hybrid logical clock (hlc.go): Unix ms of Config.Now << 16 |
-// a 16-bit counter, always above every version issued or observed here.
-// Every versioned copy that arrives from a peer, syncUp or anti-entropy is
-// observed, so a write made after seeing another gets a larger version
-// whatever the two clocks say; writes that never saw each other are
-// ordered by their nodes' clocks (a skew of s cannot reorder writes made
-// more than s apart). Renewals change no version. Instance.WriteVersion
-// never goes to Eureka clients.
+// metadata, cancel) is stamped with a version from the registry's hybrid
+// logical clock (hlc.go): Unix ms of Config.Now << 16 | a 16-bit counter,
+// always above every version issued or observed here — even a write that
+// leaves the instance as it was. Every versioned copy that arrives from a
+// peer, syncUp or anti-entropy is observed, so a write made after seeing
+// another gets a larger version whatever the two clocks say; writes that
+// never saw each other are ordered by their nodes' clocks (a skew of s
+// cannot reorder writes made more than s apart). Renewals change no
+// version. Versions never go to Eureka clients.
 //
-// One rule decides between two copies of an instance, wherever they meet
-// (a replicated item, a 409 answer, a syncUp copy, an anti-entropy
-// repair): the higher version wins; equal versions with different content
-// go to the higher InstanceDigest, so every node picks the same one. A
-// winning copy is taken whole (status and override as the accepting node
-// resolved them); a losing one changes nothing. A write from a peer
-// without a version (a Java Eureka server) follows Eureka's
-// lastDirtyTimestamp rules and stores version 0, which any versioned copy
-// beats; an unversioned snapshot copy (syncUp over GET /apps) never
-// replaces a versioned one.
+// A version belongs to the piece of the instance its writer owns
+// (pieces.go): the client's registration (Instance.WriteVersion), the
+// operator's override, each metadata key written by PUT …/metadata, and
+// the health mark (Instance.Pieces). Two copies of an instance, wherever
+// they meet (a replicated item, a 409 answer, a syncUp copy, an
+// anti-entropy repair), are merged piece by piece, the higher version of
+// each winning (mergeCopies); what readers see is derived from the pieces
+// with Eureka's status rules (resolvePieces). A write from a peer without
+// a version (a Java Eureka server) follows Eureka's lastDirtyTimestamp
+// rules and stores version 0, which any versioned write beats; an
+// unversioned snapshot copy (syncUp over GET /apps) never replaces a
+// versioned one.
 //
-// A cancel is a copy too: it leaves a tombstone with its version
-// (tombstone.go) for the instance's lease duration plus
-// Config.TombstoneGrace, at most Config.MaxTombstones of them (the oldest
-// goes first), and a copy with a version not above it is refused, so no
-// late register, syncUp copy or anti-entropy repair brings a cancelled
-// instance back. A peer's cancel older than the stored copy is ignored;
+// A cancel leaves a tombstone with its version (tombstone.go) for the
+// instance's lease duration plus Config.TombstoneGrace, and beyond that
+// while a peer has not been in sync since (SetTombstoneHold), at most
+// Config.TombstoneMaxAge and Config.MaxTombstones of them (the oldest
+// goes first); a copy whose registration is not newer than it is refused,
+// so no late register, syncUp copy or anti-entropy repair brings a
+// cancelled instance back. A peer's cancel older than the stored copy is ignored;
 // one of an instance this node never had keeps the lease the cancel
 // carries (Op.LeaseDuration), the default lease without one. The live
 // tombstones outlive a restart in the data-dir snapshot (LiveTombstones,

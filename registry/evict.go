@@ -38,11 +38,12 @@ func evictionLimit(size int, percent float64) int {
 func (r *Registry) EvictExpired() []InstanceKey { return r.evictExpired(r.now()) }
 
 func (r *Registry) evictExpired(now time.Time) []InstanceKey {
+	hold := r.tombstoneHold(now)
 	r.mu.Lock()
 	v0 := r.version
 	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
 	r.lastEvictionAt = now
-	r.tombs.prune(now)
+	r.tombs.prune(now, hold, r.cfg.TombstoneMaxAge)
 	r.pruneArrivalsLocked(now)
 	sp := r.selfPreservationLocked(now)
 	transition := sp.Active != r.spActive

@@ -68,18 +68,6 @@ func sameHealth(a, b *HealthMark) bool {
 	return a.Reason == b.Reason && a.Since == b.Since && a.By == b.By
 }
 
-// newerCopyWithHealth is newerCopy for a versioned copy of a stored
-// instance, with one rule more: at the same version a copy with a mark
-// beats one without. Both are the same write; the one without lost its
-// mark on a path that does not carry it (Eureka's GET /apps in syncUp, a
-// snapshot on disk), and it must not win on its digest.
-func newerCopyWithHealth(in *Instance, v, d uint64, existing *Instance, existingDigest uint64) bool {
-	if v == existing.WriteVersion && v != 0 && (in.Health == nil) != (existing.Health == nil) {
-		return in.Health != nil
-	}
-	return newerCopy(v, d, existing.WriteVersion, existingDigest)
-}
-
 // setHealth applies a HealthOp: it sets, replaces or lifts the mark of the
 // instance and recomputes its status. Unlike the status writes it does not
 // renew the lease: a probe is not a sign of life from the client. A write
@@ -103,15 +91,15 @@ func (r *Registry) setHealth(op Op, now time.Time) (*Instance, error) {
 		return old, nil
 	}
 	in := old.Clone()
-	in.Status = old.ClientStatus()
+	p := old.pieces()
+	p.HealthVersion = r.clock.next(now)
 	in.Health = nil
 	if op.Health != nil {
 		mark := *op.Health
 		mark.Hides = false
 		in.Health = &mark
-		applyHealth(in)
 	}
-	in.WriteVersion = r.clock.next(now)
+	setPieces(in, p)
 	r.modifyLocked(l, in, OpHealth, op.Origin, now)
 	r.unlock(v0)
 	r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).

@@ -184,13 +184,22 @@ type Instance struct {
 	EvictionTimestamp     int64
 	ServiceUpTimestamp    int64
 
-	// WriteVersion orders writes of this instance across nodes: the
-	// hybrid-logical-clock version (hlc.go) of the write that made this
-	// copy, stamped by the node that accepted it from a client. Between
-	// Muster nodes the higher version wins (replication, syncUp,
-	// anti-entropy); 0 means unknown (a copy from a Java Eureka peer), which
-	// any versioned copy beats. Never shown to Eureka clients.
+	// WriteVersion orders registrations of this instance across nodes: the
+	// hybrid-logical-clock version (hlc.go) of the client's registration
+	// in this copy, stamped by the node that accepted it. Between Muster
+	// nodes the higher version's registration wins (replication, syncUp,
+	// anti-entropy), and a cancel's tombstone beats every copy whose
+	// registration is not newer; 0 means unknown (a copy from a Java
+	// Eureka peer), which any versioned copy beats. The other pieces
+	// (override, metadata writes, health mark) carry their own versions in
+	// Pieces. Never shown to Eureka clients.
 	WriteVersion uint64
+
+	// Pieces holds the other writers' pieces and their versions
+	// (pieces.go); nil for an instance that only ever had a registration.
+	// Travels between Muster nodes beside the instance; never shown to
+	// Eureka clients.
+	Pieces *Pieces
 
 	// Health is the server-owned status the health checks set (health.go):
 	// nil while the instance is not marked failing. While it hides a UP

@@ -67,32 +67,32 @@ func TestKeyIndex_collidingHashes(t *testing.T) {
 	}
 }
 
-// TestRenew_correctsAStatusItsOverrideContradicts: a copy taken whole from a
-// peer may hold a status its override contradicts (UP under an
-// OUT_OF_SERVICE override); the next client renewal applies the status
-// rules and stores the override's status as a visible change. The verdict
-// is copied onto the lease when the copy is stored (renewOutcome), so this
-// fails if the copy does not refresh it.
-func TestRenew_correctsAStatusItsOverrideContradicts(t *testing.T) {
+// TestRenew_followsACopysStatus: a copy from a peer changes what a renewal
+// decides (a refused UNKNOWN becomes UP under the peer's newer
+// registration). The verdict is copied onto the lease when the copy is
+// stored (renewOutcome), so this fails if the copy does not refresh it.
+func TestRenew_followsACopysStatus(t *testing.T) {
 	r, _ := mustNew(t, selfPreservationOff)
-	in := registrytest.NewInstance("APP", "i-1")
-	in.OverriddenStatus = registry.StatusOutOfService
-	in.WriteVersion = 1 << 40
-	if _, err := r.Apply(registry.RegisterOp(in).From(registry.OriginAntiEntropy)); err != nil {
+	mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	if _, err := r.Apply(registry.DeleteOverrideOp("APP", "i-1", registry.StatusUnknown)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := r.Instance("APP", "i-1"); got.Status != registry.StatusUp {
-		t.Fatalf("the copy was stored with status %s, want it whole (UP)", got.Status)
-	}
-	v0 := r.Version()
-	got, err := r.Apply(registry.RenewOp("APP", "i-1"))
-	if err != nil {
+	if _, err := r.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService)); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != registry.StatusOutOfService || r.Version() == v0 {
-		t.Fatalf("after a renewal: status %s, version %d → %d; want OUT_OF_SERVICE as a new version", got.Status, v0, r.Version())
+	removed, err := r.Apply(registry.DeleteOverrideOp("APP", "i-1", registry.StatusUnknown))
+	if err != nil || removed.Status != registry.StatusUnknown {
+		t.Fatalf("removal: %v, status %s", err, removed.Status)
 	}
-	if again, _ := r.Apply(registry.RenewOp("APP", "i-1")); again.Status != registry.StatusOutOfService {
-		t.Fatalf("the next renewal answered %s", again.Status)
+	if _, err := r.Apply(registry.RenewOp("APP", "i-1")); !errors.Is(err, registry.ErrStatusUnknown) {
+		t.Fatalf("renewal of an UNKNOWN instance: %v, want ErrStatusUnknown", err)
+	}
+	newer := registrytest.NewInstance("APP", "i-1")
+	newer.WriteVersion = removed.CopyVersion() + 1<<16 // the client registered again through a peer
+	if got, err := r.Apply(registry.RegisterOp(newer).From(registry.OriginPeer)); err != nil || got.Status != registry.StatusUp {
+		t.Fatalf("peer's newer registration: %v %+v", err, got)
+	}
+	if got, err := r.Apply(registry.RenewOp("APP", "i-1")); err != nil || got.Status != registry.StatusUp {
+		t.Fatalf("renewal after the copy: %v, want UP", err)
 	}
 }

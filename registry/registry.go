@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ type lease struct {
 	// appRenewals is the app's renewal total (apprenewals.go), shared by
 	// the app's leases, so a heartbeat counts it without a lookup.
 	appRenewals *shardedCounter
-	version     uint64 // inst.WriteVersion
+	version     uint64 // inst.CopyVersion()
 	// clientSeen is when a client last registered or renewed this lease
 	// through this node (Unix nanoseconds; 0 if never): what a peer's
 	// catch-up may replay (ClientLive).
@@ -108,6 +109,9 @@ type Registry struct {
 	untilRenewedMargin atomic.Int64 // ns
 	untilRenewedLimit  atomic.Int64 // ns
 	longestDeclared    atomic.Int64 // ns
+
+	// tombHold is SetTombstoneHold's function, read outside mu.
+	tombHold atomic.Pointer[func() time.Time]
 
 	// out is the change stream; its own mutex is taken inside mu.
 	out *outbox
@@ -391,35 +395,38 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 		}
 	}
 
-	override := StatusUnknown
-	if existing != nil && existing.OverriddenStatus != StatusUnknown && existing.OverriddenStatus != "" {
-		override = existing.OverriddenStatus
-	} else if in.OverriddenStatus != StatusUnknown && in.OverriddenStatus != "" {
-		override = in.OverriddenStatus
-	}
-	in.OverriddenStatus = override
-	in.Status = resolveStatus(in.Status, override, existing, replicated)
+	// The registration is this write's piece; the override, the health
+	// mark and metadata writes are the stored copy's (pieces.go).
+	p := Pieces{Override: StatusUnknown}
+	var base *Instance // for Eureka's LeaseExistsRule: the status apart from an override
 	in.Health = nil
 	if existing != nil {
+		p = existing.pieces()
+		base = &Instance{Status: baseStatus(existing)}
 		in.Health = existing.Health // server-owned: a client's register keeps it
 	}
-	applyHealth(in)
+	if !p.overrideSet() && p.OverrideVersion == 0 && in.OverriddenStatus != "" && in.OverriddenStatus != StatusUnknown {
+		// An override the body carries where none was ever written here
+		// (a Java peer's copy): Eureka's register adopts it.
+		p.Override = in.OverriddenStatus
+	}
+	p.RegStatus = resolveStatus(in.Status, StatusUnknown, base, replicated)
+	if !replicated {
+		in.WriteVersion = r.clock.next(now)
+	}
+	setPieces(in, p)
 	in.ActionType = ActionAdded
 	in.LastUpdatedTimestamp = nowMs
 	in.EvictionTimestamp = 0
+	// As Eureka's register (a new Lease each time), a registration restarts
+	// the lease's registration time and keeps its service-up time.
 	in.RegistrationTimestamp = nowMs
 	in.ServiceUpTimestamp = 0
 	if existing != nil {
-		// Unlike Eureka (bug 23), a re-registration keeps the lease's
-		// registration time.
-		in.RegistrationTimestamp = existing.RegistrationTimestamp
 		in.ServiceUpTimestamp = existing.ServiceUpTimestamp
 	}
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
-	}
-	if !replicated {
-		in.WriteVersion = r.clock.next(now)
 	}
 	r.storeLocked(l, in, op, key, now, now)
 	return in, existing == nil, nil
@@ -466,50 +473,50 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 }
 
 // registerCopy applies a versioned copy from a peer, syncUp or
-// anti-entropy under the one winner rule: it is stored only if its version
-// beats the stored copy's (a tie goes to the higher digest) and the key's
-// tombstone, if any. The copy is taken whole — status and override as the
-// accepting node resolved them — and only this node's lease stamps are
-// its own. A copy that loses changes nothing and returns the stored
-// instance (nil when cancelled here).
+// anti-entropy: it is merged into the stored copy piece by piece
+// (mergeCopies), unless the key's tombstone is at least as new as the
+// copy's registration (the cancel came last). Only this node's lease
+// stamps are its own. It returns the stored instance after the merge (nil
+// when cancelled here).
 func (r *Registry) registerCopy(op Op, in *Instance, key InstanceKey, now time.Time) (*Instance, error) {
 	if in.OverriddenStatus == "" {
 		in.OverriddenStatus = StatusUnknown
 	}
-	v, d := in.WriteVersion, InstanceDigest(in)
-	if err := r.checkVersionSkew(v, now); err != nil {
+	if err := r.checkVersionSkew(in.CopyVersion(), now); err != nil {
 		return nil, err
 	}
 
 	r.mu.Lock()
 	v0 := r.version
-	stored, err := r.registerCopyLocked(op, in, key, v, d, now)
+	stored, err := r.registerCopyLocked(op, in, key, now)
 	r.unlock(v0)
 	return stored, err
 }
 
-// registerCopyLocked is registerCopy under mu held for writing; v and d
-// are the copy's version and digest.
-func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, v, d uint64, now time.Time) (*Instance, error) {
+// registerCopyLocked is registerCopy under mu held for writing.
+func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now time.Time) (*Instance, error) {
 	nowMs := now.UnixMilli()
-	r.clock.observe(v)
+	r.clock.observe(in.CopyVersion())
 	if r.sync != nil && r.sync.skipLocked(op, key) {
 		return nil, nil
 	}
-	if t, gone := r.tombs.get(key); gone && t.version >= v {
+	if t, gone := r.tombs.get(key); gone && t.version >= in.WriteVersion {
 		return nil, nil
 	}
 	l := r.lookupLocked(key.App, key.ID)
 	if l == nil && op.OnlyIfNewer {
 		return nil, nil
 	}
-	var existing *Instance
 	renewedAt := now
+	var existing *Instance
+	added := true
 	if l != nil {
 		existing = l.inst
-		if !newerCopyWithHealth(in, v, d, existing, l.digest) {
-			return existing, nil
+		merged, reregistered := mergeCopies(existing, in)
+		if InstanceDigest(merged) == l.digest {
+			return existing, nil // nothing newer in the copy
 		}
+		in, added = merged, reregistered
 		if op.Origin == OriginAntiEntropy {
 			renewedAt = time.Unix(0, l.lastRenewal.Load())
 		}
@@ -520,16 +527,24 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, v, d
 		if !op.RenewedAt.IsZero() && op.RenewedAt.Before(now) {
 			renewedAt = op.RenewedAt
 		}
+		setPieces(in, in.pieces())
 	}
-	in.ActionType = ActionAdded
+	// A registration (here, or one that replaced ours) is ADDED, as on the
+	// node that accepted it and on Eureka's peers; a change of another
+	// piece is MODIFIED.
+	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = nowMs
 	in.EvictionTimestamp = 0
 	in.RegistrationTimestamp = nowMs
 	in.ServiceUpTimestamp = 0
 	if existing != nil {
-		in.ActionType = ActionModified
-		in.RegistrationTimestamp = existing.RegistrationTimestamp
 		in.ServiceUpTimestamp = existing.ServiceUpTimestamp
+		if !added {
+			in.RegistrationTimestamp = existing.RegistrationTimestamp
+		}
+	}
+	if added {
+		in.ActionType = ActionAdded
 	}
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
@@ -675,10 +690,9 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 		return nil
 	}
 	in := l.inst.Clone()
-	in.OverriddenStatus = override
-	in.Status = resolveStatus(in.ClientStatus(), override, l.inst, true)
-	applyHealth(in)
-	in.WriteVersion = 0 // from a peer without versions
+	p := l.inst.pieces()
+	p.Override, p.OverrideValue, p.OverrideVersion = override, "", 0 // from a peer without versions
+	setPieces(in, p)
 	r.modifyLocked(l, in, OpStatus, origin, now)
 	return in
 }
@@ -785,15 +799,33 @@ func (r *Registry) lockLease(op Op, app string, now time.Time) (*lease, error) {
 	return l, nil
 }
 
-// stampLocked gives in, a changed copy, its write version: the next one
-// for a write accepted here, 0 (unknown) for a peer's write that came
-// without one (a Java Eureka peer): any versioned copy beats it.
-func (r *Registry) stampLocked(in *Instance, op Op, now time.Time) {
+// pieceVersionLocked is the version of a piece written by op: the next
+// one for a write accepted here, 0 (unknown) for a peer's write that came
+// without one (a Java Eureka peer): any versioned write beats it.
+func (r *Registry) pieceVersionLocked(op Op, now time.Time) uint64 {
 	if op.Origin.fromPeer() {
-		in.WriteVersion = 0
+		return 0
+	}
+	return r.clock.next(now)
+}
+
+// writePieceLocked stores in, a copy of l's instance with one piece
+// written: as a MODIFIED change when readers see a difference, else as an
+// event only (peers must still hear of the write, and its new version).
+func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
+	old := l.inst
+	if in.Status != old.Status || in.OverriddenStatus != old.OverriddenStatus ||
+		in.LastDirtyTimestamp != old.LastDirtyTimestamp || !sameMetadata(in.Metadata, old.Metadata) ||
+		!sameHealth(in.Health, old.Health) {
+		r.modifyLocked(l, in, kind, origin, now)
 		return
 	}
-	in.WriteVersion = r.clock.next(now)
+	r.setInstLocked(l, in)
+	r.eventLocked(kind, origin, in, now)
+}
+
+func sameMetadata(a, b Metadata) bool {
+	return slices.Equal(a, b)
 }
 
 // modifyLocked stores in, a changed copy of l's instance, as a visible
@@ -820,8 +852,10 @@ func (r *Registry) lockStatusWrite(op Op, app string, now time.Time) (*lease, er
 }
 
 // updateStatus sets a status override (PUT .../status?value=). The lease is
-// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Like
-// Eureka it is replicated even when nothing changed.
+// renewed. lastDirty can only raise the stored lastDirtyTimestamp. Every
+// accepted write is a new version of the override piece, even one that
+// changes nothing here: it is the operator's latest word, and must win over
+// an older one made on another node (pieces.go).
 func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 	status, app := op.Status, upperASCII(op.App)
 	l, err := r.lockStatusWrite(op, app, now)
@@ -831,32 +865,34 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 	v0 := r.version
 	old := l.inst
 	in := old
-	if status != old.Status || status != old.OverriddenStatus || op.LastDirtyTimestamp > old.LastDirtyTimestamp {
+	if !op.Origin.fromPeer() || status != old.Status || status != old.OverriddenStatus || op.LastDirtyTimestamp > old.LastDirtyTimestamp {
 		in = old.Clone()
-		in.Status = status
-		in.OverriddenStatus = status
-		applyHealth(in) // an override in force: the mark hides nothing
-		if status == StatusUp && in.ServiceUpTimestamp == 0 {
+		p := old.pieces()
+		p.Override, p.OverrideValue, p.OverrideVersion = status, "", r.pieceVersionLocked(op, now)
+		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
+		setPieces(in, p)
+		if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
-		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
-		r.stampLocked(in, op, now)
-		r.modifyLocked(l, in, OpStatus, op.Origin, now)
+		r.writePieceLocked(l, in, OpStatus, op.Origin, now)
 	} else {
 		r.eventLocked(OpStatus, op.Origin, in, now)
 	}
 	r.unlock(v0)
-	if old.Status != status {
+	if old.Status != in.Status || old.OverriddenStatus != in.OverriddenStatus {
 		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
-			Str(logTo, string(status)).Stringer(logOrigin, op.Origin).Msg("status override set")
+			Str(logTo, string(in.Status)).Stringer(logOrigin, op.Origin).Msg("status override set")
 	}
 	return in, nil
 }
 
-// deleteStatusOverride removes a status override (DELETE .../status) and
-// sets the status to op.Status (Eureka's default is UNKNOWN, which makes the
-// client's next heartbeat answer 404 so that it registers again with its
-// real status). The lease is renewed.
+// deleteStatusOverride removes a status override (DELETE .../status) and,
+// when one was in force, sets the status to op.Status (Eureka's default is
+// UNKNOWN, which makes the client's next heartbeat answer 404 so that it
+// registers again with its real status). The lease is renewed. Like a set,
+// every accepted removal is a new version of the override piece, even
+// where no override was in force: an override set meanwhile on another
+// node must not outlive a later removal.
 func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error) {
 	status, app := op.Status, upperASCII(op.App)
 	l, err := r.lockStatusWrite(op, app, now)
@@ -864,30 +900,36 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 		return nil, err
 	}
 	v0 := r.version
-	in := l.inst
-	removed := in.OverriddenStatus != StatusUnknown && in.OverriddenStatus != ""
-	if removed {
-		in = in.Clone()
-		in.OverriddenStatus = StatusUnknown
-		in.Status = status
-		applyHealth(in)
+	old := l.inst
+	in := old
+	inForce := old.OverriddenStatus != StatusUnknown && old.OverriddenStatus != ""
+	if inForce || !op.Origin.fromPeer() {
+		in = old.Clone()
+		p := old.pieces()
+		p.Override, p.OverrideValue, p.OverrideVersion = StatusUnknown, "", r.pieceVersionLocked(op, now)
+		if inForce {
+			p.OverrideValue = status
+		}
 		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
-		r.stampLocked(in, op, now)
-		r.modifyLocked(l, in, OpDeleteOverride, op.Origin, now)
+		setPieces(in, p)
+		r.writePieceLocked(l, in, OpDeleteOverride, op.Origin, now)
 	} else {
 		r.eventLocked(OpDeleteOverride, op.Origin, in, now)
 	}
 	r.unlock(v0)
-	if removed {
-		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logStatus, string(status)).
+	if inForce {
+		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logStatus, string(in.Status)).
 			Stringer(logOrigin, op.Origin).Msg("status override removed")
 	}
 	return in, nil
 }
 
-// updateMetadata adds or replaces metadata entries (PUT .../metadata). Like
-// Eureka's InstanceResource#updateMetadata it is a re-registration of the
-// changed instance, so peers receive it as a Register.
+// updateMetadata adds or replaces metadata entries (PUT .../metadata).
+// Each key written is a piece of its own with the write's version (the
+// overlay, pieces.go), so a registration made meanwhile on another node
+// keeps its data and the keys written after it stay. Peers receive it as
+// a Register of the whole instance, as from Eureka's
+// InstanceResource#updateMetadata.
 func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
 	app := upperASCII(op.App)
 	r.mu.Lock()
@@ -897,15 +939,17 @@ func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
 		return nil, ErrInstanceNotFound
 	}
 	v0 := r.version
-	in := l.inst.Clone()
-	in.Metadata = in.Metadata.With(op.Metadata)
+	old := l.inst
+	in := old.Clone()
+	p := old.pieces()
+	p = withOverlay(p, p.regMetadata(old), op.Metadata, r.pieceVersionLocked(op, now))
+	setPieces(in, p)
 	if err := r.checkMetadata(in.Metadata, in.DataCenterInfo.Metadata); err != nil {
 		r.mu.Unlock()
 		return nil, err
 	}
 	l.lastRenewal.Store(now.UnixNano())
-	r.stampLocked(in, op, now)
-	r.modifyLocked(l, in, OpMetadata, op.Origin, now)
+	r.writePieceLocked(l, in, OpMetadata, op.Origin, now)
 	r.unlock(v0)
 	return in, nil
 }

@@ -160,13 +160,17 @@ func TestRegistry_Register_dirtyTimestampDecidesWhichCopyWins(t *testing.T) {
 	}
 }
 
-func TestRegistry_Register_keepsRegistrationTimestamp(t *testing.T) {
+// A re-registration restarts leaseInfo.registrationTimestamp and keeps
+// serviceUpTimestamp, as Eureka's register (a new Lease each time) and the
+// Spring Cloud Eureka Server do.
+func TestRegistry_Register_restartsRegistrationTimestamp(t *testing.T) {
 	r, clk := mustNew(t)
 	first := mustRegister(t, r, registrytest.NewInstance("APP", "a"))
 	clk.Advance(time.Minute)
 	second := mustRegister(t, r, registrytest.NewInstance("APP", "a"))
-	if second.RegistrationTimestamp != first.RegistrationTimestamp {
-		t.Fatalf("re-register moved registrationTimestamp from %d to %d", first.RegistrationTimestamp, second.RegistrationTimestamp)
+	if second.RegistrationTimestamp != clk.Now().UnixMilli() || second.ServiceUpTimestamp != first.ServiceUpTimestamp {
+		t.Fatalf("re-register: registrationTimestamp %d → %d (want now), serviceUpTimestamp %d → %d (want kept)",
+			first.RegistrationTimestamp, second.RegistrationTimestamp, first.ServiceUpTimestamp, second.ServiceUpTimestamp)
 	}
 }
 

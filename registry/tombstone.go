@@ -23,6 +23,9 @@ import (
 type tombstone struct {
 	version uint64
 	expires time.Time
+	// made is when this node stored it: it may go once every peer has
+	// been seen in sync after it (the hold, SetTombstoneHold).
+	made time.Time
 }
 
 type tombKey struct {
@@ -58,7 +61,7 @@ func (t *tombstones) get(k InstanceKey) (tombstone, bool) {
 	return ts, ok
 }
 
-func (t *tombstones) put(k InstanceKey, version uint64, expires time.Time, max int) {
+func (t *tombstones) put(k InstanceKey, version uint64, expires, made time.Time, max int) {
 	if old, ok := t.get(k); ok {
 		if old.version >= version {
 			return
@@ -74,9 +77,9 @@ func (t *tombstones) put(k InstanceKey, version uint64, expires time.Time, max i
 		byID = map[string]tombstone{}
 		t.byApp[k.App] = byID
 	}
-	byID[k.ID] = tombstone{version: version, expires: expires}
+	byID[k.ID] = tombstone{version: version, expires: expires, made: made}
 	t.push(tombKey{k, version, expires})
-	for t.n > max && t.popFirst(time.Time{}, true) {
+	for t.n > max && t.popFirst(time.Time{}, true, nil) {
 		t.dropped++
 	}
 	if len(t.byExpiry) > 2*t.n+1024 {
@@ -96,9 +99,10 @@ func (t *tombstones) remove(k InstanceKey) {
 	t.n--
 }
 
-// popFirst removes the live tombstone that expires first if force or it
-// expired before now; it reports whether it removed one.
-func (t *tombstones) popFirst(now time.Time, force bool) bool {
+// popFirst removes the live tombstone that expires first if force, or if
+// it expired before now and may go (prunable); it reports whether it
+// removed one.
+func (t *tombstones) popFirst(now time.Time, force bool, prunable func(tombstone) bool) bool {
 	for len(t.byExpiry) > 0 {
 		e := t.byExpiry[0]
 		cur, ok := t.get(e.key)
@@ -106,7 +110,7 @@ func (t *tombstones) popFirst(now time.Time, force bool) bool {
 			t.pop()
 			continue
 		}
-		if !force && !cur.expires.Before(now) {
+		if !force && (!cur.expires.Before(now) || !prunable(cur)) {
 			return false
 		}
 		t.pop()
@@ -116,10 +120,15 @@ func (t *tombstones) popFirst(now time.Time, force bool) bool {
 	return false
 }
 
-// prune removes the expired tombstones.
-func (t *tombstones) prune(now time.Time) int {
+// prune removes the expired tombstones that may go: made before hold
+// (every peer has been in sync with this node since), or older than
+// maxAge whatever the hold. The first that must stay ends the pass, so one
+// held tombstone may keep later ones a while longer: never fewer.
+func (t *tombstones) prune(now, hold time.Time, maxAge time.Duration) int {
 	n := 0
-	for t.popFirst(now, false) {
+	for t.popFirst(now, false, func(ts tombstone) bool {
+		return ts.made.Before(hold) || now.Sub(ts.made) > maxAge
+	}) {
 		n++
 	}
 	return n
@@ -205,7 +214,27 @@ func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, lease, ttl tim
 	if ttl > 0 {
 		d = min(ttl, time.Duration(MaxLeaseDurationSecs)*time.Second+r.cfg.TombstoneGrace)
 	}
-	r.tombs.put(k, version, now.Add(d), r.cfg.MaxTombstones)
+	r.tombs.put(k, version, now.Add(d), now, r.cfg.MaxTombstones)
+}
+
+// SetTombstoneHold sets how long tombstones must stay beyond their
+// lifetime: hold returns a time such that every peer has been seen in
+// sync with this node since (anti-entropy: package replication's
+// AntiEntropy.TombstoneHold), and a tombstone made after it stays, at most
+// Config.TombstoneMaxAge, so a peer cut off longer than a lease does not
+// bring a cancelled instance back when it returns. nil (the default): a
+// tombstone goes when its lifetime ends. Call it before Run.
+func (r *Registry) SetTombstoneHold(hold func() time.Time) {
+	r.tombHold.Store(&hold)
+}
+
+// tombstoneHold is the hold's time now; called outside mu (the hold's
+// owner takes locks of its own).
+func (r *Registry) tombstoneHold(now time.Time) time.Time {
+	if f := r.tombHold.Load(); f != nil && *f != nil {
+		return (*f)()
+	}
+	return now.Add(time.Hour) // no hold: every expired tombstone goes
 }
 
 // TombstoneEntry is a live tombstone as the data-dir snapshot keeps it
@@ -226,9 +255,10 @@ func (r *Registry) LiveTombstones() []TombstoneEntry {
 	out := make([]TombstoneEntry, 0, r.tombs.n)
 	for app, byID := range r.tombs.byApp {
 		for id, t := range byID {
-			if ttl := t.expires.Sub(now); ttl > 0 {
-				out = append(out, TombstoneEntry{Key: InstanceKey{App: app, ID: id}, Version: t.version, TTL: ttl})
-			}
+			// One held past its lifetime (SetTombstoneHold) is kept on
+			// disk too, for the least lifetime: after a restart it stays
+			// until the peers are in sync again.
+			out = append(out, TombstoneEntry{Key: InstanceKey{App: app, ID: id}, Version: t.version, TTL: max(t.expires.Sub(now), time.Millisecond)})
 		}
 	}
 	r.mu.RUnlock()

@@ -248,12 +248,21 @@ type AntiEntropy struct {
 	roundMu sync.Mutex
 	known   map[string]bool // peers seen at the last look (roundMu)
 
-	// mu guards peers, totals and rand.
-	mu     sync.Mutex
-	peers  map[string]*aePeer
+	// mu guards peers, synced, totals and rand.
+	mu    sync.Mutex
+	peers map[string]*aePeer
+	// synced is, for every peer seen (those that left too, until
+	// departedHold), when the last round that found it in sync started;
+	// zero if none did yet. TombstoneHold reads it.
+	synced map[string]time.Time
 	totals Repairs
 	rand   *rand.Rand
 }
+
+// departedHold is how long a peer that left still holds back the pruning
+// of tombstones (TombstoneHold): registry.Config.TombstoneMaxAge's
+// default, beyond which the registry prunes them anyway.
+const departedHold = 24 * time.Hour
 
 // NewAntiEntropy returns an anti-entropy runner; nothing runs until Run or
 // a round is driven by hand.
@@ -272,10 +281,11 @@ func NewAntiEntropy(cfg AntiEntropyConfig) (*AntiEntropy, error) {
 	}
 	a := &AntiEntropy{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		log:   cfg.Logger.With().Str(logComponent, "anti-entropy").Logger(),
-		poke:  make(chan struct{}, 1),
-		known: map[string]bool{},
-		peers: map[string]*aePeer{},
+		log:    cfg.Logger.With().Str(logComponent, "anti-entropy").Logger(),
+		poke:   make(chan struct{}, 1),
+		known:  map[string]bool{},
+		peers:  map[string]*aePeer{},
+		synced: map[string]time.Time{},
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -377,8 +387,41 @@ func (a *AntiEntropy) lookLocked() []Peer {
 			delete(a.peers, name)
 		}
 	}
+	now := a.now()
+	for _, p := range peers {
+		if st := a.peers[p.Name]; st != nil && st.stats.Unsupported {
+			continue
+		}
+		if _, ok := a.synced[p.Name]; !ok {
+			a.synced[p.Name] = time.Time{}
+		}
+	}
+	for name, at := range a.synced {
+		if !a.known[name] && now.Sub(at) > departedHold {
+			delete(a.synced, name)
+		}
+	}
 	a.mu.Unlock()
 	return peers
+}
+
+// TombstoneHold is the time since which every peer this node knows of
+// (and every one that left within a day) has been seen in sync: a
+// tombstone made after it may still be needed to keep a cancelled
+// instance from coming back from a peer that holds a stale copy, so the
+// registry keeps it (registry.Registry.SetTombstoneHold). A peer that was
+// never in sync holds back every tombstone; a Java Eureka peer (which
+// serves no anti-entropy and takes no tombstones) holds back none.
+func (a *AntiEntropy) TombstoneHold() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	hold := a.now().Add(time.Hour) // no peers: nothing to wait for
+	for _, at := range a.synced {
+		if at.Before(hold) {
+			hold = at
+		}
+	}
+	return hold
 }
 
 // Round runs one round with p.
@@ -400,9 +443,18 @@ func (a *AntiEntropy) roundLocked(ctx context.Context, p Peer) RoundResult {
 		a.mu.Unlock()
 		return RoundResult{Peer: p.Name, Err: ErrNoAntiEntropy}
 	}
+	if _, ok := a.synced[p.Name]; !ok {
+		a.synced[p.Name] = time.Time{}
+	}
 	a.mu.Unlock()
 
+	start := a.now()
 	res := a.round(ctx, p)
+	if res.Err == nil && res.InSync {
+		a.mu.Lock()
+		a.synced[p.Name] = start
+		a.mu.Unlock()
+	}
 	if a.record(p, st, res) && a.cfg.OnMuster != nil {
 		a.cfg.OnMuster(p.Name)
 	}
@@ -424,6 +476,7 @@ func (a *AntiEntropy) record(p Peer, st *aePeer, res RoundResult) (firstServed b
 		}
 		st.stats.Unsupported, st.skip = true, unsupportedBackoff
 		st.stats.InSync = false
+		delete(a.synced, p.Name)
 	case res.Err != nil:
 		// Unknown is not in sync: a partitioned peer must not keep showing
 		// the verdict of its last good round.
@@ -534,7 +587,7 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 		}
 	}
 
-	cmp := appComparison{src: src, res: &res, missing: map[registry.InstanceKey]bool{}}
+	cmp := appComparison{src: src, res: &res, missing: map[registry.InstanceKey]bool{}, digests: map[registry.InstanceKey]uint64{}}
 	var local []registry.DigestEntry
 	for chunk := range slices.Chunk(whole, MaxDigestApps) {
 		reply, err := a.digest(ctx, p, DigestRequest{Root: root, Apps: chunk}, &res)
@@ -553,7 +606,7 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 			return res
 		}
 	}
-	fetch, missing := cmp.fetch, cmp.missing
+	fetch, missing, before := cmp.fetch, cmp.missing, cmp.digests
 
 	pending := slices.Collect(slices.Chunk(fetch, MaxCopyKeys))
 	for len(pending) > 0 {
@@ -580,14 +633,13 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 			}
 			op := registry.RegisterOp(in).From(registry.OriginAntiEntropy)
 			op.RenewedAt = c.LastRenewal
-			v := in.WriteVersion
 			stored, err := src.Apply(op)
 			if err != nil {
 				a.log.Warn().Err(err).Str(logPeer, p.Name).Str(logApp, key.App).Str(logInstanceID, key.ID).Msg("anti-entropy copy refused")
 				continue
 			}
-			if stored == nil || stored.WriteVersion != v {
-				continue // lost to a newer write or tombstone here meanwhile
+			if stored == nil || !missing[key] && registry.InstanceDigest(stored) == before[key] {
+				continue // nothing newer in it, or a tombstone here
 			}
 			if missing[key] {
 				res.repaired(RepairMissing, key)
@@ -608,6 +660,8 @@ type appComparison struct {
 	res     *RoundResult
 	fetch   []registry.InstanceKey
 	missing map[registry.InstanceKey]bool
+	// digests are the local digests of the copies fetched to merge.
+	digests map[registry.InstanceKey]uint64
 }
 
 // app compares the peer's entries of app with this node's (local) and
@@ -655,10 +709,12 @@ func (c *appComparison) app(app string, peer []Entry, local []registry.DigestEnt
 				c.missing[key] = true
 			}
 		case loc.Digest != e.Digest:
+			// Copies are merged piece by piece (registry's mergeCopies):
+			// each side may hold a newer piece, so both take the other's
+			// copy, and both end with the same merge.
 			res.Divergent++
-			if newerVersion(e, loc) {
-				c.fetch = append(c.fetch, key)
-			}
+			c.fetch = append(c.fetch, key)
+			c.digests[key] = loc.Digest
 		}
 	}
 	for _, loc := range byID {
@@ -741,14 +797,6 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 		}
 	}
 	return nil
-}
-
-// newerVersion is the winner rule (registry's newerCopy) on two entries.
-func newerVersion(e Entry, loc registry.DigestEntry) bool {
-	if e.Version != loc.Version {
-		return e.Version > loc.Version
-	}
-	return e.Digest > loc.Digest
 }
 
 func (a *AntiEntropy) digest(ctx context.Context, p Peer, req DigestRequest, res *RoundResult) (DigestReply, error) {

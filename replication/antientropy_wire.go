@@ -159,6 +159,9 @@ type wireCopy struct {
 	// Health is the instance's health-check mark: part of the copy its
 	// version names (registry.Instance.Health).
 	Health *wireHealth `json:"health,omitempty"`
+	// Pieces are the instance's other pieces and their versions
+	// (registry.Instance.Pieces): the receiver merges piece by piece.
+	Pieces *wire.Pieces `json:"pieces,omitempty"`
 }
 
 // DigestSource is what a node serves anti-entropy from: its registry.
@@ -269,6 +272,7 @@ func AnswerCopies(src DigestSource, body []byte) ([]byte, error) {
 			Renewed:  c.LastRenewal.UnixMilli(),
 			Live:     c.Live,
 			Health:   healthToWire(c.Instance.Health),
+			Pieces:   wire.PiecesOf(c.Instance.Pieces),
 		})
 	}
 	return json.Marshal(reply)
@@ -289,6 +293,7 @@ func DecodeCopies(body []byte) ([]registry.VersionedCopy, error) {
 		}
 		in.WriteVersion = c.Version
 		in.Health = c.Health.mark()
+		in.Pieces = c.Pieces.Registry()
 		out = append(out, registry.VersionedCopy{Instance: in, LastRenewal: time.UnixMilli(c.Renewed), Live: c.Live})
 	}
 	return out, nil

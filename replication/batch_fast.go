@@ -240,6 +240,15 @@ func appendBatchResponse(b []byte, items []replicationResponse) []byte {
 				b = append(b, h...)
 			}
 		}
+		if r.Pieces != nil {
+			// Rare too (a 409 of an instance with an override, metadata
+			// writes or a mark).
+			p, err := json.Marshal(r.Pieces)
+			if err == nil {
+				b = append(b, `,"pieces":`...)
+				b = append(b, p...)
+			}
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // slowItems reads body the way handleSlow does: per item, the decoded item
@@ -270,7 +271,14 @@ func TestAppendBatchResponse_writesEveryField(t *testing.T) {
 		case reflect.String:
 			f.SetString("x")
 		case reflect.Pointer:
-			f.Set(reflect.ValueOf(&wireHealth{Reason: "http 503", Since: 5, By: "n1", Hides: true}))
+			switch f.Type() {
+			case reflect.TypeFor[*wireHealth]():
+				f.Set(reflect.ValueOf(&wireHealth{Reason: "http 503", Since: 5, By: "n1", Hides: true}))
+			case reflect.TypeFor[*wire.Pieces]():
+				f.Set(reflect.ValueOf(&wire.Pieces{Override: "OUT_OF_SERVICE", OverrideVersion: 9}))
+			default:
+				t.Fatalf("field %s of type %s: teach this test and appendBatchResponse", v.Type().Field(i).Name, f.Type())
+			}
 		default:
 			t.Fatalf("field %s of kind %s: teach this test and appendBatchResponse", v.Type().Field(i).Name, f.Kind())
 		}

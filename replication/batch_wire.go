@@ -44,6 +44,11 @@ type replicationItem struct {
 	// version: it is part of the copy that version names. Items that carry
 	// it are rare and take the encoding/json path (batch_fast.go).
 	Health *wireHealth `json:"health,omitempty"`
+	// Pieces are instanceInfo's pieces and their versions
+	// (registry.Instance.Pieces), sent with the version to Muster peers:
+	// the receiver merges the copy piece by piece. Rare (an override, a
+	// metadata write, a mark), so such items take the encoding/json path.
+	Pieces *wire.Pieces `json:"pieces,omitempty"`
 }
 
 // wireHealth is registry.HealthMark between Muster nodes.
@@ -80,6 +85,8 @@ type replicationResponse struct {
 	Version uint64 `json:"version,omitempty"`
 	// Health is ResponseEntity's mark, with Version.
 	Health *wireHealth `json:"health,omitempty"`
+	// Pieces are ResponseEntity's pieces, with Version.
+	Pieces *wire.Pieces `json:"pieces,omitempty"`
 }
 
 // flexInt reads a number or a numeric string; Java writes longs as numbers,
@@ -153,6 +160,11 @@ func itemOf(t Task, versioned bool) replicationItem {
 		it.Version = in.WriteVersion
 		if len(it.InstanceInfo) > 0 {
 			it.Health = healthToWire(in.Health)
+			it.Pieces = wire.PiecesOf(in.Pieces)
+		} else if t.Action == registry.ActionHeartbeat {
+			// The highest version of any piece: a peer missing one asks
+			// for the copy (404) or answers with its own (409).
+			it.Version = in.CopyVersion()
 		}
 		if t.Action == registry.ActionCancel && in.LeaseDurationSecs > 0 {
 			it.LeaseDurationInSecs = uint32(min(in.LeaseDurationSecs, registry.MaxLeaseDurationSecs))
@@ -192,6 +204,7 @@ func DecodeBatchResponse(body []byte) (BatchResult, error) {
 			if in, err := wire.DecodeInstanceBodyJSON(r.ResponseEntity); err == nil {
 				in.WriteVersion = r.Version
 				in.Health = r.Health.mark()
+				in.Pieces = r.Pieces.Registry()
 				res.Items[i].Instance = in
 			}
 		}

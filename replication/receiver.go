@@ -114,6 +114,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			body.WriteVersion = it.Version
 			if it.Version != 0 {
 				body.Health = it.Health.mark()
+				body.Pieces = it.Pieces.Registry()
 			}
 			_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 		}
@@ -132,6 +133,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			if it.Version != 0 {
 				resp.Version = in.WriteVersion
 				resp.Health = healthToWire(in.Health)
+				resp.Pieces = wire.PiecesOf(in.Pieces)
 			}
 			return resp
 		}
@@ -148,6 +150,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
 				body.WriteVersion = it.Version
 				body.Health = it.Health.mark()
+				body.Pieces = it.Pieces.Registry()
 				_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 			}
 			break

@@ -101,7 +101,7 @@ var allowed = map[string]rule{
 	},
 	"dns": {
 		imports:     []string{"registry"},
-		testImports: []string{"registry/registrytest"},
+		testImports: []string{"internal/testwait", "registry/registrytest"},
 		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
 	},
 	"xds": {

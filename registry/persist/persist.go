@@ -474,10 +474,12 @@ func writeVersions(w io.Writer, snap *registry.Snapshot) error {
 	}
 	for _, app := range snap.Apps {
 		for _, iv := range app.Instances {
-			if iv.WriteVersion == 0 || iv.Health != nil {
-				// The mark is not kept on disk (withoutHealthMarks): without
-				// its version the restored copy loses to the marked one a
-				// peer holds.
+			if iv.WriteVersion == 0 || iv.Health != nil || iv.Pieces != nil {
+				// Neither the mark (withoutHealthMarks) nor the other
+				// pieces' versions (an override, metadata writes) are kept
+				// on disk: without its version the restored copy loses to
+				// the one a peer holds, and a lone node serves what it
+				// showed before.
 				continue
 			}
 			line, err := json.Marshal([]any{app.Name, iv.ID(), iv.WriteVersion})

@@ -341,7 +341,8 @@ func TestWriteRead_keepsWriteVersions(t *testing.T) {
 	clock := registrytest.NewClock()
 	src := newRegistry(t, clock)
 	fill(t, src, 20)
-	if _, err := src.Apply(registry.StatusOp("APP-1", "i-1", registry.StatusOutOfService)); err != nil {
+	clock.Advance(time.Second)
+	if _, err := src.Apply(registry.RegisterOp(registrytest.NewInstance("APP-1", "i-1"))); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

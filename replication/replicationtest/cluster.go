@@ -164,6 +164,9 @@ func (c *Cluster) start(name string, connect bool, beforeOpen func(*Node)) *Node
 	if err != nil {
 		c.tb.Fatal(err)
 	}
+	if c.cfg.AntiEntropy {
+		reg.SetTombstoneHold(ae.TombstoneHold)
+	}
 	n := &Node{Name: name, Reg: reg, Rep: rep, Receiver: rc, AE: ae}
 	if !slices.Contains(c.names, name) {
 		c.names = append(c.names, name)
