@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/settings"
 )
 
 // A cold cluster never serves a falsely empty registry. After syncUp the
@@ -28,7 +29,7 @@ import (
 //     Eureka's five minutes (wait-time-in-ms-when-sync-empty) would only
 //     refuse reads that are already complete.
 //
-// The wait is one client renewal interval plus coldStartMargin: the
+// The wait is one client renewal interval plus settings.ColdStartMargin: the
 // interval eureka.server.expected-client-renewal-interval-seconds names,
 // or the longest leaseInfo.renewalIntervalInSecs the registering clients
 // declare, up to eureka.server.wait-time-in-ms-when-sync-empty
@@ -38,7 +39,7 @@ import (
 // server) serves at once, cold or not, and does not wait for syncUp either:
 // when no peer answers its first round (the only peer unreachable, every
 // peer starting), the node opens and syncUp's other rounds run in the
-// background (syncInBackground).
+// background (Settings.SyncInBackground).
 //
 // Spring's eureka.instance.registry.default-open-for-traffic-count, when a
 // file sets it, is followed as Spring follows it: above 0, Spring's
@@ -72,51 +73,24 @@ const (
 	startSyncBackground = "sync_background"
 )
 
+// The start-up keys whose meaning depends on whether they are set.
 const (
 	coldStartWaitKey = "muster.cold-start-wait-ms"
-	syncEmptyWaitKey = "eureka.server.wait-time-in-ms-when-sync-empty"
 	openCountKey     = "eureka.instance.registry.default-open-for-traffic-count"
-	// coldStartMargin is what the cold-start wait adds to the clients'
-	// renewal interval: time for a heartbeat's 404 and the registration
-	// that follows.
-	coldStartMargin = 5 * time.Second
 )
-
-// deriveColdStartWait makes the default cold-start wait follow the
-// clients' renewal interval: the wait reported before any client declares
-// a longer one. An explicit wait-time-in-ms-when-sync-empty caps it.
-func (s *Settings) deriveColdStartWait() {
-	if !s.explicit[coldStartWaitKey] {
-		s.ColdStartWait = s.Registry.ExpectedRenewalInterval + coldStartMargin
-		if s.explicit[syncEmptyWaitKey] {
-			s.ColdStartWait = min(s.ColdStartWait, s.WaitWhenSyncEmpty)
-		}
-	}
-}
-
-// coldStartLimit bounds how far clients declaring long renewal intervals
-// stretch the cold-start wait: Eureka's own wait when syncUp found
-// nothing, and never below the configured interval's wait unless that
-// wait was set explicitly.
-func (s *Settings) coldStartLimit() time.Duration {
-	if s.explicit[syncEmptyWaitKey] {
-		return s.WaitWhenSyncEmpty
-	}
-	return max(s.WaitWhenSyncEmpty, s.Registry.ExpectedRenewalInterval+coldStartMargin)
-}
 
 // startRefusal decides, after syncUp and the snapshot, how long registry
 // reads are refused and why. snapshotRefused says a snapshot was there but
 // refused (restoreSnapshot): the node had a registry it cannot serve.
-func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restored, snapshotRefused bool) (time.Duration, string) {
+func startRefusal(s *settings.Settings, res replication.SyncResult, peersExpected, restored, snapshotRefused bool) (time.Duration, string) {
 	switch {
 	case res.Source != "":
 		return 0, startCopied
 	case restored:
 		return 0, startRestored
-	case s.explicit[openCountKey] && s.DefaultOpenForTrafficCount > 0:
+	case s.Explicit(openCountKey) && s.DefaultOpenForTrafficCount > 0:
 		return 0, startOpenCount
-	case s.explicit[openCountKey]:
+	case s.Explicit(openCountKey):
 		return s.WaitWhenSyncEmpty, startSyncEmpty
 	case s.Sync.Attempts <= 0 && !snapshotRefused:
 		return 0, startSyncOff
@@ -132,24 +106,11 @@ func startRefusal(s *Settings, res replication.SyncResult, peersExpected, restor
 	return 0, startAlone
 }
 
-// syncInBackground tells whether syncUp may go on after the node opens:
-// eureka.server.wait-time-in-ms-when-sync-empty is written 0, so no
-// start-up refusal could follow whatever syncUp finds (an explicit
-// muster.cold-start-wait-ms above 0 is a wait of its own, and keeps syncUp
-// in the foreground), and syncUp runs at all (registry-sync-retries above
-// 0; at 0 it is skipped, as Spring's default skips it). Spring's server
-// with wait 0 serves at once too: its syncUp is skipped by default, and
-// what a peer holds comes by replication; here it also comes by syncUp's
-// later rounds.
-func (s *Settings) syncInBackground() bool {
-	return s.explicit[syncEmptyWaitKey] && s.WaitWhenSyncEmpty == 0 && s.ColdStartWait == 0 && s.Sync.Attempts > 0
-}
-
 // followsClients tells whether a start-up refusal of state stretches with
 // the renewal intervals registering clients declare (RefuseReadsUntilRenewed)
 // rather than being a fixed wait.
-func (s *Settings) followsClients(state string) bool {
-	return (state == startCold || state == startNoPeer) && !s.explicit[coldStartWaitKey]
+func followsClients(s *settings.Settings, state string) bool {
+	return (state == startCold || state == startNoPeer) && !s.Explicit(coldStartWaitKey)
 }
 
 // snapshotMetrics are the data-dir figures.

@@ -19,10 +19,11 @@ import (
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/settings"
 )
 
 func TestStartRefusal(t *testing.T) {
-	s := &Settings{Sync: replication.SyncConfig{Attempts: 5}, ColdStartWait: 35 * time.Second, WaitWhenSyncEmpty: 5 * time.Minute}
+	s := &settings.Settings{Sync: replication.SyncConfig{Attempts: 5}, ColdStartWait: 35 * time.Second, WaitWhenSyncEmpty: 5 * time.Minute}
 	const refused = true
 	cases := []struct {
 		name          string

@@ -187,41 +187,6 @@ func TestNode_TLS_keyStoreErrors(t *testing.T) {
 	}
 }
 
-func TestSettings_TLS_keyStore(t *testing.T) {
-	for _, tc := range []struct {
-		sets []string
-		want string // error text; "" = valid
-	}{
-		{[]string{"server.ssl.key-store=/n.p12"}, ""},
-		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.client-auth=need"}, "setting server.ssl.trust-certificate: required with server.ssl.client-auth = need (client certificates are verified against it), or server.ssl.trust-store"},
-		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store=/t.jks", "server.ssl.client-auth=need"}, ""},
-		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem", "server.ssl.trust-store=/t.jks", "server.ssl.client-auth=want"}, ""},
-		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.certificate=/c.pem"}, "setting server.ssl.key-store: set together with server.ssl.certificate"},
-		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store=/t.jks", "server.ssl.trust-certificate=/ca.pem"}, "setting server.ssl.trust-store: set together with server.ssl.trust-certificate"},
-		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.key-store-type=JCEKS"}, "server.ssl.key-store-type"},
-		{[]string{"server.ssl.key-store=/n.p12", "server.ssl.trust-store-type=BKS"}, "server.ssl.trust-store-type"},
-		{[]string{"server.ssl.key-alias=node"}, "setting server.ssl.certificate: required"},
-	} {
-		s, _, err := LoadSettings("", nil, tc.sets)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.sets, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%v: err = %v, want %q", tc.sets, err, tc.want)
-		case err == nil && !s.TLSOn():
-			t.Errorf("%v: TLS off", tc.sets)
-		}
-	}
-	// Spring's environment names, as a container would set them.
-	s, _, err := LoadSettings("", []string{"SERVER_SSL_KEY_STORE=/n.jks", "SERVER_SSL_KEYSTOREPASSWORD=pw", "SERVER_SSL_KEY_STORE_TYPE=jks",
-		"SERVER_SSL_KEY_ALIAS=node", "SERVER_SSL_KEY_PASSWORD=kp", "SERVER_SSL_TRUST_STORE=/t.p12", "SERVER_SSL_TRUST_STORE_PASSWORD=tp",
-		"SERVER_SSL_TRUST_STORE_TYPE=PKCS12"}, nil)
-	if err != nil || s.SSLKeyStore != "/n.jks" || s.SSLKeyStorePassword != "pw" || s.SSLKeyStoreType != "JKS" || s.SSLKeyAlias != "node" ||
-		s.SSLKeyPassword != "kp" || s.SSLTrustStore != "/t.p12" || s.SSLTrustStorePassword != "tp" || s.SSLTrustStoreType != "PKCS12" {
-		t.Errorf("from the environment: %v, %+v", err, s)
-	}
-}
-
 // TestCluster_TLS_keyStores: two nodes on the keystores, client-auth need:
 // B copies A's registry at start-up and gets A's changes by replication,
 // both over mutual TLS with the identities from the keystores.

@@ -29,6 +29,7 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/persist"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/settings"
 	"github.com/muster-registry/muster/tlsconfig"
 	"github.com/muster-registry/muster/xds"
 )
@@ -59,7 +60,7 @@ type Options struct {
 // Node is one running Muster node: registry, HTTP API, membership and
 // replication. Tests start several in one process.
 type Node struct {
-	settings *Settings
+	settings *settings.Settings
 	opts     Options
 	log      zerolog.Logger
 
@@ -116,7 +117,7 @@ type Node struct {
 
 // New builds a node from settings. It opens nothing and starts no
 // goroutines; Start does.
-func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
+func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 	n := &Node{settings: s, log: logger, opened: make(chan struct{}), synced: make(chan struct{})}
 	if s.DataDir != "" {
 		if err := persist.CheckDir(s.DataDir); err != nil {
@@ -144,7 +145,7 @@ func New(s *Settings, logger zerolog.Logger, opts ...Options) (*Node, error) {
 		return nil, err
 	}
 
-	if n.tls, err = loadTLS(s, logger, n.opts.TLSReload); err != nil {
+	if n.tls, err = s.LoadTLS(logger, n.opts.TLSReload); err != nil {
 		return nil, err
 	}
 	tcfg := s.Transport
@@ -218,7 +219,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.name = s.ClusterNodeName
 	if n.name == "" {
 		n.name = n.host
-		if s.ServerPort != DefaultServerPort {
+		if s.ServerPort != settings.DefaultServerPort {
 			// Two nodes on one host must not share a name.
 			n.name += "-" + strconv.Itoa(n.port)
 		}
@@ -408,7 +409,7 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 	if n.opts.Memberlist != nil {
 		cfg.Memberlist = n.opts.Memberlist
 	}
-	cfg.SecretKey, cfg.SecretKeys = s.secretKeys()
+	cfg.SecretKey, cfg.SecretKeys = s.SecretKeys()
 	cfg.InterfaceAddrs = n.opts.InterfaceAddrs
 	return cluster.New(cfg)
 }
@@ -421,7 +422,7 @@ func (n *Node) newCluster() (*cluster.Cluster, error) {
 // warning, and the node starts as Spring's would.
 func (n *Node) gossipWanted() bool {
 	s := n.settings
-	if s.explicit["cluster.enabled"] || len(s.Cluster.Join) > 0 {
+	if s.Explicit("cluster.enabled") || len(s.Cluster.Join) > 0 {
 		return true
 	}
 	list := n.opts.InterfaceAddrs
@@ -442,11 +443,11 @@ func (n *Node) gossipWanted() bool {
 }
 
 // startUp is syncUp then openForTraffic (ARCHITECTURE.md decision 8).
-// A node that refuses no read whatever syncUp finds (syncInBackground)
+// A node that refuses no read whatever syncUp finds (Settings.SyncInBackground)
 // opens after syncUp's first round, and the other rounds run meanwhile.
 func (n *Node) startUp(ctx context.Context) {
 	t0 := time.Now()
-	background := n.settings.syncInBackground()
+	background := n.settings.SyncInBackground()
 	var res replication.SyncResult
 	if background {
 		res = n.syncer.RunFirst(ctx)
@@ -481,8 +482,8 @@ func (n *Node) startUp(ctx context.Context) {
 	n.snapMetrics.startState.WithLabelValues(state).Set(1)
 	if wait > 0 {
 		var until time.Time
-		if n.settings.followsClients(state) {
-			until = n.reg.RefuseReadsUntilRenewed(coldStartMargin, n.settings.coldStartLimit())
+		if followsClients(n.settings, state) {
+			until = n.reg.RefuseReadsUntilRenewed(settings.ColdStartMargin, n.settings.ColdStartLimit())
 		} else {
 			until = n.reg.RefuseReadsFor(wait)
 		}
@@ -847,7 +848,7 @@ func (n *Node) drainReplication(ctx context.Context, limit time.Duration) {
 }
 
 // advertisedHost picks the host name and IP address the node tells others.
-func advertisedHost(s *Settings) (host, ip string) {
+func advertisedHost(s *settings.Settings) (host, ip string) {
 	host = s.InstanceHostname
 	if host == "" {
 		host, _ = os.Hostname()

@@ -17,6 +17,7 @@ import (
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/settings"
 )
 
 // startTestNode starts a node on loopback with its own free ports and fast
@@ -406,7 +407,7 @@ func TestCluster_nodesThatOpenedAloneReconcileWhenTheyMeet(t *testing.T) {
 // /admin/status: inSync only for a peer that serves anti-entropy, the
 // failed round's error and time.
 func TestNode_antiEntropyInfo(t *testing.T) {
-	n := &Node{settings: &Settings{AntiEntropy: replication.AntiEntropyConfig{Interval: time.Second}}}
+	n := &Node{settings: &settings.Settings{AntiEntropy: replication.AntiEntropyConfig{Interval: time.Second}}}
 	at := time.Date(2024, 6, 10, 6, 0, 0, 0, time.FixedZone("x", 3600))
 	for _, c := range []struct {
 		as    replication.AntiEntropyStats

@@ -1,12 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,7 +10,7 @@ import (
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/tlsconfig"
+	"github.com/muster-registry/muster/settings"
 )
 
 // regionInfo describes the remote regions for /admin/status and the
@@ -48,7 +44,7 @@ func (n *Node) newRegions() (*regions.Set, error) {
 	}
 	var tlsCfg *tls.Config
 	if s.Regions.TrustStore != "" {
-		pool, err := regionTrustPool(s.Regions.TrustStore, s.Regions.TrustStorePassword)
+		pool, err := settings.RegionTrustPool(s.Regions.TrustStore, s.Regions.TrustStorePassword)
 		if err != nil {
 			return nil, fmt.Errorf("setting eureka.server.remote-region-trust-store: %w", err)
 		}
@@ -56,49 +52,6 @@ func (n *Node) newRegions() (*regions.Set, error) {
 	}
 	return regions.NewSet(s.Regions, regions.FetcherConfig{TLS: tlsCfg, Clock: n.opts.RegionsClock,
 		ID: s.InstanceHostname, Retention: s.Registry.DeltaRetention, Logger: n.log}), nil
-}
-
-// regionTrustPool reads the CA certificates HTTPS remote regions are
-// verified against: a PEM bundle, or a Java trust store (PKCS12 or JKS,
-// told apart by its first bytes, opened with password), as Eureka's
-// remote-region-trust-store is.
-func regionTrustPool(path, password string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !bytes.Contains(b, []byte("-----BEGIN")) {
-		certs, err := tlsconfig.ReadTrustStore(tlsconfig.KeyStore{Path: path, Password: password})
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range certs {
-			pool.AddCert(c)
-		}
-		return pool, nil
-	}
-	n := 0
-	for rest := b; ; {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		if blk == nil {
-			break
-		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		cert, err := x509.ParseCertificate(blk.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		pool.AddCert(cert)
-		n++
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 // remoteApp is the DNS interface's lookup of <app>.app.<region>: the

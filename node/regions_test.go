@@ -26,6 +26,7 @@ import (
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
+	"github.com/muster-registry/muster/settings"
 )
 
 // manualClock is a regions.Clock that moves only when the test says:
@@ -614,7 +615,7 @@ func TestRegions_dnsRegionFollowsClientRegion(t *testing.T) {
 	if len(s.Regions.URLs["b"]) != 1 || s.Regions.URLs["c"][0] != "http://u:pw@h2/eureka" || s.Regions.Whitelist["global"][0] != "orders" {
 		t.Fatalf("regions %+v", s.Regions)
 	}
-	if _, _, err := LoadSettings("", nil, []string{"eureka.server.remote-region-urls-with-name.b=ftp://u:secret@h"}); err == nil || strings.Contains(err.Error(), "secret") {
+	if _, _, err := settings.LoadSettings("", nil, []string{"eureka.server.remote-region-urls-with-name.b=ftp://u:secret@h"}); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("bad remote URL: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/settings"
 )
 
 // selfRegistration registers the node as an instance of its own
@@ -24,7 +25,7 @@ type selfRegistration struct {
 
 // selfInstance describes the node the way Spring's client would: id
 // host:app:port, so that two nodes on one host stay distinct.
-func selfInstance(s *Settings, host, ip string, port int, now time.Time) *registry.Instance {
+func selfInstance(s *settings.Settings, host, ip string, port int, now time.Time) *registry.Instance {
 	app := strings.ToLower(s.AppName)
 	id := s.InstanceID
 	if id == "" {
@@ -73,7 +74,7 @@ func selfInstance(s *Settings, host, ip string, port int, now time.Time) *regist
 // opens, and its 30 s renewal interval (Spring's default) would otherwise
 // hold every read of a cluster started together for 35 s whatever
 // eureka.server.expected-client-renewal-interval-seconds says.
-func clusterNodeOf(s *Settings) func(*registry.Instance) bool {
+func clusterNodeOf(s *settings.Settings) func(*registry.Instance) bool {
 	app := strings.ToUpper(s.AppName)
 	return func(in *registry.Instance) bool { return in.App == app }
 }

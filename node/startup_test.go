@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/settings"
 )
 
 // The start-up rules a Spring file's keys select (coldstart.go).
@@ -44,7 +45,7 @@ func TestStartRefusal_springKeys(t *testing.T) {
 			if wait != tc.wait || state != tc.state {
 				t.Fatalf("got %s, %q; want %s, %q", wait, state, tc.wait, tc.state)
 			}
-			if got := s.followsClients(state); got != tc.following {
+			if got := followsClients(s, state); got != tc.following {
 				t.Errorf("follows the clients' intervals: %v, want %v", got, tc.following)
 			}
 		})
@@ -112,7 +113,7 @@ func TestPeerPair_secondNodeLate(t *testing.T) {
 	clk := registrytest.NewClock()
 	start := clk.Now()
 	startProfile := func(profile string) *Node {
-		s, _, err := Load(LoadRequest{File: file, Env: env, Profiles: []string{profile}})
+		s, _, err := settings.Load(settings.LoadRequest{File: file, Env: env, Profiles: []string{profile}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -387,42 +387,6 @@ func TestNode_TLS_badFiles(t *testing.T) {
 	}
 }
 
-func TestSettings_TLS(t *testing.T) {
-	key32 := base64.StdEncoding.EncodeToString(make([]byte, 32))
-	key32b := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("b", 32)))
-	for _, tc := range []struct {
-		sets []string
-		want string // error text; "" = valid
-		on   bool
-	}{
-		{nil, "", false},
-		{[]string{"server.ssl.enabled=true"}, "setting server.ssl.certificate: required", false},
-		{[]string{"server.ssl.certificate=/c.pem"}, "setting server.ssl.certificate-private-key: required", false},
-		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem"}, "", true},
-		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem", "server.ssl.client-auth=NEED"}, "setting server.ssl.trust-certificate: required with server.ssl.client-auth = need", false},
-		{[]string{"server.ssl.certificate=/c.pem", "server.ssl.certificate-private-key=/k.pem", "server.ssl.client-auth=sometimes"}, "server.ssl.client-auth", false},
-		{[]string{"server.ssl.enabled=false", "server.ssl.certificate=/c.pem"}, "", false},
-		{[]string{"cluster.secret-keys=" + key32}, "setting cluster.secret-keys: needs cluster.secret-key", false},
-		{[]string{"cluster.secret-key=" + key32, "cluster.secret-keys=" + key32b + ",bad"}, "setting cluster.secret-keys[1]", false},
-		{[]string{"cluster.secret-key=short"}, "setting cluster.secret-key", false},
-	} {
-		s, _, err := LoadSettings("", nil, tc.sets)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.sets, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%v: err = %v, want %q", tc.sets, err, tc.want)
-		case err == nil && s.TLSOn() != tc.on:
-			t.Errorf("%v: TLS on = %v, want %v", tc.sets, s.TLSOn(), tc.on)
-		}
-	}
-	// Spring's environment names work too.
-	s, _, err := LoadSettings("", []string{"SERVER_SSL_CERTIFICATE=/c.pem", "SERVER_SSL_CERTIFICATEPRIVATEKEY=/k.pem", "SERVER_SSL_CLIENT_AUTH=want", "SERVER_SSL_TRUST_CERTIFICATE=/ca.pem"}, nil)
-	if err != nil || !s.TLSOn() || s.SSLClientAuth != tlsconfig.ClientAuthWant || s.SSLTrust != "/ca.pem" {
-		t.Errorf("from the environment: %+v, %v", s, err)
-	}
-}
-
 // TestCluster_secretKeys: mid-rotation (README's step 2 under way), a node
 // that sends with the new key and still accepts the old one and a node that
 // sends with the old key and already accepts the new one join and

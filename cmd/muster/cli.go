@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 )
 
 // configFlags are the flags of every command that loads the
@@ -29,8 +29,8 @@ func (c *configFlags) register(fs *flag.FlagSet) {
 	fs.Var(&c.sets, "set", "key=value, overrides the file and the environment (repeatable); --KEY=VALUE does the same")
 }
 
-func (c *configFlags) request(env []string) node.LoadRequest {
-	return node.LoadRequest{File: c.file, AdditionalLocations: c.additional, Env: env, Sets: c.sets, Profiles: c.profiles}
+func (c *configFlags) request(env []string) settings.LoadRequest {
+	return settings.LoadRequest{File: c.file, AdditionalLocations: c.additional, Env: env, Sets: c.sets, Profiles: c.profiles}
 }
 
 // parseConfigArgs parses a command's flags where, as on Spring Boot's
@@ -74,12 +74,12 @@ func parseConfigArgs(fs *flag.FlagSet, c *configFlags, args []string) error {
 			i++
 			value = args[i]
 		}
-		switch node.CanonicalKey(name) {
-		case node.CanonicalKey("spring.profiles.active"):
+		switch settings.CanonicalKey(name) {
+		case settings.CanonicalKey("spring.profiles.active"):
 			c.profiles = append(c.profiles, value)
-		case node.CanonicalKey("spring.config.location"):
+		case settings.CanonicalKey("spring.config.location"):
 			c.file = value
-		case node.CanonicalKey("spring.config.additional-location"):
+		case settings.CanonicalKey("spring.config.additional-location"):
 			c.additional = joinList(c.additional, value)
 		default:
 			c.sets = append(c.sets, name+"="+value)
@@ -121,7 +121,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 		printSettings(stdout, *markdown)
 		return nil
 	}
-	s, rep, err := node.Load(cf.request(os.Environ()))
+	s, rep, err := settings.Load(cf.request(os.Environ()))
 	if rep == nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 		// read them.
 		warnings, ferr := s.CheckFiles()
 		for _, w := range warnings {
-			rep.Notices = append(rep.Notices, node.Notice{Warn: true, Msg: w})
+			rep.Notices = append(rep.Notices, settings.Notice{Warn: true, Msg: w})
 		}
 		if ferr != nil {
 			rep.Errors = append(rep.Errors, strings.Split(ferr.Error(), "\n")...)
@@ -146,7 +146,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // writeCheck prints a load's report for a person.
-func writeCheck(w io.Writer, s *node.Settings, rep *node.Report) {
+func writeCheck(w io.Writer, s *settings.Settings, rep *settings.Report) {
 	if len(rep.Files) > 0 {
 		fmt.Fprintf(w, "Files read: %s\nActive profiles: %s\n", strings.Join(rep.Files, ", "), strings.Join(rep.Profiles, ", "))
 	}
@@ -166,7 +166,7 @@ func writeCheck(w io.Writer, s *node.Settings, rep *node.Report) {
 	if s != nil {
 		fmt.Fprintln(w, "\nEffective settings:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, row := range node.EffectiveSettings(s, rep) {
+		for _, row := range settings.EffectiveSettings(s, rep) {
 			fmt.Fprintf(tw, "  %s\t= %s\t%s\n", row[0], row[1], row[2])
 		}
 		tw.Flush()

@@ -17,6 +17,7 @@ import (
 	"github.com/muster-registry/muster/client"
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 )
 
 // serveArgs starts a node from serve's command line (flags parsed by
@@ -33,7 +34,7 @@ func serveArgs(t *testing.T, name string, args ...string) *node.Node {
 	if err := parseConfigArgs(fs, &cf, args); err != nil {
 		t.Fatal(err)
 	}
-	s, _, err := node.Load(cf.request(os.Environ()))
+	s, _, err := settings.Load(cf.request(os.Environ()))
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -216,7 +217,7 @@ func TestConfigCheck_contextPath(t *testing.T) {
 	if got := s.ContextPath(); got != "/eureka-server" {
 		t.Errorf("server.context-path: %q, want /eureka-server", got)
 	}
-	if _, _, err := node.LoadSettings("", nil, []string{"server.servlet.context-path=register"}); err == nil ||
+	if _, _, err := settings.LoadSettings("", nil, []string{"server.servlet.context-path=register"}); err == nil ||
 		!strings.Contains(err.Error(), "server.servlet.context-path") {
 		t.Errorf("a path without / : %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/internal/redact"
-	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -83,14 +83,14 @@ func (p probe) clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) 
 // probeDefaults reads the node's settings from the environment; without
 // usable ones it probes http://127.0.0.1:8761/readyz.
 func probeDefaults(env []string) probe {
-	p := probe{url: "http://127.0.0.1:" + strconv.Itoa(node.DefaultServerPort) + "/readyz"}
-	s, _, err := node.LoadSettings("", env, nil)
+	p := probe{url: "http://127.0.0.1:" + strconv.Itoa(settings.DefaultServerPort) + "/readyz"}
+	s, _, err := settings.LoadSettings("", env, nil)
 	if err != nil {
 		return p
 	}
 	port := s.ServerPort
 	if port == 0 {
-		port = node.DefaultServerPort
+		port = settings.DefaultServerPort
 	}
 	p.url = s.Scheme() + "://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
 	if s.TLSOn() {

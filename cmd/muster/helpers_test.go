@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 )
 
 func testLogger(t *testing.T) zerolog.Logger {
@@ -32,9 +33,9 @@ func freeTCPPort(t *testing.T) int {
 }
 
 // mustLoad loads settings as serve does, failing the test on an error.
-func mustLoad(t *testing.T, file string, env, sets []string) *node.Settings {
+func mustLoad(t *testing.T, file string, env, sets []string) *settings.Settings {
 	t.Helper()
-	s, _, err := node.LoadSettings(file, env, sets)
+	s, _, err := settings.LoadSettings(file, env, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func startNode(t *testing.T, name string, sets ...string) *node.Node {
 }
 
 // startSettings starts a node of loaded settings and waits until it opens.
-func startSettings(t *testing.T, name string, s *node.Settings) *node.Node {
+func startSettings(t *testing.T, name string, s *settings.Settings) *node.Node {
 	t.Helper()
 	n, err := node.New(s, testLogger(t).With().Str("node", name).Logger(), node.Options{Memberlist: memberlist.DefaultLocalConfig()})
 	if err != nil {

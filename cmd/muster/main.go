@@ -28,6 +28,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/logging"
 	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 )
 
 func main() {
@@ -116,7 +117,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	settings, rep, err := node.Load(cf.request(os.Environ()))
+	cfg, rep, err := settings.Load(cf.request(os.Environ()))
 	if err != nil {
 		if rep != nil && len(rep.Errors) > 1 {
 			return fmt.Errorf("%d configuration errors (muster config --check lists them with the effective settings):\n%s", len(rep.Errors), err)
@@ -124,7 +125,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	notices := rep.Notices
-	logger := logging.New(os.Stderr, settings.LogLevel, settings.LogFormat)
+	logger := logging.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
 	for _, nt := range notices {
 		if nt.Warn {
 			logger.Warn().Msg(nt.Msg)
@@ -135,7 +136,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	n, err := node.New(settings, logger)
+	n, err := node.New(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	<-ctx.Done()
 	stop()
 	logger.Info().Msg("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), settings.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	return n.Shutdown(shutdownCtx)
 }
@@ -155,7 +156,7 @@ func printSettings(w io.Writer, markdown bool) {
 	if markdown {
 		fmt.Fprintln(w, "| Key | Default | What it does |")
 		fmt.Fprintln(w, "|---|---|---|")
-		for _, st := range node.SettingDocs() {
+		for _, st := range settings.SettingDocs() {
 			def := "—"
 			if st.Default != "" {
 				def = "`" + st.Default + "`"
@@ -164,7 +165,7 @@ func printSettings(w io.Writer, markdown bool) {
 		}
 		return
 	}
-	for _, st := range node.SettingDocs() {
+	for _, st := range settings.SettingDocs() {
 		def := st.Default
 		if def == "" {
 			def = "(none)"

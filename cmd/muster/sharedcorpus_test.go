@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 )
 
 // sharedSpringConfigs is ../shared/spring-configs beside the repository:
@@ -83,7 +83,7 @@ func TestSharedSpringConfigs_startAsSpringWould(t *testing.T) {
 			if err := parseConfigArgs(fs, &cf, append([]string{"--config", file}, sharedCorpusArgs(port)...)); err != nil {
 				t.Fatal(err)
 			}
-			s, _, err := node.Load(cf.request(os.Environ()))
+			s, _, err := settings.Load(cf.request(os.Environ()))
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}

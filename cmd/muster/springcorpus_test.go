@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-registry/muster/node"
+	"github.com/muster-registry/muster/settings"
 )
 
 // corpusCase is one Spring Eureka server configuration of
@@ -340,7 +340,7 @@ func TestSpringCorpus_startsANode(t *testing.T) {
 			if err := parseConfigArgs(fs, &cf, args); err != nil {
 				t.Fatal(err)
 			}
-			s, _, err := node.Load(cf.request(os.Environ()))
+			s, _, err := settings.Load(cf.request(os.Environ()))
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}

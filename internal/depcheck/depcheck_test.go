@@ -148,17 +148,22 @@ var allowed = map[string]rule{
 		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
 	},
+	// A node's configuration: every key, loaded as Spring Boot loads it.
+	"settings": {
+		imports: []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
+		why:     "the typed configuration of a node: the packages' Configs (types and Validate only; it starts nothing), Spring's names, the loader, validation, config --check; never node, never the command line",
+	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
+		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "settings", "tlsconfig", "xds"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "registry/wire"},
-		why:         "settings and assembly of a node: every server package, no tool, never the command line",
+		why:         "the assembly of a node from the settings it is handed: every server package, no tool, never the command line",
 	},
 	// The server binary: the command line around the node package.
 	"cmd/muster": {
-		imports:     []string{"httpapi/ops", "internal/logging", "internal/redact", "node", "replication", "tlsconfig"},
+		imports:     []string{"httpapi/ops", "internal/logging", "internal/redact", "node", "replication", "settings", "tlsconfig"},
 		testImports: []string{"client", "httpapi", "internal/keystoretest", "internal/testwait"},
-		why:         "flags and subcommands; a node is package node's; links no tool (tools/, scripts/)",
+		why:         "flags and subcommands; settings are package settings', a node is package node's; links no tool (tools/, scripts/)",
 	},
 	// Tools: their own mains, never imported by the server.
 	"tools/loadgen": {
@@ -174,7 +179,7 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "tlsconfig", "tools/loadgen"},
+		imports: []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen"},
 		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
 	},
 	"deploy": {

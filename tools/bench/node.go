@@ -18,6 +18,7 @@ import (
 	"github.com/muster-registry/muster/internal/proccontrol"
 	"github.com/muster-registry/muster/node"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/settings"
 )
 
 // nodeCmd is `bench node`: a real node (package node, assembled exactly
@@ -98,7 +99,7 @@ func benchNodeSets(name string, clustered bool, join string) []string {
 }
 
 func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool, join string, extra []string, stderr io.Writer) (*node.Node, error) {
-	s, _, err := node.LoadSettings("", nil, append(benchNodeSets(name, clustered, join), extra...))
+	s, _, err := settings.LoadSettings("", nil, append(benchNodeSets(name, clustered, join), extra...))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package node
+package settings
 
 import (
 	"errors"
@@ -259,7 +259,7 @@ func Load(req LoadRequest) (*Settings, *Report, error) {
 		s.ServiceURLs = map[string][]string{}
 		s.RegisterWithEureka = false
 	}
-	if s.authOn() && s.ClusterEnabled && s.PeerSecret == "" && !explicit["cluster.enabled"] {
+	if s.AuthOn() && s.ClusterEnabled && s.PeerSecret == "" && !explicit["cluster.enabled"] {
 		// A Spring file with a password names its peers in
 		// eureka.client.service-url (with credentials in the URLs); gossip
 		// without a peer secret would let any host that reaches the port

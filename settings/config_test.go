@@ -1,4 +1,4 @@
-package node
+package settings
 
 import (
 	"os"
@@ -358,27 +358,6 @@ zuul:
 	}
 	if strings.Contains(all, "jhipster") || strings.Contains(all, "zuul") {
 		t.Errorf("foreign namespaces warned about:\n%s", all)
-	}
-}
-
-func TestLoadSettings_clientDisabledAndSelfRegistrationURLs(t *testing.T) {
-	file := writeFile(t, "application.yml", `eureka:
-  client:
-    enabled: false
-    register-with-eureka: true
-    service-url:
-      defaultZone: http://peer:8761/eureka/
-  instance:
-    status-page-url-path: /actuator/info
-    health-check-url-path: /actuator/health
-`)
-	s := mustLoad(t, file, nil, nil)
-	if s.RegisterWithEureka || len(s.ServiceURLs) != 0 {
-		t.Errorf("eureka.client.enabled false: register %v, peers %v", s.RegisterWithEureka, s.ServiceURLs)
-	}
-	inst := selfInstance(s, "h", "127.0.0.1", 8761, time.Now())
-	if inst.StatusPageURL != "http://h:8761/actuator/info" || inst.HealthCheckURL != "http://h:8761/actuator/health" || inst.HomePageURL != "http://h:8761/" {
-		t.Errorf("self-registration URLs: %s %s %s", inst.StatusPageURL, inst.HealthCheckURL, inst.HomePageURL)
 	}
 }
 

@@ -1,4 +1,4 @@
-package node
+package settings
 
 import (
 	"errors"
@@ -133,7 +133,7 @@ func resolveResources(s *Settings, rep *Report, configFile string) {
 	}
 }
 
-// CheckFiles opens the TLS material as New opens it (the same loadTLS):
+// CheckFiles opens the TLS material as New opens it (the same LoadTLS):
 // key stores with their passwords and aliases, PEM certificates and keys,
 // trust stores and bundles. muster config --check calls it, so a file the
 // node cannot read fails the check as it fails the start. The warnings
@@ -141,16 +141,16 @@ func resolveResources(s *Settings, rep *Report, configFile string) {
 // tried: the check must not create it.
 func (s *Settings) CheckFiles() (warnings []string, err error) {
 	if s.Regions.TrustStore != "" {
-		// Opened as newRegions opens it, with its password; unused (and
+		// Opened as the node's regions open it, with its password; unused (and
 		// said so) when no remote region is configured.
-		if _, err := regionTrustPool(s.Regions.TrustStore, s.Regions.TrustStorePassword); err != nil {
+		if _, err := RegionTrustPool(s.Regions.TrustStore, s.Regions.TrustStorePassword); err != nil {
 			return nil, fmt.Errorf("setting eureka.server.remote-region-trust-store: %w", err)
 		}
 		if len(s.Regions.URLs) == 0 {
 			warnings = append(warnings, "eureka.server.remote-region-trust-store is set but no remote region is (eureka.server.remote-region-urls-with-name): it is not used")
 		}
 	}
-	store, err := loadTLS(s, zerolog.Nop(), 0)
+	store, err := s.LoadTLS(zerolog.Nop(), 0)
 	if err != nil || store == nil {
 		return warnings, err
 	}
