@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -266,12 +267,12 @@ func (n *Node) writeSnapshot(why string) {
 }
 
 // snapshotLoop writes the snapshot every muster.snapshot-interval-ms.
-func (n *Node) snapshotLoop(done <-chan struct{}) {
+func (n *Node) snapshotLoop(ctx context.Context) {
 	t := time.NewTicker(n.settings.SnapshotInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-done:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 			n.writeSnapshot("periodic")

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net"
 	"net/url"
 
@@ -8,24 +9,30 @@ import (
 	"github.com/muster-registry/muster/dns"
 )
 
-// startDNS starts the node's DNS interface when muster.dns.enabled; the
-// returned stop is never nil. Self-contained so the node wiring is two
-// lines (start, stop).
-func (n *Node) startDNS() (stop func(), err error) {
+// newDNS builds the node's DNS interface when muster.dns.enabled (nil
+// otherwise); started, it binds its port and serves.
+func (n *Node) newDNS() (part, error) {
 	cfg := n.dnsConfig()
 	if !cfg.Enabled {
-		return func() {}, nil
+		return nil, nil
 	}
 	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics, RemoteApp: n.remoteApp})
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	n.dnsAddr = srv.Addr()
-	n.log.Info().Str("addr", srv.Addr().String()).Str("domain", cfg.Domain).Msg("serving DNS")
-	return func() { _ = srv.Shutdown() }, nil
+	return &funcs{name: "dns",
+		start: func(context.Context) error {
+			if err := srv.Start(); err != nil {
+				return err
+			}
+			n.dnsAddr = srv.Addr()
+			n.log.Info().Str("addr", srv.Addr().String()).Str("domain", cfg.Domain).Msg("serving DNS")
+			return nil
+		},
+		stop: func(context.Context) error {
+			_ = srv.Shutdown()
+			return nil
+		}}, nil
 }
 
 // dnsConfig is muster.dns.* as the node serves it.

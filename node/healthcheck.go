@@ -37,14 +37,10 @@ func (n *Node) newHealthChecker() (*healthcheck.Checker, error) {
 	return healthcheck.New(cfg, opt)
 }
 
-// runHealthChecks runs the checker's rounds once the node has opened for
-// traffic (before, the registry is still being copied from peers).
+// runHealthChecks runs the checker's rounds; the node starts it once it
+// has opened for traffic (before, the registry is still being copied from
+// peers).
 func (n *Node) runHealthChecks(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-n.opened:
-	}
 	n.log.Info().Dur("interval", n.settings.HealthCheck.Interval).Msg("health checks on")
 	n.health.Run(ctx)
 }

@@ -99,20 +99,15 @@ type Node struct {
 	snapMetrics *snapshotMetrics
 	snapWriter  snapshotWriter
 
-	cancel context.CancelFunc // stops background work
-	wg     sync.WaitGroup
+	// parts are what the node runs, in start order (newParts, part.go).
+	parts  parts
+	runCtx context.Context    // the parts' context: the node's background work
+	cancel context.CancelFunc // ends runCtx, last thing in Shutdown
+	served net.Listener       // listener as served: limited, TLS outermost
 
-	// shutdownMu guards stopped, stopSelf and selfDone: startUp must not
-	// start the self-registration of a node being shut down.
-	shutdownMu sync.Mutex
-	stopped    bool
-	stopSelf   context.CancelFunc // stops the self-registration
-	selfDone   chan struct{}
-	stopDNS    func()               // dns.go
-	dnsAddr    net.Addr             // the DNS interface's UDP (and TCP) address; nil when off
-	stopXDS    func()               // xds.go
-	xds        *xds.Server          // nil when off
-	health     *healthcheck.Checker // healthcheck.go; nil when muster.health-check.enabled is off
+	dnsAddr net.Addr             // the DNS interface's UDP (and TCP) address; nil when off
+	xds     *xds.Server          // nil when off, or not started
+	health  *healthcheck.Checker // healthcheck.go; nil when muster.health-check.enabled is off
 }
 
 // New builds a node from settings. It opens nothing and starts no
@@ -198,10 +193,32 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 	return n, nil
 }
 
-// Start listens, joins the cluster and starts the background work; syncUp
-// and the opening for traffic follow in the background (see Opened). It
-// returns once the node serves HTTP.
-func (n *Node) Start(ctx context.Context) error {
+// Start binds the API port (the node's name and URL follow from it),
+// builds the parts (newParts) and starts them in order; syncUp and the
+// opening for traffic follow in the background (see Opened), and start
+// the parts that wait for it. It returns once the node serves HTTP. A
+// start that fails stops, in reverse, what it had started.
+func (n *Node) Start(ctx context.Context) (err error) {
+	if err := n.listen(); err != nil {
+		return err
+	}
+	if n.parts.list, err = n.newParts(); err != nil {
+		n.closeListeners()
+		return err
+	}
+	n.runCtx, n.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			n.parts.close()
+			_ = n.stop(ctx)
+		}
+	}()
+	return n.parts.start(n.runCtx, atStart, nil)
+}
+
+// listen binds the API port and names the node after it: its advertised
+// URL and, unless cluster.node-name says otherwise, its name.
+func (n *Node) listen() error {
 	s := n.settings
 	addr := net.JoinHostPort(s.ServerAddress, strconv.Itoa(s.ServerPort))
 	ln, err := net.Listen("tcp", addr)
@@ -224,11 +241,74 @@ func (n *Node) Start(ctx context.Context) error {
 			n.name += "-" + strconv.Itoa(n.port)
 		}
 	}
+	return nil
+}
 
+// newParts builds every part the node runs, in start order; Shutdown stops
+// them in reverse (part.go). The order is the shutdown's, read upwards:
+// the self-registration's cancel goes out first; then no request is taken
+// (HTTP, DNS, xDS) and the background work ends; the registry as the last
+// requests left it goes to disk; the peers get what is queued for them,
+// then see this node leave the cluster; replication stops. Nothing here
+// starts anything; only the management port is bound.
+func (n *Node) newParts() ([]entry, error) {
+	s := n.settings
+	var err error
 	if n.health, err = n.newHealthChecker(); err != nil {
-		ln.Close()
-		return err
+		return nil, err
 	}
+	if err = n.newAPI(); err != nil {
+		return nil, err
+	}
+	if s.ClusterEnabled && n.gossipWanted() {
+		if n.cluster, err = n.newCluster(); err != nil {
+			return nil, err
+		}
+	}
+	// The syncer needs the node's own URL, to tell static peers from self.
+	scfg := s.Sync
+	scfg.Store, scfg.Transport, scfg.Candidates = n.reg, n.transport, n.currentPeers
+	scfg.PeersExpected = n.peersExpected()
+	scfg.Logger = n.log
+	if n.syncer, err = replication.NewSyncer(scfg); err != nil {
+		return nil, err
+	}
+	dnsPart, err := n.newDNS()
+	if err != nil {
+		return nil, err
+	}
+	xdsPart, err := n.newXDS()
+	if err != nil {
+		return nil, err
+	}
+	var list []entry
+	add := func(on bool, at step, p part) {
+		if on {
+			list = append(list, entry{p, at})
+		}
+	}
+	add(n.tls != nil, atStart, &task{name: "tls", run: func(ctx context.Context) { n.tls.Run(ctx) }})
+	add(n.regions != nil, atStart, &task{name: "regions", run: func(ctx context.Context) { n.regions.Run(ctx) }})
+	add(true, atStart, &task{name: "replication", run: n.runReplication, before: n.stopReplication})
+	add(n.cluster != nil, atStart, &funcs{name: "cluster", start: n.cluster.Start, stop: n.leaveCluster})
+	add(true, atStart, &task{name: "peers", run: n.watchPeers, before: n.drainReplication})
+	add(s.DataDir != "", atOpen, &task{name: "snapshots", run: n.snapshotLoop, after: func() { n.writeSnapshot("shutdown") }})
+	add(true, atOpen, &task{name: "registry", run: n.reg.Run}) // eviction, the threshold, the delta
+	add(true, atOpen, &task{name: "anti-entropy", run: n.runAntiEntropy})
+	add(n.health != nil, atOpen, &task{name: "health checks", run: n.runHealthChecks})
+	add(xdsPart != nil, atStart, xdsPart)
+	add(dnsPart != nil, atStart, dnsPart)
+	add(true, atStart, n.httpPart())
+	add(true, atStart, &task{name: "start-up", run: n.startUp})
+	add(true, atOpen, &task{name: "dashboard history", run: n.api.Run})
+	add(s.RegisterWithEureka, atOpen, &task{name: "self-registration", run: n.runSelfRegistration})
+	return list, nil
+}
+
+// newAPI builds the HTTP server and binds the actuator's own port if it
+// has one.
+func (n *Node) newAPI() error {
+	s := n.settings
 	hcfg := s.HTTP
 	if n.health != nil {
 		hcfg.HealthChecks = healthSource{n: n, c: n.health}
@@ -258,100 +338,96 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	api, err := httpapi.New(hcfg)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	if err := n.listenManagement(api, hcfg.Actuator.Port); err != nil {
-		ln.Close()
 		return err
 	}
 	n.api = api
 	n.httpServer = api.HTTPServer()
 	n.httpServer.ErrorLog = httpErrorLog(n.log)
-	ln = api.LimitListener(ln)
+	n.served = api.LimitListener(n.listener)
 	if n.tls != nil {
 		// Outermost, so that net/http sees *tls.Conn: it then bounds the
 		// handshake by ReadHeaderTimeout, sets Request.TLS, and answers a
 		// plain HTTP request with 400.
-		ln = tls.NewListener(ln, n.tls.ServerConfig())
-	}
-
-	if s.ClusterEnabled && n.gossipWanted() {
-		if n.cluster, err = n.newCluster(); err != nil {
-			ln.Close()
-			n.closeManagement()
-			return err
-		}
-	}
-
-	// The syncer needs the node's own URL, to tell static peers from self.
-	scfg := s.Sync
-	scfg.Store, scfg.Transport, scfg.Candidates = n.reg, n.transport, n.currentPeers
-	scfg.PeersExpected = n.peersExpected()
-	scfg.Logger = n.log
-	if n.syncer, err = replication.NewSyncer(scfg); err != nil {
-		ln.Close()
-		n.closeManagement()
-		return err
-	}
-	if n.stopDNS, err = n.startDNS(); err != nil {
-		ln.Close()
-		n.closeManagement()
-		return err
-	}
-	if n.stopXDS, err = n.startXDS(); err != nil {
-		n.stopDNS()
-		ln.Close()
-		n.closeManagement()
-		return err
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	n.goRun(func() {
-		if err := n.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error().Err(err).Msg("http server stopped")
-		}
-	})
-	if n.mgmtServer != nil {
-		n.goRun(func() {
-			if err := n.mgmtServer.Serve(n.mgmtListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				n.log.Error().Err(err).Msg("management server stopped")
-			}
-		})
-	}
-	n.goRun(func() { n.api.LastN().Run(runCtx) })
-	n.log.Info().Str("addr", ln.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.Cluster.Zone).
-		Str("version", Version).Msg("serving the Eureka API")
-	warnIfOpen(n.log, s, n.cluster != nil, ln.Addr(), hcfg.Security)
-
-	if n.cluster != nil {
-		if err := n.cluster.Start(runCtx); err != nil {
-			cancel()
-			_ = n.httpServer.Close()
-			if n.mgmtServer != nil {
-				_ = n.mgmtServer.Close()
-			}
-			n.wg.Wait()
-			return err
-		}
-	}
-	n.goRun(func() {
-		if err := n.rep.Run(runCtx); err != nil {
-			n.log.Error().Err(err).Msg("replication stopped")
-		}
-	})
-	n.goRun(func() { n.watchPeers(runCtx) })
-	if n.tls != nil {
-		n.goRun(func() { n.tls.Run(runCtx) })
-	}
-	n.goRun(func() { n.startUp(runCtx) })
-	if n.health != nil {
-		n.goRun(func() { n.runHealthChecks(runCtx) })
-	}
-	if n.regions != nil {
-		n.goRun(func() { n.regions.Run(runCtx) })
+		n.served = tls.NewListener(n.served, n.tls.ServerConfig())
 	}
 	return nil
+}
+
+// httpPart serves the API (and the actuator's own port): started, it
+// serves; stopped, in-flight requests finish and new ones are refused.
+func (n *Node) httpPart() part {
+	var wg sync.WaitGroup
+	lastN := &task{name: "lastn", run: n.api.LastN().Run}
+	serve := func(srv *http.Server, ln net.Listener, what string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.log.Error().Err(err).Msg(what + " stopped")
+			}
+		}()
+	}
+	return &funcs{name: "http",
+		start: func(ctx context.Context) error {
+			serve(n.httpServer, n.served, "http server")
+			if n.mgmtServer != nil {
+				serve(n.mgmtServer, n.mgmtListener, "management server")
+			}
+			_ = lastN.Start(ctx)
+			s := n.settings
+			n.log.Info().Str("addr", n.served.Addr().String()).Str("url", n.url).Str("node", n.name).Str("zone", s.Cluster.Zone).
+				Str("version", Version).Msg("serving the Eureka API")
+			warnIfOpen(n.log, s, n.cluster != nil, n.served.Addr(), n.security.report(s))
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			var errs []error
+			if err := n.httpServer.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+			}
+			if n.mgmtServer != nil {
+				if err := n.mgmtServer.Shutdown(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("management http shutdown: %w", err))
+				}
+			}
+			_ = lastN.Stop(ctx)
+			wg.Wait()
+			return errors.Join(errs...)
+		}}
+}
+
+// runReplication sends the registry's changes to the peers until
+// stopReplication.
+func (n *Node) runReplication(ctx context.Context) {
+	if err := n.rep.Run(ctx); err != nil {
+		n.log.Error().Err(err).Msg("replication stopped")
+	}
+}
+
+func (n *Node) stopReplication(context.Context) error {
+	n.rep.Shutdown()
+	return nil
+}
+
+// leaveCluster leaves the memberlist cluster, within ctx's deadline and
+// 3 s at most.
+func (n *Node) leaveCluster(ctx context.Context) error {
+	timeout := 3 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	return n.cluster.Shutdown(timeout)
+}
+
+// runAntiEntropy starts with a round with every peer at once: what changed
+// while this node was syncing (or down) is reconciled now, not an
+// interval later.
+func (n *Node) runAntiEntropy(ctx context.Context) {
+	n.ae.PeersChanged()
+	n.ae.Run(ctx)
 }
 
 // listenManagement opens management.server.port when the actuator has a
@@ -375,9 +451,13 @@ func (n *Node) listenManagement(api *httpapi.Server, port int) error {
 	return nil
 }
 
-// closeManagement closes the management listener when start-up fails
-// before it is served.
-func (n *Node) closeManagement() {
+// closeListeners closes the listeners when start-up fails before they
+// are served (a served one is closed already; closing it again does
+// nothing).
+func (n *Node) closeListeners() {
+	if n.listener != nil {
+		n.listener.Close()
+	}
 	if n.mgmtListener != nil {
 		n.mgmtListener.Close()
 	}
@@ -390,14 +470,6 @@ func (n *Node) ManagementAddr() string {
 		return ""
 	}
 	return n.mgmtListener.Addr().String()
-}
-
-func (n *Node) goRun(f func()) {
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		f()
-	}()
 }
 
 func (n *Node) newCluster() (*cluster.Cluster, error) {
@@ -499,36 +571,29 @@ func (n *Node) startUp(ctx context.Context) {
 				Msg("syncUp found nothing and eureka.instance.registry.default-open-for-traffic-count is 0: registry reads answer 403 until then (eureka.server.wait-time-in-ms-when-sync-empty), as Eureka does")
 		}
 	}
-	n.shutdownMu.Lock()
-	defer n.shutdownMu.Unlock()
-	if n.stopped {
-		return
+	// The opening and the parts that wait for it, unless the node is
+	// being shut down (Shutdown closes the list first).
+	err := n.parts.start(n.runCtx, atOpen, func() {
+		n.reg.OpenForTraffic()
+		close(n.opened)
+	})
+	if err != nil {
+		n.log.Error().Err(err).Msg("start after opening for traffic")
 	}
-	n.reg.OpenForTraffic()
-	close(n.opened)
-	n.goRun(func() { n.reg.Run(ctx) })
-	n.goRun(func() { n.api.Run(ctx) }) // the dashboard's self-preservation history
-	// A first round with every peer at once: what changed while this node
-	// was syncing (or down) is reconciled now, not an interval later.
-	n.ae.PeersChanged()
-	n.goRun(func() { n.ae.Run(ctx) })
-	if n.settings.DataDir != "" {
-		n.goRun(func() { n.snapshotLoop(ctx.Done()) })
-	}
-	if n.settings.RegisterWithEureka {
-		n.startSelfRegistration()
+	select {
+	case <-n.opened:
+	default:
+		return // shut down before it opened
 	}
 	if background {
-		n.goRun(func() {
-			rest := n.syncer.RunRest(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			rest.PeersKnown = rest.PeersKnown || res.PeersKnown
-			rest.Reached = rest.Reached || res.Reached
-			n.setSyncResult(rest, time.Since(t0))
-			close(n.synced)
-		})
+		rest := n.syncer.RunRest(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		rest.PeersKnown = rest.PeersKnown || res.PeersKnown
+		rest.Reached = rest.Reached || res.Reached
+		n.setSyncResult(rest, time.Since(t0))
+		close(n.synced)
 	}
 }
 
@@ -555,25 +620,20 @@ func (n *Node) Ready() bool { return !n.stopping.Load() && n.reg.Opened() }
 // syncUp running (by the registry's clock), not shutting down.
 func (n *Node) readsAllowed() bool { return !n.stopping.Load() && n.reg.ReadsAllowed() }
 
-func (n *Node) startSelfRegistration() {
-	ctx, stop := context.WithCancel(context.Background())
-	n.stopSelf = stop
-	n.selfDone = make(chan struct{})
+// runSelfRegistration registers the node in its own registry and renews
+// until ctx ends; then its cancel goes out like any client's.
+func (n *Node) runSelfRegistration(ctx context.Context) {
 	now := time.Now
 	if n.opts.Now != nil {
 		now = n.opts.Now // the registry's clock: its lastDirtyTimestamp is checked against it
 	}
-	in := selfInstance(n.settings, n.host, n.ip, n.port, now())
 	sr := &selfRegistration{
 		reg:      n.reg,
-		instance: in,
+		instance: selfInstance(n.settings, n.host, n.ip, n.port, now()),
 		interval: time.Duration(n.settings.InstanceRenewalInterval) * time.Second,
 		log:      n.log.With().Str("component", "self-registration").Logger(),
 	}
-	go func() {
-		defer close(n.selfDone)
-		sr.run(ctx)
-	}()
+	sr.run(ctx)
 }
 
 // watchPeers keeps the replication peers in line with the membership.
@@ -767,73 +827,38 @@ func (n *Node) SyncUp() (took time.Duration, res replication.SyncResult) {
 // with eureka.server.wait-time-in-ms-when-sync-empty 0 opens at once).
 func (n *Node) Synced() <-chan struct{} { return n.synced }
 
-// Shutdown stops the node gracefully: readiness goes, the self-registration
-// is cancelled and that cancel replicated, the node leaves the cluster,
-// in-flight requests finish, background work stops.
+// Shutdown stops the node gracefully: readiness goes, then the parts stop
+// in the reverse of their start order (newParts): the self-registration
+// is cancelled and that cancel replicated, in-flight requests finish,
+// background work stops, the snapshot is written, replication drains and
+// the node leaves the cluster.
 func (n *Node) Shutdown(ctx context.Context) error {
-	// startUp takes shutdownMu too, and Shutdown waits for startUp below:
-	// hold it only to mark the node stopped.
-	n.shutdownMu.Lock()
-	if n.stopped {
-		n.shutdownMu.Unlock()
+	if !n.parts.close() {
 		return nil
 	}
-	n.stopped = true
-	stopSelf, selfDone := n.stopSelf, n.selfDone
-	n.shutdownMu.Unlock()
 	n.stopping.Store(true)
-	var errs []error
-	// 1. The self-registration's cancel goes out like any client's.
-	if stopSelf != nil {
-		stopSelf()
-		<-selfDone
-	}
-	// 2. No more client writes: in-flight requests finish, new ones are
-	// refused, so nothing is accepted that could not be replicated.
-	if n.httpServer != nil {
-		if err := n.httpServer.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
-		}
-	}
-	if n.mgmtServer != nil {
-		if err := n.mgmtServer.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("management http shutdown: %w", err))
-		}
-	}
-	if n.stopDNS != nil {
-		n.stopDNS()
-	}
-	if n.stopXDS != nil {
-		n.stopXDS()
-	}
-	// The registry as the last requests left it goes to disk (a full
-	// cluster restart starts from it).
-	n.writeSnapshot("shutdown")
-	// 3. Peers get what is queued for them, then see this node leave.
-	n.drainReplication(ctx, 2*time.Second)
-	if n.cluster != nil {
-		timeout := 3 * time.Second
-		if dl, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(dl))
-		}
-		if err := n.cluster.Shutdown(timeout); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	err := n.stop(ctx)
+	n.log.Info().Msg("stopped")
+	return err
+}
+
+// stop stops the parts that started, in reverse, and what New built.
+func (n *Node) stop(ctx context.Context) error {
+	err := n.parts.stop(ctx)
+	n.closeListeners()
 	if n.cancel != nil {
 		n.cancel()
 	}
-	n.rep.Shutdown()
-	n.wg.Wait()
-	n.log.Info().Msg("stopped")
-	return errors.Join(errs...)
+	n.rep.Shutdown() // New subscribed it to the registry's changes
+	return err
 }
 
 // drainReplication waits, up to limit, until the replicator has read the
 // registry's change stream to its head and every peer has been sent what
 // is queued for it, so changes made just before a shutdown (like the
-// self-registration's cancel) are not lost.
-func (n *Node) drainReplication(ctx context.Context, limit time.Duration) {
+// self-registration's cancel) are not lost. It gives up quietly.
+func (n *Node) drainReplication(ctx context.Context) error {
+	const limit = 2 * time.Second
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		pending := int(n.rep.Backlog())
@@ -841,10 +866,11 @@ func (n *Node) drainReplication(ctx context.Context, limit time.Duration) {
 			pending += p.QueueDepth + p.InFlight
 		}
 		if pending == 0 {
-			return
+			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return nil
 }
 
 // advertisedHost picks the host name and IP address the node tells others.

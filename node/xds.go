@@ -1,20 +1,21 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/xds"
 )
 
-// startXDS starts the node's xDS server when muster.xds.enabled; the
-// returned stop is never nil. It serves nothing until the node opened for
-// traffic and allows reads (Opened, readsAllowed), with the API port's TLS
-// (the same reloading material) and users.
-func (n *Node) startXDS() (stop func(), err error) {
+// newXDS builds the node's xDS server when muster.xds.enabled (nil
+// otherwise); started, it binds its port. It serves nothing until the
+// node opened for traffic and allows reads (Opened, readsAllowed), with
+// the API port's TLS (the same reloading material) and users.
+func (n *Node) newXDS() (part, error) {
 	cfg := n.settings.XDS
 	if !cfg.Enabled {
-		return func() {}, nil
+		return nil, nil
 	}
 	var tcfg *tls.Config
 	if n.tls != nil {
@@ -25,12 +26,19 @@ func (n *Node) startXDS() (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	n.xds = srv
-	n.log.Info().Str("addr", srv.Addr().String()).Bool("tls", tcfg != nil).Msg("serving xDS")
-	return srv.Shutdown, nil
+	return &funcs{name: "xds",
+		start: func(context.Context) error {
+			if err := srv.Start(); err != nil {
+				return err
+			}
+			n.xds = srv
+			n.log.Info().Str("addr", srv.Addr().String()).Bool("tls", tcfg != nil).Msg("serving xDS")
+			return nil
+		},
+		stop: func(context.Context) error {
+			srv.Shutdown()
+			return nil
+		}}, nil
 }
 
 // XDSAddr is the address the xDS server serves, or "" when
