@@ -181,13 +181,10 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 		reg.SetTombstoneHold(func() time.Time { return n.ae.TombstoneHold().Add(off) })
 	}
 
-	if n.regions, err = n.newRegions(); err != nil {
-		return nil, err
-	}
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if n.regions != nil {
-		n.metrics.MustRegister(n.regions.Collectors()...)
+	if n.regions, err = n.newRegions(); err != nil {
+		return nil, err
 	}
 	n.snapMetrics = newSnapshotMetrics(n.metrics)
 	return n, nil

@@ -51,7 +51,7 @@ func (n *Node) newRegions() (*regions.Set, error) {
 		tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	return regions.NewSet(s.Regions, regions.FetcherConfig{TLS: tlsCfg, Clock: n.opts.RegionsClock,
-		ID: s.InstanceHostname, Retention: s.Registry.DeltaRetention, Logger: n.log}), nil
+		ID: s.InstanceHostname, Retention: s.Registry.DeltaRetention, Logger: n.log, Metrics: n.metrics}), nil
 }
 
 // remoteApp is the DNS interface's lookup of <app>.app.<region>: the

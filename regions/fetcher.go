@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/internal/redact"
@@ -101,6 +102,9 @@ type FetcherConfig struct {
 	// registry's delta retention).
 	Retention time.Duration
 	Logger    zerolog.Logger
+	// Metrics registers the per-region metrics, as NewSet builds the
+	// fetchers (nil: not registered).
+	Metrics prometheus.Registerer
 }
 
 // NewHTTPClient is a client with the connect and read timeouts of cfg.

@@ -36,6 +36,9 @@ func NewSet(cfg Config, fc FetcherConfig) *Set {
 		s.fetchers = append(s.fetchers, f)
 		s.byName[name] = f
 	}
+	if fc.Metrics != nil {
+		fc.Metrics.MustRegister(s.collectors()...)
+	}
 	return s
 }
 
@@ -124,8 +127,8 @@ func (s *Set) Resolve(param string) (views []*View, missing []string) {
 // Now is the regions' clock.
 func (s *Set) Now() time.Time { return s.clock.Now() }
 
-// Collectors are the per-region metrics.
-func (s *Set) Collectors() []prometheus.Collector {
+// collectors are the per-region metrics.
+func (s *Set) collectors() []prometheus.Collector {
 	var cs []prometheus.Collector
 	for _, f := range s.fetchers {
 		labels := prometheus.Labels{"region": f.region}
