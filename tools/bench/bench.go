@@ -222,7 +222,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 	rep := benchReport{
 		Machine:  benchMachine(e.version),
-		Settings: benchSettings{Quick: e.quick, Client: lc.String(), Concurrency: e.conc, Rounds: e.rounds, RoundSeconds: e.dur.Seconds(), WarmupSeconds: e.warmup.Seconds(), Sets: sets},
+		Settings: benchSettings{Quick: e.quick, Smoke: e.smoke, Client: lc.String(), Concurrency: e.conc, Rounds: e.rounds, RoundSeconds: e.dur.Seconds(), WarmupSeconds: e.warmup.Seconds(), Sets: sets},
 		Started:  started.UTC().Format(time.RFC3339),
 		Seconds:  math.Round(time.Since(started).Seconds()*10) / 10,
 		Results:  e.sortedRows(),
@@ -477,6 +477,7 @@ type benchReport struct {
 
 type benchSettings struct {
 	Quick         bool     `json:"quick"`
+	Smoke         bool     `json:"smoke,omitempty"` // tiny sizes: the figures measure nothing
 	Client        string   `json:"client"`
 	Concurrency   int      `json:"concurrency"`
 	Rounds        int      `json:"rounds"`
@@ -538,7 +539,7 @@ func benchMemTotal() uint64 {
 func benchPrintTable(w io.Writer, rep benchReport) {
 	m := rep.Machine
 	fmt.Fprintf(w, "\nbench of muster %s (%s) on %s, %d cores, %d MiB, Linux %s, %s, %s; %.0f s",
-		m.Muster, map[bool]string{true: "quick", false: "normal"}[rep.Settings.Quick], m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
+		m.Muster, benchMode(rep.Settings), m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
 	fmt.Fprintf(w, "\nload: %s client, %d connections, %d rounds × %.1f s alternating with the ceiling\n\n",
 		rep.Settings.Client, rep.Settings.Concurrency, rep.Settings.Rounds, rep.Settings.RoundSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -565,4 +566,14 @@ func benchPrintTable(w io.Writer, rep benchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nratio = value ÷ ceiling (for rates higher is better; for latencies and CPU lower is)")
+}
+
+func benchMode(s benchSettings) string {
+	switch {
+	case s.Smoke:
+		return "smoke: tiny sizes, the figures measure nothing"
+	case s.Quick:
+		return "quick"
+	}
+	return "normal"
 }
