@@ -108,7 +108,7 @@ func main() {
 	failed := 0
 	out.printf("\n=== summary\n")
 	for _, r := range reports {
-		out.printf("%-10s %s  (%s)\n", r.name, r.verdict(), r.elapsed.Round(time.Second))
+		out.printf("%-11s %s  (%s)\n", r.name, r.verdict(), r.elapsed.Round(time.Second))
 		if !r.passed() {
 			failed++
 		}
