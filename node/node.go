@@ -382,15 +382,6 @@ func (n *Node) closeManagement() {
 	}
 }
 
-// ManagementAddr is the actuator's own listener's address, "" when it
-// shares the API's port.
-func (n *Node) ManagementAddr() string {
-	if n.mgmtListener == nil {
-		return ""
-	}
-	return n.mgmtListener.Addr().String()
-}
-
 func (n *Node) goRun(f func()) {
 	n.wg.Add(1)
 	go func() {

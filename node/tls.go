@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/cluster"
-	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/tlsconfig"
 )
 
@@ -143,15 +142,6 @@ func loadTLS(s *Settings, logger zerolog.Logger, reload time.Duration) (*tlsconf
 		logger.Warn().Str("component", "tls").Msg(w)
 	}
 	return store, nil
-}
-
-// peerDialTLS dials https peers with the node's identity; nil when TLS is
-// off.
-func (n *Node) peerDialTLS() replication.DialTLSFunc {
-	if n.tls == nil {
-		return nil
-	}
-	return n.tls.DialTLSContext(replication.PeerDialer(n.settings.Transport.ConnectTimeout))
 }
 
 // httpErrorLog routes net/http's own messages to the node's log: refused

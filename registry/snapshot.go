@@ -15,6 +15,14 @@ type InstanceView struct {
 	LastRenewalTimestamp int64 // ms since epoch, Eureka wire
 }
 
+// WithAction returns a copy of iv whose instance says action (a delta's
+// ADDED, MODIFIED or DELETED); iv and its instance are unchanged.
+func (iv InstanceView) WithAction(action ActionType) InstanceView {
+	in := *iv.Instance
+	in.ActionType = action
+	return InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
+}
+
 // AppView is one application and its instances, sorted by instance id.
 // Views are immutable and shared between snapshots: a new snapshot rebuilds
 // the views of the apps changed since the previous one and reuses every

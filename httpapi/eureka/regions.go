@@ -222,7 +222,7 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 			case known && rs.fallback:
 				// Hidden now by the local app: a client that still holds it
 				// (the app became local since its last fetch) drops it.
-				put(key{name, ch.Instance.ID()}, withActionType(ch.Instance, registry.ActionDeleted))
+				put(key{name, ch.Instance.ID()}, ch.Instance.WithAction(registry.ActionDeleted))
 			default:
 				put(key{name, ch.Instance.ID()}, ch.Instance)
 			}
@@ -242,10 +242,10 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 				case known && hasInstance(local, iv.ID()):
 					// The local instance's own entries say what it is.
 				case known && rs.fallback:
-					put(k, withActionType(iv, registry.ActionDeleted))
+					put(k, iv.WithAction(registry.ActionDeleted))
 				case !served[k]:
 					served[k] = true
-					put(k, withActionType(iv, registry.ActionAdded))
+					put(k, iv.WithAction(registry.ActionAdded))
 				}
 			}
 		}
@@ -279,12 +279,6 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 	}
 	sortApps(out)
 	return out
-}
-
-func withActionType(iv registry.InstanceView, action registry.ActionType) registry.InstanceView {
-	in := *iv.Instance
-	in.ActionType = action
-	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
 }
 
 func hasInstance(a registry.AppView, id string) bool {
