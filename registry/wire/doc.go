@@ -106,4 +106,14 @@
 // replication's peer batch fast path (replication/batch_fast.go) drives:
 // it reads the common case and says false for anything else, which the
 // caller then gives to encoding/json.
+//
+// # A client's copy of a registry
+//
+// copy.go holds Copy, the one client-side copy of a registry: replaced by
+// a full fetch, updated by a delta as DiscoveryClient#updateDelta updates
+// it (ADDED and MODIFIED put, DELETED removes, other action types are
+// ignored, each instance filed under its own app name), and compared with
+// the server's apps__hashcode by its own. The Go client (client/), the
+// remote-region fetchers (regions/) and the simulated clients (through
+// client/) keep theirs in it.
 package wire
