@@ -17,13 +17,13 @@ type Apps map[string][]Instance
 // computes apps__hashcode (Applications#getReconcileHashCode): equal to the
 // server's when the copy holds what the server serves.
 func (a Apps) Hashcode() string {
-	counts := map[registry.Status]int{}
+	var counts registry.StatusCounts
 	for _, list := range a {
 		for _, in := range list {
-			counts[registry.Status(in.Status)]++
+			counts.Add(registry.Status(in.Status))
 		}
 	}
-	return registry.AppsHashcode(counts)
+	return counts.Hashcode()
 }
 
 // newView is the client's copy of the registry, kept between fetches so

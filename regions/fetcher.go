@@ -135,7 +135,7 @@ func newFetcher(region string, cfg *Config, fc FetcherConfig) *Fetcher {
 	if f.retention <= 0 {
 		f.retention = 3 * time.Minute
 	}
-	f.view.Store(&View{Region: region, Counts: map[registry.Status]int{}, index: map[string]int{}})
+	f.view.Store(&View{Region: region, index: map[string]int{}})
 	return f
 }
 
@@ -381,7 +381,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Instance.ID() < changes[j].Instance.ID() })
 	v := &View{Region: f.region, Apps: apps, Version: version, HasData: hasData, Fetched: fetched,
-		Counts: map[registry.Status]int{}, index: make(map[string]int, len(apps)),
+		index: make(map[string]int, len(apps)),
 		appChanged: make(map[string]uint64, len(old.appChanged)+len(rebuilt))}
 	for name, at := range old.appChanged {
 		v.appChanged[name] = at
@@ -396,7 +396,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	for i, a := range apps {
 		v.index[strings.ToUpper(a.Name)] = i
 		for _, iv := range a.Instances {
-			v.Counts[iv.Status]++
+			v.Counts.Add(iv.Status)
 			v.Instances++
 		}
 	}

@@ -24,6 +24,7 @@ type Copy[T any] struct {
 	keep   func(app string, iv registry.InstanceView) T
 	status func(T) registry.Status
 	apps   map[string]map[string]T // upper-case app name → instance id → instance
+	counts registry.StatusCounts   // apps' instances per status
 	filled bool
 }
 
@@ -47,6 +48,7 @@ func AppName(app registry.AppView, iv registry.InstanceView) string {
 // Replace makes the copy exactly the apps of a full fetch.
 func (c *Copy[T]) Replace(apps []registry.AppView) {
 	c.apps = make(map[string]map[string]T, len(apps))
+	c.counts = nil
 	c.filled = true
 	for _, app := range apps {
 		for _, iv := range app.Instances {
@@ -75,7 +77,9 @@ func (c *Copy[T]) ApplyDelta(apps []registry.AppView) (touched map[string]bool) 
 				c.put(name, iv)
 				touched[name] = true
 			case registry.ActionDeleted:
-				if m := c.apps[name]; m != nil {
+				if in, ok := c.apps[name][iv.ID()]; ok {
+					c.counts.Remove(c.status(in))
+					m := c.apps[name]
 					delete(m, iv.ID())
 					if len(m) == 0 {
 						delete(c.apps, name)
@@ -94,12 +98,18 @@ func (c *Copy[T]) put(name string, iv registry.InstanceView) {
 		m = map[string]T{}
 		c.apps[name] = m
 	}
-	m[iv.ID()] = c.keep(name, iv)
+	if old, ok := m[iv.ID()]; ok {
+		c.counts.Remove(c.status(old))
+	}
+	in := c.keep(name, iv)
+	m[iv.ID()] = in
+	c.counts.Add(c.status(in))
 }
 
 // Clear empties the copy, as before its first full fetch.
 func (c *Copy[T]) Clear() {
 	c.apps = map[string]map[string]T{}
+	c.counts = nil
 	c.filled = false
 }
 
@@ -113,12 +123,4 @@ func (c *Copy[T]) Apps() map[string]map[string]T { return c.apps }
 
 // Hashcode is the copy's reconcile hashcode, computed as the server
 // computes apps__hashcode (Applications#getReconcileHashCode).
-func (c *Copy[T]) Hashcode() string {
-	counts := map[registry.Status]int{}
-	for _, m := range c.apps {
-		for _, in := range m {
-			counts[c.status(in)]++
-		}
-	}
-	return registry.AppsHashcode(counts)
-}
+func (c *Copy[T]) Hashcode() string { return c.counts.Hashcode() }
