@@ -381,7 +381,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Instance.ID() < changes[j].Instance.ID() })
 	v := &View{Region: f.region, Apps: apps, Version: version, HasData: hasData, Fetched: fetched,
-		index: make(map[string]int, len(apps)),
+		index:      make(map[string]int, len(apps)),
 		appChanged: make(map[string]uint64, len(old.appChanged)+len(rebuilt))}
 	for name, at := range old.appChanged {
 		v.appChanged[name] = at
