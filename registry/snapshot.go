@@ -39,7 +39,7 @@ type AppView struct {
 	// content, so encoders can cache per (name, Version).
 	Version uint64
 
-	counts map[Status]int // instances per status, for the hashcode
+	counts StatusCounts // instances per status, for the hashcode
 }
 
 // Snapshot is an immutable, consistent view of the registry at one version:
@@ -65,6 +65,10 @@ type Snapshot struct {
 	// delta carries the same value, so a client that applies Delta to the
 	// previous full state reaches it.
 	Hashcode string
+	// Counts are the instances of Apps per status: Hashcode is
+	// Counts.Hashcode(). Read only: a document that adds instances to Apps
+	// (remote regions) clones it to count them.
+	Counts StatusCounts
 	// Instances is the number of instances in Apps.
 	Instances int
 
@@ -123,15 +127,7 @@ func vipListContains(list, name string) bool {
 }
 
 // HashcodeOf computes the apps hashcode of a list of applications.
-func HashcodeOf(apps []AppView) string {
-	counts := map[Status]int{}
-	for _, app := range apps {
-		for _, iv := range app.Instances {
-			counts[iv.Status]++
-		}
-	}
-	return AppsHashcode(counts)
-}
+func HashcodeOf(apps []AppView) string { return CountStatuses(apps).Hashcode() }
 
 // Snapshot returns the registry at its current version. While nothing
 // visible changes, every call returns the same pointer; the first reader
