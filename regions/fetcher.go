@@ -449,11 +449,11 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 			delete(prev, id)
 			m := mark(iv, f.region, registry.ActionAdded)
 			app.Instances = append(app.Instances, m)
-			changes = append(changes, Change{At: now, Version: version, Instance: withAction(m, action)})
+			changes = append(changes, Change{At: now, Version: version, Instance: m.WithAction(action)})
 		}
 	}
 	for _, p := range prev {
-		changes = append(changes, Change{At: now, Version: version, Instance: withAction(p, registry.ActionDeleted)})
+		changes = append(changes, Change{At: now, Version: version, Instance: p.WithAction(registry.ActionDeleted)})
 	}
 	sort.Slice(app.Instances, func(i, j int) bool { return app.Instances[i].ID() < app.Instances[j].ID() })
 	if len(changes) > 0 {
@@ -466,12 +466,6 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 func mark(iv registry.InstanceView, region string, action registry.ActionType) registry.InstanceView {
 	in := *iv.Instance
 	in.Metadata = in.Metadata.With(map[string]string{MetadataKey: region})
-	in.ActionType = action
-	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
-}
-
-func withAction(iv registry.InstanceView, action registry.ActionType) registry.InstanceView {
-	in := *iv.Instance
 	in.ActionType = action
 	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
 }
