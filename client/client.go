@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
+
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // ErrClosed is returned by a Client's methods after Close.
@@ -32,7 +34,7 @@ type Client struct {
 
 	// fetchMu serialises Fetch and guards view.
 	fetchMu sync.Mutex
-	view    view
+	view    *wire.Copy[Instance]
 }
 
 // New checks cfg and builds a client. It sends nothing and starts no
@@ -55,6 +57,7 @@ func New(cfg Config) (*Client, error) {
 		clock:   cfg.Clock,
 		log:     cfg.Logger.With().Str("component", "client").Logger(),
 		regs:    map[*Registration]struct{}{},
+		view:    newView(),
 	}
 	if c.http == nil {
 		c.http, c.ownHTTP = newHTTPClient(), true

@@ -27,24 +27,53 @@ type Server struct {
 	Zone, URL string
 }
 
+// String is "zone=url", the password in the URL, if any, redacted.
+func (s Server) String() string { return s.Zone + "=" + s.Redacted() }
+
+// Redacted is the URL with its password, if any, replaced by "xxxxx": the
+// form for logs, errors and reports.
+func (s Server) Redacted() string { return redact.URL(s.URL) }
+
+// Validate reports whether the URL can be used: http or https, with a
+// host.
+func (s Server) Validate() error {
+	_, err := parseServer(s)
+	return err
+}
+
 // ParseServers reads a comma-separated server list, each entry "zone=url"
 // or a bare url (zone DefaultZone), as tools/clients --servers and
-// eureka.client.service-url.<zone> give them.
-func ParseServers(s string) ([]Server, error) {
+// eureka.client.service-url.<zone> give them:
+//
+//	a=http://node-a:8761/eureka/,b=http://node-b:8761/eureka/
+//
+// Blanks around entries, zones and URLs are ignored, an '=' after the
+// first '/' belongs to the URL, and a URL gets a trailing "/" if it lacks
+// one. An empty zone or a URL that Validate refuses is an error.
+func ParseServers(list string) ([]Server, error) {
 	var out []Server
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
 			continue
 		}
-		srv := Server{Zone: DefaultZone, URL: part}
-		if zone, rest, ok := strings.Cut(part, "="); ok && !strings.Contains(zone, "/") {
-			srv = Server{Zone: zone, URL: rest}
+		srv := Server{Zone: DefaultZone, URL: item}
+		if zone, rest, ok := strings.Cut(item, "="); ok && !strings.Contains(zone, "/") {
+			srv = Server{Zone: strings.TrimSpace(zone), URL: strings.TrimSpace(rest)}
+			if srv.Zone == "" {
+				return nil, fmt.Errorf("client: server %q: empty zone", redact.URL(item))
+			}
+		}
+		if !strings.HasSuffix(srv.URL, "/") {
+			srv.URL += "/"
+		}
+		if err := srv.Validate(); err != nil {
+			return nil, err
 		}
 		out = append(out, srv)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("client: no server given")
+		return nil, fmt.Errorf("client: no servers in %q", redact.URL(list))
 	}
 	return out, nil
 }
@@ -169,7 +198,7 @@ func parseServer(s Server) (server, error) {
 		return server{}, fmt.Errorf("client: server URL %s does not parse", redact.URL(s.URL))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return server{}, fmt.Errorf("client: server URL %s: want http:// or https:// and a host", redact.URL(s.URL))
+		return server{}, fmt.Errorf("client: server URL %s: want http(s)://[user:password@]host[:port]/path/", redact.URL(s.URL))
 	}
 	srv := server{zone: s.Zone}
 	if srv.zone == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
@@ -14,11 +13,25 @@ import (
 // to its instances, sorted by id. The caller owns it.
 type Apps map[string][]Instance
 
-// view is the client's copy of the registry, kept between fetches so that
-// a delta can be applied to it.
-type view struct {
-	apps    map[string]map[string]Instance // app → id → instance
-	fetched bool                           // a full fetch succeeded
+// Hashcode is the apps hashcode of the copy, computed as the server
+// computes apps__hashcode (Applications#getReconcileHashCode): equal to the
+// server's when the copy holds what the server serves.
+func (a Apps) Hashcode() string {
+	var counts registry.StatusCounts
+	for _, list := range a {
+		for _, in := range list {
+			counts.Add(registry.Status(in.Status))
+		}
+	}
+	return counts.Hashcode()
+}
+
+// newView is the client's copy of the registry, kept between fetches so
+// that a delta can be applied to it: each instance converted once, as it
+// arrives.
+func newView() *wire.Copy[Instance] {
+	return wire.NewCopy(func(app string, iv registry.InstanceView) Instance { return fromWire(app, iv.Instance) },
+		func(in Instance) registry.Status { return registry.Status(in.Status) })
 }
 
 // Fetch brings the client's copy of the registry up to date and returns
@@ -39,13 +52,13 @@ func (c *Client) Fetch(ctx context.Context) (Apps, error) {
 	if err := c.fetchLocked(ctx); err != nil {
 		return nil, err
 	}
-	return c.view.snapshot(), nil
+	return snapshot(c.view), nil
 }
 
 func (c *Client) fetchLocked(ctx context.Context) error {
 	// An empty copy is filled by a full fetch, as DiscoveryClient#fetchRegistry
 	// does: a delta could only confirm it.
-	if !c.view.fetched || len(c.view.apps) == 0 {
+	if !c.view.Filled() || len(c.view.Apps()) == 0 {
 		return c.fullFetchLocked(ctx)
 	}
 	rep, err := c.call(ctx, request{op: opFetchDelta, method: http.MethodGet, path: "apps/delta"})
@@ -59,9 +72,9 @@ func (c *Client) fetchLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("client: fetch delta from %s: %w", c.servers.list[rep.server].base, err)
 	}
-	c.view.applyDelta(doc.Apps)
+	c.view.ApplyDelta(doc.Apps)
 	c.stats.deltaFetches.Add(1)
-	if h := c.view.hashcode(); h != doc.Hashcode {
+	if h := c.view.Hashcode(); h != doc.Hashcode {
 		c.log.Debug().Str("local", h).Str("server", doc.Hashcode).Msg("hashcode differs after the delta, fetching the full registry")
 		c.stats.reconcileFetches.Add(1)
 		return c.fullFetchLocked(ctx)
@@ -81,74 +94,16 @@ func (c *Client) fullFetchLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("client: fetch from %s: %w", c.servers.list[rep.server].base, err)
 	}
-	c.view.replace(doc.Apps)
+	c.view.Replace(doc.Apps)
 	c.stats.fullFetches.Add(1)
 	return nil
 }
 
-func (v *view) replace(apps []registry.AppView) {
-	v.apps = map[string]map[string]Instance{}
-	v.fetched = true
-	for _, app := range apps {
-		for _, iv := range app.Instances {
-			if iv.Instance != nil {
-				v.put(fromWire(app.Name, iv.Instance))
-			}
-		}
-	}
-}
-
-func (v *view) put(in Instance) {
-	m := v.apps[in.App]
-	if m == nil {
-		m = map[string]Instance{}
-		v.apps[in.App] = m
-	}
-	m[in.ID] = in
-}
-
-// applyDelta applies a delta as DiscoveryClient#updateDelta does; entries
-// with another action type are ignored.
-func (v *view) applyDelta(apps []registry.AppView) {
-	for _, app := range apps {
-		for _, iv := range app.Instances {
-			if iv.Instance == nil {
-				continue
-			}
-			switch iv.ActionType {
-			case registry.ActionAdded, registry.ActionModified:
-				v.put(fromWire(app.Name, iv.Instance))
-			case registry.ActionDeleted:
-				name := strings.ToUpper(iv.App)
-				if name == "" {
-					name = strings.ToUpper(app.Name)
-				}
-				if m := v.apps[name]; m != nil {
-					delete(m, iv.ID())
-					if len(m) == 0 {
-						delete(v.apps, name)
-					}
-				}
-			}
-		}
-	}
-}
-
-// hashcode is the copy's reconcile hashcode, computed as the server
-// computes apps__hashcode (Applications#getReconcileHashCode).
-func (v *view) hashcode() string {
-	counts := map[registry.Status]int{}
-	for _, m := range v.apps {
-		for _, in := range m {
-			counts[registry.Status(in.Status)]++
-		}
-	}
-	return registry.AppsHashcode(counts)
-}
-
-func (v *view) snapshot() Apps {
-	out := make(Apps, len(v.apps))
-	for name, m := range v.apps {
+// snapshot is a copy of the view the caller owns, each app's instances
+// sorted by id.
+func snapshot(v *wire.Copy[Instance]) Apps {
+	out := make(Apps, len(v.Apps()))
+	for name, m := range v.Apps() {
 		list := make([]Instance, 0, len(m))
 		for _, in := range m {
 			list = append(list, in.clone())

@@ -198,11 +198,11 @@ func TestGetDelta_reconcilesWithFullFetch(t *testing.T) {
 				t.Errorf("%s: delta action of %s = %q, want %q", format, k, actions[k], v)
 			}
 		}
-		counts := map[registry.Status]int{}
+		var counts registry.StatusCounts
 		for _, st := range local {
-			counts[st]++
+			counts.Add(st)
 		}
-		if got := registry.AppsHashcode(counts); got != delta.Hashcode || got != "OUT_OF_SERVICE_1_UP_2_" {
+		if got := counts.Hashcode(); got != delta.Hashcode || got != "OUT_OF_SERVICE_1_UP_2_" {
 			t.Errorf("%s: client hash after delta %q, delta apps__hashcode %q", format, got, delta.Hashcode)
 		}
 	}

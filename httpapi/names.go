@@ -10,15 +10,13 @@ import (
 // read them without linking the HTTP layer; these names keep the server's
 // code and its users' unchanged.
 type (
-	AdminStatus         = ops.AdminStatus
-	SelfPreservationDoc = ops.SelfPreservationDoc
-	RegistryDoc         = ops.RegistryDoc
-	PeerInfo            = ops.PeerInfo
-	XDSClient           = ops.XDSClient
-	Security            = ops.Security
-	NodeInfo            = ops.NodeInfo
-	AntiEntropyStats    = ops.AntiEntropyStats
-	ReplicationStats    = ops.ReplicationStats
+	AdminStatus      = ops.AdminStatus
+	PeerInfo         = ops.PeerInfo
+	XDSClient        = ops.XDSClient
+	Security         = ops.Security
+	NodeInfo         = ops.NodeInfo
+	AntiEntropyStats = ops.AntiEntropyStats
+	ReplicationStats = ops.ReplicationStats
 )
 
 // AntiEntropyOff is ops.AntiEntropyOff.
@@ -27,12 +25,8 @@ const AntiEntropyOff = ops.AntiEntropyOff
 // The console's actions policy lives in httpapi/console.
 type ConsoleActionsPolicy = console.ActionsPolicy
 
-// The policies (console.ActionsLoopback, …).
-const (
-	ActionsLoopback = console.ActionsLoopback
-	ActionsAnyone   = console.ActionsAnyone
-	ActionsNobody   = console.ActionsNobody
-)
+// ActionsNobody is console.ActionsNobody.
+const ActionsNobody = console.ActionsNobody
 
 // ConsoleActionsPolicies is console.ActionsPolicies.
 var ConsoleActionsPolicies = console.ActionsPolicies

@@ -460,15 +460,6 @@ func (n *Node) closeListeners() {
 	}
 }
 
-// ManagementAddr is the actuator's own listener's address, "" when it
-// shares the API's port.
-func (n *Node) ManagementAddr() string {
-	if n.mgmtListener == nil {
-		return ""
-	}
-	return n.mgmtListener.Addr().String()
-}
-
 func (n *Node) newCluster() (*cluster.Cluster, error) {
 	s := n.settings
 	cfg := s.Cluster

@@ -165,13 +165,13 @@ func (c clientCopy) apply(doc *wire.Applications, full bool) {
 }
 
 func (c clientCopy) hashcode() string {
-	counts := map[registry.Status]int{}
+	var counts registry.StatusCounts
 	for _, m := range c {
 		for _, in := range m {
-			counts[in.Status]++
+			counts.Add(in.Status)
 		}
 	}
-	return registry.AppsHashcode(counts)
+	return counts.Hashcode()
 }
 
 // ids lists app/id=STATUS@region of the copy, sorted.

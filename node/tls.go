@@ -5,17 +5,7 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
-
-	"github.com/muster-registry/muster/replication"
 )
-
-// off.
-func (n *Node) peerDialTLS() replication.DialTLSFunc {
-	if n.tls == nil {
-		return nil
-	}
-	return n.tls.DialTLSContext(replication.PeerDialer(n.settings.Transport.ConnectTimeout))
-}
 
 // httpErrorLog routes net/http's own messages to the node's log: refused
 // TLS handshakes (scanners, clients without a certificate, another CA) at

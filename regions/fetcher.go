@@ -70,10 +70,9 @@ type Fetcher struct {
 	mu sync.Mutex
 	// copy is the remote's registry as it serves it (not whitelisted):
 	// what its hashcode is computed over.
-	copy     map[string]map[string]registry.InstanceView
-	haveCopy bool
-	lastURL  int
-	version  uint64
+	copy    *wire.Copy[registry.InstanceView]
+	lastURL int
+	version uint64
 
 	// statMu guards failures and lastError, read by metrics while a fetch
 	// runs.
@@ -128,7 +127,9 @@ func NewHTTPClient(cfg Config, tlsCfg *tls.Config) *http.Client {
 
 func newFetcher(region string, cfg *Config, fc FetcherConfig) *Fetcher {
 	f := &Fetcher{region: region, urls: cfg.URLs[region], cfg: cfg, client: fc.Client, clock: fc.Clock,
-		id: fc.ID, retention: fc.Retention, log: fc.Logger.With().Str("region", region).Logger()}
+		id: fc.ID, retention: fc.Retention, log: fc.Logger.With().Str("region", region).Logger(),
+		copy: wire.NewCopy(func(_ string, iv registry.InstanceView) registry.InstanceView { return iv },
+			func(iv registry.InstanceView) registry.Status { return iv.Status })}
 	if f.client == nil {
 		f.client = NewHTTPClient(*cfg, fc.TLS)
 	}
@@ -138,7 +139,7 @@ func newFetcher(region string, cfg *Config, fc FetcherConfig) *Fetcher {
 	if f.retention <= 0 {
 		f.retention = 3 * time.Minute
 	}
-	f.view.Store(&View{Region: region, Counts: map[registry.Status]int{}, index: map[string]int{}})
+	f.view.Store(&View{Region: region, index: map[string]int{}})
 	return f
 }
 
@@ -206,7 +207,7 @@ func (f *Fetcher) DropIfStale() bool {
 		return false
 	}
 	f.log.Warn().Dur("age", now.Sub(v.Fetched)).Msg("remote region data dropped: not refreshed within muster.regions.max-staleness-ms")
-	f.copy, f.haveCopy = nil, false
+	f.copy.Clear()
 	f.publishLocked(now, nil, false, v.Fetched)
 	return true
 }
@@ -241,15 +242,15 @@ func (f *Fetcher) FetchOnce(ctx context.Context) error {
 
 func (f *Fetcher) fetchLocked(ctx context.Context) error {
 	now := func() time.Time { return f.clock.Now() }
-	if f.haveCopy && !f.cfg.DisableDelta {
+	if f.copy.Filled() && !f.cfg.DisableDelta {
 		doc, code, err := f.get(ctx, "/apps/delta")
 		if err != nil {
 			return err
 		}
 		if code == http.StatusOK {
 			f.deltaFetches.Add(1)
-			touched := f.applyDeltaLocked(doc)
-			got := hashcodeOfCopy(f.copy)
+			touched := f.copy.ApplyDelta(doc.Apps)
+			got := f.copy.Hashcode()
 			if got == doc.Hashcode {
 				f.publishLocked(now(), touched, true, now())
 				return nil
@@ -266,17 +267,7 @@ func (f *Fetcher) fetchLocked(ctx context.Context) error {
 		return fmt.Errorf("full fetch answered %d", code)
 	}
 	f.fullFetches.Add(1)
-	f.copy = map[string]map[string]registry.InstanceView{}
-	for _, a := range doc.Apps {
-		m := make(map[string]registry.InstanceView, len(a.Instances))
-		for _, iv := range a.Instances {
-			m[iv.ID()] = iv
-		}
-		if len(m) > 0 {
-			f.copy[strings.ToUpper(a.Name)] = m
-		}
-	}
-	f.haveCopy = true
+	f.copy.Replace(doc.Apps)
 	f.publishLocked(now(), nil, true, now())
 	return nil
 }
@@ -345,42 +336,6 @@ func stripURL(err error) error {
 	return err
 }
 
-// applyDeltaLocked applies a delta to the copy as a Eureka client does:
-// ADDED and MODIFIED put, DELETED removes. It returns the apps touched.
-func (f *Fetcher) applyDeltaLocked(doc *wire.Applications) map[string]bool {
-	touched := map[string]bool{}
-	for _, a := range doc.Apps {
-		name := strings.ToUpper(a.Name)
-		for _, iv := range a.Instances {
-			touched[name] = true
-			m := f.copy[name]
-			if iv.ActionType == registry.ActionDeleted {
-				delete(m, iv.ID())
-				if len(m) == 0 {
-					delete(f.copy, name)
-				}
-				continue
-			}
-			if m == nil {
-				m = map[string]registry.InstanceView{}
-				f.copy[name] = m
-			}
-			m[iv.ID()] = iv
-		}
-	}
-	return touched
-}
-
-func hashcodeOfCopy(c map[string]map[string]registry.InstanceView) string {
-	counts := map[registry.Status]int{}
-	for _, m := range c {
-		for _, iv := range m {
-			counts[iv.Status]++
-		}
-	}
-	return registry.AppsHashcode(counts)
-}
-
 // publishLocked builds the next view from the copy: the apps in touched
 // (nil: all) are rebuilt, the others kept; every instance that appeared,
 // changed or went is a Change.
@@ -391,7 +346,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 		for _, a := range old.Apps {
 			names[strings.ToUpper(a.Name)] = true
 		}
-		for n := range f.copy {
+		for n := range f.copy.Apps() {
 			names[n] = true
 		}
 	} else {
@@ -430,7 +385,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Instance.ID() < changes[j].Instance.ID() })
 	v := &View{Region: f.region, Apps: apps, Version: version, HasData: hasData, Fetched: fetched,
-		Counts: map[registry.Status]int{}, index: make(map[string]int, len(apps)),
+		index:      make(map[string]int, len(apps)),
 		appChanged: make(map[string]uint64, len(old.appChanged)+len(rebuilt))}
 	for name, at := range old.appChanged {
 		v.appChanged[name] = at
@@ -445,7 +400,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	for i, a := range apps {
 		v.index[strings.ToUpper(a.Name)] = i
 		for _, iv := range a.Instances {
-			v.Counts[iv.Status]++
+			v.Counts.Add(iv.Status)
 			v.Instances++
 		}
 	}
@@ -481,7 +436,7 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 	app := registry.AppView{Name: name, Version: oldApp.Version}
 	var changes []Change
 	if f.cfg.allowed(f.region, name) {
-		for id, iv := range f.copy[name] {
+		for id, iv := range f.copy.Apps()[name] {
 			if _, marked := iv.Metadata.Get(MetadataKey); marked {
 				f.mirrored.Add(1)
 				continue
@@ -498,11 +453,11 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 			delete(prev, id)
 			m := mark(iv, f.region, registry.ActionAdded)
 			app.Instances = append(app.Instances, m)
-			changes = append(changes, Change{At: now, Version: version, Instance: withAction(m, action)})
+			changes = append(changes, Change{At: now, Version: version, Instance: m.WithAction(action)})
 		}
 	}
 	for _, p := range prev {
-		changes = append(changes, Change{At: now, Version: version, Instance: withAction(p, registry.ActionDeleted)})
+		changes = append(changes, Change{At: now, Version: version, Instance: p.WithAction(registry.ActionDeleted)})
 	}
 	sort.Slice(app.Instances, func(i, j int) bool { return app.Instances[i].ID() < app.Instances[j].ID() })
 	if len(changes) > 0 {
@@ -515,12 +470,6 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 func mark(iv registry.InstanceView, region string, action registry.ActionType) registry.InstanceView {
 	in := *iv.Instance
 	in.Metadata = in.Metadata.With(map[string]string{MetadataKey: region})
-	in.ActionType = action
-	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
-}
-
-func withAction(iv registry.InstanceView, action registry.ActionType) registry.InstanceView {
-	in := *iv.Instance
 	in.ActionType = action
 	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
 }

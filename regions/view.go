@@ -18,7 +18,7 @@ type View struct {
 	Apps []registry.AppView
 	// Counts are the instances of Apps per status (for the hashcode of a
 	// merged document).
-	Counts map[registry.Status]int
+	Counts registry.StatusCounts
 	// Instances is the number of instances in Apps.
 	Instances int
 	// Version counts the view's content changes; it moves with every
@@ -146,5 +146,5 @@ func (v *View) Hashcode() string {
 	if v == nil {
 		return ""
 	}
-	return registry.AppsHashcode(v.Counts)
+	return v.Counts.Hashcode()
 }

@@ -52,7 +52,7 @@ func TestArrivalSlices_matchAWalkOfTheArrivals(t *testing.T) {
 				r.mu.RLock()
 				got := r.provenArrivalsSince(r.renewals.lastWindowSlice(now))
 				want := 0.0
-				lastStart := r.renewals.LastWindowStart(now)
+				lastStart := windowStart(r.renewals, now)
 				for l, a := range r.arrivals.leases {
 					if !a.at.Before(lastStart) && l.proven.Load() {
 						want += a.renewsPerMin
@@ -178,4 +178,13 @@ func (f arrivalsFleet) windowOfRenewals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// windowStart is when the window that m's Count reports began: the walk's
+// own reckoning, apart from lastWindowSlice's slice numbers.
+func windowStart(m *MeasuredRate, now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rollLocked(m.sliceOf(now))
+	return time.Unix(0, m.start.Load()).Add(time.Duration(m.cur.Load()-rateSlices) * m.slice)
 }

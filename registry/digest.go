@@ -131,16 +131,6 @@ func InstanceDigest(in *Instance) uint64 {
 	return uint64(d)
 }
 
-// newerCopy is the one winner rule between two copies of an instance (or
-// an instance and a tombstone): the higher write version wins; on a tie,
-// the higher digest, so every node picks the same copy.
-func newerCopy(v, digest, thanV, thanDigest uint64) bool {
-	if v != thanV {
-		return v > thanV
-	}
-	return digest > thanDigest
-}
-
 // digests are the running sums; guarded by Registry.mu.
 type digests struct {
 	root uint64

@@ -23,7 +23,8 @@ func (r *Registry) ScratchSnapshot() *Snapshot {
 	records := slices.Clone(r.deltas.records())
 	r.mu.RUnlock()
 	sortAppsByName(s.Apps)
-	s.Hashcode = HashcodeOf(s.Apps)
+	s.Counts = CountStatuses(s.Apps)
+	s.Hashcode = s.Counts.Hashcode()
 	latest := map[InstanceKey]int{}
 	for i, rec := range records {
 		latest[rec.key] = i

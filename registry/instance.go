@@ -260,24 +260,6 @@ func (in *Instance) Validate() error {
 
 func invalid(msg string) error { return fmt.Errorf("%w: %s", ErrInvalidInstance, msg) }
 
-// AppsHashcode is Eureka's reconcile hash (Applications#getReconcileHashCode):
-// instance counts per status, statuses in alphabetical order, each written as
-// STATUS_count_, e.g. "DOWN_1_UP_3_"; "" for no instances.
-func AppsHashcode(counts map[Status]int) string {
-	names := make([]string, 0, len(counts))
-	for st, n := range counts {
-		if n > 0 {
-			names = append(names, string(st))
-		}
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, name := range names {
-		fmt.Fprintf(&b, "%s_%d_", name, counts[Status(name)])
-	}
-	return b.String()
-}
-
 // InstanceKey names an instance: upper-cased app name and instance id.
 type InstanceKey struct {
 	App, ID string

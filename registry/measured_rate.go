@@ -28,7 +28,7 @@ const rateRing = rateSlices + 1
 // Increment runs on every heartbeat, so it takes no lock: it adds to one of
 // counterShards cells of the current slice. Only the first Increment of a
 // new slice takes mu, to clear the slices it passes before publishing the
-// new current slice; Count, Reset and LastWindowStart take mu too.
+// new current slice; Count and Reset take mu too.
 type MeasuredRate struct {
 	window, slice time.Duration
 
@@ -100,14 +100,6 @@ func (m *MeasuredRate) Count(now time.Time) (count int64, complete bool) {
 	return count, true
 }
 
-// LastWindowStart returns when the window that Count reports began.
-func (m *MeasuredRate) LastWindowStart(now time.Time) time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rollLocked(m.sliceOf(now))
-	return time.Unix(0, m.start.Load()).Add(time.Duration(m.cur.Load()-rateSlices) * m.slice)
-}
-
 // sliceAt is the number of the slice holding t, negative before the start
 // (rounded down, so that t is at or after the start of slice k exactly when
 // sliceAt(t) ≥ k). It stays valid until Reset.
@@ -121,8 +113,7 @@ func (m *MeasuredRate) sliceAt(t time.Time) int64 {
 }
 
 // lastWindowSlice is the number of the first slice of the window that
-// Count reports: the window began where that slice begins
-// (LastWindowStart).
+// Count reports: the window began where that slice begins.
 func (m *MeasuredRate) lastWindowSlice(now time.Time) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

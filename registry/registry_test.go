@@ -341,11 +341,11 @@ func applyDelta(state map[registry.InstanceKey]registry.Status, delta []registry
 }
 
 func hashOf(state map[registry.InstanceKey]registry.Status) string {
-	counts := map[registry.Status]int{}
+	var counts registry.StatusCounts
 	for _, st := range state {
-		counts[st]++
+		counts.Add(st)
 	}
-	return registry.AppsHashcode(counts)
+	return counts.Hashcode()
 }
 
 func TestRegistry_Snapshot_deltaReconcilesWithFullFetch(t *testing.T) {

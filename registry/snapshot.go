@@ -15,6 +15,14 @@ type InstanceView struct {
 	LastRenewalTimestamp int64 // ms since epoch, Eureka wire
 }
 
+// WithAction returns a copy of iv whose instance says action (a delta's
+// ADDED, MODIFIED or DELETED); iv and its instance are unchanged.
+func (iv InstanceView) WithAction(action ActionType) InstanceView {
+	in := *iv.Instance
+	in.ActionType = action
+	return InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
+}
+
 // AppView is one application and its instances, sorted by instance id.
 // Views are immutable and shared between snapshots: a new snapshot rebuilds
 // the views of the apps changed since the previous one and reuses every
@@ -31,7 +39,7 @@ type AppView struct {
 	// content, so encoders can cache per (name, Version).
 	Version uint64
 
-	counts map[Status]int // instances per status, for the hashcode
+	counts StatusCounts // instances per status, for the hashcode
 }
 
 // Snapshot is an immutable, consistent view of the registry at one version:
@@ -57,6 +65,10 @@ type Snapshot struct {
 	// delta carries the same value, so a client that applies Delta to the
 	// previous full state reaches it.
 	Hashcode string
+	// Counts are the instances of Apps per status: Hashcode is
+	// Counts.Hashcode(). Read only: a document that adds instances to Apps
+	// (remote regions) clones it to count them.
+	Counts StatusCounts
 	// Instances is the number of instances in Apps.
 	Instances int
 
@@ -115,15 +127,7 @@ func vipListContains(list, name string) bool {
 }
 
 // HashcodeOf computes the apps hashcode of a list of applications.
-func HashcodeOf(apps []AppView) string {
-	counts := map[Status]int{}
-	for _, app := range apps {
-		for _, iv := range app.Instances {
-			counts[iv.Status]++
-		}
-	}
-	return AppsHashcode(counts)
-}
+func HashcodeOf(apps []AppView) string { return CountStatuses(apps).Hashcode() }
 
 // Snapshot returns the registry at its current version. While nothing
 // visible changes, every call returns the same pointer; the first reader

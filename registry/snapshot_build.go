@@ -14,7 +14,7 @@ import (
 // never read it otherwise.
 type snapBuilder struct {
 	// totals counts the instances of Apps per status (the hashcode).
-	totals map[Status]int
+	totals StatusCounts
 
 	// mirror holds the delta records the builder has seen and not yet seen
 	// pruned, oldest first: record number prunedSeen+i is mirror[head+i].
@@ -84,7 +84,7 @@ func (r *Registry) buildSnapshot() *Snapshot {
 	var newRecs []deltaRecord
 	var pruned uint64
 	if b == nil {
-		b = &snapBuilder{groups: map[string]map[string]deltaRecord{}, totals: map[Status]int{}}
+		b = &snapBuilder{groups: map[string]map[string]deltaRecord{}, totals: StatusCounts{}}
 		b.pushedSeen, b.prunedSeen = q.pruned, q.pruned
 	}
 	pruned = q.pruned
@@ -95,12 +95,12 @@ func (r *Registry) buildSnapshot() *Snapshot {
 
 	for i := range fresh {
 		sortInstances(fresh[i].Instances)
-		fresh[i].counts = countStatuses(fresh[i].Instances)
+		fresh[i].counts = CountStatuses(fresh[i : i+1])
 	}
 	if full {
 		s.Apps = fresh
 		slices.SortFunc(s.Apps, func(a, b AppView) int { return strings.Compare(a.Name, b.Name) })
-		b.totals = map[Status]int{}
+		b.totals = StatusCounts{}
 		var old map[string]AppView
 		if prev != nil {
 			old = make(map[string]AppView, len(prev.Apps))
@@ -112,7 +112,7 @@ func (r *Registry) buildSnapshot() *Snapshot {
 			if o, ok := old[app.Name]; ok && sameInstances(o.Instances, app.Instances) {
 				s.Apps[i] = o
 			}
-			addCounts(b.totals, s.Apps[i].counts, 1)
+			b.totals.Merge(s.Apps[i].counts)
 		}
 	} else {
 		s.Apps = mergeApps(prev.Apps, fresh, removed, b.totals)
@@ -125,7 +125,8 @@ func (r *Registry) buildSnapshot() *Snapshot {
 			s.appIndex[app.Name] = i
 		}
 	}
-	s.Hashcode = AppsHashcode(b.totals)
+	s.Counts = b.totals.Clone()
+	s.Hashcode = s.Counts.Hashcode()
 
 	s.Delta = b.updateDelta(prevDelta, newRecs, pruned, s.DeltaVersion, prevDelta == nil)
 	s.build = b
@@ -145,23 +146,6 @@ func sortInstances(ivs []InstanceView) {
 	slices.SortFunc(ivs, func(a, b InstanceView) int { return strings.Compare(a.ID(), b.ID()) })
 }
 
-func countStatuses(ivs []InstanceView) map[Status]int {
-	counts := make(map[Status]int, 2)
-	for _, iv := range ivs {
-		counts[iv.Status]++
-	}
-	return counts
-}
-
-func addCounts(totals, counts map[Status]int, sign int) {
-	for st, n := range counts {
-		totals[st] += sign * n
-		if totals[st] == 0 {
-			delete(totals, st)
-		}
-	}
-}
-
 // sameInstances reports whether two sorted views hold the same instances
 // (the same immutable pointers).
 func sameInstances(a, b []InstanceView) bool {
@@ -179,31 +163,31 @@ func sameInstances(a, b []InstanceView) bool {
 // mergeApps returns prev with the fresh views put in (replacing the old
 // view of their app, or inserted in name order) and the removed apps taken
 // out, adjusting totals. prev is not modified.
-func mergeApps(prev, fresh []AppView, removed map[string]bool, totals map[Status]int) []AppView {
+func mergeApps(prev, fresh []AppView, removed map[string]bool, totals StatusCounts) []AppView {
 	slices.SortFunc(fresh, func(a, b AppView) int { return strings.Compare(a.Name, b.Name) })
 	out := make([]AppView, 0, len(prev)+len(fresh))
 	j := 0
 	for _, app := range prev {
 		for j < len(fresh) && fresh[j].Name < app.Name {
 			out = append(out, fresh[j])
-			addCounts(totals, fresh[j].counts, 1)
+			totals.Merge(fresh[j].counts)
 			j++
 		}
 		switch {
 		case j < len(fresh) && fresh[j].Name == app.Name:
-			addCounts(totals, app.counts, -1)
-			addCounts(totals, fresh[j].counts, 1)
+			totals.Subtract(app.counts)
+			totals.Merge(fresh[j].counts)
 			out = append(out, fresh[j])
 			j++
 		case removed[app.Name]:
-			addCounts(totals, app.counts, -1)
+			totals.Subtract(app.counts)
 		default:
 			out = append(out, app)
 		}
 	}
 	for ; j < len(fresh); j++ {
 		out = append(out, fresh[j])
-		addCounts(totals, fresh[j].counts, 1)
+		totals.Merge(fresh[j].counts)
 	}
 	return out
 }
@@ -271,7 +255,7 @@ func (b *snapBuilder) updateDelta(prevDelta []AppView, newRecs []deltaRecord, pr
 		sortInstances(ivs)
 		fresh = append(fresh, AppView{Name: app, Instances: ivs, Version: deltaVersion})
 	}
-	return mergeApps(prevDelta, fresh, removed, map[Status]int{})
+	return mergeApps(prevDelta, fresh, removed, StatusCounts{})
 }
 
 // changedApps adds to changed every app named by the events with Seq in

@@ -779,7 +779,7 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 			masks[pc.app] = nil
 			if pc.set != nil {
 				req.Only[pc.app] = *pc.set
-				masks[pc.app] = pc.set.mask()
+				masks[pc.app] = pc.set.Mask()
 			}
 			entries += pc.size
 		}

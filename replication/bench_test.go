@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // Micro-benchmarks of the replication hot path: a node under heartbeat load
@@ -127,8 +128,9 @@ func BenchmarkBatcher_addTake(b *testing.B) {
 	}
 }
 
-// BenchmarkScanBatch is the batch fast path alone (batch_fast.go): the
-// scan of 250 heartbeats or registers, and of a peer's all-200 answer.
+// BenchmarkScanBatch is the batch fast path alone (registry/wire's
+// batch_fast.go, through DecodeBatch and DecodeBatchResponse): the scan of
+// 250 heartbeats or registers, and of a peer's all-200 answer.
 func BenchmarkScanBatch(b *testing.B) {
 	for _, action := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister} {
 		b.Run(string(action), func(b *testing.B) {
@@ -137,8 +139,8 @@ func BenchmarkScanBatch(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := scanBatch(body); !ok {
-					b.Fatal("scanBatch refused the body")
+				if _, err := wire.DecodeBatch(body); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
@@ -148,8 +150,8 @@ func BenchmarkScanBatch(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := scanBatchResponse(body); !ok {
-				b.Fatal("scanBatchResponse refused the body")
+			if _, err := wire.DecodeBatchResponse(body); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

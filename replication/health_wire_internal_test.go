@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // markedInstance is an instance as a node stores it after its health
@@ -74,17 +75,17 @@ func TestHealthMark_travelsWithVersionedCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, ok := scanBatch(plain)
-	if ok && len(items) == 1 && items[0].raw == nil && (items[0].it.Health != nil || items[0].it.Status != "DOWN") {
-		t.Fatalf("to a Java peer: %+v", items[0].it)
+	read, err := wire.DecodeBatch(plain)
+	if err == nil && len(read.Items) == 1 && read.Err(0) == nil && (read.Items[0].Health != nil || read.Items[0].Status != "DOWN") {
+		t.Fatalf("to a Java peer: %+v", read.Items[0])
 	}
 	if bytes.Contains(plain, []byte(`"health"`)) {
 		t.Fatalf("a Java peer's batch carries the mark: %s", plain)
 	}
 
 	// A 409's answer.
-	resp := appendBatchResponse(nil, []replicationResponse{{StatusCode: 409, ResponseEntity: []byte(`{"instanceId":"a","hostName":"h","app":"APP","ipAddr":"10.0.0.1","status":"DOWN","dataCenterInfo":{"@class":"x","name":"MyOwn"}}`),
-		Version: in.WriteVersion, Health: healthToWire(in.Health)}})
+	resp, _ := read.EncodeResponse([]wire.ReplicationResponse{{StatusCode: 409, ResponseEntity: []byte(`{"instanceId":"a","hostName":"h","app":"APP","ipAddr":"10.0.0.1","status":"DOWN","dataCenterInfo":{"@class":"x","name":"MyOwn"}}`),
+		Version: in.WriteVersion, Health: wire.HealthOf(in.Health)}})
 	res, err := DecodeBatchResponse(resp)
 	if err != nil || len(res.Items) != 1 || res.Items[0].Instance == nil || !sameMark(res.Items[0].Instance.Health, in.Health) {
 		t.Fatalf("409 answer decoded %+v %v, want the mark", res, err)

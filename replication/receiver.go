@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -41,57 +40,30 @@ func NewReceiver(reg Applier, logger zerolog.Logger) (*Receiver, error) {
 // order; a bad item fails alone. An error means the body as a whole could
 // not be read; it wraps ErrMalformedBatch.
 func (rc *Receiver) Handle(body []byte) ([]byte, error) {
-	items, ok := scanBatch(body)
-	if !ok {
-		return rc.handleSlow(body)
-	}
-	resp := make([]replicationResponse, len(items))
-	for i := range items {
-		if raw := items[i].raw; raw != nil {
-			if err := json.Unmarshal(raw, &items[i].it); err != nil {
-				rc.log.Warn().Err(err).Int(logItem, i).Msg("unreadable replication item")
-				resp[i] = replicationResponse{StatusCode: http.StatusBadRequest}
-				continue
-			}
-		}
-		resp[i] = rc.apply(items[i].it)
-	}
-	return appendBatchResponse(make([]byte, 0, 32+20*len(resp)), resp), nil
-}
-
-// handleSlow is Handle with encoding/json, for bodies scanBatch does not
-// read (batch_fast.go).
-func (rc *Receiver) handleSlow(body []byte) ([]byte, error) {
-	var list struct {
-		ReplicationList []json.RawMessage `json:"replicationList"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
+	batch, err := wire.DecodeBatch(body)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedBatch, err)
 	}
-	if list.ReplicationList == nil {
-		return nil, fmt.Errorf("%w: no replicationList", ErrMalformedBatch)
-	}
-	resp := replicationListResponse{ResponseList: make([]replicationResponse, len(list.ReplicationList))}
-	for i, raw := range list.ReplicationList {
-		var it replicationItem
-		if err := json.Unmarshal(raw, &it); err != nil {
+	resp := make([]wire.ReplicationResponse, len(batch.Items))
+	for i := range batch.Items {
+		if err := batch.Err(i); err != nil {
 			rc.log.Warn().Err(err).Int(logItem, i).Msg("unreadable replication item")
-			resp.ResponseList[i] = replicationResponse{StatusCode: http.StatusBadRequest}
+			resp[i] = wire.ReplicationResponse{StatusCode: http.StatusBadRequest}
 			continue
 		}
-		resp.ResponseList[i] = rc.apply(it)
+		resp[i] = rc.apply(batch.Items[i])
 	}
-	return json.Marshal(resp)
+	return batch.EncodeResponse(resp)
 }
 
 // apply runs one item; it never panics the batch: a failing item gets its
 // own status code (Eureka gives an item that throws 500; here bad input is
 // 400).
-func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
+func (rc *Receiver) apply(it wire.ReplicationItem) (out wire.ReplicationResponse) {
 	defer func() {
 		if p := recover(); p != nil {
 			rc.log.Error().Interface(logPanic, p).Str(logAction, it.Action).Str(logApp, it.AppName).Str(logInstanceID, it.ID).Msg("replicated item panicked")
-			out = replicationResponse{StatusCode: http.StatusInternalServerError}
+			out = wire.ReplicationResponse{StatusCode: http.StatusInternalServerError}
 		}
 	}()
 	var dirty int64
@@ -106,14 +78,14 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 	switch registry.Action(it.Action) {
 	case registry.ActionRegister:
 		if len(it.InstanceInfo) == 0 {
-			return replicationResponse{StatusCode: http.StatusBadRequest}
+			return wire.ReplicationResponse{StatusCode: http.StatusBadRequest}
 		}
 		var body *registry.Instance
 		if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
 			// The instance carries its own lastDirtyTimestamp.
 			body.WriteVersion = it.Version
 			if it.Version != 0 {
-				body.Health = it.Health.mark()
+				body.Health = it.Health.Mark()
 				body.Pieces = it.Pieces.Registry()
 			}
 			_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
@@ -126,13 +98,13 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 		}
 		apply(op)
 		if errors.Is(err, registry.ErrStaleDirtyTimestamp) && in != nil {
-			resp := replicationResponse{
+			resp := wire.ReplicationResponse{
 				StatusCode:     http.StatusConflict,
 				ResponseEntity: wire.AppendInstanceBodyJSON(nil, registry.InstanceView{Instance: in}),
 			}
 			if it.Version != 0 {
 				resp.Version = in.WriteVersion
-				resp.Health = healthToWire(in.Health)
+				resp.Health = wire.HealthOf(in.Health)
 				resp.Pieces = wire.PiecesOf(in.Pieces)
 			}
 			return resp
@@ -149,7 +121,7 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 			var body *registry.Instance
 			if body, err = wire.DecodeInstanceBodyJSON(it.InstanceInfo); err == nil {
 				body.WriteVersion = it.Version
-				body.Health = it.Health.mark()
+				body.Health = it.Health.Mark()
 				body.Pieces = it.Pieces.Registry()
 				_, err = rc.reg.Apply(registry.RegisterOp(body).From(registry.OriginPeer))
 			}
@@ -171,9 +143,9 @@ func (rc *Receiver) apply(it replicationItem) (out replicationResponse) {
 		}
 	default:
 		rc.log.Warn().Str(logAction, it.Action).Msg("unknown replication action")
-		return replicationResponse{StatusCode: http.StatusBadRequest}
+		return wire.ReplicationResponse{StatusCode: http.StatusBadRequest}
 	}
-	return replicationResponse{StatusCode: itemStatus(err)}
+	return wire.ReplicationResponse{StatusCode: itemStatus(err)}
 }
 
 // itemStatus maps an item's error to the status the matching client

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // Peer is another registry node that hears every local change.
@@ -42,14 +43,9 @@ type BatchResult struct {
 	Items []ItemResult
 }
 
-// ItemResult is the outcome of one task on the peer.
-type ItemResult struct {
-	// StatusCode is the HTTP status the peer's resource gave the task.
-	StatusCode int
-	// Instance is the responseEntity: on a heartbeat's 409, the peer's newer
-	// copy of the instance. Usually nil.
-	Instance *registry.Instance
-}
+// ItemResult is the outcome of one task on the peer: its status code and,
+// on a heartbeat's 409, the peer's newer copy (wire.ItemResult).
+type ItemResult = wire.ItemResult
 
 // Transport is the seam between replication and the network: it sends
 // batches to peers and fetches their registries. The HTTP implementation speaks Eureka's
@@ -68,7 +64,7 @@ type Transport interface {
 	// still copying (it has no registry to give). Safe for concurrent use;
 	// it must return soon after ctx ends.
 	FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error)
-	// Digest asks p for its anti-entropy digests (antientropy_wire.go);
+	// Digest asks p for its anti-entropy digests (registry/wire/antientropy.go);
 	// Copies fetches p's stored copies of keys (at most MaxCopyKeys), with
 	// versions and lease renewals. A peer that does not serve anti-entropy
 	// (a Java Eureka server) gives an error wrapping ErrNoAntiEntropy.

@@ -2,8 +2,11 @@
 # The test command of the README: formatting, vet, and every test with the
 # race detector, including the nested module of deploy/kubernetes. Tools
 # some tests use (promtool for the alert rules, kubectl for the
-# kustomization) are installed from Debian's packages when missing and this
-# runs as root with apt-get; otherwise those tests skip and say so.
+# kustomization, a JDK and Maven for the interop apps, …) are installed from
+# Debian's packages when missing and this runs as root with apt-get;
+# otherwise those tests skip and say so. MUSTER_NO_INSTALL=1 installs
+# nothing; MUSTER_NO_INTEROP=1 skips the interop prebuild. The list and what
+# uses each: docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

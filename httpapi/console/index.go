@@ -295,9 +295,8 @@ func (idx *consoleIndex) summarizeMatches(ms []match) appSummary {
 // status and zone as the indexes searchable holds.
 type compiledFilter struct {
 	*consoleFilter
-	status  int // -1: any
-	zone    int // -1: any, -2: a zone no instance has
-	hostOff bool
+	status int // -1: any
+	zone   int // -1: any, -2: a zone no instance has
 }
 
 func (idx *consoleIndex) compile(f *consoleFilter) *compiledFilter {

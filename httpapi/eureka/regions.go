@@ -128,8 +128,8 @@ func (rs remoteScope) generation() string {
 // instance whose id is already served in its app (local first, then the
 // regions in order) is left out, so that the apps hashcode is over
 // exactly the instances a client keeps.
-func (rs remoteScope) mergedApps(snap *registry.Snapshot) ([]registry.AppView, map[registry.Status]int) {
-	added := map[registry.Status]int{}
+func (rs remoteScope) mergedApps(snap *registry.Snapshot) ([]registry.AppView, registry.StatusCounts) {
+	var added registry.StatusCounts
 	extra := map[string]*registry.AppView{}
 	var order []string
 	seen := map[string]map[string]bool{}
@@ -160,7 +160,7 @@ func (rs remoteScope) mergedApps(snap *registry.Snapshot) ([]registry.AppView, m
 					order = append(order, name)
 				}
 				e.Instances = append(e.Instances, iv)
-				added[iv.Status]++
+				added.Add(iv.Status)
 			}
 		}
 	}
@@ -222,7 +222,7 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 			case known && rs.fallback:
 				// Hidden now by the local app: a client that still holds it
 				// (the app became local since its last fetch) drops it.
-				put(key{name, ch.Instance.ID()}, withActionType(ch.Instance, registry.ActionDeleted))
+				put(key{name, ch.Instance.ID()}, ch.Instance.WithAction(registry.ActionDeleted))
 			default:
 				put(key{name, ch.Instance.ID()}, ch.Instance)
 			}
@@ -242,10 +242,10 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 				case known && hasInstance(local, iv.ID()):
 					// The local instance's own entries say what it is.
 				case known && rs.fallback:
-					put(k, withActionType(iv, registry.ActionDeleted))
+					put(k, iv.WithAction(registry.ActionDeleted))
 				case !served[k]:
 					served[k] = true
-					put(k, withActionType(iv, registry.ActionAdded))
+					put(k, iv.WithAction(registry.ActionAdded))
 				}
 			}
 		}
@@ -281,12 +281,6 @@ func (rs remoteScope) mergedDelta(snap *registry.Snapshot, since time.Time) []re
 	return out
 }
 
-func withActionType(iv registry.InstanceView, action registry.ActionType) registry.InstanceView {
-	in := *iv.Instance
-	in.ActionType = action
-	return registry.InstanceView{Instance: &in, LastRenewalTimestamp: iv.LastRenewalTimestamp}
-}
-
 func hasInstance(a registry.AppView, id string) bool {
 	for _, iv := range a.Instances {
 		if iv.ID() == id {
@@ -306,36 +300,15 @@ func sortApps(apps []registry.AppView) {
 	}
 }
 
-// hashcodeWith is the local hashcode plus the remote instances added:
-// the hashcode of exactly what a merged document serves.
-func hashcodeWith(local string, added map[registry.Status]int) string {
+// hashcodeWith is the hashcode of the local apps plus the remote
+// instances added: the hashcode of exactly what a merged document serves.
+func hashcodeWith(snap *registry.Snapshot, added registry.StatusCounts) string {
 	if len(added) == 0 {
-		return local
+		return snap.Hashcode
 	}
-	counts := parseHashcode(local)
-	for st, n := range added {
-		counts[st] += n
-	}
-	return registry.AppsHashcode(counts)
-}
-
-// parseHashcode reads "DOWN_1_OUT_OF_SERVICE_2_UP_3_" back into counts:
-// status names hold underscores, counts are the numeric tokens.
-func parseHashcode(h string) map[registry.Status]int {
-	counts := map[registry.Status]int{}
-	var name []string
-	for _, tok := range strings.Split(h, "_") {
-		if tok == "" {
-			continue
-		}
-		if n, err := strconv.Atoi(tok); err == nil && len(name) > 0 {
-			counts[registry.Status(strings.Join(name, "_"))] += n
-			name = name[:0]
-			continue
-		}
-		name = append(name, tok)
-	}
-	return counts
+	counts := snap.Counts.Clone()
+	counts.Merge(added)
+	return counts.Hashcode()
 }
 
 // regionPayloads caches merged documents: one per (document, scope) and
@@ -409,7 +382,7 @@ func (s *API) getAppsMerged(c echo.Context, snap *registry.Snapshot, rs remoteSc
 	gen := strconv.FormatUint(snap.Version, 10) + "|" + rs.generation()
 	body := s.regionPayloads.get(key, gen, func() payload {
 		apps, added := rs.mergedApps(snap)
-		return encodeDocument(apps, "1", hashcodeWith(snap.Hashcode, added), f, gz, compact)
+		return encodeDocument(apps, "1", hashcodeWith(snap, added), f, gz, compact)
 	})
 	return writePayload(c, f, gz, body)
 }
@@ -421,7 +394,7 @@ func (s *API) getDeltaMerged(c echo.Context, snap *registry.Snapshot, rs remoteS
 	since := s.cfg.Regions.Now().Add(-s.deltaRetention())
 	body := s.regionPayloads.get(key, gen, func() payload {
 		_, added := rs.mergedApps(snap)
-		return encodeDocument(rs.mergedDelta(snap, since), strconv.FormatUint(snap.DeltaVersion, 10), hashcodeWith(snap.Hashcode, added), f, gz, compact)
+		return encodeDocument(rs.mergedDelta(snap, since), strconv.FormatUint(snap.DeltaVersion, 10), hashcodeWith(snap, added), f, gz, compact)
 	})
 	return writePayload(c, f, gz, body)
 }

@@ -179,8 +179,9 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports: []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen"},
-		why:     "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
+		imports:     []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen"},
+		testImports: []string{"internal/testwait"},
+		why:         "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
 	},
 	"deploy": {
 		testImports: []string{"auth", "dns", "healthcheck", "httpapi", "registry", "replication"},

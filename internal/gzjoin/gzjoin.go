@@ -55,14 +55,9 @@ type Writer struct {
 	size int64
 }
 
-// NewWriter returns a Writer for one piece; sizeHint is the expected
-// compressed size, 0 if unknown.
-func NewWriter(sizeHint int) *Writer {
-	return NewWriterDict(sizeHint, nil)
-}
-
-// NewWriterDict is NewWriter for a piece that will be placed right after
-// plain bytes ending in dict: back-references may reach into dict, so the
+// NewWriterDict returns a Writer for one piece; sizeHint is the expected
+// compressed size, 0 if unknown. dict, if any, is the plain bytes the
+// piece will be placed right after: back-references may reach into dict, so the
 // piece decodes correctly only there (a piece's DEFLATE refers to what the
 // decoder wrote before it, whatever piece that came from). Only the last
 // 32 KiB of dict matter.
@@ -110,38 +105,6 @@ func CompressDict(plain, dict []byte) Piece {
 	return w.Piece()
 }
 
-// Len returns the length of the gzip stream that Append would produce.
-func Len(pieces []Piece) int {
-	n := len(gzipHeader) + len(finalBlock) + 8
-	for i := range pieces {
-		n += len(pieces[i].Deflate)
-	}
-	return n
-}
-
-// Append appends one gzip member holding the pieces' plain bytes in order.
-func Append(dst []byte, pieces []Piece) []byte {
-	if cap(dst)-len(dst) < Len(pieces) {
-		dst = append(make([]byte, 0, len(dst)+Len(pieces)), dst...)
-	}
-	dst = append(dst, gzipHeader[:]...)
-	var crc uint32
-	var size int64
-	for i := range pieces {
-		p := &pieces[i]
-		dst = append(dst, p.Deflate...)
-		shift := p.shift
-		if shift == 0 { // a Piece built by hand; x^n mod P is never 0
-			shift = shiftOperator(p.Size)
-		}
-		crc = combineCRC(crc, p.CRC, shift)
-		size += p.Size
-	}
-	dst = append(dst, finalBlock[:]...)
-	dst = binary.LittleEndian.AppendUint32(dst, crc)
-	return binary.LittleEndian.AppendUint32(dst, uint32(size)) // ISIZE is the size mod 2^32
-}
-
 // Join returns the pieces as one piece: their DEFLATE laid end to end (one
 // copy) and their CRC-32s combined. A payload of many small pieces can so
 // be kept as a few large ones, rejoined only where a piece changed.
@@ -161,10 +124,10 @@ func Join(pieces []Piece) Piece {
 	return out
 }
 
-// Frame returns what Append writes around the pieces' DEFLATE: the gzip
-// header and the end (final block, CRC-32, size). header, each piece's
-// Deflate, then trailer, written in that order, are the gzip member Append
-// returns, without copying the pieces into one buffer.
+// Frame returns what goes around the pieces' DEFLATE: the gzip header and
+// the end (final block, CRC-32, size). header, each piece's Deflate, then
+// trailer, written in that order, are one gzip member holding the pieces'
+// plain bytes in order, without copying the pieces into one buffer.
 func Frame(pieces []Piece) (header, trailer []byte) {
 	var crc uint32
 	var size int64

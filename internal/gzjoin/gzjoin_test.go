@@ -56,7 +56,7 @@ func joinRandom(t *testing.T, seed uint64) (plain, gz []byte) {
 			pieces = append(pieces, Compress(text))
 			continue
 		}
-		w := NewWriter(0) // streamed in uneven writes
+		w := NewWriterDict(0, nil) // streamed in uneven writes
 		for rest := text; len(rest) > 0; {
 			k := min(len(rest), 1+rng.IntN(700))
 			_, _ = w.Write(rest[:k])

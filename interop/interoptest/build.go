@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -75,7 +77,11 @@ func Build(src string, log io.Writer) (string, error) {
 	if err := toolsFor(kind); err != nil {
 		return "", err
 	}
-	sum, err := hashTree(abs)
+	shared, err := sharedDirs(abs, kind)
+	if err != nil {
+		return "", err
+	}
+	sum, err := hashSources(abs, shared)
 	if err != nil {
 		return "", err
 	}
@@ -89,14 +95,25 @@ func Build(src string, log io.Writer) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	dir := filepath.Join(root, name+"-"+sum[:16])
-	done := filepath.Join(dir, ".muster-built")
+	top := filepath.Join(root, name+"-"+sum[:16])
+	// A source with shared folders is copied with them, as siblings, so
+	// its ../ paths resolve in the copy: top/<name>, top/<shared>.
+	dir := top
+	if len(shared) > 0 {
+		dir = filepath.Join(top, name)
+	}
+	done := filepath.Join(top, ".muster-built")
 	if exists(done) {
 		return dir, nil
 	}
-	_ = os.RemoveAll(dir)
+	_ = os.RemoveAll(top)
 	if err := copyTree(abs, dir); err != nil {
 		return "", err
+	}
+	for _, rel := range shared {
+		if err := copyTree(filepath.Join(filepath.Dir(abs), rel), filepath.Join(top, rel)); err != nil {
+			return "", err
+		}
 	}
 	if log == nil {
 		log = io.Discard
@@ -113,7 +130,7 @@ func Build(src string, log io.Writer) (string, error) {
 	if err := os.WriteFile(done, []byte(sum+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	pruneOlderBuilds(root, name, dir)
+	pruneOlderBuilds(root, name, top)
 	return dir, nil
 }
 
@@ -213,6 +230,59 @@ func registryUnreachable(out string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sharedRef is a folder beside a Maven module that its pom.xml takes
+// sources from (a <sourceDirectory> or <compileSourceRoot>, say): the
+// Spring client apps of two Boot versions, and the eureka-client drivers
+// of two client versions, share their Java sources that way.
+var sharedRef = regexp.MustCompile(`\$\{project\.basedir\}/\.\./([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)`)
+
+// sharedDirs lists the folders beside src, relative to src's parent, that
+// src's pom.xml names as ${project.basedir}/../<folder>: Build hashes and
+// copies them with src, so a change to a shared source rebuilds every
+// module that uses it.
+func sharedDirs(src string, kind Kind) ([]string, error) {
+	if kind != Maven {
+		return nil, nil
+	}
+	pom, err := os.ReadFile(filepath.Join(src, "pom.xml"))
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, m := range sharedRef.FindAllSubmatch(pom, -1) {
+		rel := filepath.FromSlash(string(m[1]))
+		if slices.Contains(dirs, rel) {
+			continue
+		}
+		info, err := os.Stat(filepath.Join(filepath.Dir(src), rel))
+		if err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("%s/pom.xml names ../%s, which is not a folder beside it", src, m[1])
+		}
+		dirs = append(dirs, rel)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// hashSources is hashTree(src), or, with shared folders, a hash of it and
+// of each shared folder's tree and name.
+func hashSources(src string, shared []string) (string, error) {
+	sum, err := hashTree(src)
+	if err != nil || len(shared) == 0 {
+		return sum, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, ".\x00%s\x00", sum)
+	for _, rel := range shared {
+		s, err := hashTree(filepath.Join(filepath.Dir(src), rel))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "../%s\x00%s\x00", filepath.ToSlash(rel), s)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // hashTree is a hash of every file under dir (paths and contents), leaving

@@ -40,6 +40,46 @@ func TestHashTree_changesWithSourcesNotWithBuildOutput(t *testing.T) {
 	}
 }
 
+// A folder a pom.xml takes sources from (${project.basedir}/../…) is part
+// of the module's hash: a change there rebuilds every module that uses it.
+func TestSharedDirs_inTheSourceHash(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("app/pom.xml", `<project><build><sourceDirectory>${project.basedir}/../shared/java</sourceDirectory>
+<x>${project.basedir}/src/main/java</x><y>${project.basedir}/../shared/java</y></build></project>`)
+	write("shared/java/A.java", "class A {}")
+	write("shared/other/B.java", "class B {}")
+	src := filepath.Join(root, "app")
+	shared, err := sharedDirs(src, Maven)
+	if err != nil || len(shared) != 1 || shared[0] != filepath.Join("shared", "java") {
+		t.Fatalf("sharedDirs = %q, %v; want [shared/java]", shared, err)
+	}
+	a, err := hashSources(src, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("shared/other/B.java", "class B { int x; }")
+	if b, _ := hashSources(src, shared); b != a {
+		t.Error("a folder the pom does not name changed the hash")
+	}
+	write("shared/java/A.java", "class A { int x; }")
+	if c, _ := hashSources(src, shared); c == a {
+		t.Error("a changed shared source kept the same hash")
+	}
+	write("app/pom.xml", `<project><build><sourceDirectory>${project.basedir}/../missing</sourceDirectory></build></project>`)
+	if _, err := sharedDirs(src, Maven); err == nil {
+		t.Error("a pom naming a missing folder was accepted")
+	}
+}
+
 func TestRegistryUnreachable_tellsNetworkFromOwnFailures(t *testing.T) {
 	for out, want := range map[string]bool{
 		"Could not transfer artifact x:y:pom:1 from/to central: java.net.UnknownHostException: repo": true,

@@ -9,7 +9,10 @@
 // outside the repository (CacheRoot: $MUSTER_INTEROP_CACHE, else
 // $XDG_CACHE_HOME/muster-interop, else ~/.cache/muster-interop), keyed by a
 // hash of the sources, so a source change rebuilds and an unchanged one is
-// built once per machine. A file lock makes test binaries that run side by
+// built once per machine. A Maven module may take sources from folders
+// beside it (its pom.xml names ${project.basedir}/../<folder>, as
+// interop/spring's client apps and drivers share interop/spring/shared):
+// those are hashed and copied with it. A file lock makes test binaries that run side by
 // side wait for one build instead of racing it.
 //
 // Where a toolchain is missing or a registry cannot be reached, Build

@@ -27,7 +27,7 @@ func TestWrite_healthMarkIsNotKept(t *testing.T) {
 	if iv, _ := src.Instance("APP-1", "i-1"); iv.Status != registry.StatusDown || iv.Health == nil {
 		t.Fatalf("writing changed the stored instance: %s %+v", iv.Status, iv.Health)
 	}
-	_, instances, err := persist.Read(dir, "prod")
+	_, instances, err := readSnapshot(dir, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,15 +226,10 @@ func pruneRefused(dir string) error {
 	return nil
 }
 
-// Read loads and verifies the snapshot of dir. Nothing is returned unless
-// the whole file is sound and was written by cluster. Errors wrap
-// ErrNotFound, ErrCorrupt, ErrForeign or ErrVersion and name the file.
-func Read(dir, cluster string) (Header, []*registry.Instance, error) {
-	f, err := ReadFile(dir, cluster)
-	return f.Header, f.Instances, err
-}
-
-// ReadFile is Read with the snapshot's tombstones.
+// ReadFile loads and verifies the snapshot of dir, its instances and its
+// tombstones. Nothing is returned unless the whole file is sound and was
+// written by cluster. Errors wrap ErrNotFound, ErrCorrupt, ErrForeign or
+// ErrVersion and name the file.
 func ReadFile(dir, cluster string) (File, error) {
 	path := Path(dir)
 	data, err := os.ReadFile(path)

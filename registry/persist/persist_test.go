@@ -72,7 +72,7 @@ func TestWriteRead_roundTrip(t *testing.T) {
 	if st, err := os.Stat(info.Path); err != nil || st.Size() != info.Bytes {
 		t.Fatalf("file size %v, info says %d: %v", st, info.Bytes, err)
 	}
-	h, instances, err := persist.Read(dir, "prod")
+	h, instances, err := readSnapshot(dir, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestRead_refusesBadFiles(t *testing.T) {
 			if err := os.WriteFile(persist.Path(dir), tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, instances, err := persist.Read(dir, "prod")
+			_, instances, err := readSnapshot(dir, "prod")
 			if !errors.Is(err, tc.want) || instances != nil {
 				t.Fatalf("Read: %v, %d instances; want %v and none", err, len(instances), tc.want)
 			}
@@ -184,13 +184,13 @@ func TestRead_refusesBadFiles(t *testing.T) {
 		if err := os.WriteFile(persist.Path(dir), good, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, instances, err := persist.Read(dir, "staging")
+		_, instances, err := readSnapshot(dir, "staging")
 		if !errors.Is(err, persist.ErrForeign) || instances != nil || !strings.Contains(err.Error(), `"prod"`) {
 			t.Fatalf("Read as staging: %v (%d instances)", err, len(instances))
 		}
 	})
 	t.Run("no snapshot", func(t *testing.T) {
-		_, _, err := persist.Read(t.TempDir(), "prod")
+		_, _, err := readSnapshot(t.TempDir(), "prod")
 		if !errors.Is(err, persist.ErrNotFound) {
 			t.Fatalf("Read of an empty dir: %v", err)
 		}
@@ -205,7 +205,7 @@ func TestRead_refusesBadFiles(t *testing.T) {
 		if err := os.WriteFile(persist.Path(dir), []byte(fixed), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := persist.Read(dir, "prod"); !errors.Is(err, persist.ErrCorrupt) || !strings.Contains(err.Error(), "header says 21") {
+		if _, _, err := readSnapshot(dir, "prod"); !errors.Is(err, persist.ErrCorrupt) || !strings.Contains(err.Error(), "header says 21") {
 			t.Fatalf("Read: %v", err)
 		}
 	})
@@ -247,7 +247,7 @@ func TestWrite_crashMidWriteKeepsTheOldSnapshot(t *testing.T) {
 				break
 			}
 			if round > 0 {
-				if h, _, err := persist.Read(dir, "prod"); err == nil && h.Node == "crasher" && len(temps) > 0 {
+				if h, _, err := readSnapshot(dir, "prod"); err == nil && h.Node == "crasher" && len(temps) > 0 {
 					break
 				}
 			}
@@ -261,7 +261,7 @@ func TestWrite_crashMidWriteKeepsTheOldSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
-		h, instances, err := persist.Read(dir, "prod")
+		h, instances, err := readSnapshot(dir, "prod")
 		if err != nil {
 			t.Fatalf("round %d: after a crash mid-write the snapshot does not read: %v", round, err)
 		}
@@ -326,7 +326,7 @@ func BenchmarkWrite(b *testing.B) {
 			b.ReportMetric(float64(info.Bytes), "bytes/write")
 			b.StopTimer()
 			start := time.Now()
-			if _, _, err := persist.Read(dir, "bench"); err != nil {
+			if _, _, err := readSnapshot(dir, "bench"); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(time.Since(start).Milliseconds()), "read-ms")
@@ -349,7 +349,7 @@ func TestWriteRead_keepsWriteVersions(t *testing.T) {
 	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), nil, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	_, instances, err := persist.Read(dir, "prod")
+	_, instances, err := readSnapshot(dir, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestWriteRead_keepsWriteVersions(t *testing.T) {
 	if err := os.WriteFile(persist.Path(dir), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, instances, err = persist.Read(dir, "prod")
+	_, instances, err = readSnapshot(dir, "prod")
 	if err != nil {
 		t.Fatalf("a snapshot without versions: %v", err)
 	}
@@ -424,4 +424,10 @@ func TestSetAside_keepsTheNewestRefused(t *testing.T) {
 			t.Fatalf("kept[%d] = %s holds %q (%v), want %q", i, path, b, err, want)
 		}
 	}
+}
+
+// readSnapshot is persist.ReadFile without the tombstones.
+func readSnapshot(dir, cluster string) (persist.Header, []*registry.Instance, error) {
+	f, err := persist.ReadFile(dir, cluster)
+	return f.Header, f.Instances, err
 }

@@ -2,8 +2,8 @@
 // the applications document (full registry, delta, VIP lookup), a single
 // application, and an instance with or without its {"instance":…} wrapper.
 // The HTTP API encodes payloads and decodes register bodies with it,
-// replication puts instances into peer batches with it, and test clients
-// decode documents with it. Every existing Eureka client (Spring Cloud's,
+// replication reads and writes peer batches and anti-entropy bodies with
+// it, and clients decode documents with it. Every existing Eureka client (Spring Cloud's,
 // the Java client, hudl/fargo, go-kit, eureka-js-client, Prometheus's Eureka
 // discovery) must read what it writes and be understood when it writes.
 //
@@ -102,8 +102,28 @@
 // value ends by its strings and brackets and resumes when its input grows.
 // jsonreader.go's strict reader (instances, applications) and
 // stream_decode.go's window on an io.Reader (syncUp's ReadApplicationsJSON)
-// use them, and so does Scanner, the exported quick token reader that
-// replication's peer batch fast path (replication/batch_fast.go) drives:
-// it reads the common case and says false for anything else, which the
-// caller then gives to encoding/json.
+// use them, and so does Scanner, the exported quick token reader that the
+// peer batch fast path (batch_fast.go) drives: it reads the common case
+// and says false for anything else, which then goes to encoding/json.
+//
+// # Between peers
+//
+// batch.go and batch_fast.go are POST /peerreplication/batch as Eureka's
+// ReplicationList and ReplicationListResponse write it (ReplicationItem,
+// with Muster's version, health and pieces fields for Muster peers):
+// AppendBatch and DecodeBatchResponse for the sender, DecodeBatch and
+// InboundBatch.EncodeResponse for the receiver; the common batch is read
+// and written without reflection. antientropy.go is the anti-entropy
+// exchange between Muster peers (digests, entries, buckets, copies).
+// replication/ holds only what is done with them.
+//
+// # A client's copy of a registry
+//
+// copy.go holds Copy, the one client-side copy of a registry: replaced by
+// a full fetch, updated by a delta as DiscoveryClient#updateDelta updates
+// it (ADDED and MODIFIED put, DELETED removes, other action types are
+// ignored, each instance filed under its own app name), and compared with
+// the server's apps__hashcode by its own. The Go client (client/), the
+// remote-region fetchers (regions/) and the simulated clients (through
+// client/) keep theirs in it.
 package wire

@@ -65,28 +65,3 @@ func WriteApplicationsJSON(w io.Writer, apps []registry.AppView, versionsDelta, 
 	cw.b = append(cw.b, "]}}"...)
 	return cw.close()
 }
-
-// WriteApplicationsXML writes the same bytes as AppendApplicationsXML to w,
-// instance by instance.
-func WriteApplicationsXML(w io.Writer, apps []registry.AppView, versionsDelta, hashcode string) error {
-	cw := &chunkWriter{w: w, b: make([]byte, 0, streamChunk+4096)}
-	cw.b = append(cw.b, "<applications><versions__delta>"...)
-	cw.b = appendXMLText(cw.b, versionsDelta, false)
-	cw.b = append(cw.b, "</versions__delta><apps__hashcode>"...)
-	cw.b = appendXMLText(cw.b, hashcode, false)
-	cw.b = append(cw.b, "</apps__hashcode>"...)
-	for _, app := range apps {
-		cw.b = append(cw.b, "<application><name>"...)
-		cw.b = appendXMLText(cw.b, app.Name, false)
-		cw.b = append(cw.b, "</name>"...)
-		for _, iv := range app.Instances {
-			if iv.Instance != nil {
-				cw.b = appendInstanceXML(cw.b, iv)
-				cw.flushIfFull()
-			}
-		}
-		cw.b = append(cw.b, "</application>"...)
-	}
-	cw.b = append(cw.b, "</applications>"...)
-	return cw.close()
-}

@@ -186,6 +186,37 @@ func (v view) equal(o view) bool {
 	return true
 }
 
+// fleet counts the instances that are not the nodes' own.
+func (v view) fleet() int { return len(v.instances) - v.self() }
+
+// self counts the nodes' own instances (app selfApp).
+func (v view) self() int {
+	n := 0
+	for k := range v.instances {
+		if isSelf(k) {
+			n++
+		}
+	}
+	return n
+}
+
+// isSelf says whether an "APP/id" key is one of the nodes' own instances.
+func isSelf(key string) bool { return strings.HasPrefix(key, selfApp+"/") }
+
+// fleetStatus is a node's /admin/status and how many fleet instances it
+// holds (/admin/status counts the nodes' own instances too).
+func (b *bench) fleetStatus(ctx context.Context, node string) (ops.AdminStatus, int, error) {
+	st, err := b.nodeStatus(ctx, node)
+	if err != nil {
+		return st, 0, err
+	}
+	v, err := b.nodeView(ctx, node)
+	if err != nil {
+		return st, 0, err
+	}
+	return st, v.fleet(), nil
+}
+
 func (v view) countPrefix(prefix string) int {
 	n := 0
 	for k := range v.instances {

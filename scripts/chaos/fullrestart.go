@@ -23,7 +23,8 @@ func (b *bench) composeWith(ctx context.Context, file string, args ...string) er
 
 // readWatch polls every node's GET /eureka/apps through its published port
 // and counts the answers; a 200 that lists fewer instances than are alive
-// is what a full restart must never produce.
+// is what a full restart must never produce. The nodes' own instances
+// (selfApp) are not counted: they are not the live fleet.
 type readWatch struct {
 	alive                      int
 	ok, refused, short, failed atomic.Int64
@@ -71,7 +72,17 @@ func (w *readWatch) poll(ctx context.Context, client *http.Client, node string) 
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
-		got := strings.Count(string(body), `"instanceId"`)
+		reg, err := clientVisible(body)
+		if err != nil {
+			w.failed.Add(1)
+			return
+		}
+		got := 0
+		for k := range reg {
+			if !isSelf(k) {
+				got++
+			}
+		}
 		w.ok.Add(1)
 		for {
 			cur := w.minOK.Load()
@@ -82,7 +93,7 @@ func (w *readWatch) poll(ctx context.Context, client *http.Client, node string) 
 		if got < w.alive {
 			if w.short.Add(1) == 1 {
 				w.mu.Lock()
-				w.firstShort = fmt.Sprintf("%s answered 200 with %d instances at %s, %d alive", node, got, time.Now().Format("15:04:05.000"), w.alive)
+				w.firstShort = fmt.Sprintf("%s answered 200 with %d fleet instances at %s, %d alive", node, got, time.Now().Format("15:04:05.000"), w.alive)
 				w.mu.Unlock()
 			}
 		}

@@ -24,9 +24,16 @@ import (
 // The fleet of the chaos compose file.
 const (
 	fleet = 100
-	lease = 6 * time.Second // --lease-duration of the simulated clients
-	renew = time.Second     // --renewal-interval
-	evict = time.Second     // eureka.server.eviction-interval-timer-in-ms
+	// selfApp is the application the nodes register themselves under
+	// (node/selfregister.go: spring.application.name, default "muster",
+	// upper-cased), as a Spring Eureka server does by default
+	// (eureka.client.register-with-eureka). Every node holds the three
+	// nodes' own instances besides the fleet: counts of the fleet leave
+	// them out, "every node identical" checks compare them too.
+	selfApp = "MUSTER"
+	lease   = 6 * time.Second // --lease-duration of the simulated clients
+	renew   = time.Second     // --renewal-interval
+	evict   = time.Second     // eureka.server.eviction-interval-timer-in-ms
 )
 
 var (
@@ -101,7 +108,7 @@ func main() {
 	failed := 0
 	out.printf("\n=== summary\n")
 	for _, r := range reports {
-		out.printf("%-10s %s  (%s)\n", r.name, r.verdict(), r.elapsed.Round(time.Second))
+		out.printf("%-11s %s  (%s)\n", r.name, r.verdict(), r.elapsed.Round(time.Second))
 		if !r.passed() {
 			failed++
 		}
@@ -164,9 +171,13 @@ func up(ctx context.Context, b *bench, r *report) error {
 			if err != nil {
 				return false, fmt.Sprintf("%s: %v", n, err)
 			}
-			if !st.OpenForTraffic || st.Registry.Instances != fleet || st.SelfPreservation.WarmingUp || st.SelfPreservation.Active {
-				return false, fmt.Sprintf("%s: open %v, %d instances, warming up %v, self-preservation %v", n,
-					st.OpenForTraffic, st.Registry.Instances, st.SelfPreservation.WarmingUp, st.SelfPreservation.Active)
+			v, err := b.nodeView(ctx, n)
+			if err != nil {
+				return false, fmt.Sprintf("%s: %v", n, err)
+			}
+			if !st.OpenForTraffic || v.fleet() != fleet || v.self() != len(nodes) || st.SelfPreservation.WarmingUp || st.SelfPreservation.Active {
+				return false, fmt.Sprintf("%s: open %v, %d fleet instances and %d of %s, warming up %v, self-preservation %v", n,
+					st.OpenForTraffic, v.fleet(), v.self(), selfApp, st.SelfPreservation.WarmingUp, st.SelfPreservation.Active)
 			}
 		}
 		return true, ""
@@ -186,8 +197,8 @@ func up(ctx context.Context, b *bench, r *report) error {
 	if err := b.checkSecured(ctx); err != nil {
 		return err
 	}
-	r.step("cluster up: 3 nodes ready, each dashboard lists the other two as available replicas, %d instances on each, renewal window complete (%s); secured: auth, TLS with client-auth need, signed replication, encrypted gossip, a caller without a client certificate or credentials refused",
-		fleet, took.Round(100*time.Millisecond))
+	r.step("cluster up: 3 nodes ready, each dashboard lists the other two as available replicas, %d fleet instances and the 3 nodes' own (%s) on each, renewal window complete (%s); secured: auth, TLS with client-auth need, signed replication, encrypted gossip, a caller without a client certificate or credentials refused",
+		fleet, selfApp, took.Round(100*time.Millisecond))
 	return nil
 }
 

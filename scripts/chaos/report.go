@@ -10,10 +10,9 @@ import (
 // logger writes timestamped lines.
 type logger struct {
 	// mu guards w, so that lines from concurrent scenarios do not interleave.
-	mu  sync.Mutex
-	w   io.Writer
-	t0  time.Time
-	raw bool
+	mu sync.Mutex
+	w  io.Writer
+	t0 time.Time
 }
 
 func newLogger(w io.Writer) *logger { return &logger{w: w, t0: time.Now()} }

@@ -38,8 +38,9 @@ func clientStats(ctx context.Context, b *bench, services ...string) (map[string]
 	return out, nil
 }
 
-// converged holds when every listed node has want instances and the very
-// same view (instance ids, statuses, hashcode).
+// converged holds when every listed node has want instances besides the
+// nodes' own and the very same view (instance ids, statuses, hashcode; the
+// nodes' own instances included).
 func converged(ctx context.Context, b *bench, want int, names ...string) (bool, string) {
 	var first view
 	for i, n := range names {
@@ -47,8 +48,8 @@ func converged(ctx context.Context, b *bench, want int, names ...string) (bool, 
 		if err != nil {
 			return false, fmt.Sprintf("%s: %v", n, err)
 		}
-		if len(v.instances) != want {
-			return false, fmt.Sprintf("%s holds %d instances, want %d", n, len(v.instances), want)
+		if v.fleet() != want {
+			return false, fmt.Sprintf("%s holds %d instances besides the nodes' own, want %d", n, v.fleet(), want)
 		}
 		if i == 0 {
 			first = v
@@ -106,14 +107,14 @@ func partition(ctx context.Context, b *bench, r *report) error {
 	var mu sync.Mutex
 	for time.Since(cut) < hold {
 		eachNode(nodes, func(n string) {
-			st, err := b.nodeStatus(ctx, n)
+			st, held, err := b.fleetStatus(ctx, n)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				r.fail("%s status during the partition: %v", n, err)
 				return
 			}
-			minInstances[n] = min(minInstances[n], st.Registry.Instances)
+			minInstances[n] = min(minInstances[n], held)
 			maxEvictions[n] = max(maxEvictions[n], st.Registry.Evictions-before[n].Registry.Evictions)
 			if n == "node-c" && st.SelfPreservation.Active && activeAfter < 0 {
 				activeAfter = time.Since(cut)
@@ -237,7 +238,7 @@ func crash(ctx context.Context, b *bench, r *report) error {
 	if errA != nil || errB != nil {
 		return fmt.Errorf("views: %v %v", errA, errB)
 	}
-	r.step("node-b ready %s after start, holding %d instances (%s)", readyAfter.Round(100*time.Millisecond), len(vb.instances), vb.hashcode)
+	r.step("node-b ready %s after start, holding %d instances and %d of %s (%s)", readyAfter.Round(100*time.Millisecond), vb.fleet(), vb.self(), selfApp, vb.hashcode)
 	logs, _ := b.logs(ctx, "node-b")
 	synced := strings.Contains(logs, "syncUp: registry copied")
 
@@ -248,11 +249,11 @@ func crash(ctx context.Context, b *bench, r *report) error {
 	}
 	empty := emptyRegistrySeen(ctx, b, r)
 
-	r.figure("node-b: ready %s after start, %d instances at that moment, hashcode %s (node-a %s)",
-		readyAfter.Round(100*time.Millisecond), len(vb.instances), vb.hashcode, va.hashcode)
+	r.figure("node-b: ready %s after start, %d instances (besides the nodes' own) at that moment, hashcode %s (node-a %s)",
+		readyAfter.Round(100*time.Millisecond), vb.fleet(), vb.hashcode, va.hashcode)
 	r.figure("clients' full fetches that came back empty: %d", empty)
 	r.check(synced, "node-b copied the registry from a peer (syncUp) before opening")
-	r.check(vb.equal(va) && len(vb.instances) == want, "node-b held the same %d instances and hashcode as node-a when it turned ready", want)
+	r.check(vb.equal(va) && vb.fleet() == want, "node-b held the same %d instances and hashcode as node-a when it turned ready", want)
 	r.check(empty == 0, "no client saw an empty registry")
 	for _, n := range []string{"node-a", "node-c"} {
 		r.check(after[n].Registry.Evictions == before[n].Registry.Evictions, "%s evicted nothing", n)
@@ -300,13 +301,13 @@ func rolling(ctx context.Context, b *bench, r *report) error {
 		for i := 0; i < 3; i++ {
 			time.Sleep(time.Second)
 			for _, o := range others {
-				st, err := b.nodeStatus(ctx, o)
+				st, held, err := b.fleetStatus(ctx, o)
 				if err != nil {
 					r.fail("%s status while %s is down: %v", o, n, err)
 					continue
 				}
-				if st.Registry.Instances != fleet || st.Registry.Evictions != 0 {
-					r.fail("%s holds %d instances, evicted %d, while %s is down", o, st.Registry.Instances, st.Registry.Evictions, n)
+				if held != fleet || st.Registry.Evictions != 0 {
+					r.fail("%s holds %d fleet instances, evicted %d, while %s is down", o, held, st.Registry.Evictions, n)
 				}
 			}
 		}
@@ -319,18 +320,18 @@ func rolling(ctx context.Context, b *bench, r *report) error {
 		if err != nil {
 			return err
 		}
-		st, err := b.nodeStatus(ctx, n)
+		_, held, err := b.fleetStatus(ctx, n)
 		if err != nil {
 			return err
 		}
 		conv, err := waitUntil(ctx, 30*time.Second, 250*time.Millisecond, func() (bool, string) {
 			return converged(ctx, b, fleet, nodes...)
 		})
-		r.step("%s ready %s after start with %d instances; all nodes identical %s later", n,
-			ready.Round(100*time.Millisecond), st.Registry.Instances, conv.Round(100*time.Millisecond))
-		r.figure("%s: ready %s after start, %d of %d instances when ready", n, ready.Round(100*time.Millisecond), st.Registry.Instances, fleet)
+		r.step("%s ready %s after start with %d fleet instances; all nodes identical %s later", n,
+			ready.Round(100*time.Millisecond), held, conv.Round(100*time.Millisecond))
+		r.figure("%s: ready %s after start, %d of %d instances when ready", n, ready.Round(100*time.Millisecond), held, fleet)
 		r.check(err == nil, "after restarting %s every node holds the same %d instances (%v)", n, fleet, errString(err))
-		r.check(st.Registry.Instances == fleet, "%s held all %d instances when it turned ready", n, fleet)
+		r.check(held == fleet, "%s held all %d instances when it turned ready", n, fleet)
 	}
 	all, err := statuses(ctx, b, nodes...)
 	if err != nil {
@@ -405,13 +406,14 @@ func deaths(ctx context.Context, b *bench, r *report) error {
 			n, took.Round(10*time.Millisecond), lease, evict, bound, jitter)
 		r.check(len(at) == 10 && took <= bound+jitter, "%s evicted all 10 within the bound", n)
 	}
-	mid, err := statuses(ctx, b, nodes...)
-	if err != nil {
-		return err
-	}
 	for _, n := range nodes {
-		r.check(mid[n].Registry.Evictions-before[n].Registry.Evictions == 10 && mid[n].Registry.Instances == fleet-10,
-			"%s evicted exactly the 10 dead instances and holds %d", n, fleet-10)
+		st, held, err := b.fleetStatus(ctx, n)
+		if err != nil {
+			return err
+		}
+		r.check(st.Registry.Evictions-before[n].Registry.Evictions == 10 && held == fleet-10,
+			"%s evicted exactly the 10 dead instances and holds %d (%d evictions, %d held)", n, fleet-10,
+			st.Registry.Evictions-before[n].Registry.Evictions, held)
 	}
 
 	if err := b.start(ctx, "clients-d"); err != nil {
@@ -419,12 +421,12 @@ func deaths(ctx context.Context, b *bench, r *report) error {
 	}
 	if _, err := waitUntil(ctx, time.Minute, 500*time.Millisecond, func() (bool, string) {
 		for _, n := range nodes {
-			st, err := b.nodeStatus(ctx, n)
+			st, held, err := b.fleetStatus(ctx, n)
 			if err != nil {
 				return false, err.Error()
 			}
-			if st.Registry.Instances != fleet || st.SelfPreservation.Active {
-				return false, fmt.Sprintf("%s: %d instances, self-preservation %v", n, st.Registry.Instances, st.SelfPreservation.Active)
+			if held != fleet || st.SelfPreservation.Active {
+				return false, fmt.Sprintf("%s: %d fleet instances, self-preservation %v", n, held, st.SelfPreservation.Active)
 			}
 		}
 		return true, ""
@@ -452,7 +454,7 @@ func deaths(ctx context.Context, b *bench, r *report) error {
 	}
 	for time.Since(killed) < 3*lease+5*time.Second {
 		eachNode(nodes, func(n string) {
-			st, err := b.nodeStatus(ctx, n)
+			st, held, err := b.fleetStatus(ctx, n)
 			if err != nil {
 				r.fail("%s status: %v", n, err)
 				return
@@ -463,7 +465,7 @@ func deaths(ctx context.Context, b *bench, r *report) error {
 				seen = err == nil && strings.Contains(page, emergency)
 			}
 			mu.Lock()
-			minInstances[n] = min(minInstances[n], st.Registry.Instances)
+			minInstances[n] = min(minInstances[n], held)
 			banner[n] = banner[n] || seen
 			mu.Unlock()
 		})
@@ -541,12 +543,12 @@ func failover(ctx context.Context, b *bench, r *report) error {
 	minInstances := map[string]int{"node-b": fleet, "node-c": fleet}
 	for time.Now().Before(end) {
 		for _, n := range []string{"node-b", "node-c"} {
-			st, err := b.nodeStatus(ctx, n)
+			st, held, err := b.fleetStatus(ctx, n)
 			if err != nil {
 				r.fail("%s: %v", n, err)
 				continue
 			}
-			minInstances[n] = min(minInstances[n], st.Registry.Instances)
+			minInstances[n] = min(minInstances[n], held)
 			if st.Registry.Evictions != 0 {
 				r.fail("%s evicted %d instances", n, st.Registry.Evictions)
 			}

@@ -20,17 +20,25 @@ import (
 //     the body deadline closes them;
 //   - a registration flood refused at muster.max-instances: the heartbeat
 //     rate while it runs, next to the quiet rate in alternating rounds.
+//
+// The node registers itself (eureka.client.register-with-eureka, on by
+// default as in Spring), and its own instance counts against
+// muster.max-instances like any other: the limit is the fleet plus that
+// one, so that the whole fleet fits and every new instance after it is
+// refused (with the limit at the fleet's size, the fleet's last
+// registration was refused with 503).
 func (e *benchEnv) abuse() error {
-	const deadline = 3 * time.Second
+	deadline := benchPick(e.smoke, 3*time.Second, time.Second)
+	limit := e.fleetN
 	c, err := e.startChild("abuse-muster", "muster",
-		"--set", "muster.max-instances=10000", "--set", fmt.Sprintf("muster.body-read-timeout-ms=%d", deadline.Milliseconds()))
+		"--set", fmt.Sprintf("muster.max-instances=%d", limit+1), "--set", fmt.Sprintf("muster.body-read-timeout-ms=%d", deadline.Milliseconds()))
 	if err != nil {
 		return err
 	}
-	if err := e.abuseSlowConnections(c, 50, deadline); err != nil {
+	if err := e.abuseSlowConnections(c, benchPick(e.smoke, 50, 10), deadline); err != nil {
 		return err
 	}
-	return e.abuseRefusedFlood(c, 10_000)
+	return e.abuseRefusedFlood(c, limit)
 }
 
 func (e *benchEnv) abuseSlowConnections(c *benchChild, n int, deadline time.Duration) error {
@@ -152,8 +160,8 @@ func (e *benchEnv) abuseRefusedFlood(c *benchChild, limit int) error {
 			}
 		}
 	}
-	if st, err := c.status(); err != nil || st.Instances != limit {
-		return fmt.Errorf("after the flood: %+v %v (want %d instances)", st, err, limit)
+	if st, err := c.status(); err != nil || st.Fleet != limit || st.Own != 1 {
+		return fmt.Errorf("after the flood: %+v %v (want the fleet of %d and the node's own instance)", st, err, limit)
 	}
 	ratio := loud.res.RPS() / quiet.res.RPS()
 	e.addCompared("abuse", "heartbeats/s while a registration flood is refused", loud.res.RPS(), quiet.res.RPS(), "req/s", "", nil,
@@ -163,7 +171,7 @@ func (e *benchEnv) abuseRefusedFlood(c *benchChild, limit int) error {
 		floodRate = float64(floodRes.Requests) / floodRes.Elapsed.Seconds()
 	}
 	e.add(benchRow{Scenario: "abuse", Figure: "refused registrations/s during the flood", Value: floodRate, Unit: "req/s",
-		Note: fmt.Sprintf("%d flood connections against muster.max-instances=%d; statuses %v", flood.Concurrency, limit, floodRes.Status)})
+		Note: fmt.Sprintf("%d flood connections against muster.max-instances=%d (the fleet and the node's own registration); statuses %v", flood.Concurrency, limit+1, floodRes.Status)})
 	if bad := loud.res.NotOK(); bad > 0 {
 		e.add(benchRow{Scenario: "abuse", Figure: "failed heartbeats during the flood", Value: float64(bad), Target: "0", Met: benchBool(false),
 			Note: fmt.Sprintf("statuses %v, first error %v", loud.res.Status, loud.res.FirstErr)})

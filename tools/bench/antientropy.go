@@ -231,10 +231,13 @@ func (pr *benchAEPair) inSync() bool {
 }
 
 func (e *benchEnv) antiEntropy() error {
-	sizes := []int{10_000, benchBigN}
+	sizes := []int{e.fleetN, e.bigN}
 	window := 15 * time.Second
 	if e.quick {
-		sizes, window = []int{10_000}, 5*time.Second
+		sizes, window = []int{e.fleetN}, 5*time.Second
+	}
+	if e.smoke {
+		window = 1500 * time.Millisecond
 	}
 	for i, n := range sizes {
 		pr, err := e.startAEPair(n)
@@ -243,7 +246,7 @@ func (e *benchEnv) antiEntropy() error {
 		}
 		err = e.aeInSync(pr, window)
 		if err == nil && i == 0 {
-			err = e.aeConverge(pr, 1000)
+			err = e.aeConverge(pr, benchPick(e.smoke, 1000, 50))
 		}
 		pr.close()
 		if err != nil {
@@ -261,7 +264,7 @@ func (e *benchEnv) antiEntropy() error {
 // with the link cut (a round that cannot connect costs a refused dial),
 // and the quietest of each kind are compared.
 func (e *benchEnv) aeInSync(pr *benchAEPair, window time.Duration) error {
-	time.Sleep(5 * time.Second) // replication idle, the fleet's garbage collected
+	time.Sleep(benchPick(e.smoke, 5*time.Second, time.Second)) // replication idle, the fleet's garbage collected
 	const windows = 3
 	part := window / windows
 	var wire, rounds, asks int64
@@ -321,7 +324,7 @@ func (e *benchEnv) aeInSync(pr *benchAEPair, window time.Duration) error {
 // at B with the link cut (no rounds of the nodes' own meanwhile): B's CPU
 // per answer, measured over many, stands well above B's idle CPU.
 func (e *benchEnv) aeAnswerCPU(pr *benchAEPair) error {
-	const n = 20_000
+	n := benchPick(e.smoke, 20_000, 500)
 	root, err := benchRoot(pr.a)
 	if err != nil {
 		return err
@@ -330,7 +333,7 @@ func (e *benchEnv) aeAnswerCPU(pr *benchAEPair) error {
 	pr.setCut(true)
 	defer pr.setCut(false)
 	cpu0 := pr.b.cpu()
-	res, err := e.load(pr.b, loadgen.Config{Total: n, Concurrency: 4, Next: func(w int, seq uint64) loadgen.Request {
+	res, err := e.load(pr.b, loadgen.Config{Total: uint64(n), Concurrency: 4, Next: func(w int, seq uint64) loadgen.Request {
 		return loadgen.Request{Method: http.MethodPost, Path: "/eureka/peerreplication/digest", Header: "Content-Type: application/json\r\n", Body: body}
 	}})
 	cpu := pr.b.cpu() - cpu0
@@ -340,7 +343,7 @@ func (e *benchEnv) aeAnswerCPU(pr *benchAEPair) error {
 	if res.NotOK() > 0 {
 		return fmt.Errorf("root digest requests to B: %d of %d failed (statuses %v, first error %v)", res.NotOK(), n, res.Status, res.FirstErr)
 	}
-	per := float64(cpu) / float64(time.Microsecond) / n
+	per := float64(cpu) / float64(time.Microsecond) / float64(n)
 	e.add(benchRow{Scenario: "antientropy", Figure: "in sync, " + benchSize(pr.size) + ": CPU to answer a round", Value: per, Unit: "µs",
 		Note: fmt.Sprintf("%d root-only digest requests driven at B (4 conns, %.0f/s), B's CPU ÷ requests; the asking side's part is the same exchange from the client end", n, res.RPS())})
 	return nil

@@ -3,7 +3,11 @@
 // echo server driven by the same load generator, alternating with the node
 // under test). Speed is reported, never asserted.
 //
-//	go run ./tools/bench [--quick] [--only heartbeat,fetch,...] [--java] [--million] [--out FILE]
+//	go run ./tools/bench [--quick | --smoke] [--only heartbeat,fetch,...] [--java] [--million] [--out FILE]
+//
+// --smoke runs every scenario (million included; java with --java) at a
+// tiny size, one short round each, and fails when a scenario fails: a
+// check that each scenario's code still runs, for CI, not a measurement.
 //
 // The node under test is package node, the assembly `muster serve` runs,
 // started by this binary re-run as `bench node` in a child process; the
@@ -76,7 +80,8 @@ var benchOnDemand = []string{"million", "java"}
 func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "smaller sizes and shorter runs (the whole run takes under 2 minutes)")
+	quick := fs.Bool("quick", false, "smaller sizes and shorter runs (the whole run takes a few minutes)")
+	smoke := fs.Bool("smoke", false, "every scenario (million included, java with --java) at a tiny size and one short round, about a minute: checks that each runs, measures nothing; exits non-zero when one fails or has failed requests")
 	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(benchScenarios, ","))
 	out := fs.String("out", "bench-results.json", "where to write the results as JSON (empty: nowhere)")
 	conc := fs.Int("concurrency", 64, "connections of the load generator")
@@ -105,7 +110,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	selected := map[string]bool{}
 	if *only == "" {
 		for _, s := range benchScenarios {
-			selected[s] = !slices.Contains(benchOnDemand, s)
+			// A smoke run leaves out only the JVM (the million scenario
+			// is a size like any other there).
+			selected[s] = !slices.Contains(benchOnDemand, s) || *smoke && s == "million"
 		}
 	} else {
 		for _, s := range strings.Split(*only, ",") {
@@ -130,16 +137,29 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	e := &benchEnv{
-		ctx: ctx, quick: *quick, conc: *conc, client: lc, sets: sets, verbose: *verbose,
+		ctx: ctx, quick: *quick || *smoke, smoke: *smoke, conc: *conc, client: lc, sets: sets, verbose: *verbose,
 		tmpDir: tmp, profileDir: *profileDir, log: stderr,
 		rounds: 3, dur: 5 * time.Second, warmup: 2 * time.Second, millionN: *millionN,
-	}
-	if e.millionN < benchPerApp {
-		return fmt.Errorf("bench: --million-size %d is too small", e.millionN)
+		fleetN: benchFleetN, bigN: benchBigN,
 	}
 	if e.quick {
 		e.rounds, e.dur, e.warmup = 2, 1500*time.Millisecond, 500*time.Millisecond
+	}
+	if e.smoke {
+		e.rounds, e.dur, e.warmup = 1, 300*time.Millisecond, 100*time.Millisecond
+		e.fleetN, e.bigN = benchSmokeFleetN, benchSmokeBigN
+		if !set["million-size"] {
+			e.millionN = benchSmokeMillionN
+		}
+		if !set["fetch-sizes"] {
+			*fetchSizes = strconv.Itoa(e.bigN)
+		}
+	}
+	if e.millionN < benchPerApp {
+		return fmt.Errorf("bench: --million-size %d is too small", e.millionN)
 	}
 	if *rounds > 0 {
 		e.rounds = *rounds
@@ -169,6 +189,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	e.version = benchNodeVersion()
 
 	started := time.Now()
+	if e.smoke {
+		e.logf("smoke run: every scenario at a tiny size (fleet %d, big registry %d, million %d), 1 round of %s; the figures measure nothing", e.fleetN, e.bigN, e.millionN, e.dur)
+	}
 	e.logf("bench of %s (node %s): %s, %d cores, %s; client %s, concurrency %d, %d rounds of %s (warm-up %s); logs in %s",
 		e.self, e.version, benchCPUModel(), runtime.NumCPU(), runtime.Version(), lc, e.conc, e.rounds, e.dur, e.warmup, tmp)
 	// memory runs before fetch: both use the 100k server, and memory must
@@ -181,7 +204,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		t0 := time.Now()
 		e.logf("== %s", s)
-		if err := benchRunScenario(e, s); err != nil {
+		rows0 := len(e.rows)
+		err := benchRunScenario(e, s)
+		if err == nil && e.smoke {
+			err = benchFailedRows(e.rows[rows0:])
+		}
+		if err != nil {
 			e.logf("   %s failed: %v", s, err)
 			failures = append(failures, s+": "+err.Error())
 			e.add(benchRow{Scenario: s, Figure: "FAILED", Note: err.Error()})
@@ -194,7 +222,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 	rep := benchReport{
 		Machine:  benchMachine(e.version),
-		Settings: benchSettings{Quick: e.quick, Client: lc.String(), Concurrency: e.conc, Rounds: e.rounds, RoundSeconds: e.dur.Seconds(), WarmupSeconds: e.warmup.Seconds(), Sets: sets},
+		Settings: benchSettings{Quick: e.quick, Smoke: e.smoke, Client: lc.String(), Concurrency: e.conc, Rounds: e.rounds, RoundSeconds: e.dur.Seconds(), WarmupSeconds: e.warmup.Seconds(), Sets: sets},
 		Started:  started.UTC().Format(time.RFC3339),
 		Seconds:  math.Round(time.Since(started).Seconds()*10) / 10,
 		Results:  e.sortedRows(),
@@ -271,10 +299,46 @@ func benchRunScenario(e *benchEnv, s string) error {
 	return fmt.Errorf("no scenario %q", s)
 }
 
+// The scenarios' registry sizes: fleetN (10k) for most, bigN (100k) for
+// memory, fetch, dashboard and the second sizes of antientropy and dns;
+// --smoke's tiny ones instead.
+const (
+	benchFleetN        = 10_000
+	benchSmokeFleetN   = 500
+	benchSmokeBigN     = 2_500 // dashboard's app page is SERVICE-0042
+	benchSmokeMillionN = 5_000
+)
+
+// benchPick is full, or tiny in a smoke run.
+func benchPick[T any](smoke bool, full, tiny T) T {
+	if smoke {
+		return tiny
+	}
+	return full
+}
+
+// benchFailedRows is an error naming the rows of failed requests, which a
+// smoke run counts as the scenario failing.
+func benchFailedRows(rows []benchRow) error {
+	var bad []string
+	for _, r := range rows {
+		if strings.HasPrefix(r.Figure, "failed ") || strings.Contains(r.Figure, ": failed ") {
+			bad = append(bad, fmt.Sprintf("%s: %s (%s)", r.Figure, benchFormat(r.Value), r.Note))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s", strings.Join(bad, "; "))
+}
+
 // benchEnv is one bench run: its knobs, its child processes and its rows.
 type benchEnv struct {
 	ctx        context.Context
-	quick      bool
+	quick      bool // also set by smoke
+	smoke      bool
+	fleetN     int // the usual fleet: 10k, smoke 500
+	bigN       int // the large registry: 100k, smoke 2500
 	rounds     int
 	dur        time.Duration
 	warmup     time.Duration
@@ -336,11 +400,17 @@ type benchRow struct {
 	Target   string   `json:"target,omitempty"`
 	Met      *bool    `json:"met,omitempty"`
 	Note     string   `json:"note,omitempty"`
+	// NotMeasured: the row has no value, and Note says why (a
+	// side-by-side row whose two sides did not hold the same fleet).
+	NotMeasured bool `json:"notMeasured,omitempty"`
 }
 
 func (e *benchEnv) add(r benchRow) {
 	e.rows = append(e.rows, r)
 	line := fmt.Sprintf("   %-44s %s %s", r.Figure, benchFormat(r.Value), r.Unit)
+	if r.NotMeasured {
+		line = fmt.Sprintf("   %-44s %s", r.Figure, r.Note)
+	}
 	if r.Ceiling != nil {
 		line += fmt.Sprintf("  (ceiling %s, ratio %.2f)", benchFormat(*r.Ceiling), *r.Ratio)
 	}
@@ -407,6 +477,7 @@ type benchReport struct {
 
 type benchSettings struct {
 	Quick         bool     `json:"quick"`
+	Smoke         bool     `json:"smoke,omitempty"` // tiny sizes: the figures measure nothing
 	Client        string   `json:"client"`
 	Concurrency   int      `json:"concurrency"`
 	Rounds        int      `json:"rounds"`
@@ -468,7 +539,7 @@ func benchMemTotal() uint64 {
 func benchPrintTable(w io.Writer, rep benchReport) {
 	m := rep.Machine
 	fmt.Fprintf(w, "\nbench of muster %s (%s) on %s, %d cores, %d MiB, Linux %s, %s, %s; %.0f s",
-		m.Muster, map[bool]string{true: "quick", false: "normal"}[rep.Settings.Quick], m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
+		m.Muster, benchMode(rep.Settings), m.CPU, m.Cores, m.MemoryMiB, m.Kernel, m.GoVersion, m.Date, rep.Seconds)
 	fmt.Fprintf(w, "\nload: %s client, %d connections, %d rounds × %.1f s alternating with the ceiling\n\n",
 		rep.Settings.Client, rep.Settings.Concurrency, rep.Settings.Rounds, rep.Settings.RoundSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -485,11 +556,24 @@ func benchPrintTable(w io.Writer, rep benchReport) {
 			met = benchYesNo(*r.Met)
 		}
 		val := strings.TrimSpace(benchFormat(r.Value) + " " + r.Unit)
-		if r.Figure == "FAILED" {
+		switch {
+		case r.Figure == "FAILED":
 			val = ""
+		case r.NotMeasured:
+			val = "not measured"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Figure, val, ceil, ratio, r.Target, met, r.Note)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nratio = value ÷ ceiling (for rates higher is better; for latencies and CPU lower is)")
+}
+
+func benchMode(s benchSettings) string {
+	switch {
+	case s.Smoke:
+		return "smoke: tiny sizes, the figures measure nothing"
+	case s.Quick:
+		return "quick"
+	}
+	return "normal"
 }

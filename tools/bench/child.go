@@ -208,10 +208,14 @@ func (c *benchChild) gc() (proccontrol.GC, error) {
 }
 
 type benchNodeStatus struct {
-	Opened    bool   `json:"opened"`
-	Peers     int    `json:"peers"`
-	Instances int    `json:"instances"`
-	Version   uint64 `json:"version"`
+	Opened    bool `json:"opened"`
+	Peers     int  `json:"peers"`
+	Instances int  `json:"instances"`
+	// Fleet is Instances but the nodes' own (each node registers itself
+	// as its app, MUSTER, as a user's node does); Own is those.
+	Fleet   int    `json:"fleet"`
+	Own     int    `json:"own"`
+	Version uint64 `json:"version"`
 	// SyncSeconds is how long the node's syncUp ran, SyncInstances what it
 	// copied.
 	SyncSeconds   float64 `json:"syncSeconds"`

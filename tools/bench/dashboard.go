@@ -47,7 +47,7 @@ func (e *benchEnv) dashboard() error {
 	if e.quick {
 		reps = 5
 	}
-	const sc = "dashboard 100k"
+	sc := "dashboard " + benchSize(e.bigN)
 	for _, p := range pages {
 		code, body, err := mu.api(http.MethodGet, p.path(100), nil, "Accept", "text/html", "Accept-Encoding", "gzip")
 		if err != nil || code != http.StatusOK {

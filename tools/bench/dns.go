@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -68,14 +69,24 @@ func dnsCeilingServe(addr string) (*mdns.Server, error) {
 	return srv, nil
 }
 
-// benchFreeUDPAddr is a loopback UDP address free right now.
+// benchFreeUDPAddr is a loopback address free right now for UDP and for
+// TCP alike: a DNS server listens on both (a free UDP port's TCP twin can
+// be a connection's local port on a busy machine).
 func benchFreeUDPAddr() (string, error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := ln.Addr().String()
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return addr, nil
+		}
 	}
-	defer pc.Close()
-	return pc.LocalAddr().String(), nil
+	return "", errors.New("no loopback port free for both UDP and TCP in 50 tries")
 }
 
 // dnsLoad sends queries made by next to addr from benchDNSConc UDP
@@ -157,7 +168,7 @@ func dnsLoad(ctx context.Context, addr string, d time.Duration, next func(rng *r
 }
 
 func (e *benchEnv) dns() error {
-	sizes := []int{10_000, benchBigN}
+	sizes := []int{e.fleetN, e.bigN}
 	if e.quick {
 		sizes = sizes[:1]
 	}
@@ -175,7 +186,7 @@ func (e *benchEnv) dns() error {
 		if err != nil {
 			return err
 		}
-		mu, err := e.startChild(fmt.Sprintf("dns-muster-%dk", n/1000), "muster",
+		mu, err := e.startChild("dns-muster-"+benchSize(n), "muster",
 			"--set", "muster.dns.enabled=true", "--set", "muster.dns.addr="+addr,
 			// The bench is one source asking as fast as it can: no per-source limit.
 			"--set", "muster.dns.rate-limit=0", "--set", "muster.dns.max-answers="+strconv.Itoa(benchDNSBigN))
@@ -206,7 +217,7 @@ func (e *benchEnv) dns() error {
 			if err != nil {
 				return err
 			}
-			what := fmt.Sprintf("%s queries (%dk instances, %d UDP clients)", kind.label, n/1000, benchDNSConc)
+			what := fmt.Sprintf("%s queries (%s instances, %d UDP clients)", kind.label, benchSize(n), benchDNSConc)
 			e.addCompared("dns", what+"/s", m.res.RPS(), b.res.RPS(), "queries/s", "", nil, roundRatios(m, b))
 			e.addCompared("dns", what+" latency p50", ms(m.res.Latency.Quantile(0.5)), ms(b.res.Latency.Quantile(0.5)), "ms", "", nil, "")
 			e.addCompared("dns", what+" latency p99", ms(m.res.Latency.Quantile(0.99)), ms(b.res.Latency.Quantile(0.99)), "ms", "", nil,

@@ -91,6 +91,10 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	if e.quick {
 		interval, rounds = 2*time.Second, 2
 	}
+	n := benchHCInstances
+	if e.smoke {
+		n = 200 // the interval and rounds stay: the interval is at least the probe timeout, and one round's window can miss a jittered round
+	}
 	ports, stop, err := benchHCServe()
 	if err != nil {
 		return err
@@ -114,7 +118,7 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	}
 	defer control.stop()
 	for _, c := range []*benchChild{probing, idle} {
-		res, err := e.load(c, loadgen.Config{Total: benchHCInstances, Next: func(w int, seq uint64) loadgen.Request {
+		res, err := e.load(c, loadgen.Config{Total: uint64(n), Next: func(w int, seq uint64) loadgen.Request {
 			i := int(seq)
 			return loadgen.Request{Method: http.MethodPost, Path: fmt.Sprintf("/eureka/apps/HC-%03d", i%benchHCApps),
 				Header: benchJSONBodyHeaders, Body: benchHCBody(i, ports[i%len(ports)], mode)}
@@ -132,7 +136,7 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	// The first round runs one interval after the node opened: wait for a
 	// whole round, then measure over whole rounds.
 	deadline := time.Now().Add(4*interval + 30*time.Second)
-	for probing.metric(okName) < benchHCInstances {
+	for probing.metric(okName) < float64(n) {
 		if time.Now().After(deadline) || e.ctx.Err() != nil {
 			return fmt.Errorf("no whole health-check round within %s (%v probes ok)", 4*interval, probing.metric(okName))
 		}
@@ -151,7 +155,7 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	// run in that gap, one after the other, in their own process.
 	var ctl benchDialResult
 	for range rounds {
-		r, err := control.dialCycles(mode, benchHCInstances, ports, "/actuator/health")
+		r, err := control.dialCycles(mode, n, ports, "/actuator/health")
 		if err != nil {
 			return err
 		}
@@ -182,9 +186,9 @@ func (e *benchEnv) healthCheckMode(mode string) error {
 	// probe of each instance per interval costs.
 	cost := max(cpuP-cpuI, 0)
 	perProbe := cost.Seconds() / (probes + fails) * 1e6 // µs
-	core := 100 * perProbe * benchHCInstances / 1e6 / interval.Seconds()
-	roundsSeen := (probes + fails) / benchHCInstances
-	what := fmt.Sprintf("%dk instances, %s interval", benchHCInstances/1000, interval)
+	core := 100 * perProbe * float64(n) / 1e6 / interval.Seconds()
+	roundsSeen := (probes + fails) / float64(n)
+	what := fmt.Sprintf("%s instances, %s interval", benchSize(n), interval)
 	ctlPer := ctl.CPUSeconds / float64(ctl.OK) * 1e6 // µs
 	cycle := "connect, close with a reset"
 	if mode == "http" {

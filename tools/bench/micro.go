@@ -31,6 +31,9 @@ func (e *benchEnv) micro() error {
 	if e.quick {
 		benchtime = "300ms"
 	}
+	if e.smoke {
+		benchtime = "1x" // each benchmark's code once
+	}
 	if err := flag.Set("test.benchtime", benchtime); err != nil {
 		return err
 	}
@@ -47,7 +50,7 @@ func (e *benchEnv) micro() error {
 			Note: fmt.Sprintf("%d allocs/op, %d B/op, %d ops", r.AllocsPerOp(), r.AllocedBytesPerOp(), r.N)})
 	}
 
-	const n10k = 10_000
+	n10k := e.fleetN
 	reg10k, err := benchRegistryOf(n10k)
 	if err != nil {
 		return err
@@ -90,7 +93,7 @@ func (e *benchEnv) micro() error {
 
 	// Register: new instances into a registry that grows to 100k, then
 	// starts again empty.
-	insts := make([]*registry.Instance, benchBigN)
+	insts := make([]*registry.Instance, e.bigN)
 	for i := range insts {
 		insts[i] = benchInstance(i)
 	}
@@ -110,8 +113,8 @@ func (e *benchEnv) micro() error {
 		}
 	}), "", nil)
 
-	for _, n := range []int{n10k, benchBigN} {
-		label := fmt.Sprintf("%dk", n/1000)
+	for _, n := range []int{n10k, e.bigN} {
+		label := benchSize(n)
 		// Register, then prune the delta queue as 3 minutes later: a
 		// rebuild in the steady state, not right after a mass registration.
 		var offset atomic.Int64

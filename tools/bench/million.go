@@ -123,12 +123,12 @@ func (e *benchEnv) million() error {
 	// The eviction run that forgets the fleet's arrivals comes two renewal
 	// windows (2 × 60 s) after the last, within one eviction interval
 	// (60 s); see millionWarm.
-	settled := time.Now().Add(3*time.Minute + 5*time.Second)
+	settled := time.Now().Add(benchPick(e.smoke, 3*time.Minute+5*time.Second, 0))
 	if res.NotOK() > 0 {
 		return fmt.Errorf("registering %d instances: %d failed (statuses %v, first error %v)", n, res.NotOK(), res.Status, res.FirstErr)
 	}
-	if st, err := mu.status(); err != nil || st.Instances != n {
-		return fmt.Errorf("after registering %d: %+v %v", n, st, err)
+	if st, err := mu.status(); err != nil || st.Fleet != n {
+		return fmt.Errorf("after registering %d: %+v %v (want a fleet of %d)", n, st, err, n)
 	}
 	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("registration of %s instances from cold, 64 conns", label), Value: res.Elapsed.Seconds(), Unit: "s",
 		Note: fmt.Sprintf("%.0f registrations/s, p99 %.1f ms; server CPU %.1f µs per registration (bodies made by the load generator as it sends)",
@@ -272,7 +272,7 @@ func (e *benchEnv) millionFirstFetch(mu *benchChild, label string) error {
 // node, a 10k node and the ceiling in the same rounds.
 func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle benchGCCycle, settled time.Time) error {
 	const sc = "million"
-	const small = 10_000
+	small := e.fleetN
 	bare, err := e.startChild("million-bare", "bare")
 	if err != nil {
 		return err
@@ -293,7 +293,7 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle b
 		return loadgen.Request{Method: http.MethodPut, Path: hb[benchMix(seq)%uint64(n)], Header: benchClientHeaders}
 	}}
 	smallCfg := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
-		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[benchMix(seq)%small], Header: benchClientHeaders}
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[benchMix(seq)%uint64(small)], Header: benchClientHeaders}
 	}}
 	// The control: the same bare route in a process that holds a settled
 	// registry of the same n instances it never touches. What it loses
@@ -402,14 +402,14 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle b
 // rounds, shows the steady state rather than the aftermath of the
 // measurement.
 func (e *benchEnv) millionWarm(mu *benchChild, cfg loadgen.Config, settled time.Time) (string, error) {
-	const most = 7 * time.Minute
+	most := benchPick(e.smoke, 7*time.Minute, 3*time.Second)
 	t0 := time.Now()
 	var renewals, sinceSettled uint64
 	var gc0 proccontrol.GC
 	var cpu0 time.Duration
 	isSettled := false
 	step := cfg
-	step.Duration = 5 * time.Second
+	step.Duration = benchPick(e.smoke, 5*time.Second, time.Second)
 	for time.Since(t0) < most {
 		if !isSettled && !time.Now().Before(settled) {
 			g, err := mu.gc()
@@ -449,6 +449,10 @@ func (e *benchEnv) millionWarm(mu *benchChild, cfg loadgen.Config, settled time.
 // cluster does.
 func (e *benchEnv) millionSync(mu *benchChild, n int, label string) error {
 	const sc = "million"
+	src, err := mu.status()
+	if err != nil {
+		return err
+	}
 	cpu0 := mu.cpu()
 	t0 := time.Now()
 	args := []string{"--set", "eureka.client.service-url.defaultZone=http://" + mu.API + "/eureka/"}
@@ -470,11 +474,13 @@ func (e *benchEnv) millionSync(mu *benchChild, n int, label string) error {
 	if err != nil {
 		return err
 	}
-	met := st.SyncInstances == n && st.Instances == n
+	// The copy is the source's whole registry: the fleet and the source's
+	// own registration.
+	met := st.SyncInstances == src.Instances && st.Fleet == n
 	e.add(benchRow{Scenario: sc, Figure: fmt.Sprintf("syncUp copy of %s instances to a new node", label), Value: st.SyncSeconds, Unit: "s",
 		Target: fmt.Sprintf("all %s copied", label), Met: benchBool(met),
-		Note: fmt.Sprintf("%d copied (%.0f/s); start to ready %.1f s; CPU: new node %.1f s, source %.1f s; new node's heap %.0f B/instance",
-			st.SyncInstances, float64(st.SyncInstances)/max(st.SyncSeconds, 1e-9), wall.Seconds(), dstCPU.Seconds(), srcCPU.Seconds(),
+		Note: fmt.Sprintf("%d copied (%.0f/s; the fleet and the source's own registration), fleet %d on the new node; start to ready %.1f s; CPU: new node %.1f s, source %.1f s; new node's heap %.0f B/instance",
+			st.SyncInstances, float64(st.SyncInstances)/max(st.SyncSeconds, 1e-9), st.Fleet, wall.Seconds(), dstCPU.Seconds(), srcCPU.Seconds(),
 			float64(mem.HeapAlloc)/float64(n))})
 	b.stop()
 	return nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -32,7 +33,7 @@ import (
 //
 //	GET  /cpu                   user+system CPU seconds of this process
 //	GET  /mem[?free=1]          heap after two GCs, RSS (optionally after FreeOSMemory)
-//	GET  /status                opened, peers, instances, version, syncUp's duration and copy
+//	GET  /status                opened, peers, instances (fleet: all but the nodes' own), version, syncUp's duration and copy
 //	GET  /snapshot              build the registry snapshot
 //	GET  /watch?app&id[&status] flush "armed", then answer when the registry shows it
 //	GET  /profile?seconds=N     CPU profile of this process (kind=heap: heap profile)
@@ -64,14 +65,14 @@ func nodeCmd(args []string, stdout, stderr io.Writer) error {
 				return proccontrol.Ready{}, nil, err
 			}
 		}
-		n, err := benchStartNode(ctx, *name, *clustered, *fastGossip, *join, sets, stderr)
+		n, own, err := benchStartNode(ctx, *name, *clustered, *fastGossip, *join, sets, stderr)
 		if *startProfile != "" {
 			pprof.StopCPUProfile()
 		}
 		if err != nil {
 			return proccontrol.Ready{}, nil, err
 		}
-		benchNodeControl(ctl, n)
+		benchNodeControl(ctl, n, own)
 		return proccontrol.Ready{Mode: "muster", PID: os.Getpid(), API: n.Addr(), Gossip: n.GossipAddr()}, n.Shutdown, nil
 	})
 }
@@ -98,11 +99,14 @@ func benchNodeSets(name string, clustered bool, join string) []string {
 	return sets
 }
 
-func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool, join string, extra []string, stderr io.Writer) (*node.Node, error) {
+// benchStartNode starts the node and returns it with the name of the
+// app it registers itself as (spring.application.name, upper case).
+func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool, join string, extra []string, stderr io.Writer) (*node.Node, string, error) {
 	s, _, err := settings.LoadSettings("", nil, append(benchNodeSets(name, clustered, join), extra...))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	own := strings.ToUpper(s.AppName)
 	logger := logging.New(stderr, s.LogLevel, s.LogFormat).With().Str("node", name).Logger()
 	var opts node.Options
 	if clustered && fastGossip {
@@ -110,29 +114,35 @@ func benchStartNode(ctx context.Context, name string, clustered, fastGossip bool
 	}
 	n, err := node.New(s, logger, opts)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := n.Start(ctx); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	select {
 	case <-n.Opened():
 	case <-time.After(10 * time.Minute): // syncUp of a 1M-instance registry takes a while
-		return nil, errors.New("bench node: the node did not open for traffic within 10 minutes")
+		return nil, "", errors.New("bench node: the node did not open for traffic within 10 minutes")
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, "", ctx.Err()
 	}
-	return n, nil
+	return n, own, nil
 }
 
-// benchNodeControl adds the endpoints about the node.
-func benchNodeControl(ctl *http.ServeMux, n *node.Node) {
+// benchNodeControl adds the endpoints about the node. ownApp is the app
+// the node registers itself as (eureka.client.register-with-eureka, on by
+// default as in Spring): every node of a cluster registers as that app, so
+// the bench's fleet is every instance but that app's.
+func benchNodeControl(ctl *http.ServeMux, n *node.Node, ownApp string) {
 	ctl.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		took, synced := n.SyncUp() // written before Opened, which benchStartNode waited for
+		sizes := n.Registry().AppSizes(0, nil)
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"opened":        n.Ready(),
 			"peers":         len(n.Peers()),
 			"instances":     n.Registry().Len(),
+			"fleet":         benchFleetCount(sizes, ownApp),
+			"own":           sizes[ownApp],
 			"version":       n.Registry().Version(),
 			"syncSeconds":   took.Seconds(),
 			"syncInstances": synced.Instances,
@@ -172,4 +182,17 @@ func benchNodeControl(ctl *http.ServeMux, n *node.Node) {
 		}
 		fmt.Fprintf(w, "%d\n", time.Now().UnixNano())
 	})
+}
+
+// benchFleetCount is how many instances of the bench's fleet a node holds:
+// every app's instances but the nodes' own app's (a node registers itself,
+// and a cluster's nodes each register as that app).
+func benchFleetCount(appSizes map[string]int, ownApp string) int {
+	n := 0
+	for app, k := range appSizes {
+		if !strings.EqualFold(app, ownApp) {
+			n += k
+		}
+	}
+	return n
 }

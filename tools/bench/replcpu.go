@@ -16,7 +16,7 @@ import (
 
 // ---- 8. What replication costs in CPU ----
 //
-// Receiver: one node, 10k instances, driven in alternating rounds with
+// Receiver: one node, 10k instances (e.fleetN), driven in alternating rounds with
 // clients' heartbeats (PUT /eureka/apps/{app}/{id}) and with peers'
 // batches of heartbeats (POST /eureka/peerreplication/batch, 250 items as
 // replication.EncodeBatch writes them); the node's CPU per heartbeat
@@ -28,7 +28,6 @@ import (
 // same layout without replication or gossip).
 
 const (
-	benchReplN        = 10_000
 	benchReplBatch    = 250 // replication's MaxBatchSize
 	benchReplHeader   = "Content-Type: application/json\r\nAccept: application/json\r\nX-Netflix-Discovery-Replication: true\r\nUser-Agent: Muster-Replication\r\n"
 	benchReplConns    = 2    // two peers, one batch in flight each
@@ -69,16 +68,16 @@ func (e *benchEnv) replReceiver() error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.registerFleet(r, 0, benchReplN); err != nil {
+	if _, err := e.registerFleet(r, 0, e.fleetN); err != nil {
 		return err
 	}
-	bodies, err := benchHeartbeatBatches(benchReplN)
+	bodies, err := benchHeartbeatBatches(e.fleetN)
 	if err != nil {
 		return err
 	}
-	f := benchFleetOf(benchReplN)
+	f := benchFleetOf(e.fleetN)
 	direct := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
-		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%benchReplN], Header: benchClientHeaders}
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%uint64(e.fleetN)], Header: benchClientHeaders}
 	}}
 	batch := loadgen.Config{Concurrency: benchReplConns, Next: func(w int, seq uint64) loadgen.Request {
 		return loadgen.Request{Method: http.MethodPost, Path: "/eureka/peerreplication/batch", Header: benchReplHeader, Body: bodies[seq%uint64(len(bodies))]}
@@ -141,11 +140,12 @@ func (e *benchEnv) startCluster(prefix string) ([]*benchChild, error) {
 	})
 }
 
-// waitInstances waits until every node holds n instances.
+// waitInstances waits until every node holds the n instances of the
+// fleet (the nodes' own registrations are not the fleet's).
 func (e *benchEnv) waitInstances(nodes []*benchChild, n int) error {
-	return benchWait(e.ctx, 60*time.Second, fmt.Sprintf("%d instances on every node", n), func() bool {
+	return benchWait(e.ctx, 60*time.Second, fmt.Sprintf("%d fleet instances on every node", n), func() bool {
 		for _, nd := range nodes {
-			if st, err := nd.status(); err != nil || st.Instances != n {
+			if st, err := nd.status(); err != nil || st.Fleet != n {
 				return false
 			}
 		}
@@ -163,13 +163,13 @@ func (e *benchEnv) replCluster() error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.registerFleet(nodes[0], 0, benchReplN); err != nil {
+	if _, err := e.registerFleet(nodes[0], 0, e.fleetN); err != nil {
 		return err
 	}
-	if err := e.waitInstances(nodes, benchReplN); err != nil {
+	if err := e.waitInstances(nodes, e.fleetN); err != nil {
 		return err
 	}
-	if _, err := e.registerFleet(single, 0, benchReplN); err != nil {
+	if _, err := e.registerFleet(single, 0, e.fleetN); err != nil {
 		return err
 	}
 	// Three unclustered nodes, each with the whole fleet: the spread
@@ -182,15 +182,15 @@ func (e *benchEnv) replCluster() error {
 		if err != nil {
 			return err
 		}
-		if _, err := e.registerFleet(s, 0, benchReplN); err != nil {
+		if _, err := e.registerFleet(s, 0, e.fleetN); err != nil {
 			return err
 		}
 		solos = append(solos, s)
 	}
-	f := benchFleetOf(benchReplN)
+	f := benchFleetOf(e.fleetN)
 	interval := time.Duration(float64(benchClusterConns) / benchClusterRate * float64(time.Second))
 	hb := func(w int, seq uint64) loadgen.Request {
-		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[benchMix(seq)%benchReplN], Header: benchClientHeaders}
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[benchMix(seq)%uint64(e.fleetN)], Header: benchClientHeaders}
 	}
 	const items, batches = "muster_replication_items_total", "muster_replication_batches_total"
 	var sent, sentBatches float64
@@ -236,7 +236,8 @@ func (e *benchEnv) replCluster() error {
 	}
 	all := append(slices.Clone(nodes), single)
 	idle0 := idle(all)
-	time.Sleep(3 * time.Second)
+	quiet := benchPick(e.smoke, 3*time.Second, time.Second)
+	time.Sleep(quiet)
 	idle1 := idle(all)
 	var idleCluster time.Duration
 	for i := range nodes {
@@ -269,7 +270,7 @@ func (e *benchEnv) replCluster() error {
 	// it). The row judged is the one against three unclustered nodes.
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
 		fmt.Sprintf("for information (judged against its control, the unclustered row below); ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; idle CPU %.1f ms/s for the cluster, %.1f for the single node",
-			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1), float64(idleCluster.Microseconds())/3e3, float64(idleSingle.Microseconds())/3e3))
+			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1), float64(idleCluster.Microseconds())/1e3/quiet.Seconds(), float64(idleSingle.Microseconds())/1e3/quiet.Seconds()))
 	oneRatio := one.cpuPerReq() / s.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(oneRatio <= 1.5),
 		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))

@@ -220,7 +220,7 @@ func (e *benchEnv) profileDuring(c *benchChild, name string, cfg loadgen.Config)
 // ---- 1. Heartbeats ----
 
 func (e *benchEnv) heartbeat() error {
-	const n = 10_000
+	n := e.fleetN
 	mu, err := e.startChild("heartbeat-muster", "muster")
 	if err != nil {
 		return err
@@ -234,13 +234,13 @@ func (e *benchEnv) heartbeat() error {
 	}
 	f := benchFleetOf(n)
 	cfg := loadgen.Config{Next: func(w int, seq uint64) loadgen.Request {
-		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%n], Header: benchClientHeaders}
+		return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%uint64(n)], Header: benchClientHeaders}
 	}}
 	m, b, err := e.compare(mu, bare, cfg, nil)
 	if err != nil {
 		return err
 	}
-	e.addThroughput("heartbeat", "renewals (10k instances, 64 conns)", m, b, 0.7)
+	e.addThroughput("heartbeat", fmt.Sprintf("renewals (%s instances, 64 conns)", benchSize(n)), m, b, 0.7)
 	rps := m.res.RPS()
 	e.add(benchRow{Scenario: "heartbeat", Figure: "vs Consul 1.16 TTL passes, 100 services", Value: rps / 10_000, Unit: "×",
 		Note: fmt.Sprintf("orientation only: Consul ~10 000/s; Muster %.0f/s", rps)})
@@ -305,7 +305,7 @@ func (e *benchEnv) bigNode() (*benchChild, proccontrol.Mem, error) {
 	if e.big != nil {
 		return e.big, e.bigEmpty, nil
 	}
-	c, empty, err := e.newFetchNode("big-muster", benchBigN)
+	c, empty, err := e.newFetchNode("big-muster", e.bigN)
 	if err != nil {
 		return nil, empty, err
 	}
@@ -330,7 +330,7 @@ func (e *benchEnv) fetchAt(bare *benchChild, n int) error {
 	label := benchSize(n)
 	var mu *benchChild
 	var err error
-	if n == benchBigN {
+	if n == e.bigN {
 		mu, _, err = e.bigNode()
 	} else {
 		mu, _, err = e.newFetchNode("fetch-muster-"+label, n)
@@ -518,7 +518,7 @@ func benchToggle(c *benchChild, k int) error {
 // ---- 3. Delta under churn ----
 
 func (e *benchEnv) delta() error {
-	const n = 10_000
+	n := e.fleetN
 	mu, err := e.startChild("delta-muster", "muster")
 	if err != nil {
 		return err
@@ -533,7 +533,7 @@ func (e *benchEnv) delta() error {
 	f := benchFleetOf(n)
 	flips := make([]atomic.Uint32, n)
 	change := func(seq uint64) loadgen.Request {
-		i := int(benchMix(seq) % n)
+		i := int(benchMix(seq) % uint64(n))
 		if flips[i].Add(1)%2 == 1 {
 			return loadgen.Request{Method: http.MethodPut, Path: f.down[i], Header: benchClientHeaders}
 		}
@@ -603,11 +603,11 @@ func (e *benchEnv) delta() error {
 			return err
 		}
 	}
-	sc := "delta 10k"
+	sc := "delta " + benchSize(n)
 	e.addThroughput(sc, "delta fetches under 1 %/s churn", m, b, 0.8)
 	per := float64(m.res.BodyBytes) / float64(max(m.res.Requests, 1))
 	e.add(benchRow{Scenario: sc, Figure: "gzip bytes per delta response", Value: per, Unit: "B",
-		Note: fmt.Sprintf("%d of %d instances in the 3-minute delta, %.0f B each (the fleet's own registrations count; at 1 %%/s the steady state is 83 %%); ceiling served a same-size copy",
+		Note: fmt.Sprintf("%d instances in the 3-minute delta (a fleet of %d), %.0f B each (the fleet's own registrations count, and the node's own; at 1 %%/s the steady state is 83 %%); ceiling served a same-size copy",
 			inDelta, n, per/float64(max(inDelta, 1)))})
 	e.add(benchRow{Scenario: sc, Figure: "status changes applied", Value: churnDone / churnTime, Unit: "/s", Target: fmt.Sprintf("%.0f/s (1 %%/s)", rate),
 		Met: benchBool(churnDone/churnTime >= 0.95*rate)})
@@ -628,7 +628,7 @@ func benchMix(x uint64) uint64 {
 // ---- 4. Registration from cold ----
 
 func (e *benchEnv) registration() error {
-	const n = 10_000
+	n := e.fleetN
 	var m, b benchSide
 	benchFleetOf(n)
 	rounds := e.rounds
@@ -649,8 +649,8 @@ func (e *benchEnv) registration() error {
 			}
 			cpu := c.cpu() - cpu0
 			if mode == "muster" {
-				if st, err := c.status(); err != nil || st.Instances != n {
-					return fmt.Errorf("after registering %d: %+v %v", n, st, err)
+				if st, err := c.status(); err != nil || st.Fleet != n {
+					return fmt.Errorf("after registering %d: %+v %v (want a fleet of %d)", n, st, err, n)
 				}
 				m.add(res, cpu)
 			} else {
@@ -659,7 +659,7 @@ func (e *benchEnv) registration() error {
 			c.stop()
 		}
 	}
-	e.addThroughput("registration", "registrations from cold (10k, 64 conns)", m, b, 0)
+	e.addThroughput("registration", fmt.Sprintf("registrations from cold (%s, 64 conns)", benchSize(n)), m, b, 0)
 	if e.profileDir == "" {
 		return nil
 	}
@@ -667,8 +667,8 @@ func (e *benchEnv) registration() error {
 	if err != nil {
 		return err
 	}
-	f := benchFleetOf(benchBigN)
-	return e.profileDuring(c, "registration", loadgen.Config{Total: benchBigN, Next: func(w int, seq uint64) loadgen.Request {
+	f := benchFleetOf(e.bigN)
+	return e.profileDuring(c, "registration", loadgen.Config{Total: uint64(e.bigN), Next: func(w int, seq uint64) loadgen.Request {
 		return f.register(int(seq))
 	}})
 }
@@ -676,8 +676,8 @@ func (e *benchEnv) registration() error {
 // ---- 5. Propagation ----
 
 func (e *benchEnv) propagation() error {
-	const n = 10_000 // registered on A, heartbeated in the loaded phase
-	const base = 50  // instances whose status the bench toggles
+	n := e.fleetN   // registered on A, heartbeated in the loaded phase
+	const base = 50 // instances whose status the bench toggles
 	nodes, err := e.startCluster("prop")
 	if err != nil {
 		return err
@@ -690,10 +690,13 @@ func (e *benchEnv) propagation() error {
 		return err
 	}
 
-	count := 500
+	count := benchPick(e.smoke, 500, 10)
 	idleBudget, loadBudget := 60*time.Second, 120*time.Second
 	if e.quick {
 		idleBudget, loadBudget = 20*time.Second, 25*time.Second
+	}
+	if e.smoke {
+		idleBudget, loadBudget = 5*time.Second, 5*time.Second
 	}
 	p := &benchPropagator{a: a, b: b, base: n, baseN: base, next: n + base, downs: make([]bool, base)}
 	benchFleetOf(n + base + 2*count + 10)
@@ -720,7 +723,7 @@ func (e *benchEnv) propagation() error {
 	go func() {
 		res, _ := loadgen.Run(ctx, loadgen.Config{Addr: a.API, Client: e.client, Concurrency: e.conc, Duration: loadBudget + 30*time.Second,
 			Next: func(w int, seq uint64) loadgen.Request {
-				return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%n], Header: benchClientHeaders}
+				return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%uint64(n)], Header: benchClientHeaders}
 			}})
 		loadDone <- res
 	}()
@@ -883,7 +886,7 @@ func (e *benchEnv) memory() error {
 	if err != nil {
 		return err
 	}
-	const n = benchBigN
+	n := float64(e.bigN)
 	per := func(v, base uint64) float64 { return (float64(v) - float64(base)) / n }
 	const target = 2048
 	regOnly, err := c.mem(true)
@@ -914,7 +917,7 @@ func (e *benchEnv) memory() error {
 		e.logf("   heap profile of the 100k node with the payload cached: %s", path)
 	}
 	e.add(benchRow{Scenario: "memory", Figure: "live heap per instance: registry only", Value: per(regOnly.HeapAlloc, empty.HeapAlloc), Unit: "B",
-		Note: "100k Spring-like instances (3–5 metadata entries), delta queue pruned"})
+		Note: benchSize(e.bigN) + " Spring-like instances (3–5 metadata entries), delta queue pruned"})
 	e.add(benchRow{Scenario: "memory", Figure: "live heap per instance: + snapshot, no payload cached", Value: per(withSnap.HeapAlloc, empty.HeapAlloc), Unit: "B",
 		Target: "≤ 2048 B", Met: benchBool(per(withSnap.HeapAlloc, empty.HeapAlloc) <= target)})
 	e.add(benchRow{Scenario: "memory", Figure: "live heap per instance: + full payload cached", Value: per(withPayload.HeapAlloc, empty.HeapAlloc), Unit: "B",

@@ -52,7 +52,7 @@ func (e *benchEnv) watch() error {
 	}); err != nil {
 		return err
 	}
-	const fleet = 10_000 // on A, heartbeated in the loaded phases
+	fleet := e.fleetN // on A, heartbeated in the loaded phases
 	if _, err := e.registerFleet(a, 0, fleet); err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (e *benchEnv) watch() error {
 
 	if err := benchWait(e.ctx, time.Minute, "B to hold the fleet and HOT", func() bool {
 		st, err := b.status()
-		return err == nil && st.Instances == fleet+1
+		return err == nil && st.Fleet == fleet+1
 	}); err != nil {
 		return err
 	}
@@ -89,8 +89,13 @@ func (e *benchEnv) watch() error {
 	if e.quick {
 		count = 100
 	}
+	watchers := []int{1_000, 10_000}
+	quiet := 3 * time.Second
+	if e.smoke {
+		count, watchers, quiet = 6, []int{20, 50}, 500*time.Millisecond
+	}
 	mem0, _ := b.mem(true)
-	for _, n := range []int{1_000, 10_000} {
+	for _, n := range watchers {
 		for ; attached < n; attached++ {
 			ch, err := idle.Watch(ctx, benchHotApp)
 			if err != nil {
@@ -120,7 +125,6 @@ func (e *benchEnv) watch() error {
 		// Idle means idle: no change for a while, only the watchers
 		// holding (and re-asking when their wait of 30 s passes).
 		w0, _ := b.metrics("muster_watch_wakeups_total", "muster_watch_timeouts_total")
-		quiet := 3 * time.Second
 		cpuQuiet0 := b.cpu()
 		time.Sleep(quiet)
 		cpuQuiet := b.cpu() - cpuQuiet0
@@ -149,7 +153,7 @@ func (e *benchEnv) watch() error {
 		go func() {
 			res, _ := loadgen.Run(lctx, loadgen.Config{Addr: a.API, Client: e.client, Concurrency: e.conc, Duration: 10 * time.Minute,
 				Next: func(w int, seq uint64) loadgen.Request {
-					return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%fleet], Header: benchClientHeaders}
+					return loadgen.Request{Method: http.MethodPut, Path: f.hbPaths[seq%uint64(fleet)], Header: benchClientHeaders}
 				}})
 			loadDone <- res
 		}()

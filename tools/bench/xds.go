@@ -81,6 +81,11 @@ func (e *benchEnv) xds() error {
 	if e.quick {
 		sizes, changes = []int{100}, 10
 	}
+	if e.smoke {
+		sizes, changes = []int{10}, 3
+	}
+	fleet := e.fleetN
+	fl := benchSize(fleet)
 	muAddr, err := benchFreeAddr()
 	if err != nil {
 		return err
@@ -89,21 +94,21 @@ func (e *benchEnv) xds() error {
 	if err != nil {
 		return err
 	}
-	mu, err := e.startChild("xds-muster-10k", "muster", "--set", "muster.xds.enabled=true", "--set", "muster.xds.addr="+muAddr)
+	mu, err := e.startChild("xds-muster-"+fl, "muster", "--set", "muster.xds.enabled=true", "--set", "muster.xds.addr="+muAddr)
 	if err != nil {
 		return err
 	}
 	defer mu.stop()
-	ctl, err := e.startChild("xds-control-10k", "bare", "--xds", ctlAddr, "--xds-fleet", strconv.Itoa(benchXDSFleet))
+	ctl, err := e.startChild("xds-control-"+fl, "bare", "--xds", ctlAddr, "--xds-fleet", strconv.Itoa(fleet))
 	if err != nil {
 		return err
 	}
 	defer ctl.stop()
 	t0 := time.Now()
-	if _, err := e.registerFleet(mu, 0, benchXDSFleet); err != nil {
+	if _, err := e.registerFleet(mu, 0, fleet); err != nil {
 		return err
 	}
-	e.logf("   registered %d instances in %s", benchXDSFleet, time.Since(t0).Round(time.Millisecond))
+	e.logf("   registered %d instances in %s", fleet, time.Since(t0).Round(time.Millisecond))
 	// The probe app exists before the clients subscribe (one instance).
 	if err := e.xdsRegisterProbe(mu, 0); err != nil {
 		return err
@@ -130,9 +135,9 @@ func (e *benchEnv) xds() error {
 		if n >= 1000 {
 			target, met = "< 1000 ms", benchBool(m.p99 < time.Second)
 		}
-		e.addCompared("xds", fmt.Sprintf("registration → xDS push p50 (%d streams, 10k instances)", n), ms(m.p50), ms(c.p50), "ms", "", nil, note)
-		e.addCompared("xds", fmt.Sprintf("registration → xDS push p99 (%d streams, 10k instances)", n), ms(m.p99), ms(c.p99), "ms", target, met, "")
-		e.addCompared("xds", fmt.Sprintf("server CPU per pushed change per stream (%d streams, 10k instances)", n), perChangeStream(m.cpu, m), perChangeStream(c.cpu, c), "µs", "", nil,
+		e.addCompared("xds", fmt.Sprintf("registration → xDS push p50 (%d streams, %s instances)", n, fl), ms(m.p50), ms(c.p50), "ms", "", nil, note)
+		e.addCompared("xds", fmt.Sprintf("registration → xDS push p99 (%d streams, %s instances)", n, fl), ms(m.p99), ms(c.p99), "ms", target, met, "")
+		e.addCompared("xds", fmt.Sprintf("server CPU per pushed change per stream (%d streams, %s instances)", n, fl), perChangeStream(m.cpu, m), perChangeStream(c.cpu, c), "µs", "", nil,
 			fmt.Sprintf("user+system CPU of the server process over the %d changes (the registrations included) ÷ (changes × streams); %.1f ms per change in all (control %.1f)",
 				changes, float64(m.cpu.Microseconds())/1000/float64(changes), float64(c.cpu.Microseconds())/1000/float64(changes)))
 		e.addCompared("xds", fmt.Sprintf("bench (clients) CPU per change per stream (%d streams)", n), perChangeStream(m.clientCPU, m), perChangeStream(c.clientCPU, c), "µs", "", nil,
@@ -316,7 +321,7 @@ func xdsBenchDial(ctx context.Context, addr string, i, kind, base, changes int, 
 		return nil, err
 	}
 	probe := "xds-probe"
-	fleetApp := benchVIP((kind % (benchXDSFleet / benchPerApp)) * benchPerApp)
+	fleetApp := benchVIP((kind % (benchXDSFleet / benchPerApp)) * benchPerApp) // kind < streams/2: within the smoke fleet too
 	c := &xdsBenchClient{conn: conn, stream: stream, names: []string{probe, fleetApp}, first: make(chan struct{})}
 	zone := "eu-west-1" + string(rune('a'+kind%3))
 	if err := stream.Send(&discovery.DiscoveryRequest{Node: &corev3.Node{Id: "bench-" + strconv.Itoa(i), Locality: &corev3.Locality{Zone: zone}},

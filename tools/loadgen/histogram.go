@@ -13,7 +13,6 @@ import (
 type Histogram struct {
 	counts   []uint64
 	n        uint64
-	sum      int64 // ns
 	min, max int64 // ns
 }
 
@@ -56,7 +55,6 @@ func (h *Histogram) Record(d time.Duration) {
 	}
 	h.counts[bucketOf(v)]++
 	h.n++
-	h.sum += v
 	if v < h.min {
 		h.min = v
 	}
@@ -74,21 +72,12 @@ func (h *Histogram) Merge(o *Histogram) {
 		h.counts[i] += c
 	}
 	h.n += o.n
-	h.sum += o.sum
 	h.min = min(h.min, o.min)
 	h.max = max(h.max, o.max)
 }
 
 // Count is the number of recorded values.
 func (h *Histogram) Count() uint64 { return h.n }
-
-// Mean is the average of the recorded values.
-func (h *Histogram) Mean() time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	return time.Duration(h.sum / int64(h.n))
-}
 
 // Max is the largest recorded value, exactly.
 func (h *Histogram) Max() time.Duration {

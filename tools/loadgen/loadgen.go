@@ -515,23 +515,3 @@ func (sd *stdDoer) do(ctx context.Context, req Request) (int, int64, error) {
 }
 
 func (sd *stdDoer) close() {}
-
-// Do sends a single request on a fresh connection and returns the status
-// and the body as received (still compressed if the server compressed it). It is
-// for the few requests around a run (fetching a payload to compare with),
-// not for load.
-func Do(addr string, req Request, timeout time.Duration) (code int, body []byte, err error) {
-	rc := &rawConn{addr: addr, timeout: timeout}
-	if err := rc.dial(); err != nil {
-		return 0, nil, err
-	}
-	defer rc.close()
-	rc.wbuf = appendRequest(nil, addr, req)
-	_ = rc.c.SetDeadline(time.Now().Add(timeout))
-	if _, err := rc.c.Write(rc.wbuf); err != nil {
-		return 0, nil, err
-	}
-	var buf bytes.Buffer
-	code, _, _, err = readResponse(rc.br, req.Method == http.MethodHead, &buf)
-	return code, buf.Bytes(), err
-}

@@ -11,29 +11,19 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/muster-registry/muster/internal/redact"
+	"github.com/muster-registry/muster/client"
 )
 
 // DefaultZone is the zone of a server given without one, and of a fleet
 // that names none (Eureka's "defaultZone").
-const DefaultZone = "default"
+const DefaultZone = client.DefaultZone
 
 // Server is one Eureka server a fleet talks to: its zone and its base URL
 // (ending in "/", e.g. http://node-a:8761/eureka/), to which request paths
-// such as "apps/ORDERS" are appended.
-type Server struct {
-	Zone, URL string
-}
-
-func (s Server) String() string { return s.Zone + "=" + s.Redacted() }
-
-// Redacted is the URL with its password, if any, replaced by "xxxxx": the
-// form for logs, errors and /stats. Credentials in the URL
+// such as "apps/ORDERS" are appended. Credentials in the URL
 // (https://user:pass@node-a:8761/eureka/) are sent as HTTP Basic, as
-// Spring's client does.
-func (s Server) Redacted() string {
-	return redact.URL(s.URL)
-}
+// Spring's client does; Redacted is the form for logs, errors and /stats.
+type Server = client.Server
 
 // Config describes a fleet. Start from DefaultConfig.
 type Config struct {
@@ -173,7 +163,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("simclient: IDPrefix %q must be lower-case letters, digits and '-'", c.IDPrefix)
 	}
 	for _, s := range c.Servers {
-		if err := checkServerURL(s.URL); err != nil {
+		if err := checkServerURL(s); err != nil {
 			return err
 		}
 	}
@@ -194,51 +184,16 @@ func validPrefix(p string) bool {
 }
 
 // ParseServers reads a comma-separated server list, each entry zone=url or
-// a bare url (zone "default"), as the --servers flag takes it:
-//
-//	a=http://node-a:8761/eureka/,b=http://node-b:8761/eureka/
-//
-// Blanks around entries are ignored, and a URL gets a trailing "/" if it
-// lacks one.
-func ParseServers(list string) ([]Server, error) {
-	var out []Server
-	for item := range strings.SplitSeq(list, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		zone, u := DefaultZone, item
-		if i := strings.IndexByte(item, '='); i >= 0 && !strings.Contains(item[:i], "/") {
-			zone, u = strings.TrimSpace(item[:i]), strings.TrimSpace(item[i+1:])
-			if zone == "" {
-				return nil, fmt.Errorf("simclient: server %q: empty zone", item)
-			}
-		}
-		if !strings.HasSuffix(u, "/") {
-			u += "/"
-		}
-		if err := checkServerURL(u); err != nil {
-			return nil, err
-		}
-		out = append(out, Server{Zone: zone, URL: u})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("simclient: no servers in %q", list)
-	}
-	return out, nil
-}
+// a bare url (zone "default"), as the --servers flag takes it
+// (client.ParseServers).
+func ParseServers(list string) ([]Server, error) { return client.ParseServers(list) }
 
-func checkServerURL(u string) error {
-	shown := Server{URL: u}.Redacted()
-	p, err := url.Parse(u)
-	if err != nil {
-		return fmt.Errorf("simclient: server URL %q does not parse", shown)
+func checkServerURL(s Server) error {
+	if err := s.Validate(); err != nil {
+		return err
 	}
-	if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("simclient: server URL %q: want http(s)://[user:password@]host[:port]/path/", shown)
-	}
-	if !strings.HasSuffix(p.Path, "/") {
-		return fmt.Errorf("simclient: server URL %q must end in \"/\"", shown)
+	if u, _ := url.Parse(s.URL); !strings.HasSuffix(u.Path, "/") {
+		return fmt.Errorf("simclient: server URL %q must end in \"/\"", s.Redacted())
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/client"
-	"github.com/muster-registry/muster/registry"
 )
 
 // view is the fleet's copy of the registry after its last successful
@@ -37,18 +36,6 @@ func (v *view) status(app, id string) (client.Status, bool) {
 	return "", false
 }
 
-// hashcode is the view's reconcile hashcode
-// (Applications#getReconcileHashCode).
-func (v *view) hashcode() string {
-	counts := map[registry.Status]int{}
-	for _, list := range v.apps {
-		for _, in := range list {
-			counts[registry.Status(in.Status)]++
-		}
-	}
-	return registry.AppsHashcode(counts)
-}
-
 // fetch updates the view once through the client package's Fetch, which
 // does what DiscoveryClient#fetchRegistry does: a full fetch the first
 // time, otherwise a delta; a delta answered 403 or 404 (disabled, or reads
@@ -75,7 +62,7 @@ func (f *Fleet) fetch(ctx context.Context) error {
 	if n > 0 {
 		f.view.seenNonEmpty = true
 	}
-	h := f.view.hashcode()
+	h := f.view.apps.Hashcode()
 	f.stats.lastViewInstances.Store(int64(n))
 	f.stats.viewHashcode.Store(&h)
 	return nil

@@ -18,7 +18,7 @@ import (
 
 func TestFleet_registerAll_instances(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}, func(c *Config) {
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}}, func(c *Config) {
 		c.Instances, c.Apps, c.IDPrefix = 50, 5, "grp1"
 	}))
 	f.registerAll(t.Context())
@@ -58,7 +58,7 @@ func TestFleet_renew_failover(t *testing.T) {
 			node := newMusterNode(t)
 			clk := registrytest.NewClock()
 			// Given out of order: the zone-a server must still come first.
-			f := mustNewFleet(t, testConfig(t, []Server{{"b", node.url}, {"a", bad(t)}}, func(c *Config) {
+			f := mustNewFleet(t, testConfig(t, []Server{{Zone: "b", URL: node.url}, {Zone: "a", URL: bad(t)}}, func(c *Config) {
 				c.Now, c.ZoneRetryInterval = clk.Now, time.Minute
 			}))
 			f.registerAll(t.Context())
@@ -89,7 +89,7 @@ func TestFleet_renew_failover(t *testing.T) {
 func TestFleet_renew_allServersDown(t *testing.T) {
 	node := newMusterNode(t)
 	a, aURL := newSwitchServer(t, node.h, 0)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", aURL}, {"b", statusServer(t, http.StatusInternalServerError)}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: aURL}, {Zone: "b", URL: statusServer(t, http.StatusInternalServerError)}}))
 	f.registerAll(t.Context())
 	// Both answer 500 now: the renewal fails after one retry.
 	a.code.Store(http.StatusInternalServerError)
@@ -102,7 +102,7 @@ func TestFleet_renew_allServersDown(t *testing.T) {
 
 func TestFleet_renew_reRegisterAfter404(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}}))
 	f.registerAll(t.Context())
 	in := f.insts[3].inst
 	dirty := f.insts[3].lastDirty
@@ -132,7 +132,7 @@ func TestFleet_renew_reRegisterAfter404(t *testing.T) {
 func TestFleet_renew_registersWhenRegistrationFailed(t *testing.T) {
 	node := newMusterNode(t)
 	a, aURL := newSwitchServer(t, node.h, http.StatusServiceUnavailable)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", aURL}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: aURL}}))
 	f.registerAll(t.Context())
 	if s := f.Stats(); s.RegistrationFailures != 10 || s.Registered != 0 {
 		t.Fatalf("stats = %+v, want 10 registration failures", s)
@@ -146,7 +146,7 @@ func TestFleet_renew_registersWhenRegistrationFailed(t *testing.T) {
 
 func TestFleet_fetch_delta(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}}))
 	f.registerAll(t.Context())
 	ctx := t.Context()
 
@@ -243,7 +243,7 @@ func TestFleet_fetch_reconcile(t *testing.T) {
 	fr := &fakeRegistry{}
 	ts := httptest.NewServer(fr)
 	t.Cleanup(ts.Close)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", ts.URL + "/eureka/"}}, func(c *Config) { c.Instances = 0 }))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: ts.URL + "/eureka/"}}, func(c *Config) { c.Instances = 0 }))
 
 	fr.set([]registry.AppView{appView("ORDERS", "o-1", "o-2", "o-3")}, nil, "")
 	mustFetch(t, f)
@@ -272,7 +272,7 @@ func TestFleet_fetch_emptyRegistrySeen(t *testing.T) {
 	fr := &fakeRegistry{}
 	ts := httptest.NewServer(fr)
 	t.Cleanup(ts.Close)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", ts.URL + "/eureka/"}}, func(c *Config) { c.Instances = 0 }))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: ts.URL + "/eureka/"}}, func(c *Config) { c.Instances = 0 }))
 
 	mustFetch(t, f) // empty from the start: not counted
 	if s := f.Stats(); s.EmptyRegistrySeen != 0 || s.FullFetches != 1 {
@@ -295,7 +295,7 @@ func TestFleet_fetch_emptyRegistrySeen(t *testing.T) {
 func TestFleet_fetch_403failsOver(t *testing.T) {
 	node := newMusterNode(t)
 	clk := registrytest.NewClock()
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", statusServer(t, http.StatusForbidden)}, {"b", node.url}},
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: statusServer(t, http.StatusForbidden)}, {Zone: "b", URL: node.url}},
 		func(c *Config) { c.Instances, c.Now, c.ZoneRetryInterval = 0, clk.Now, time.Minute }))
 	if _, err := node.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o-1"))); err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestFleet_fetch_403failsOver(t *testing.T) {
 
 func TestFleet_fetch_deltaDisabled(t *testing.T) {
 	node := newMusterNode(t, func(_ *registry.Config, h *httpapi.Config) { h.DisableDelta = true })
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}, {"b", statusServer(t, http.StatusServiceUnavailable)}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}, {Zone: "b", URL: statusServer(t, http.StatusServiceUnavailable)}}))
 	f.registerAll(t.Context())
 	mustFetch(t, f)
 	mustFetch(t, f)
@@ -328,7 +328,7 @@ func TestFleet_fetch_deltaDisabled(t *testing.T) {
 }
 
 func TestFleet_fetch_allServersDown(t *testing.T) {
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", closedServer(t)}, {"b", statusServer(t, http.StatusBadGateway)}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: closedServer(t)}, {Zone: "b", URL: statusServer(t, http.StatusBadGateway)}}))
 	if err := f.fetch(t.Context()); err == nil {
 		t.Fatal("fetch() = nil, want an error")
 	}
@@ -339,7 +339,7 @@ func TestFleet_fetch_allServersDown(t *testing.T) {
 
 func TestFleet_cancelAll(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}}))
 	f.registerAll(t.Context())
 	if _, err := node.reg.Apply(registry.CancelOp("APP-00", "t-app-00-0")); err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestFleet_cancelAll(t *testing.T) {
 
 func TestFleet_cancelAll_timeout(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}}))
 	f.registerAll(t.Context())
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -366,7 +366,7 @@ func TestFleet_cancelAll_timeout(t *testing.T) {
 }
 
 func TestFleet_register_contextCancelledIsNotAFailure(t *testing.T) {
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", closedServer(t)}, {"b", closedServer(t)}}))
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: closedServer(t)}, {Zone: "b", URL: closedServer(t)}}))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	f.registerAll(ctx)

@@ -73,7 +73,7 @@ func TestFleet_requestShapes(t *testing.T) {
 		}
 	}))
 	t.Cleanup(ts.Close)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", ts.URL + "/eureka/"}}, func(c *Config) {
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: ts.URL + "/eureka/"}}, func(c *Config) {
 		c.Instances, c.Apps = 1, 1
 		c.Now = func() time.Time { return time.UnixMilli(1718000000000) }
 	}))

@@ -46,7 +46,7 @@ func runFleet(t *testing.T, f *Fleet) (stop func()) {
 // and cancels everything at the end.
 func TestFleet_Run(t *testing.T) {
 	node := newMusterNode(t)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", node.url}}, func(c *Config) {
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: node.url}}, func(c *Config) {
 		c.Instances, c.Apps = 50, 5
 		c.RenewalInterval = 200 * time.Millisecond
 		c.FetchInterval = 200 * time.Millisecond
@@ -99,7 +99,7 @@ func TestFleet_Run_zoneReturn(t *testing.T) {
 	t.Cleanup(own.Close)
 	ownURL := own.URL + "/eureka/"
 
-	f := mustNewFleet(t, testConfig(t, []Server{{"b", node.url}, {"a", ownURL}}, func(c *Config) {
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "b", URL: node.url}, {Zone: "a", URL: ownURL}}, func(c *Config) {
 		c.RenewalInterval = 100 * time.Millisecond
 		c.FetchInterval = 100 * time.Millisecond
 		c.ZoneRetryInterval = 150 * time.Millisecond

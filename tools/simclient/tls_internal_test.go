@@ -97,7 +97,7 @@ func TestFleet_TLSAndCredentials(t *testing.T) {
 	secured := "https://fleet:s3cret-pw@" + strings.TrimPrefix(ts.URL, "https://") + "/eureka/"
 	// The first server is down, so the fleet fails over (and logs both).
 	down := strings.Replace(closedServer(t), "http://", "https://fleet:s3cret-pw@", 1)
-	f := mustNewFleet(t, testConfig(t, []Server{{"a", down}, {"a", secured}}, func(c *Config) {
+	f := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: down}, {Zone: "a", URL: secured}}, func(c *Config) {
 		c.Instances, c.Apps = 4, 1
 		c.RenewalInterval = 200 * time.Millisecond
 		c.FetchInterval = 200 * time.Millisecond
@@ -121,7 +121,7 @@ func TestFleet_TLSAndCredentials(t *testing.T) {
 	}
 
 	// Without the client certificate nothing gets through.
-	g := mustNewFleet(t, testConfig(t, []Server{{"a", secured}}, func(c *Config) {
+	g := mustNewFleet(t, testConfig(t, []Server{{Zone: "a", URL: secured}}, func(c *Config) {
 		c.Instances, c.Apps = 1, 1
 		c.TLS = &tls.Config{RootCAs: pool}
 	}))

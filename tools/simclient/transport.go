@@ -3,6 +3,7 @@ package simclient
 import (
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/muster-registry/muster/client"
@@ -37,10 +38,7 @@ func newHTTPClient(cfg Config) *http.Client {
 // the same code a Go service runs.
 func newAPIClient(cfg Config, httpc *http.Client, now func() time.Time) (*client.Client, error) {
 	cc := client.DefaultConfig()
-	cc.Servers = make([]client.Server, len(cfg.Servers))
-	for i, s := range cfg.Servers {
-		cc.Servers[i] = client.Server{Zone: s.Zone, URL: s.URL}
-	}
+	cc.Servers = slices.Clone(cfg.Servers)
 	cc.Zone = cfg.Zone
 	cc.RequestTimeout = cfg.RequestTimeout
 	cc.ZoneRetryInterval = cfg.ZoneRetryInterval

@@ -1,12 +1,10 @@
-package replication
+package wire
 
 import (
 	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
-
-	"github.com/muster-registry/muster/registry/wire"
 )
 
 // A peer's batch under load is 250 heartbeats, each a handful of short
@@ -20,13 +18,7 @@ import (
 // body of any other shape (as a whole), so every answer, error or not, is
 // the one encoding/json gives.
 
-// scannedItem is one item of a batch: decoded, or raw for encoding/json.
-type scannedItem struct {
-	it  replicationItem
-	raw []byte
-}
-
-// itemField is how the scanner sets one field of replicationItem.
+// itemField is how the scanner sets one field of ReplicationItem.
 type itemField struct {
 	index int
 	kind  itemFieldKind
@@ -36,19 +28,19 @@ type itemFieldKind uint8
 
 const (
 	fieldString  itemFieldKind = iota + 1 // string
-	fieldFlexInt                          // *flexInt: integer, numeric string or null
+	fieldFlexInt                          // *FlexInt: integer, numeric string or null
 	fieldObject                           // json.RawMessage holding an object
 	fieldInt                              // a signed integer type
 	fieldUint                             // an unsigned integer type
 )
 
-// itemFields maps replicationItem's JSON names to its fields, from the
+// itemFields maps ReplicationItem's JSON names to its fields, from the
 // struct tags, so a field added there is read here too when its type is
 // one of the kinds above (other types go to encoding/json).
 var itemFields = func() map[string]itemField {
 	out := map[string]itemField{}
-	t := reflect.TypeFor[replicationItem]()
-	flex, raw := reflect.TypeFor[*flexInt](), reflect.TypeFor[json.RawMessage]()
+	t := reflect.TypeFor[ReplicationItem]()
+	flex, raw := reflect.TypeFor[*FlexInt](), reflect.TypeFor[json.RawMessage]()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -78,28 +70,34 @@ var itemFields = func() map[string]itemField {
 	return out
 }()
 
-// scanBatch reads {"replicationList":[item, …]} into items. ok is false
-// when the body has another shape or is not valid JSON: Handle then leaves
-// it all to encoding/json.
-func scanBatch(body []byte) (items []scannedItem, ok bool) {
-	sc := wire.NewScanner(body)
+// scanBatch reads {"replicationList":[item, …]}. ok is false when the
+// body has another shape or is not valid JSON: DecodeBatch then leaves it
+// all to encoding/json. Items the scanner is not sure about are read by
+// encoding/json, one by one, once the whole body has been scanned.
+func scanBatch(body []byte) (b *InboundBatch, ok bool) {
+	sc := NewScanner(body)
 	if !sc.Byte('{') || !sc.Key("replicationList") || !sc.Byte('[') {
 		return nil, false
 	}
-	items = make([]scannedItem, 0, 64)
+	type rawItem struct {
+		i   int
+		raw []byte
+	}
+	var raws []rawItem
+	items := make([]ReplicationItem, 0, 64)
 	if !sc.Byte(']') {
 		for {
 			start := sc.Pos()
-			var si scannedItem
-			if !scanItem(&sc, &si.it) {
+			items = append(items, ReplicationItem{})
+			if !scanItem(&sc, &items[len(items)-1]) {
 				sc.Seek(start)
 				raw, ok := sc.SkipValue()
 				if !ok || !json.Valid(raw) {
 					return nil, false
 				}
-				si = scannedItem{raw: raw}
+				items[len(items)-1] = ReplicationItem{}
+				raws = append(raws, rawItem{i: len(items) - 1, raw: raw})
 			}
-			items = append(items, si)
 			if sc.Byte(',') {
 				continue
 			}
@@ -109,14 +107,20 @@ func scanBatch(body []byte) (items []scannedItem, ok bool) {
 			break
 		}
 	}
-	if !sc.Byte('}') {
+	if !sc.Byte('}') || !sc.AtEnd() {
 		return nil, false
 	}
-	return items, sc.AtEnd()
+	b = &InboundBatch{Items: items, viaJSON: len(raws)}
+	for _, r := range raws {
+		if err := json.Unmarshal(r.raw, &b.Items[r.i]); err != nil {
+			b.setErr(r.i, err)
+		}
+	}
+	return b, true
 }
 
 // scanItem decodes one item object; false sends it to encoding/json.
-func scanItem(sc *wire.Scanner, it *replicationItem) bool {
+func scanItem(sc *Scanner, it *ReplicationItem) bool {
 	if !sc.Byte('{') {
 		return false
 	}
@@ -143,7 +147,7 @@ func scanItem(sc *wire.Scanner, it *replicationItem) bool {
 	}
 }
 
-func scanField(sc *wire.Scanner, dst reflect.Value, kind itemFieldKind) bool {
+func scanField(sc *Scanner, dst reflect.Value, kind itemFieldKind) bool {
 	switch kind {
 	case fieldString:
 		s, ok := sc.PlainString()
@@ -161,9 +165,9 @@ func scanField(sc *wire.Scanner, dst reflect.Value, kind itemFieldKind) bool {
 			}
 			return ok
 		case '"':
-			// flexInt takes the number quoted; only digits here.
+			// FlexInt takes the number quoted; only digits here.
 			if text, ok = sc.PlainString(); ok {
-				inner := wire.NewScanner(text)
+				inner := NewScanner(text)
 				_, ok = inner.Integer()
 				ok = ok && inner.Pos() == len(text)
 			}
@@ -177,7 +181,7 @@ func scanField(sc *wire.Scanner, dst reflect.Value, kind itemFieldKind) bool {
 		if err != nil {
 			return false
 		}
-		f := flexInt(n)
+		f := FlexInt(n)
 		dst.Set(reflect.ValueOf(&f))
 		return true
 	case fieldObject:
@@ -215,8 +219,8 @@ func scanField(sc *wire.Scanner, dst reflect.Value, kind itemFieldKind) bool {
 
 // appendBatchResponse writes a ReplicationListResponse as json.Marshal
 // does (responseEntity is already compact JSON). A field added to
-// replicationResponse must be added here: a test fills every field.
-func appendBatchResponse(b []byte, items []replicationResponse) []byte {
+// ReplicationResponse must be added here: a test fills every field.
+func appendBatchResponse(b []byte, items []ReplicationResponse) []byte {
 	b = append(b, `{"responseList":[`...)
 	for i, r := range items {
 		if i > 0 {
@@ -260,10 +264,10 @@ func appendBatchResponse(b []byte, items []replicationResponse) []byte {
 // encoding/json does; an item with a field of another type, or a string
 // that needs escaping, is written by encoding/json.
 
-// itemOrder is replicationItem's fields in struct order, for encoding.
+// itemOrder is ReplicationItem's fields in struct order, for encoding.
 var itemOrder = func() []itemEncField {
 	var out []itemEncField
-	t := reflect.TypeFor[replicationItem]()
+	t := reflect.TypeFor[ReplicationItem]()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -292,7 +296,7 @@ type itemEncField struct {
 // appendItem appends it as encoding/json would write it (same fields,
 // same order; strings needing escapes and other types through
 // encoding/json).
-func appendItem(b []byte, it *replicationItem) ([]byte, error) {
+func appendItem(b []byte, it *ReplicationItem) ([]byte, error) {
 	v := reflect.ValueOf(it).Elem()
 	start := len(b)
 	b = append(b, '{')
@@ -320,7 +324,7 @@ func appendItem(b []byte, it *replicationItem) ([]byte, error) {
 			if fv.IsNil() {
 				b = append(b, "null"...)
 			} else {
-				b = strconv.AppendInt(b, int64(*fv.Interface().(*flexInt)), 10)
+				b = strconv.AppendInt(b, int64(*fv.Interface().(*FlexInt)), 10)
 			}
 		case fieldInt:
 			b = strconv.AppendInt(b, fv.Int(), 10)
@@ -343,7 +347,7 @@ func appendItem(b []byte, it *replicationItem) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendItemJSON(b []byte, it *replicationItem) ([]byte, error) {
+func appendItemJSON(b []byte, it *ReplicationItem) ([]byte, error) {
 	j, err := json.Marshal(it)
 	return append(b, j...), err
 }
@@ -362,7 +366,7 @@ func plainASCII(s string) bool {
 // false for anything else (a 409's entity, another shape), which
 // DecodeBatchResponse leaves to encoding/json.
 func scanBatchResponse(body []byte) ([]ItemResult, bool) {
-	sc := wire.NewScanner(body)
+	sc := NewScanner(body)
 	if !sc.Byte('{') || !sc.Key("responseList") || !sc.Byte('[') {
 		return nil, false
 	}

@@ -1,21 +1,18 @@
-package replication
+package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/registrytest"
-	"github.com/muster-registry/muster/registry/wire"
 )
 
 // slowItems reads body the way handleSlow does: per item, the decoded item
 // or nil when encoding/json refuses it; err when the body as a whole is
 // refused.
-func slowItems(body []byte) ([]*replicationItem, error) {
+func slowItems(body []byte) ([]*ReplicationItem, error) {
 	var list struct {
 		ReplicationList []json.RawMessage `json:"replicationList"`
 	}
@@ -23,11 +20,11 @@ func slowItems(body []byte) ([]*replicationItem, error) {
 		return nil, err
 	}
 	if list.ReplicationList == nil {
-		return nil, ErrMalformedBatch
+		return nil, errors.New("no replicationList")
 	}
-	out := make([]*replicationItem, len(list.ReplicationList))
+	out := make([]*ReplicationItem, len(list.ReplicationList))
 	for i, raw := range list.ReplicationList {
-		var it replicationItem
+		var it ReplicationItem
 		if json.Unmarshal(raw, &it) == nil {
 			out[i] = &it
 		}
@@ -40,7 +37,7 @@ func slowItems(body []byte) ([]*replicationItem, error) {
 // the same items.
 func checkScanMatchesJSON(t *testing.T, body []byte) (fast bool) {
 	t.Helper()
-	items, ok := scanBatch(body)
+	b, ok := scanBatch(body)
 	want, err := slowItems(body)
 	if !ok {
 		return false
@@ -48,18 +45,13 @@ func checkScanMatchesJSON(t *testing.T, body []byte) (fast bool) {
 	if err != nil {
 		t.Fatalf("scanBatch read a body encoding/json refuses (%v): %q", err, body)
 	}
-	if len(items) != len(want) {
-		t.Fatalf("scanBatch found %d items, encoding/json %d: %q", len(items), len(want), body)
+	if len(b.Items) != len(want) {
+		t.Fatalf("scanBatch found %d items, encoding/json %d: %q", len(b.Items), len(want), body)
 	}
-	for i := range items {
-		got := &items[i].it
-		if raw := items[i].raw; raw != nil {
-			var it replicationItem
-			if json.Unmarshal(raw, &it) != nil {
-				got = nil
-			} else {
-				got = &it
-			}
+	for i := range b.Items {
+		got := &b.Items[i]
+		if b.Err(i) != nil {
+			got = nil
 		}
 		if (got == nil) != (want[i] == nil) || got != nil && !reflect.DeepEqual(*got, *want[i]) {
 			t.Fatalf("item %d: scanBatch %+v, encoding/json %+v: %q", i, got, want[i], body)
@@ -111,27 +103,25 @@ func TestScanBatch_readsAsEncodingJSONDoes(t *testing.T) {
 	}
 	// What a Muster peer sends is read without encoding/json, every item.
 	in := &registry.Instance{InstanceID: "i-1", App: "APP", HostName: "h", IPAddr: "10.0.0.1", Status: registry.StatusUp, LastDirtyTimestamp: 1718000000000}
-	var b Batch
-	for _, a := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister, registry.ActionStatusUpdate, registry.ActionCancel, registry.ActionDeleteStatusOverride} {
-		b.Tasks = append(b.Tasks, Task{Action: a, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
-	}
+	actions := []registry.Action{registry.ActionHeartbeat, registry.ActionRegister, registry.ActionStatusUpdate, registry.ActionCancel, registry.ActionDeleteStatusOverride}
 	in.WriteVersion = 42
 	for _, versioned := range []bool{false, true} {
-		b.Versioned = versioned
-		body, err := EncodeBatch(b)
+		body, err := AppendBatch(nil, len(actions), func(i int) ReplicationItem {
+			return ReplicationItemOf(actions[i], registry.InstanceKey{App: "APP", ID: "i-1"}, in, versioned)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !checkScanMatchesJSON(t, body) {
-			t.Fatalf("scanBatch did not read EncodeBatch's output: %s", body)
+			t.Fatalf("scanBatch did not read AppendBatch's output: %s", body)
 		}
-		items, _ := scanBatch(body)
-		for i, it := range items {
-			if it.raw != nil {
-				t.Errorf("item %d (%s, versioned %v) went to encoding/json", i, b.Tasks[i].Action, versioned)
-			}
-			if versioned && it.it.Version != 42 {
-				t.Errorf("item %d: version %d, want 42", i, it.it.Version)
+		b, _ := scanBatch(body)
+		if b.viaJSON != 0 {
+			t.Errorf("%d items (versioned %v) went to encoding/json", b.viaJSON, versioned)
+		}
+		for i, it := range b.Items {
+			if versioned && it.Version != 42 {
+				t.Errorf("item %d: version %d, want 42", i, it.Version)
 			}
 		}
 	}
@@ -146,25 +136,8 @@ func FuzzScanBatch(f *testing.F) {
 	})
 }
 
-// The fast path and encoding/json give the same answers and leave the
-// same registry.
-func TestReceiver_Handle_fastAndSlowAnswerAlike(t *testing.T) {
-	clock := registrytest.NewClock()
-	newReg := func() *registry.Registry {
-		cfg := registry.DefaultConfig()
-		cfg.Now = clock.Now
-		reg, err := registry.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range []string{"i-1", "i-2"} {
-			in := registrytest.NewInstance("APP", id, registrytest.WithDirty(1718000000000))
-			if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return reg
-	}
+// The fast path and encoding/json read the same items, and answer alike.
+func TestDecodeBatch_fastAndSlowAlike(t *testing.T) {
 	body := []byte(`{"replicationList":[` +
 		`{"appName":"APP","id":"i-1","lastDirtyTimestamp":1718000000000,"status":"UP","action":"Heartbeat"},` +
 		`{"appName":"APP","id":"i-2","lastDirtyTimestamp":1718000000001,"status":"UP","action":"Heartbeat"},` +
@@ -173,37 +146,38 @@ func TestReceiver_Handle_fastAndSlowAnswerAlike(t *testing.T) {
 		`{"appName":"APP","id":"i-2","action":"Cancel"},` +
 		`{"appName":"APP","id":"i-1","action":"Nope"},` +
 		`{"appName":7,"id":"i-1","action":"Heartbeat"}]}`)
-	fastReg, slowReg := newReg(), newReg()
-	fastRC, _ := NewReceiver(fastReg, zerolog.New(zerolog.NewTestWriter(t)))
-	slowRC, _ := NewReceiver(slowReg, zerolog.New(zerolog.NewTestWriter(t)))
-	fast, err := fastRC.Handle(body)
+	fast, err := DecodeBatch(body)
+	if err != nil || fast.slow {
+		t.Fatalf("DecodeBatch: slow %v, err %v", fast != nil && fast.slow, err)
+	}
+	slow, err := decodeBatchJSON(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, err := slowRC.handleSlow(body)
-	if err != nil {
-		t.Fatal(err)
+	if len(fast.Items) != len(slow.Items) {
+		t.Fatalf("fast %d items, slow %d", len(fast.Items), len(slow.Items))
 	}
-	var a, b any
-	if json.Unmarshal(fast, &a) != nil || json.Unmarshal(slow, &b) != nil || !reflect.DeepEqual(a, b) {
-		t.Fatalf("answers differ:\nfast %s\nslow %s", fast, slow)
-	}
-	for _, id := range []string{"i-1", "i-2"} {
-		f, fok := fastReg.Instance("APP", id)
-		s, sok := slowReg.Instance("APP", id)
-		if fok != sok || fok && (f.Status != s.Status || f.LastDirtyTimestamp != s.LastDirtyTimestamp) {
-			t.Errorf("%s: fast %v %+v, slow %v %+v", id, fok, f.Instance, sok, s.Instance)
+	for i := range fast.Items {
+		if (fast.Err(i) == nil) != (slow.Err(i) == nil) || fast.Err(i) == nil && !reflect.DeepEqual(fast.Items[i], slow.Items[i]) {
+			t.Errorf("item %d: fast %+v (%v), slow %+v (%v)", i, fast.Items[i], fast.Err(i), slow.Items[i], slow.Err(i))
 		}
 	}
-	if _, err := fastRC.Handle([]byte(`{"replicationList":[{"appName":"A"},]}`)); err == nil {
+	resp := []ReplicationResponse{{StatusCode: 200}, {StatusCode: 409, ResponseEntity: []byte(`{"instanceId":"i-2"}`), Version: 3}, {StatusCode: 404}}
+	fb, err1 := fast.EncodeResponse(resp)
+	sb, err2 := slow.EncodeResponse(resp)
+	var a, b any
+	if err1 != nil || err2 != nil || json.Unmarshal(fb, &a) != nil || json.Unmarshal(sb, &b) != nil || !reflect.DeepEqual(a, b) {
+		t.Fatalf("answers differ:\nfast %s\nslow %s", fb, sb)
+	}
+	if _, err := DecodeBatch([]byte(`{"replicationList":[{"appName":"A"},]}`)); err == nil {
 		t.Error("a malformed body was accepted")
 	}
 }
 
-// EncodeBatch writes what encoding/json writes, up to escaping.
-func TestEncodeBatch_asEncodingJSON(t *testing.T) {
-	dirty := flexInt(1718000000000)
-	items := []replicationItem{
+// AppendBatch writes what encoding/json writes, up to escaping.
+func TestAppendBatch_asEncodingJSON(t *testing.T) {
+	dirty := FlexInt(1718000000000)
+	items := []ReplicationItem{
 		{AppName: "APP", ID: "i-1", LastDirtyTimestamp: &dirty, Status: "UP", Action: "Heartbeat"},
 		{AppName: "APP", ID: "i-1", Action: "Cancel"},
 		{AppName: "APP", ID: "i-1", LastDirtyTimestamp: &dirty, OverriddenStatus: "OUT_OF_SERVICE", Status: "UP", Action: "Heartbeat"},
@@ -222,7 +196,7 @@ func TestEncodeBatch_asEncodingJSON(t *testing.T) {
 			t.Errorf("appendItem %s, encoding/json %s", got, want)
 		}
 	}
-	bad := replicationItem{AppName: "APP", InstanceInfo: json.RawMessage(`{"a":`)}
+	bad := ReplicationItem{AppName: "APP", InstanceInfo: json.RawMessage(`{"a":`)}
 	if _, err := appendItem(nil, &bad); err == nil {
 		t.Error("invalid instanceInfo was written")
 	}
@@ -237,27 +211,27 @@ func TestDecodeBatchResponse_fastAndSlowAlike(t *testing.T) {
 		`{"responseList":[{"statusCode":"200"}]}`,
 	} {
 		fast, ok := scanBatchResponse([]byte(body))
-		res, err := DecodeBatchResponse([]byte(body))
+		items, err := DecodeBatchResponse([]byte(body))
 		if err != nil {
 			if ok {
 				t.Errorf("%s: scanned, but encoding/json refuses it: %v", body, err)
 			}
 			continue
 		}
-		if ok && !reflect.DeepEqual(fast, res.Items) {
-			t.Errorf("%s: scanned %+v, decoded %+v", body, fast, res.Items)
+		if ok && !reflect.DeepEqual(fast, items) {
+			t.Errorf("%s: scanned %+v, decoded %+v", body, fast, items)
 		}
 		var resp replicationListResponse
-		if json.Unmarshal([]byte(body), &resp) != nil || len(resp.ResponseList) != len(res.Items) {
-			t.Errorf("%s: %d items, encoding/json %d", body, len(res.Items), len(resp.ResponseList))
+		if json.Unmarshal([]byte(body), &resp) != nil || len(resp.ResponseList) != len(items) {
+			t.Errorf("%s: %d items, encoding/json %d", body, len(items), len(resp.ResponseList))
 		}
 	}
 }
 
-// appendBatchResponse writes every field of replicationResponse: each is
+// appendBatchResponse writes every field of ReplicationResponse: each is
 // set here by reflection, so a new one fails this test until it is added.
 func TestAppendBatchResponse_writesEveryField(t *testing.T) {
-	var r replicationResponse
+	var r ReplicationResponse
 	v := reflect.ValueOf(&r).Elem()
 	for i := range v.NumField() {
 		f := v.Field(i)
@@ -272,10 +246,10 @@ func TestAppendBatchResponse_writesEveryField(t *testing.T) {
 			f.SetString("x")
 		case reflect.Pointer:
 			switch f.Type() {
-			case reflect.TypeFor[*wireHealth]():
-				f.Set(reflect.ValueOf(&wireHealth{Reason: "http 503", Since: 5, By: "n1", Hides: true}))
-			case reflect.TypeFor[*wire.Pieces]():
-				f.Set(reflect.ValueOf(&wire.Pieces{Override: "OUT_OF_SERVICE", OverrideVersion: 9}))
+			case reflect.TypeFor[*Health]():
+				f.Set(reflect.ValueOf(&Health{Reason: "http 503", Since: 5, By: "n1", Hides: true}))
+			case reflect.TypeFor[*Pieces]():
+				f.Set(reflect.ValueOf(&Pieces{Override: "OUT_OF_SERVICE", OverrideVersion: 9}))
 			default:
 				t.Fatalf("field %s of type %s: teach this test and appendBatchResponse", v.Type().Field(i).Name, f.Type())
 			}
@@ -283,8 +257,8 @@ func TestAppendBatchResponse_writesEveryField(t *testing.T) {
 			t.Fatalf("field %s of kind %s: teach this test and appendBatchResponse", v.Type().Field(i).Name, f.Kind())
 		}
 	}
-	got := appendBatchResponse(nil, []replicationResponse{r})
-	want, _ := json.Marshal(replicationListResponse{ResponseList: []replicationResponse{r}})
+	got := appendBatchResponse(nil, []ReplicationResponse{r})
+	want, _ := json.Marshal(replicationListResponse{ResponseList: []ReplicationResponse{r}})
 	var g, w any
 	if json.Unmarshal(got, &g) != nil || json.Unmarshal(want, &w) != nil || !reflect.DeepEqual(g, w) {
 		t.Fatalf("appendBatchResponse %s, encoding/json %s", got, want)
