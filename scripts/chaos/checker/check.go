@@ -1,0 +1,634 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+type checkResult struct {
+	name    string
+	pass    bool
+	figures string
+	details []string
+	insts   map[string]bool // instances named by a violation
+}
+
+type results struct {
+	r      *run
+	checks []*checkResult
+}
+
+func (rs *results) ok() bool {
+	for _, c := range rs.checks {
+		if !c.pass {
+			return false
+		}
+	}
+	return true
+}
+
+func (rs *results) summary(seed int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d:", seed)
+	for _, c := range rs.checks {
+		v := "PASS"
+		if !c.pass {
+			v = "FAIL"
+		}
+		fmt.Fprintf(&b, " %s=%s", c.name, v)
+	}
+	return b.String()
+}
+
+func newCheck(name string) *checkResult {
+	return &checkResult{name: name, pass: true, insts: map[string]bool{}}
+}
+
+func (c *checkResult) violate(key, format string, a ...any) {
+	c.pass = false
+	if key != "" {
+		c.insts[key] = true
+	}
+	if len(c.details) < 30 {
+		c.details = append(c.details, fmt.Sprintf(format, a...))
+	} else if len(c.details) == 30 {
+		c.details = append(c.details, "… more")
+	}
+}
+
+// readsOf returns node n's successful reads in invoke order.
+func (r *run) readsOf(n int) []*Read {
+	var out []*Read
+	for _, rd := range r.h.reads {
+		if rd.Node == n {
+			out = append(out, rd)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Invoke < out[b].Invoke })
+	return out
+}
+
+// ackEff is when an operation may have taken effect at the latest: its
+// ack when it was answered; for an unknown outcome, a second after the
+// error, or after the node's SIGCONT if it was paused meanwhile (a paused
+// node handles what was sent to it when it resumes).
+func (r *run) ackEff(o *Op) time.Duration {
+	if o.Out != Info {
+		return o.Ack
+	}
+	for _, f := range r.faults {
+		if f.Kind == "pause" && f.A == o.Node && o.Invoke < f.End && o.Ack >= f.Start {
+			return f.End + 2*time.Second
+		}
+	}
+	return o.Ack + time.Second
+}
+
+// candidates are the writes (not failed) that no acknowledged write
+// follows: the last acknowledged one and every write concurrent with it
+// or later. Any of their values may be the final one.
+func (r *run) candidates(ws []*Op) []*Op {
+	var out []*Op
+	for _, x := range ws {
+		if x.Out == Fail {
+			continue
+		}
+		superseded := false
+		for _, y := range ws {
+			if y.Out == OK && y.Invoke > r.ackEff(x) {
+				superseded = true
+				break
+			}
+		}
+		if !superseded {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (r *run) check(quiet, conv time.Duration, final map[int]map[string]View, watchFinal map[int]string) *results {
+	rs := &results{r: r}
+	byKey := map[string][]*Op{}
+	for _, o := range r.h.ops {
+		byKey[o.key()] = append(byKey[o.key()], o)
+	}
+	reads := map[int][]*Read{}
+	for n := 1; n <= 4; n++ {
+		reads[n] = r.readsOf(n)
+	}
+	finalAt := r.h.now()
+
+	// 1. No acknowledged registration of a renewing instance lost.
+	c1 := newCheck("lost")
+	lost := 0
+	for _, i := range r.insts {
+		if !i.registered {
+			continue
+		}
+		acked := false
+		for _, o := range byKey[i.key()] {
+			if o.Kind == "register" && o.Out == OK {
+				acked = true
+			}
+		}
+		if !acked {
+			continue
+		}
+		for n := 1; n <= 3; n++ {
+			if final[n] == nil {
+				c1.violate(i.key(), "n%d: no final read", n)
+				continue
+			}
+			if _, ok := final[n][i.key()]; !ok {
+				lost++
+				c1.violate(i.key(), "%s: renewing, acknowledged registration, absent on n%d after the heal", i.key(), n)
+			}
+		}
+	}
+	c1.figures = fmt.Sprintf("instances lost: %d", lost)
+	rs.checks = append(rs.checks, c1)
+
+	// 2. No acknowledged cancel resurrected.
+	c2 := newCheck("resurrect")
+	resurrected := 0
+	for key, ops := range byKey {
+		for _, cn := range ops {
+			if cn.Kind != "cancel" || cn.Out != OK {
+				continue
+			}
+			for n := 1; n <= 4; n++ {
+				seenAbsent := false
+				for _, rd := range reads[n] {
+					if rd.Invoke < cn.Ack {
+						continue
+					}
+					_, present := rd.Insts[key]
+					if !present {
+						seenAbsent = true
+						continue
+					}
+					if !seenAbsent {
+						continue
+					}
+					allowed := false
+					for _, o := range ops {
+						if o.Kind == "register" && o.Out != Fail && o.Invoke < rd.Ack && r.ackEff(o) >= cn.Invoke {
+							allowed = true
+							break
+						}
+					}
+					if !allowed {
+						resurrected++
+						c2.violate(key, "%s: cancel acked by n%d at %.3fs; n%d served it absent, then present again at %.3fs (%s) with no register invoked since",
+							key, cn.Node, cn.Ack.Seconds(), n, rd.Invoke.Seconds(), rd.Insts[key])
+					}
+					break
+				}
+			}
+		}
+	}
+	c2.figures = fmt.Sprintf("cancels resurrected: %d", resurrected)
+	rs.checks = append(rs.checks, c2)
+
+	// 3. After the final heal every node serves the same, equal to the
+	// last acknowledged write of each piece.
+	c3 := newCheck("final-state")
+	for n := 2; n <= 3; n++ {
+		if final[1] == nil || final[n] == nil {
+			c3.violate("", "n1 or n%d gave no final read", n)
+			continue
+		}
+		keys := map[string]bool{}
+		for k := range final[1] {
+			keys[k] = true
+		}
+		for k := range final[n] {
+			keys[k] = true
+		}
+		for k := range keys {
+			a, okA := final[1][k]
+			b, okB := final[n][k]
+			if okA != okB || a != b {
+				c3.violate(k, "%s: n1 serves %s, n%d serves %s", k, showView(a, okA), n, showView(b, okB))
+			}
+		}
+	}
+	for _, i := range r.insts {
+		key := i.key()
+		ops := byKey[key]
+		wantPresent := i.registered
+		eitherPresence := false
+		if !i.registered {
+			// The client stopped renewing at its cancel; an unacknowledged
+			// cancel leaves the copy to expire (lease 6 s + eviction).
+			ackedCancel := false
+			for _, o := range ops {
+				if o.Kind == "cancel" && o.Invoke >= i.cancelledAt && o.Out == OK {
+					ackedCancel = true
+				}
+			}
+			if !ackedCancel && finalAt-i.cancelledAt < 15*time.Second {
+				eitherPresence = true
+			}
+		}
+		var metaW, ovW []*Op
+		for _, o := range ops {
+			switch o.Kind {
+			case "register", "metadata":
+				metaW = append(metaW, o)
+			case "override", "unoverride", "cancel":
+				ovW = append(ovW, o)
+			}
+		}
+		wantMeta := map[string]bool{}
+		for _, o := range r.candidates(metaW) {
+			wantMeta[o.Value] = true
+		}
+		wantOv := map[string]bool{}
+		cands := r.candidates(ovW)
+		for _, o := range cands {
+			if o.Kind == "override" {
+				wantOv["OUT_OF_SERVICE"] = true
+			} else {
+				wantOv["UNKNOWN"] = true
+			}
+		}
+		if len(cands) == 0 {
+			wantOv["UNKNOWN"] = true
+		}
+		for n := 1; n <= 3; n++ {
+			if final[n] == nil {
+				continue
+			}
+			v, present := final[n][key]
+			if !eitherPresence && present != wantPresent {
+				c3.violate(key, "%s: n%d serves %s, the last acknowledged write says %s", key, n, showView(v, present), map[bool]string{true: "present", false: "absent (cancelled)"}[wantPresent])
+				continue
+			}
+			if !present {
+				continue
+			}
+			if len(wantMeta) > 0 && !wantMeta[v.Meta] {
+				c3.violate(key, "%s: n%d serves metadata k=%s, the last acknowledged write of it says k∈%v", key, n, v.Meta, setList(wantMeta))
+			}
+			if !wantOv[v.Overridden] {
+				c3.violate(key, "%s: n%d serves overriddenStatus %s, the last acknowledged override write says %v", key, n, v.Overridden, setList(wantOv))
+			}
+			wantStatus := "UP"
+			if v.Overridden == "OUT_OF_SERVICE" {
+				wantStatus = "OUT_OF_SERVICE"
+			}
+			if v.Status != wantStatus {
+				c3.violate(key, "%s: n%d serves status %s with overriddenStatus %s (want %s)", key, n, v.Status, v.Overridden, wantStatus)
+			}
+		}
+	}
+	rs.checks = append(rs.checks, c3)
+
+	// 4. Convergence after each heal, and staleness.
+	c4 := newCheck("convergence")
+	var convs []float64
+	censored := 0
+	for k, f := range r.faults {
+		until := quiet
+		if k+1 < len(r.faults) {
+			until = r.faults[k+1].Start
+		}
+		d, ok := r.convergedAfter(f.End, until, byKey, reads)
+		if ok {
+			convs = append(convs, d.Seconds())
+		} else {
+			censored++
+			c4.details = append(c4.details, fmt.Sprintf("after the heal of %s at %.1fs: not identical before %.1fs (writes kept going)", f.Kind, f.End.Seconds(), until.Seconds()))
+		}
+	}
+	stale := r.staleness(byKey, reads)
+	c4.figures = fmt.Sprintf("convergence after heal (s): %s, not converged within the settle window: %d; final convergence (writer stopped): %s; staleness (s, ack → every node serves it): %s",
+		quantiles(convs), censored, durOr(conv), quantiles(stale))
+	if conv < 0 {
+		c4.violate("", "the nodes did not converge within %v of the final heal", r.opt.converge)
+	}
+	rs.checks = append(rs.checks, c4)
+
+	// 5. Self-preservation: a cut-off node evicts nothing it cannot hear.
+	c5 := newCheck("self-preservation")
+	vanished := 0
+	for _, f := range r.faults {
+		for n := range f.Minority {
+			var base *Read
+			for _, rd := range reads[n] {
+				if rd.Invoke < f.Start {
+					base = rd
+				}
+			}
+			if base == nil {
+				continue
+			}
+			for key := range base.Insts {
+				alive := true
+				for _, o := range byKey[key] {
+					if o.Kind == "cancel" && o.Invoke >= base.Invoke-time.Second && o.Invoke <= f.End {
+						alive = false
+					}
+				}
+				if !alive {
+					continue
+				}
+				for _, rd := range reads[n] {
+					if rd.Invoke < f.Start || rd.Invoke > f.End {
+						continue
+					}
+					if _, ok := rd.Insts[key]; !ok {
+						vanished++
+						c5.violate(key, "%s: present on n%d before the %s at %.1fs, renewing, gone from n%d at %.1fs during it", key, n, f.Kind, f.Start.Seconds(), n, rd.Invoke.Seconds())
+						break
+					}
+				}
+			}
+		}
+	}
+	c5.figures = fmt.Sprintf("instances evicted by a cut-off node while alive: %d", vanished)
+	rs.checks = append(rs.checks, c5)
+
+	// 6. The watch stream.
+	c6 := newCheck("watch")
+	var figs []string
+	for _, w := range r.watchers {
+		w.mu.Lock()
+		figs = append(figs, fmt.Sprintf("n%d: %d events, %d reconnects, %d resyncs", w.n, w.events, w.reconnects, w.resyncs))
+		for _, v := range w.violations {
+			c6.violate("", "%s", v)
+		}
+		w.mu.Unlock()
+		if msg := watchFinal[w.n]; msg != "" {
+			c6.violate("", "n%d: the stream's state differs from GET apps/%s after the heal: %s", w.n, watchApp, msg)
+		}
+	}
+	c6.figures = strings.Join(figs, "; ")
+	rs.checks = append(rs.checks, c6)
+
+	r.report(rs, byKey, reads)
+	return rs
+}
+
+func showView(v View, present bool) string {
+	if !present {
+		return "absent"
+	}
+	return v.String()
+}
+
+func setList(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func durOr(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func quantiles(xs []float64) string {
+	if len(xs) == 0 {
+		return "n/a"
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return fmt.Sprintf("p50 %.2f p99 %.2f max %.2f (n=%d)", q(0.5), q(0.99), s[len(s)-1], len(s))
+}
+
+// convergedAfter finds the first moment after a heal at which the latest
+// reads of n1..n3 (all taken after the heal) agree on every instance not
+// written in the 2 s before: the time from the heal, or false if that
+// never happened before until.
+func (r *run) convergedAfter(heal, until time.Duration, byKey map[string][]*Op, reads map[int][]*Read) (time.Duration, bool) {
+	recent := func(key string, t time.Duration) bool {
+		for _, o := range byKey[key] {
+			if o.Kind != "heartbeat" && o.Invoke <= t && o.Invoke >= t-2*time.Second {
+				return true
+			}
+		}
+		return false
+	}
+	idx := map[int]int{}
+	for t := heal; t <= until; t += 100 * time.Millisecond {
+		var latest [4]*Read
+		ok := true
+		for n := 1; n <= 3; n++ {
+			rs := reads[n]
+			i := idx[n]
+			for i < len(rs) && rs[i].Ack <= t {
+				i++
+			}
+			idx[n] = i
+			if i == 0 || rs[i-1].Invoke < heal {
+				ok = false
+				break
+			}
+			latest[n] = rs[i-1]
+		}
+		if !ok {
+			continue
+		}
+		same := true
+		keys := map[string]bool{}
+		for n := 1; n <= 3; n++ {
+			for k := range latest[n].Insts {
+				keys[k] = true
+			}
+		}
+		for k := range keys {
+			if recent(k, t) {
+				continue
+			}
+			a, okA := latest[1].Insts[k]
+			for n := 2; n <= 3; n++ {
+				b, okB := latest[n].Insts[k]
+				if okA != okB || a != b {
+					same = false
+				}
+			}
+		}
+		if same {
+			return t - heal, true
+		}
+	}
+	return 0, false
+}
+
+// staleness is, for every acknowledged write made while no fault was on,
+// the time from its ack until every one of n1..n3 served it; writes
+// superseded before that, or overtaken by a fault, are left out.
+func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) []float64 {
+	inFault := func(a, b time.Duration) bool {
+		for _, f := range r.faults {
+			if a <= f.End+r.opt.settle/2 && b >= f.Start {
+				return true
+			}
+		}
+		return false
+	}
+	var out []float64
+	for key, ops := range byKey {
+		for k, w := range ops {
+			if w.Out != OK || w.By != "writer" {
+				continue
+			}
+			var match func(v View, ok bool) bool
+			switch w.Kind {
+			case "register", "metadata":
+				match = func(v View, ok bool) bool { return ok && v.Meta == w.Value }
+			case "override":
+				match = func(v View, ok bool) bool { return ok && v.Overridden == "OUT_OF_SERVICE" }
+			case "unoverride":
+				match = func(v View, ok bool) bool { return ok && v.Overridden == "UNKNOWN" }
+			case "cancel":
+				match = func(v View, ok bool) bool { return !ok }
+			default:
+				continue
+			}
+			// The next write to the instance ends the window.
+			next := time.Duration(math.MaxInt64)
+			for _, o := range ops[k+1:] {
+				if o.Kind != "heartbeat" && o.Invoke > w.Invoke {
+					next = min(next, o.Invoke)
+				}
+			}
+			worst := time.Duration(0)
+			ok := true
+			for n := 1; n <= 3 && ok; n++ {
+				seen := false
+				for _, rd := range reads[n] {
+					if rd.Invoke < w.Ack {
+						continue
+					}
+					if rd.Ack > next {
+						break
+					}
+					v, present := rd.Insts[key]
+					if match(v, present) {
+						worst = max(worst, rd.Ack-w.Ack)
+						seen = true
+						break
+					}
+				}
+				ok = seen
+			}
+			if ok && !inFault(w.Invoke, w.Ack+worst) {
+				out = append(out, worst.Seconds())
+			}
+		}
+	}
+	return out
+}
+
+// watchFinal waits until each watcher's state equals its node's GET
+// apps/CHKW; it returns what still differs per node.
+func (r *run) watchFinal(timeout time.Duration) map[int]string {
+	out := map[int]string{}
+	deadline := time.Now().Add(timeout)
+	for _, w := range r.watchers {
+		for {
+			st, _, err := w.snapshot(context.Background())
+			diff := ""
+			if err != nil {
+				diff = "snapshot: " + err.Error()
+			} else {
+				w.mu.Lock()
+				diff = diffViews(w.state, st)
+				w.mu.Unlock()
+			}
+			if diff == "" || time.Now().After(deadline) {
+				out[w.n] = diff
+				break
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+func diffViews(stream, node map[string]View) string {
+	var ds []string
+	for k, v := range node {
+		if s, ok := stream[k]; !ok || s != v {
+			ds = append(ds, fmt.Sprintf("%s stream %s node %s", k, showView(s, ok), v))
+		}
+	}
+	for k, s := range stream {
+		if _, ok := node[k]; !ok {
+			ds = append(ds, fmt.Sprintf("%s stream %s node absent", k, s))
+		}
+	}
+	sort.Strings(ds)
+	return strings.Join(ds, "; ")
+}
+
+// report prints the checks, the figures and the history of every instance
+// a violation names.
+func (r *run) report(rs *results, byKey map[string][]*Op, reads map[int][]*Read) {
+	fmt.Printf("\nseed %d: %d operations, %d reads\n", r.seed, len(r.h.ops), len(r.h.reads))
+	named := map[string]bool{}
+	for _, c := range rs.checks {
+		v := "PASS"
+		if !c.pass {
+			v = "FAIL"
+		}
+		fmt.Printf("%s %-18s %s\n", v, c.name, c.figures)
+		for _, d := range c.details {
+			fmt.Println("     ", d)
+		}
+		for k := range c.insts {
+			named[k] = true
+		}
+	}
+	keys := setList(named)
+	if len(keys) > 8 {
+		fmt.Printf("(%d instances named; histories of the first 8)\n", len(keys))
+		keys = keys[:8]
+	}
+	if len(keys) > 0 {
+		fmt.Println("\nfaults:")
+		for _, e := range r.h.events {
+			fmt.Printf("  %8.3fs %s: %s\n", e.At.Seconds(), e.Kind, e.What)
+		}
+	}
+	for _, k := range keys {
+		fmt.Printf("\nhistory of %s (heartbeats that were ok left out):\n", k)
+		hb := 0
+		for _, o := range r.h.opsOf(k) {
+			if o.Kind == "heartbeat" && o.Out == OK {
+				hb++
+				continue
+			}
+			fmt.Println("  op  ", o)
+		}
+		fmt.Printf("  (%d ok heartbeats)\n", hb)
+		for n := 1; n <= 4; n++ {
+			last := "-"
+			for _, rd := range reads[n] {
+				v, ok := rd.Insts[k]
+				s := showView(v, ok)
+				if s != last {
+					fmt.Printf("  read %8.3fs n%d serves %s\n", rd.Invoke.Seconds(), n, s)
+					last = s
+				}
+			}
+		}
+	}
+}
