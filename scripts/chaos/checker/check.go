@@ -111,7 +111,7 @@ func (r *run) candidates(ws []*Op) []*Op {
 	return out
 }
 
-func (r *run) check(quiet, conv time.Duration, final map[int]map[string]View, watchFinal map[int]string) *results {
+func (r *run) check(quiet time.Duration, watchFinal map[int]string) *results {
 	rs := &results{r: r}
 	byKey := map[string][]*Op{}
 	for _, o := range r.h.ops {
@@ -121,36 +121,16 @@ func (r *run) check(quiet, conv time.Duration, final map[int]map[string]View, wa
 	for n := 1; n <= 4; n++ {
 		reads[n] = r.readsOf(n)
 	}
-	finalAt := r.h.now()
 
-	// 1. No acknowledged registration of a renewing instance lost.
+	// 1 and 3, after every heal (the writer paused) and at the end.
 	c1 := newCheck("lost")
+	c3 := newCheck("final-state")
 	lost := 0
-	for _, i := range r.insts {
-		if !i.registered {
-			continue
-		}
-		acked := false
-		for _, o := range byKey[i.key()] {
-			if o.Kind == "register" && o.Out == OK {
-				acked = true
-			}
-		}
-		if !acked {
-			continue
-		}
-		for n := 1; n <= 3; n++ {
-			if final[n] == nil {
-				c1.violate(i.key(), "n%d: no final read", n)
-				continue
-			}
-			if _, ok := final[n][i.key()]; !ok {
-				lost++
-				c1.violate(i.key(), "%s: renewing, acknowledged registration, absent on n%d after the heal", i.key(), n)
-			}
-		}
+	for _, ep := range r.epochs {
+		lost += r.checkEpoch(ep, byKey, c1, c3)
 	}
-	c1.figures = fmt.Sprintf("instances lost: %d", lost)
+	c1.figures = fmt.Sprintf("instances lost: %d (over %d heals)", lost, len(r.epochs))
+	c3.figures = fmt.Sprintf("%d heals checked", len(r.epochs))
 	rs.checks = append(rs.checks, c1)
 
 	// 2. No acknowledged cancel resurrected.
@@ -195,124 +175,26 @@ func (r *run) check(quiet, conv time.Duration, final map[int]map[string]View, wa
 	c2.figures = fmt.Sprintf("cancels resurrected: %d", resurrected)
 	rs.checks = append(rs.checks, c2)
 
-	// 3. After the final heal every node serves the same, equal to the
-	// last acknowledged write of each piece.
-	c3 := newCheck("final-state")
-	for n := 2; n <= 3; n++ {
-		if final[1] == nil || final[n] == nil {
-			c3.violate("", "n1 or n%d gave no final read", n)
-			continue
-		}
-		keys := map[string]bool{}
-		for k := range final[1] {
-			keys[k] = true
-		}
-		for k := range final[n] {
-			keys[k] = true
-		}
-		for k := range keys {
-			a, okA := final[1][k]
-			b, okB := final[n][k]
-			if okA != okB || a != b {
-				c3.violate(k, "%s: n1 serves %s, n%d serves %s", k, showView(a, okA), n, showView(b, okB))
-			}
-		}
-	}
-	for _, i := range r.insts {
-		key := i.key()
-		ops := byKey[key]
-		wantPresent := i.registered
-		eitherPresence := false
-		if !i.registered {
-			// The client stopped renewing at its cancel; an unacknowledged
-			// cancel leaves the copy to expire (lease 6 s + eviction).
-			ackedCancel := false
-			for _, o := range ops {
-				if o.Kind == "cancel" && o.Invoke >= i.cancelledAt && o.Out == OK {
-					ackedCancel = true
-				}
-			}
-			if !ackedCancel && finalAt-i.cancelledAt < 15*time.Second {
-				eitherPresence = true
-			}
-		}
-		var metaW, ovW []*Op
-		for _, o := range ops {
-			switch o.Kind {
-			case "register", "metadata":
-				metaW = append(metaW, o)
-			case "override", "unoverride", "cancel":
-				ovW = append(ovW, o)
-			}
-		}
-		wantMeta := map[string]bool{}
-		for _, o := range r.candidates(metaW) {
-			wantMeta[o.Value] = true
-		}
-		wantOv := map[string]bool{}
-		cands := r.candidates(ovW)
-		for _, o := range cands {
-			if o.Kind == "override" {
-				wantOv["OUT_OF_SERVICE"] = true
-			} else {
-				wantOv["UNKNOWN"] = true
-			}
-		}
-		if len(cands) == 0 {
-			wantOv["UNKNOWN"] = true
-		}
-		for n := 1; n <= 3; n++ {
-			if final[n] == nil {
-				continue
-			}
-			v, present := final[n][key]
-			if !eitherPresence && present != wantPresent {
-				c3.violate(key, "%s: n%d serves %s, the last acknowledged write says %s", key, n, showView(v, present), map[bool]string{true: "present", false: "absent (cancelled)"}[wantPresent])
-				continue
-			}
-			if !present {
-				continue
-			}
-			if len(wantMeta) > 0 && !wantMeta[v.Meta] {
-				c3.violate(key, "%s: n%d serves metadata k=%s, the last acknowledged write of it says k∈%v", key, n, v.Meta, setList(wantMeta))
-			}
-			if !wantOv[v.Overridden] {
-				c3.violate(key, "%s: n%d serves overriddenStatus %s, the last acknowledged override write says %v", key, n, v.Overridden, setList(wantOv))
-			}
-			wantStatus := "UP"
-			if v.Overridden == "OUT_OF_SERVICE" {
-				wantStatus = "OUT_OF_SERVICE"
-			}
-			if v.Status != wantStatus {
-				c3.violate(key, "%s: n%d serves status %s with overriddenStatus %s (want %s)", key, n, v.Status, v.Overridden, wantStatus)
-			}
-		}
-	}
 	rs.checks = append(rs.checks, c3)
 
 	// 4. Convergence after each heal, and staleness.
 	c4 := newCheck("convergence")
 	var convs []float64
-	censored := 0
-	for k, f := range r.faults {
-		until := quiet
-		if k+1 < len(r.faults) {
-			until = r.faults[k+1].Start
+	var final time.Duration = -1
+	for _, ep := range r.epochs {
+		if ep.conv < 0 {
+			c4.violate("", "%s: the nodes were not identical within the wait (healed at %.1fs)", ep.label, ep.heal.Seconds())
+			continue
 		}
-		d, ok := r.convergedAfter(f.End, until, byKey, reads)
-		if ok {
-			convs = append(convs, d.Seconds())
+		if ep.label == "final" {
+			final = ep.conv
 		} else {
-			censored++
-			c4.details = append(c4.details, fmt.Sprintf("after the heal of %s at %.1fs: not identical before %.1fs (writes kept going)", f.Kind, f.End.Seconds(), until.Seconds()))
+			convs = append(convs, ep.conv.Seconds())
 		}
 	}
 	stale := r.staleness(byKey, reads)
-	c4.figures = fmt.Sprintf("convergence after heal (s): %s, not converged within the settle window: %d; final convergence (writer stopped): %s; staleness (s, ack → every node serves it): %s",
-		quantiles(convs), censored, durOr(conv), quantiles(stale))
-	if conv < 0 {
-		c4.violate("", "the nodes did not converge within %v of the final heal", r.opt.converge)
-	}
+	c4.figures = fmt.Sprintf("convergence after heal (s, writer paused): %s; final: %s; staleness (s, ack → every node serves it, outside faults): %s",
+		quantiles(convs), durOr(final), quantiles(stale))
 	rs.checks = append(rs.checks, c4)
 
 	// 5. Self-preservation: a cut-off node evicts nothing it cannot hear.
@@ -330,9 +212,29 @@ func (r *run) check(quiet, conv time.Duration, final map[int]map[string]View, wa
 				continue
 			}
 			for key := range base.Insts {
+				// Alive: its client's last life began before the fault
+				// (a registration that may have taken effect, after the
+				// client's last cancel) and nobody cancelled it since.
 				alive := true
+				var last *Op
 				for _, o := range byKey[key] {
-					if o.Kind == "cancel" && o.Invoke >= base.Invoke-time.Second && o.Invoke <= f.End {
+					if o.Invoke >= f.Start {
+						continue
+					}
+					if (o.Kind == "register" && o.Out != Fail) || (o.Kind == "cancel" && o.By == "writer") {
+						if last == nil || o.Invoke > last.Invoke {
+							last = o
+						}
+					}
+					if o.Kind == "cancel" && o.Invoke >= base.Invoke-time.Second {
+						alive = false
+					}
+				}
+				if last == nil || last.Kind != "register" {
+					alive = false
+				}
+				for _, o := range byKey[key] {
+					if o.Kind == "cancel" && o.Invoke >= f.Start && o.Invoke <= f.End {
 						alive = false
 					}
 				}
@@ -412,65 +314,6 @@ func quantiles(xs []float64) string {
 	return fmt.Sprintf("p50 %.2f p99 %.2f max %.2f (n=%d)", q(0.5), q(0.99), s[len(s)-1], len(s))
 }
 
-// convergedAfter finds the first moment after a heal at which the latest
-// reads of n1..n3 (all taken after the heal) agree on every instance not
-// written in the 2 s before: the time from the heal, or false if that
-// never happened before until.
-func (r *run) convergedAfter(heal, until time.Duration, byKey map[string][]*Op, reads map[int][]*Read) (time.Duration, bool) {
-	recent := func(key string, t time.Duration) bool {
-		for _, o := range byKey[key] {
-			if o.Kind != "heartbeat" && o.Invoke <= t && o.Invoke >= t-2*time.Second {
-				return true
-			}
-		}
-		return false
-	}
-	idx := map[int]int{}
-	for t := heal; t <= until; t += 100 * time.Millisecond {
-		var latest [4]*Read
-		ok := true
-		for n := 1; n <= 3; n++ {
-			rs := reads[n]
-			i := idx[n]
-			for i < len(rs) && rs[i].Ack <= t {
-				i++
-			}
-			idx[n] = i
-			if i == 0 || rs[i-1].Invoke < heal {
-				ok = false
-				break
-			}
-			latest[n] = rs[i-1]
-		}
-		if !ok {
-			continue
-		}
-		same := true
-		keys := map[string]bool{}
-		for n := 1; n <= 3; n++ {
-			for k := range latest[n].Insts {
-				keys[k] = true
-			}
-		}
-		for k := range keys {
-			if recent(k, t) {
-				continue
-			}
-			a, okA := latest[1].Insts[k]
-			for n := 2; n <= 3; n++ {
-				b, okB := latest[n].Insts[k]
-				if okA != okB || a != b {
-					same = false
-				}
-			}
-		}
-		if same {
-			return t - heal, true
-		}
-	}
-	return 0, false
-}
-
 // staleness is, for every acknowledged write made while no fault was on,
 // the time from its ack until every one of n1..n3 served it; writes
 // superseded before that, or overtaken by a fault, are left out.
@@ -486,7 +329,7 @@ func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) []float64
 	var out []float64
 	for key, ops := range byKey {
 		for k, w := range ops {
-			if w.Out != OK || w.By != "writer" {
+			if w.Out != OK || w.Kind == "heartbeat" {
 				continue
 			}
 			var match func(v View, ok bool) bool
@@ -631,4 +474,149 @@ func (r *run) report(rs *results, byKey map[string][]*Op, reads map[int][]*Read)
 			}
 		}
 	}
+}
+
+// checkEpoch checks one epoch: every renewing instance with an
+// acknowledged registration is on every node (1), and every node serves
+// the same, equal to the last acknowledged write of each piece (3). It
+// returns the instances lost.
+func (r *run) checkEpoch(ep *epoch, byKey map[string][]*Op, c1, c3 *checkResult) int {
+	lost := 0
+	final := ep.reads
+	for n := 1; n <= 3; n++ {
+		if final[n] == nil {
+			c3.violate("", "%s: n%d gave no read", ep.label, n)
+		}
+	}
+	for n := 2; n <= 3; n++ {
+		if final[1] == nil || final[n] == nil {
+			continue
+		}
+		keys := map[string]bool{}
+		for k := range final[1] {
+			keys[k] = true
+		}
+		for k := range final[n] {
+			keys[k] = true
+		}
+		for k := range keys {
+			a, okA := final[1][k]
+			b, okB := final[n][k]
+			if okA != okB || a != b {
+				c3.violate(k, "%s: %s: n1 serves %s, n%d serves %s", ep.label, k, showView(a, okA), n, showView(b, okB))
+			}
+		}
+	}
+	for _, i := range r.insts {
+		key := i.key()
+		var ops []*Op
+		for _, o := range byKey[key] {
+			if o.Invoke < ep.at {
+				ops = append(ops, o)
+			}
+		}
+		registered := ep.registered[key]
+		cancelledAt := ep.cancelledAt[key]
+		if registered {
+			// Present is owed when the last acknowledged existence write
+			// (and everything concurrent with it) is a registration: an
+			// operator's cancel just before the pause leaves the client to
+			// register again on its next heartbeat.
+			var exist []*Op
+			for _, o := range ops {
+				if o.Kind == "register" || o.Kind == "cancel" {
+					exist = append(exist, o)
+				}
+			}
+			acked := false
+			for _, o := range exist {
+				if o.Kind == "register" && o.Out == OK {
+					acked = true
+				}
+			}
+			for _, o := range r.candidates(exist) {
+				if o.Kind == "cancel" {
+					acked = false
+				}
+			}
+			for n := 1; n <= 3 && acked; n++ {
+				if final[n] == nil {
+					continue
+				}
+				if _, ok := final[n][key]; !ok {
+					lost++
+					c1.violate(key, "%s: %s: renewing, registration acknowledged, absent on n%d", ep.label, key, n)
+				}
+			}
+		}
+		eitherPresence := false
+		if !registered {
+			// The client stopped renewing at its cancel; an unacknowledged
+			// cancel leaves the copy to expire (lease 6 s + eviction).
+			ackedCancel := false
+			for _, o := range ops {
+				if o.Kind == "cancel" && o.Invoke >= cancelledAt && o.Out == OK {
+					ackedCancel = true
+				}
+			}
+			if !ackedCancel && ep.at-cancelledAt < 15*time.Second {
+				eitherPresence = true
+			}
+		}
+		var metaW, ovW []*Op
+		for _, o := range ops {
+			switch o.Kind {
+			case "register", "metadata":
+				metaW = append(metaW, o)
+			case "override", "unoverride", "cancel":
+				ovW = append(ovW, o)
+			}
+		}
+		wantMeta := map[string]bool{}
+		for _, o := range r.candidates(metaW) {
+			wantMeta[o.Value] = true
+		}
+		wantOv := map[string]bool{}
+		cands := r.candidates(ovW)
+		for _, o := range cands {
+			if o.Kind == "override" {
+				wantOv["OUT_OF_SERVICE"] = true
+			} else {
+				wantOv["UNKNOWN"] = true
+			}
+		}
+		if len(cands) == 0 {
+			wantOv["UNKNOWN"] = true
+		}
+		for n := 1; n <= 3; n++ {
+			if final[n] == nil {
+				continue
+			}
+			v, present := final[n][key]
+			if !eitherPresence && present != registered {
+				if registered {
+					continue // check 1's
+				}
+				c3.violate(key, "%s: %s: n%d serves %s, but its client cancelled (acknowledged)", ep.label, key, n, showView(v, present))
+				continue
+			}
+			if !present {
+				continue
+			}
+			if len(wantMeta) > 0 && !wantMeta[v.Meta] {
+				c3.violate(key, "%s: %s: n%d serves metadata k=%s, the last acknowledged write of it says k∈%v", ep.label, key, n, v.Meta, setList(wantMeta))
+			}
+			if !wantOv[v.Overridden] {
+				c3.violate(key, "%s: %s: n%d serves overriddenStatus %s, the last acknowledged override write says %v", ep.label, key, n, v.Overridden, setList(wantOv))
+			}
+			wantStatus := "UP"
+			if v.Overridden == "OUT_OF_SERVICE" {
+				wantStatus = "OUT_OF_SERVICE"
+			}
+			if v.Status != wantStatus {
+				c3.violate(key, "%s: %s: n%d serves status %s with overriddenStatus %s (want %s)", ep.label, key, n, v.Status, v.Overridden, wantStatus)
+			}
+		}
+	}
+	return lost
 }

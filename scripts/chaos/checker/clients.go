@@ -24,7 +24,8 @@ type inst struct {
 	meta        string // the client's own metadata k, sent when it registers
 	lastNode    int    // node of the writer's last operation on it
 	lastDirty   int64
-	cancelledAt time.Duration // invoke time of the cancel that ended its last life
+	cancelledAt time.Duration // invoke time of the client's last cancel
+	hold        time.Duration // how long it stays away after it
 }
 
 func (i *inst) key() string { return i.app + "/" + i.id }
@@ -121,45 +122,74 @@ func (r *run) writer(ctx context.Context, rng *rand.Rand) {
 			return
 		case <-time.After(time.Duration(150+rng.Intn(350)) * time.Millisecond):
 		}
-		i := ws[rng.Intn(len(ws))]
-		n := r.randomNode(rng)
-		if side := r.splitSide(); side != nil {
-			// Split brain: each write to an instance goes to the other
-			// side from its last one, so both sides write it.
-			for side[n] == side[i.lastNode] {
-				n = 1 + rng.Intn(3)
-			}
-		}
-		i.lastNode = n
+		r.gate.Lock() // held by the main loop while it checks a heal
 		seq++
-		val := fmt.Sprintf("%d", seq)
-		p := rng.Intn(100)
+		r.writeOne(rng, ws, seq)
+		r.gate.Unlock()
+	}
+}
+
+// writeOne is one random operation of the writer.
+func (r *run) writeOne(rng *rand.Rand, ws []*inst, seq int) {
+	now := r.h.now()
+	// A client that cancelled stays away for a while (5–50 s) before it
+	// registers again, so a resurrection has time to show.
+	var i *inst
+	for try := 0; try < 10; try++ {
+		i = ws[rng.Intn(len(ws))]
 		i.mu.Lock()
-		switch {
-		case !i.registered || p < 10:
-			// (Re-)registration, with a new value of the client's own
-			// metadata: the client starts (or keeps) renewing.
-			i.meta = "r" + val
-			o := r.register(i, n, "writer")
-			if o.Out != Fail || i.registered {
-				i.registered = true
-				i.node = n
-			}
-		case p < 22:
-			i.registered = false
-			i.cancelledAt = r.h.now()
-			r.h.do(&Op{Kind: "cancel", By: "writer", App: i.app, ID: i.id, Node: n}, http.MethodDelete, r.instURL(n, i), nil)
-		case p < 50:
-			r.h.do(&Op{Kind: "override", By: "writer", App: i.app, ID: i.id, Node: n, Value: "OUT_OF_SERVICE"},
-				http.MethodPut, r.instURL(n, i)+"/status?value=OUT_OF_SERVICE", nil)
-		case p < 75:
-			r.h.do(&Op{Kind: "unoverride", By: "writer", App: i.app, ID: i.id, Node: n, Value: "UP"},
-				http.MethodDelete, r.instURL(n, i)+"/status?value=UP", nil)
-		default:
-			r.h.do(&Op{Kind: "metadata", By: "writer", App: i.app, ID: i.id, Node: n, Value: "m" + val},
-				http.MethodPut, r.instURL(n, i)+"/metadata?k=m"+val, nil)
-		}
+		away := !i.registered && now < i.cancelledAt+i.hold
 		i.mu.Unlock()
+		if !away {
+			break
+		}
+		i = nil
+	}
+	if i == nil {
+		return
+	}
+	n := r.randomNode(rng)
+	if side := r.splitSide(); side != nil {
+		// Split brain: each write to an instance goes to the other side
+		// from its last one, so both sides write it.
+		for side[n] == side[i.lastNode] {
+			n = 1 + rng.Intn(3)
+		}
+	}
+	i.lastNode = n
+	val := fmt.Sprintf("%d", seq)
+	p := rng.Intn(100)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	switch {
+	case !i.registered || p < 10:
+		// (Re-)registration, with a new value of the client's own
+		// metadata: the client starts (or keeps) renewing.
+		i.meta = "r" + val
+		o := r.register(i, n, "writer")
+		if o.Out != Fail || i.registered {
+			i.registered = true
+			i.node = n
+		}
+	case p < 18:
+		// The client cancels: it stops renewing first.
+		i.registered = false
+		i.cancelledAt = r.h.now()
+		i.hold = time.Duration(5+rng.Intn(46)) * time.Second
+		r.h.do(&Op{Kind: "cancel", By: "writer", App: i.app, ID: i.id, Node: n}, http.MethodDelete, r.instURL(n, i), nil)
+	case p < 24:
+		// An operator cancels a live client, which keeps renewing and
+		// registers again when a node answers its heartbeat with 404.
+		r.h.do(&Op{Kind: "cancel", By: "operator", App: i.app, ID: i.id, Node: n}, http.MethodDelete, r.instURL(n, i), nil)
+	case p < 50:
+		r.h.do(&Op{Kind: "override", By: "operator", App: i.app, ID: i.id, Node: n, Value: "OUT_OF_SERVICE"},
+			http.MethodPut, r.instURL(n, i)+"/status?value=OUT_OF_SERVICE", nil)
+	case p < 75:
+		r.h.do(&Op{Kind: "unoverride", By: "operator", App: i.app, ID: i.id, Node: n, Value: "UP"},
+			http.MethodDelete, r.instURL(n, i)+"/status?value=UP", nil)
+	default:
+		r.h.do(&Op{Kind: "metadata", By: "operator", App: i.app, ID: i.id, Node: n, Value: "m" + val},
+			http.MethodPut, r.instURL(n, i)+"/metadata?k=m"+val, nil)
 	}
 }
 

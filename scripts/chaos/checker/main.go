@@ -58,6 +58,47 @@ type run struct {
 
 	splitMu sync.Mutex
 	split   map[int]bool
+
+	gate   sync.Mutex // the writer holds it for each operation
+	epochs []*epoch
+}
+
+// epoch is the state checked after a heal, the writer paused: every node's
+// registry once they agree (or the wait ran out) and each client's state.
+type epoch struct {
+	label       string
+	heal        time.Duration
+	at          time.Duration // when the reads were taken
+	conv        time.Duration // heal → every node identical; -1: not within the wait
+	reads       map[int]map[string]View
+	registered  map[string]bool
+	cancelledAt map[string]time.Duration
+}
+
+// settleEpoch pauses the writer, waits for n1..n3 to agree and records
+// the epoch; the caller holds r.gate.
+func (r *run) settleEpoch(label string, heal time.Duration, wait time.Duration) *epoch {
+	conv := r.waitConverged(wait)
+	if conv >= 0 {
+		conv -= heal
+	}
+	ep := &epoch{label: label, heal: heal, registered: map[string]bool{}, cancelledAt: map[string]time.Duration{}}
+	ep.conv = conv
+	ep.reads = r.finalReads()
+	ep.at = r.h.now()
+	for _, i := range r.insts {
+		i.mu.Lock()
+		ep.registered[i.key()] = i.registered
+		ep.cancelledAt[i.key()] = i.cancelledAt
+		i.mu.Unlock()
+	}
+	r.epochs = append(r.epochs, ep)
+	what := "converged in " + durOr(ep.conv)
+	if conv < 0 {
+		what = fmt.Sprintf("NOT converged within %v", wait)
+	}
+	r.h.event("checked", nil, label+": "+what)
+	return ep
 }
 
 func (r *run) setSplit(m map[int]bool) {
@@ -90,7 +131,7 @@ func main() {
 	flag.IntVar(&opt.faults, "faults", 5, "faults per run")
 	flag.IntVar(&opt.fleet, "fleet", 24, "renewing fleet instances")
 	flag.IntVar(&opt.writers, "writers", 8, "instances the writer operates on")
-	flag.DurationVar(&opt.settle, "settle", 10*time.Second, "time after each heal before the next fault")
+	flag.DurationVar(&opt.settle, "settle", 5*time.Second, "time the writer writes after each heal (once the nodes agree) before the next fault")
 	flag.DurationVar(&opt.converge, "converge", 60*time.Second, "longest wait for the final convergence")
 	flag.Parse()
 	if opt.bin == "" {
@@ -251,6 +292,10 @@ func (r *run) execute() (*results, error) {
 			stopWriter()
 			return nil, err
 		}
+		// Pause the writer until the nodes agree, and check that state.
+		r.gate.Lock()
+		r.settleEpoch("after "+f.Kind, f.End, 30*time.Second)
+		r.gate.Unlock()
 		time.Sleep(r.opt.settle)
 	}
 	// Final heal: everything up, no rules; the writer stops, the fleet
@@ -263,21 +308,19 @@ func (r *run) execute() (*results, error) {
 	}
 	stopWriter()
 	<-writerDone
-	r.h.event("quiesce", nil, "writer stopped; waiting for the nodes to converge")
 	quiet := r.h.now()
-	conv := r.waitConverged(r.opt.converge)
+	r.settleEpoch("final", quiet, r.opt.converge)
 	// A little more history after convergence, for the checks.
 	time.Sleep(3 * time.Second)
-	final := r.finalReads()
 	watchFinal := r.watchFinal(10 * time.Second)
 	stop()
 	wg.Wait()
-	return r.check(quiet, conv, final, watchFinal), nil
+	return r.check(quiet, watchFinal), nil
 }
 
 // waitConverged polls n1..n3 until three reads in a row of each are
-// identical on every node; it returns the time from the call to the first
-// of them, or -1 if they never were within timeout.
+// identical on every node; it returns when the first of them was taken
+// (history time), or -1 if they never were within timeout.
 func (r *run) waitConverged(timeout time.Duration) time.Duration {
 	start := r.h.now()
 	var first time.Duration = -1
@@ -287,7 +330,7 @@ func (r *run) waitConverged(timeout time.Duration) time.Duration {
 		same := len(rs) == 3 && equalViews(rs[1], rs[2]) && equalViews(rs[1], rs[3])
 		if same {
 			if streak == 0 {
-				first = r.h.now() - start
+				first = r.h.now()
 			}
 			streak++
 			if streak >= 3 {
