@@ -41,6 +41,14 @@ func (rs *results) summary(seed int64) string {
 		}
 		fmt.Fprintf(&b, " %s=%s", c.name, v)
 	}
+	for _, c := range rs.checks {
+		if c.name == "lost" || c.name == "resurrect" || c.name == "self-preservation" {
+			fmt.Fprintf(&b, "; %s", c.figures)
+		}
+		if c.name == "convergence" {
+			fmt.Fprintf(&b, "\n    %s", c.figures)
+		}
+	}
 	return b.String()
 }
 

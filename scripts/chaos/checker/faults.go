@@ -26,9 +26,9 @@ func (f *Fault) String() string {
 	case "split":
 		return fmt.Sprintf("split brain: n%d | the rest, writes alternate sides, for %v", f.A, f.Dur)
 	case "oneway":
-		return fmt.Sprintf("one-way: n%d's packets to n%d dropped (n%d still hears n%d) for %v", f.A, f.B, f.A, f.B, f.Dur)
+		return fmt.Sprintf("one-way: n%d's packets to n%d dropped (n%d still hears n%d), writes alternate sides, for %v", f.A, f.B, f.A, f.B, f.Dur)
 	case "ring":
-		return fmt.Sprintf("ring: n%d–n%d cut, both still reach n%d, for %v", f.A, f.B, 6-f.A-f.B, f.Dur)
+		return fmt.Sprintf("ring: n%d–n%d cut, both still reach n%d, writes alternate sides, for %v", f.A, f.B, 6-f.A-f.B, f.Dur)
 	case "kill-data":
 		return fmt.Sprintf("kill -9 n%d (data dir kept), down %v", f.A, f.Dur)
 	case "kill-nodata":
@@ -64,7 +64,7 @@ func schedule(rng *rand.Rand, k int) []*Fault {
 		switch kind {
 		case "cut", "split", "oneway", "ring":
 			// Now and then longer than the tombstones live (lease + 30 s).
-			if rng.Intn(3) == 0 {
+			if rng.Intn(2) == 0 {
 				f.Dur = sec(38, 50)
 			} else {
 				f.Dur = sec(8, 25)
@@ -101,9 +101,6 @@ func (r *run) applyFault(f *Fault) error {
 			}
 		}
 		f.Minority = map[int]bool{f.A: true}
-		if f.Kind == "split" {
-			r.setSplit(f.Minority)
-		}
 	case "oneway":
 		if err := r.net.block(f.A, f.B); err != nil {
 			return err
@@ -125,6 +122,19 @@ func (r *run) applyFault(f *Fault) error {
 		return r.nodes[f.A].signal(syscall.SIGSTOP)
 	case "add-remove":
 		return r.nodes[4].start()
+	}
+	if f.Minority != nil && f.Kind != "cut" {
+		// Split brain, one-way, ring: each instance's next write goes to
+		// the other side from its last one, so both sides write every
+		// instance (a cut keeps writing through random nodes).
+		sides := map[int]bool{}
+		for n := 1; n <= 3; n++ {
+			sides[n] = f.Minority[n]
+		}
+		if f.Kind == "ring" {
+			sides = map[int]bool{f.A: true, f.B: false, 6 - f.A - f.B: false}
+		}
+		r.setSplit(sides)
 	}
 	return nil
 }
