@@ -93,11 +93,10 @@ func (w *watcher) loop(ctx context.Context) {
 			w.state, w.lastID, w.haveID = st, idx, true
 			w.mu.Unlock()
 		}
-		err := w.stream(ctx)
+		_ = w.stream(ctx) // any end: reconnect and resume
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err
 		w.mu.Lock()
 		w.reconnects++
 		w.mu.Unlock()
@@ -138,14 +137,12 @@ func (w *watcher) stream(ctx context.Context) error {
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var id, ev string
 	var data strings.Builder
-	first := true
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case line == "":
 			if ev != "" {
-				w.dispatch(ctx, id, ev, data.String(), from, first)
-				first = false
+				w.dispatch(ctx, id, ev, data.String(), from)
 			}
 			id, ev = "", ""
 			data.Reset()
@@ -161,7 +158,7 @@ func (w *watcher) stream(ctx context.Context) error {
 	return sc.Err()
 }
 
-func (w *watcher) dispatch(ctx context.Context, idStr, ev, data string, from uint64, first bool) {
+func (w *watcher) dispatch(ctx context.Context, idStr, ev, data string, from uint64) {
 	id, err := strconv.ParseUint(idStr, 10, 64)
 	if err != nil && ev != "open" {
 		w.violate("event %s with an id that is no number: %q", ev, idStr)
