@@ -570,6 +570,14 @@ func (r *run) checkEpoch(ep *epoch, byKey map[string][]*Op, c1, c3 *checkResult)
 			if !ackedCancel && ep.at-cancelledAt < 15*time.Second {
 				eitherPresence = true
 			}
+			// A registration of unknown outcome may land after the cancel
+			// (a paused node handles it when it resumes); the copy then
+			// lives until its lease runs out.
+			for _, o := range ops {
+				if o.Kind == "register" && o.Out == Info && r.ackEff(o) >= cancelledAt && ep.at-r.ackEff(o) < 15*time.Second {
+					eitherPresence = true
+				}
+			}
 		}
 		var metaW, ovW []*Op
 		for _, o := range ops {
@@ -577,6 +585,13 @@ func (r *run) checkEpoch(ep *epoch, byKey map[string][]*Op, c1, c3 *checkResult)
 			case "register", "metadata":
 				metaW = append(metaW, o)
 			case "override", "unoverride", "cancel":
+				if o.Kind == "cancel" && o.By == "writer" && o.Out == Fail {
+					// The client stopped renewing anyway: its copies may
+					// expire, and an eviction drops the override too.
+					c := *o
+					c.Out, c.Ack = Info, o.Invoke+7*time.Second
+					o = &c
+				}
 				ovW = append(ovW, o)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand"
 	"net/http"
 	"strconv"
 	"strings"
@@ -116,6 +117,10 @@ func (w *watcher) stream(ctx context.Context) error {
 	w.mu.Lock()
 	from := w.lastID
 	w.mu.Unlock()
+	// The watcher itself drops the connection every 2–8 s, so resuming
+	// after an id is exercised on a node that stays up too.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(2000+rand.Intn(6000))*time.Millisecond)
+	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
 		fmt.Sprintf("%s/eureka/watch?app=%s&index=%d", w.r.nodes[w.n].url(), watchApp, from), nil)
 	req.Header.Set("Accept", "text/event-stream")
