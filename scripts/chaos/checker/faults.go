@@ -65,16 +65,16 @@ func schedule(rng *rand.Rand, k int) []*Fault {
 		case "cut", "split", "oneway", "ring":
 			// Now and then longer than the tombstones live (lease + 30 s).
 			if rng.Intn(2) == 0 {
-				f.Dur = sec(38, 50)
+				f.Dur = sec(37, 42)
 			} else {
-				f.Dur = sec(8, 25)
+				f.Dur = sec(6, 20)
 			}
 		case "kill-data", "kill-nodata":
-			f.Dur = sec(4, 20)
+			f.Dur = sec(4, 15)
 		case "pause":
 			f.Dur = sec(3, 15)
 		case "add-remove":
-			f.Dur = sec(15, 30)
+			f.Dur = sec(12, 25)
 		}
 		out = append(out, f)
 	}
