@@ -200,9 +200,9 @@ func (r *run) check(quiet time.Duration, watchFinal map[int]string) *results {
 			convs = append(convs, ep.conv.Seconds())
 		}
 	}
-	stale := r.staleness(byKey, reads)
-	c4.figures = fmt.Sprintf("convergence after heal (s, writer paused): %s; final: %s; staleness (s, ack → every node serves it, outside faults): %s",
-		quantiles(convs), durOr(final), quantiles(stale))
+	calm, faulted := r.staleness(byKey, reads)
+	c4.figures = fmt.Sprintf("convergence after heal (s, writer paused): %s; final: %s; staleness (s, ack → every node that hears the write's node serves it): no fault %s; during faults %s",
+		quantiles(convs), durOr(final), quantiles(calm), quantiles(faulted))
 	rs.checks = append(rs.checks, c4)
 
 	// 5. Self-preservation: a cut-off node evicts nothing it cannot hear.
@@ -322,10 +322,42 @@ func quantiles(xs []float64) string {
 	return fmt.Sprintf("p50 %.2f p99 %.2f max %.2f (n=%d)", q(0.5), q(0.99), s[len(s)-1], len(s))
 }
 
-// staleness is, for every acknowledged write made while no fault was on,
-// the time from its ack until every one of n1..n3 served it; writes
-// superseded before that, or overtaken by a fault, are left out.
-func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) []float64 {
+// hears says whether node to could learn of node from's writes at t:
+// both up and no partition between them in that direction.
+func (r *run) hears(from, to int, t time.Duration) bool {
+	for _, f := range r.faults {
+		if t < f.Start || t > f.End {
+			continue
+		}
+		switch f.Kind {
+		case "cut", "split":
+			if (from == f.A) != (to == f.A) {
+				return false
+			}
+		case "oneway":
+			if from == f.A && to == f.B {
+				return false
+			}
+		case "ring":
+			if (from == f.A && to == f.B) || (from == f.B && to == f.A) {
+				return false
+			}
+		case "pause", "kill-data", "kill-nodata":
+			if from == f.A || to == f.A {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// staleness is, for every acknowledged write, the time from its ack until
+// every node among n1..n3 that hears the write's node (from the ack until
+// it served the write) served it: calm (no fault from the invoke until
+// every node served it) and during faults. Writes that a later write to
+// the same instance overtook before every such node served them are left
+// out.
+func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) (calm, faulted []float64) {
 	inFault := func(a, b time.Duration) bool {
 		for _, f := range r.faults {
 			if a <= f.End+r.opt.settle/2 && b >= f.Start {
@@ -334,9 +366,8 @@ func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) []float64
 		}
 		return false
 	}
-	var out []float64
 	for key, ops := range byKey {
-		for k, w := range ops {
+		for _, w := range ops {
 			if w.Out != OK || w.Kind == "heartbeat" {
 				continue
 			}
@@ -355,20 +386,23 @@ func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) []float64
 			}
 			// The next write to the instance ends the window.
 			next := time.Duration(math.MaxInt64)
-			for _, o := range ops[k+1:] {
+			for _, o := range ops {
 				if o.Kind != "heartbeat" && o.Invoke > w.Invoke {
 					next = min(next, o.Invoke)
 				}
 			}
 			worst := time.Duration(0)
-			ok := true
+			ok, targets := true, 0
 			for n := 1; n <= 3 && ok; n++ {
+				if w.Node <= 3 && !r.hears(w.Node, n, w.Ack) {
+					continue
+				}
 				seen := false
 				for _, rd := range reads[n] {
 					if rd.Invoke < w.Ack {
 						continue
 					}
-					if rd.Ack > next {
+					if rd.Ack > next || (w.Node <= 3 && !r.hears(w.Node, n, rd.Invoke)) {
 						break
 					}
 					v, present := rd.Insts[key]
@@ -379,13 +413,19 @@ func (r *run) staleness(byKey map[string][]*Op, reads map[int][]*Read) []float64
 					}
 				}
 				ok = seen
+				targets++
 			}
-			if ok && !inFault(w.Invoke, w.Ack+worst) {
-				out = append(out, worst.Seconds())
+			if !ok || targets == 0 {
+				continue
+			}
+			if inFault(w.Invoke, w.Ack+worst) {
+				faulted = append(faulted, worst.Seconds())
+			} else {
+				calm = append(calm, worst.Seconds())
 			}
 		}
 	}
-	return out
+	return calm, faulted
 }
 
 // watchFinal waits until each watcher's state equals its node's GET

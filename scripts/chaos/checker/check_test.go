@@ -90,3 +90,27 @@ func TestQuantiles(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestHears_followsTheFaults(t *testing.T) {
+	s := time.Second
+	r := &run{faults: []*Fault{
+		{Kind: "oneway", A: 1, B: 2, Start: 10 * s, End: 20 * s},
+		{Kind: "ring", A: 2, B: 3, Start: 30 * s, End: 40 * s},
+		{Kind: "pause", A: 3, Start: 50 * s, End: 60 * s},
+	}}
+	cases := []struct {
+		from, to int
+		at       time.Duration
+		want     bool
+	}{
+		{1, 2, 5 * s, true},
+		{1, 2, 15 * s, false}, {2, 1, 15 * s, true}, {1, 3, 15 * s, true},
+		{2, 3, 35 * s, false}, {3, 2, 35 * s, false}, {2, 1, 35 * s, true}, {1, 3, 35 * s, true},
+		{1, 3, 55 * s, false}, {3, 2, 55 * s, false}, {1, 2, 55 * s, true},
+	}
+	for _, c := range cases {
+		if got := r.hears(c.from, c.to, c.at); got != c.want {
+			t.Errorf("hears(n%d → n%d at %v) = %v, want %v", c.from, c.to, c.at, got, c.want)
+		}
+	}
+}
