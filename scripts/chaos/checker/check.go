@@ -489,10 +489,6 @@ func (r *run) report(rs *results, byKey map[string][]*Op, reads map[int][]*Read)
 		}
 	}
 	keys := setList(named)
-	if len(keys) > 8 {
-		fmt.Printf("(%d instances named; histories of the first 8)\n", len(keys))
-		keys = keys[:8]
-	}
 	if len(keys) > 0 {
 		fmt.Println("\nfaults:")
 		for _, e := range r.h.events {
