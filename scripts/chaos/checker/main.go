@@ -315,7 +315,38 @@ func (r *run) execute() (*results, error) {
 	watchFinal := r.watchFinal(10 * time.Second)
 	stop()
 	wg.Wait()
+	r.dumpHistory()
 	return r.check(quiet, watchFinal), nil
+}
+
+// dumpHistory writes the whole history to history.json in the run's
+// directory, for a closer look at a violation.
+func (r *run) dumpHistory() {
+	f, err := os.Create(filepath.Join(r.dir, "history.json"))
+	if err != nil {
+		fmt.Println("history.json:", err)
+		return
+	}
+	defer f.Close()
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	type epochOut struct {
+		Label string
+		Heal  time.Duration
+		At    time.Duration
+		Conv  time.Duration
+	}
+	var eps []epochOut
+	for _, e := range r.epochs {
+		eps = append(eps, epochOut{e.label, e.heal, e.at, e.conv})
+	}
+	var evs []string
+	for _, e := range r.h.events {
+		evs = append(evs, fmt.Sprintf("%.3fs %s: %s", e.At.Seconds(), e.Kind, e.What))
+	}
+	_ = json.NewEncoder(f).Encode(map[string]any{
+		"seed": r.seed, "events": evs, "epochs": eps, "ops": r.h.ops, "reads": r.h.reads,
+	})
 }
 
 // waitConverged polls n1..n3 until three reads in a row of each are
