@@ -142,6 +142,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "checker: needs root (network namespaces, nft)")
 		os.Exit(2)
 	}
+	// One checker at a time on a machine: the namespaces have fixed names.
+	lock, err := os.OpenFile("/run/mchk.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err == nil {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "checker: another checker runs on this machine (/run/mchk.lock):", err)
+		os.Exit(2)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
