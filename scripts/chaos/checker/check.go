@@ -143,7 +143,8 @@ func (r *run) check(quiet time.Duration, watchFinal map[int]string) *results {
 
 	// 2. No acknowledged cancel resurrected.
 	c2 := newCheck("resurrect")
-	resurrected := 0
+	resurrected := 0 // cancels, however many nodes brought each back
+	counted := map[*Op]bool{}
 	for key, ops := range byKey {
 		for _, cn := range ops {
 			if cn.Kind != "cancel" || cn.Out != OK {
@@ -171,7 +172,10 @@ func (r *run) check(quiet time.Duration, watchFinal map[int]string) *results {
 						}
 					}
 					if !allowed {
-						resurrected++
+						if !counted[cn] {
+							counted[cn] = true
+							resurrected++
+						}
 						c2.violate(key, "%s: cancel acked by n%d at %.3fs; n%d served it absent, then present again at %.3fs (%s) with no register invoked since",
 							key, cn.Node, cn.Ack.Seconds(), n, rd.Invoke.Seconds(), rd.Insts[key])
 					}
