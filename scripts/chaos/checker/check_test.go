@@ -104,7 +104,7 @@ func TestHears_followsTheFaults(t *testing.T) {
 		want     bool
 	}{
 		{1, 2, 5 * s, true},
-		{1, 2, 15 * s, false}, {2, 1, 15 * s, true}, {1, 3, 15 * s, true},
+		{1, 2, 15 * s, false}, {2, 1, 15 * s, false}, {1, 3, 15 * s, true},
 		{2, 3, 35 * s, false}, {3, 2, 35 * s, false}, {2, 1, 35 * s, true}, {1, 3, 35 * s, true},
 		{1, 3, 55 * s, false}, {3, 2, 55 * s, false}, {1, 2, 55 * s, true},
 	}

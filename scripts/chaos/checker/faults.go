@@ -105,7 +105,9 @@ func (r *run) applyFault(f *Fault) error {
 		if err := r.net.block(f.A, f.B); err != nil {
 			return err
 		}
-		f.Minority = map[int]bool{f.B: true}
+		// Replication (HTTP over TCP) fails both ways: both ends are cut
+		// off from each other's clients.
+		f.Minority = map[int]bool{f.A: true, f.B: true}
 	case "ring":
 		if err := r.net.cut(f.A, f.B); err != nil {
 			return err
@@ -131,7 +133,8 @@ func (r *run) applyFault(f *Fault) error {
 		for n := 1; n <= 3; n++ {
 			sides[n] = f.Minority[n]
 		}
-		if f.Kind == "ring" {
+		if f.Kind == "ring" || f.Kind == "oneway" {
+			// The two ends alternate (the third node hears both).
 			sides = map[int]bool{f.A: true, f.B: false, 6 - f.A - f.B: false}
 		}
 		r.setSplit(sides)
