@@ -219,6 +219,9 @@ var allowed = map[string]rule{
 		imports: []string{"client", "httpapi/ops", "registry", "registry/wire", "tools/simclient"},
 		why:     "drives a docker-compose cluster; reads the nodes' and clients' JSON; watches with the client package",
 	},
+	"scripts/chaos/checker": {
+		why: "the Jepsen-style checker: runs muster binaries in network namespaces and speaks Eureka's HTTP API itself; stdlib only",
+	},
 	"scripts/chaos/pipe": {
 		why: "joins stdin/stdout to a TCP address inside a node's container (the chaos harness's tunnel); stdlib only",
 	},

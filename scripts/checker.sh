@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs the Jepsen-style checker (scripts/chaos/checker, docs/chaos.md):
+# a real three-node cluster of this repo's muster binary, each node in its
+# own network namespace, faults from a seeded schedule, and the history
+# checked after each run. Needs root, iproute2 and nft (Debian: nftables).
+#   scripts/checker.sh                        # seed 1, 5 faults
+#   scripts/checker.sh -seed 7 -faults 6 -runs 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" != 0 ]; then
+  echo "checker: needs root (network namespaces, veth, nft); nothing run" >&2
+  exit 2
+fi
+if ! command -v nft >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "checker: installing nftables" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables >/dev/null
+  else
+    echo "checker: nft is missing; nothing run" >&2
+    exit 2
+  fi
+fi
+bin="$(mktemp -d /tmp/mchk-bin.XXXXXX)"
+cleanup() {
+  # The checker removes what it made; this is the backstop for a kill.
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^mchk-' || true); do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del mchk-h 2>/dev/null || true
+  rm -rf "$bin"
+}
+trap cleanup EXIT
+go build -o "$bin/muster" ./cmd/muster
+go build -o "$bin/checker" ./scripts/chaos/checker
+"$bin/checker" -muster "$bin/muster" "$@"
