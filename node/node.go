@@ -180,6 +180,10 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 		off := s.ClockOffset
 		reg.SetTombstoneHold(func() time.Time { return n.ae.TombstoneHold().Add(off) })
 	}
+	// A Muster peer this node cannot reach (its batches or anti-entropy
+	// rounds failing) may be hearing renewals this node does not: a ring
+	// or one-way partition. Evictions wait (muster.eviction-hold-max-ms).
+	reg.SetEvictionHold(n.unreachablePeer)
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -894,3 +898,26 @@ func firstIPv4() string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// unreachablePeer names a Muster peer this node cannot reach now — its
+// last replication batch or anti-entropy round failed — or "" when every
+// one answers. A peer known not to be a Muster node (a Java Eureka server:
+// anti-entropy unsupported) is not counted: its clients' renewals reach
+// this node through its own replication, or not at all.
+func (n *Node) unreachablePeer() string {
+	java := map[string]bool{}
+	for _, as := range n.ae.Stats() {
+		switch {
+		case as.Unsupported:
+			java[as.Peer] = true
+		case as.Failing:
+			return as.Peer
+		}
+	}
+	for _, ps := range n.rep.Peers() {
+		if ps.Failures > 0 && !java[ps.Name] {
+			return ps.Name
+		}
+	}
+	return ""
+}

@@ -87,6 +87,10 @@ type Config struct {
 	// lifetime while some peer has not been in sync since it was made
 	// (SetTombstoneHold). muster.tombstone-max-age-ms, default 24 h.
 	TombstoneMaxAge time.Duration
+	// MaxEvictionHold bounds how long evictions are held back in a row
+	// while a peer is unreachable (SetEvictionHold).
+	// muster.eviction-hold-max-ms, default 15 min.
+	MaxEvictionHold time.Duration
 
 	// Limits bound what clients can make the node hold; see Limits.
 	Limits Limits
@@ -119,6 +123,7 @@ func DefaultConfig() Config {
 		TombstoneGrace:               30 * time.Second,
 		MaxTombstones:                1 << 17,
 		TombstoneMaxAge:              24 * time.Hour,
+		MaxEvictionHold:              15 * time.Minute,
 		Limits:                       DefaultLimits(),
 	}
 }
@@ -146,6 +151,7 @@ func (c Config) Validate() error {
 		{"DeltaRetentionInterval", c.DeltaRetentionInterval},
 		{"TombstoneGrace", c.TombstoneGrace},
 		{"TombstoneMaxAge", c.TombstoneMaxAge},
+		{"MaxEvictionHold", c.MaxEvictionHold},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {

@@ -39,6 +39,7 @@ func (r *Registry) EvictExpired() []InstanceKey { return r.evictExpired(r.now())
 
 func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	hold := r.tombstoneHold(now)
+	heldFor := r.evictionHeld(now)
 	r.mu.Lock()
 	v0 := r.version
 	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
@@ -48,7 +49,7 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	sp := r.selfPreservationLocked(now)
 	transition := sp.Active != r.spActive
 	r.spActive = sp.Active
-	if !sp.LeaseExpirationEnabled {
+	if !sp.LeaseExpirationEnabled || heldFor != "" {
 		r.mu.Unlock()
 		if transition {
 			r.logSelfPreservation(sp)
@@ -123,4 +124,48 @@ func (r *Registry) logSelfPreservation(sp SelfPreservation) {
 	} else {
 		ev.Msg("self-preservation over: renewals recovered, expired leases are evicted again")
 	}
+}
+
+// SetEvictionHold sets what holds evictions back: hold returns the name of
+// a peer this node cannot reach now ("" for none). Its clients' renewals
+// may be reaching that peer and not this node (a ring or one-way
+// partition, where the peers still see each other through a third and
+// this node is not short enough of renewals for self-preservation), so an
+// expired lease here is not proof of a dead instance: nothing is evicted
+// while some peer is unreachable, for at most Config.MaxEvictionHold in a
+// row (a peer unreachable that long is taken for gone). nil (the default):
+// no hold. Call it before Run.
+func (r *Registry) SetEvictionHold(hold func() string) {
+	r.evictHold.Store(&hold)
+}
+
+// evictionHeld returns the peer that holds evictions back now, "" when
+// none does or the hold has lasted Config.MaxEvictionHold; it logs when a
+// hold starts and ends. Called outside mu (the hold's owner takes locks
+// of its own) and only from eviction runs.
+func (r *Registry) evictionHeld(now time.Time) string {
+	f := r.evictHold.Load()
+	peer := ""
+	if f != nil && *f != nil {
+		peer = (*f)()
+	}
+	switch {
+	case peer == "":
+		if !r.heldSince.IsZero() {
+			r.log.Info().Str(logPeer, r.heldBy).Msg("evictions resume: every peer is reachable again")
+		}
+		r.heldSince, r.heldBy = time.Time{}, ""
+		return ""
+	case r.heldSince.IsZero():
+		r.heldSince, r.heldBy = now, peer
+		r.log.Warn().Str(logPeer, peer).Msg("evictions held: a peer is unreachable and may be hearing renewals this node does not")
+	case now.Sub(r.heldSince) > r.cfg.MaxEvictionHold:
+		if r.heldBy != "" {
+			r.log.Warn().Str(logPeer, peer).Dur(logHeld, now.Sub(r.heldSince)).Msg("evictions resume although a peer is still unreachable: the hold lasted muster.eviction-hold-max-ms")
+			r.heldBy = ""
+		}
+		return ""
+	}
+	r.heldBy = peer
+	return peer
 }

@@ -125,3 +125,35 @@ func TestRegistry_EvictExpired_deltaAndVersion(t *testing.T) {
 		t.Fatalf("delta after eviction = %+v, want one DELETED", after.Delta)
 	}
 }
+
+// While a peer is unreachable, an expired lease may be renewing through it
+// (a ring or one-way partition): nothing is evicted, for at most
+// MaxEvictionHold in a row; then, or once the peer answers again,
+// evictions resume.
+func TestEvictExpired_heldWhileAPeerIsUnreachable(t *testing.T) {
+	r, clk := mustNew(t, selfPreservationOff, func(c *registry.Config) { c.MaxEvictionHold = 10 * time.Minute })
+	unreachable := "n2"
+	r.SetEvictionHold(func() string { return unreachable })
+	mustRegister(t, r, registrytest.NewInstance("APP", "a"))
+	mustRegister(t, r, registrytest.NewInstance("APP", "b"))
+	clk.Advance(5 * time.Minute) // both long expired
+	if got := r.EvictExpired(); len(got) != 0 {
+		t.Fatalf("evicted %v while n2 was unreachable", got)
+	}
+	clk.Advance(11 * time.Minute) // the hold has lasted 11 min
+	if got := r.EvictExpired(); len(got) != 2 { // never renewed: no per-run cap
+		t.Fatalf("evicted %v after the hold's limit, want both", got)
+	}
+	mustRegister(t, r, registrytest.NewInstance("APP", "c"))
+	unreachable = ""
+	r.EvictExpired() // reachable again: the hold ends
+	unreachable = "n3"
+	clk.Advance(5 * time.Minute)
+	if got := r.EvictExpired(); len(got) != 0 {
+		t.Fatalf("a new hold evicted %v", got)
+	}
+	unreachable = ""
+	if got := r.EvictExpired(); len(got) != 1 {
+		t.Fatalf("evicted %v once every peer answered, want one", got)
+	}
+}

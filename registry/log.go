@@ -21,4 +21,6 @@ const (
 	logRecount         = "recount"
 	logInstances       = "instances"
 	logHealthMarked    = "health_marked"
+	logPeer            = "peer"
+	logHeld            = "held"
 )

@@ -112,6 +112,12 @@ type Registry struct {
 
 	// tombHold is SetTombstoneHold's function, read outside mu.
 	tombHold atomic.Pointer[func() time.Time]
+	// evictHold is SetEvictionHold's function, read outside mu; heldSince
+	// and heldBy are the current hold (evictionHeld: eviction runs only,
+	// which Run serialises).
+	evictHold atomic.Pointer[func() string]
+	heldSince time.Time
+	heldBy    string
 
 	// out is the change stream; its own mutex is taken inside mu.
 	out *outbox

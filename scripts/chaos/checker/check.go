@@ -85,15 +85,26 @@ func (r *run) readsOf(n int) []*Read {
 // error, or after the node's SIGCONT if it was paused meanwhile (a paused
 // node handles what was sent to it when it resumes).
 func (r *run) ackEff(o *Op) time.Duration {
+	// Writes that never saw each other are ordered by their nodes'
+	// clocks (docs/how-it-works.md): while a node's clock is off, and
+	// until that much time has passed, a write is concurrent with any
+	// other made within the offset of it.
+	slack := time.Duration(0)
+	for _, f := range r.faults {
+		off := max(f.Offset, -f.Offset)
+		if f.Kind == "clock" && o.Ack >= f.Start && o.Invoke <= f.End+off {
+			slack = max(slack, off)
+		}
+	}
 	if o.Out != Info {
-		return o.Ack
+		return o.Ack + slack
 	}
 	for _, f := range r.faults {
 		if f.Kind == "pause" && f.A == o.Node && o.Invoke < f.End && o.Ack >= f.Start {
-			return f.End + 2*time.Second
+			return f.End + 2*time.Second + slack
 		}
 	}
-	return o.Ack + time.Second
+	return o.Ack + time.Second + slack
 }
 
 // candidates are the writes (not failed) that no acknowledged write

@@ -17,6 +17,9 @@ type Fault struct {
 	End   time.Duration // when healed
 	// Minority is the side that a partition cuts off (nil: no partition).
 	Minority map[int]bool
+	// Offset is, for a clock fault, how far node A's registry clock is
+	// moved (ahead or behind).
+	Offset time.Duration
 }
 
 func (f *Fault) String() string {
@@ -37,15 +40,18 @@ func (f *Fault) String() string {
 		return fmt.Sprintf("SIGSTOP n%d for %v", f.A, f.Dur)
 	case "add-remove":
 		return fmt.Sprintf("add n4, remove it (SIGTERM) after %v", f.Dur)
+	case "clock":
+		return fmt.Sprintf("n%d restarted with its clock %v off (muster.testing.clock-offset-ms), for %v", f.A, f.Offset, f.Dur)
 	}
 	return f.Kind
 }
 
 // faultKinds is what the schedule draws from. A node's clock ahead or
-// behind is not among them: Muster has no injectable clock offset (and its
-// registry may not be changed for one), and the static binary reads the
-// vDSO clock, which LD_PRELOAD tricks do not reach.
-var faultKinds = []string{"cut", "split", "oneway", "ring", "kill-data", "kill-nodata", "pause", "add-remove"}
+// behind is Muster's injected offset (muster.testing.clock-offset-ms: the
+// static binary reads the vDSO clock, which LD_PRELOAD tricks do not
+// reach), set by restarting the node with it and healed by restarting it
+// without.
+var faultKinds = []string{"cut", "split", "oneway", "ring", "kill-data", "kill-nodata", "pause", "add-remove", "clock"}
 
 // schedule draws k faults: every kind once (shuffled) before any repeats.
 func schedule(rng *rand.Rand, k int) []*Fault {
@@ -75,6 +81,14 @@ func schedule(rng *rand.Rand, k int) []*Fault {
 			f.Dur = sec(3, 15)
 		case "add-remove":
 			f.Dur = sec(12, 25)
+		case "clock":
+			// Minutes, within muster.max-clock-skew-ms (5 min), ahead or
+			// behind.
+			f.Offset = sec(60, 180)
+			if rng.Intn(2) == 0 {
+				f.Offset = -f.Offset
+			}
+			f.Dur = sec(15, 30)
 		}
 		out = append(out, f)
 	}
@@ -124,6 +138,8 @@ func (r *run) applyFault(f *Fault) error {
 		return r.nodes[f.A].signal(syscall.SIGSTOP)
 	case "add-remove":
 		return r.nodes[4].start()
+	case "clock":
+		return r.restartWithOffset(f.A, f.Offset)
 	}
 	if f.Minority != nil && f.Kind != "cut" {
 		// Split brain, one-way, ring: each instance's next write goes to
@@ -154,8 +170,22 @@ func (r *run) healFault(f *Fault) error {
 		err = r.nodes[f.A].signal(syscall.SIGCONT)
 	case "add-remove":
 		r.nodes[4].stop(true, 15*time.Second)
+	case "clock":
+		err = r.restartWithOffset(f.A, 0)
 	}
 	f.End = r.h.now()
 	r.h.event("heal", f, "healed: "+f.Kind)
 	return err
+}
+
+// restartWithOffset stops node a gracefully and starts it again with its
+// registry clock offset by off.
+func (r *run) restartWithOffset(a int, off time.Duration) error {
+	n := r.nodes[a]
+	n.stop(true, 10*time.Second)
+	n.offset = off
+	if err := n.start(); err != nil {
+		return err
+	}
+	return n.waitServing(30 * time.Second)
 }

@@ -226,7 +226,7 @@ func (r *run) teardown() {
 func (r *run) execute() (*results, error) {
 	rng := rand.New(rand.NewSource(r.seed))
 	r.faults = schedule(rng, r.opt.faults)
-	fmt.Println("schedule (a node's clock offset is not injectable in Muster: that fault is skipped):")
+	fmt.Println("schedule:")
 	for _, f := range r.faults {
 		fmt.Println("  -", f)
 	}

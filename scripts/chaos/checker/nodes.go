@@ -22,6 +22,9 @@ type node struct {
 	done    chan struct{}
 	paused  bool
 	started int // how many times started
+	// offset is the registry clock's offset for the next start
+	// (muster.testing.clock-offset-ms): the clock fault.
+	offset time.Duration
 }
 
 func (n *node) name() string { return fmt.Sprintf("n%d", n.i) }
@@ -32,8 +35,8 @@ func (n *node) dataDir() string {
 
 // Chaos timings, as scripts/chaos/docker-compose.chaos.yml: renewals every
 // second, leases of 6 s, eviction every second, a 5 s renewal window,
-// anti-entropy every 5 s; the node does not register itself (its 30 s
-// self-registration would stretch the cold-start gate, issue 42 item 4).
+// anti-entropy every 5 s. The node registers itself, as by default (app
+// MUSTER: the checks look at the CHK* apps only).
 func (n *node) args() []string {
 	var join []string
 	for j := 1; j <= 3; j++ {
@@ -44,7 +47,6 @@ func (n *node) args() []string {
 	set := []string{
 		"server.port=8761",
 		"eureka.instance.hostname=" + nodeIP(n.i),
-		"eureka.client.register-with-eureka=false",
 		"cluster.enabled=true",
 		"cluster.node-name=" + n.name(),
 		"cluster.zone=z" + fmt.Sprint(n.i),
@@ -64,6 +66,9 @@ func (n *node) args() []string {
 		"muster.data-dir=" + n.dataDir(),
 		"muster.snapshot-interval-ms=1000",
 		"muster.log.format=json",
+	}
+	if n.offset != 0 {
+		set = append(set, fmt.Sprintf("muster.testing.clock-offset-ms=%d", n.offset.Milliseconds()))
 	}
 	args := []string{"netns", "exec", nodeNS(n.i), n.bin, "serve"}
 	for _, s := range set {
