@@ -20,6 +20,7 @@ import (
 
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
@@ -479,7 +480,7 @@ func TestAuth_transportSigns(t *testing.T) {
 // the registry is open.
 func TestAuth_securityReported(t *testing.T) {
 	open := newTestNode(t)
-	var st httpapi.AdminStatus
+	var st ops.AdminStatus
 	r := open.do(t, "GET", "/admin/status", "")
 	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
 		t.Fatal(err)
@@ -498,7 +499,7 @@ func TestAuth_securityReported(t *testing.T) {
 		h.Security.GossipEncrypted = true
 	})
 	r = secured.do(t, "GET", "/admin/status", "", basic("admin", adminPW)...)
-	st = httpapi.AdminStatus{}
+	st = ops.AdminStatus{}
 	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
 		t.Fatal(err)
 	}

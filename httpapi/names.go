@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"github.com/muster-registry/muster/httpapi/console"
-	"github.com/muster-registry/muster/httpapi/eureka"
 	"github.com/muster-registry/muster/httpapi/ops"
 )
 
@@ -30,6 +29,3 @@ const ActionsNobody = console.ActionsNobody
 
 // ConsoleActionsPolicies is console.ActionsPolicies.
 var ConsoleActionsPolicies = console.ActionsPolicies
-
-// HeaderIndex is eureka.HeaderIndex, the version header of registry reads.
-const HeaderIndex = eureka.HeaderIndex
