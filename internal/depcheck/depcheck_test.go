@@ -71,7 +71,7 @@ var allowed = map[string]rule{
 		// Never the console: the Eureka API and the dashboard are separate
 		// audiences that share only the edge, httpkit and ops' types.
 		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "regions", "replication"},
-		testImports: []string{"internal/testwait", "registry/registrytest"},
+		testImports: []string{"internal/testwait", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
 	"httpapi/console": {
