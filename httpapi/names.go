@@ -24,8 +24,5 @@ const AntiEntropyOff = ops.AntiEntropyOff
 // The console's actions policy lives in httpapi/console.
 type ConsoleActionsPolicy = console.ActionsPolicy
 
-// ActionsNobody is console.ActionsNobody.
-const ActionsNobody = console.ActionsNobody
-
 // ConsoleActionsPolicies is console.ActionsPolicies.
 var ConsoleActionsPolicies = console.ActionsPolicies
