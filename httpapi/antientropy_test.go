@@ -15,6 +15,7 @@ import (
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 )
 
 // The anti-entropy endpoints are peer routes: with a peer secret only a
@@ -61,7 +62,7 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 	// A Java Eureka server has no such route.
 	eureka := httptest.NewServer(http.NotFoundHandler())
 	defer eureka.Close()
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	_, err := tr.Digest(context.Background(), replication.Peer{Name: "eureka", URL: eureka.URL + "/eureka/"}, replication.DigestRequest{})
 	if !errors.Is(err, replication.ErrNoAntiEntropy) {
 		t.Fatalf("node without anti-entropy: %v", err)
@@ -83,7 +84,7 @@ func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 	cfg := registry.DefaultConfig()
 	local, _ := registry.New(cfg)
 	var logs strings.Builder
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	var peers []replication.Peer
 	for _, u := range []string{refusing.URL, goneURL} {
 		raw := strings.Replace(u, "http://", "http://admin:s3cr3t@", 1) + "/eureka/"

@@ -24,6 +24,7 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 )
 
 const (
@@ -458,7 +459,7 @@ func TestAuth_transportSigns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := newPeerTransport(t, 5*time.Second, func(c *replication.HTTPTransportConfig) { c.Signer = signer.Sign })
+		tr := replicationtest.HTTPTransport(t, 5*time.Second, func(c *replication.HTTPTransportConfig) { c.Signer = signer.Sign })
 		in := registrytest.NewInstance("APP", "i-"+tc.secret[:3])
 		_, err = tr.Send(context.Background(), replication.Peer{Name: "a", URL: n.http.URL + "/eureka/"},
 			replication.Batch{Tasks: []replication.Task{{Action: registry.ActionRegister, Key: registry.InstanceKey{App: "APP", ID: in.InstanceID}, Instance: in}}})

@@ -4,7 +4,6 @@ package httpapi_test
 // authentication on. The console's own tests are httpapi/console's.
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,31 +13,6 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
-
-// fillConsole registers apps APP-00…APP-(apps-1), each with perApp
-// instances spread over zones a, b and c; every third instance is DOWN and
-// the first instance of each app carries version=2.
-func fillConsole(t testing.TB, reg *registry.Registry, apps, perApp int) {
-	t.Helper()
-	for a := range apps {
-		app := fmt.Sprintf("APP-%02d", a)
-		for i := range perApp {
-			id := fmt.Sprintf("%s-i%03d", strings.ToLower(app), i)
-			md := map[string]string{"zone": string(rune('a' + i%3)), "version": "1"}
-			if i == 0 {
-				md["version"] = "2"
-			}
-			in := registrytest.NewInstance(app, id, registrytest.WithMetadata(md))
-			in.IPAddr = fmt.Sprintf("10.%d.%d.%d", a/250, a%250, i)
-			if i%3 == 1 {
-				in.Status = registry.StatusDown
-			}
-			if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
 
 // consoleClient keeps the console's cookie, as a browser does.
 type consoleClient struct {
@@ -98,7 +72,9 @@ func statusOf(t *testing.T, n *testNode, app, id string) registry.Status {
 
 func TestConsole_actionsNeedAdmin(t *testing.T) {
 	n := newSecuredNode(t, "", true)
-	fillConsole(t, n.reg, 1, 1)
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP-00", "app-00-i000"))); err != nil {
+		t.Fatal(err)
+	}
 	for _, u := range []struct{ name, pw string }{{"reader", readerPW}, {"writer", writerPW}} {
 		cc := &consoleClient{t: t, n: n, headers: basic(u.name, u.pw)}
 		if r := cc.get("/console/apps/APP-00"); r.code != 200 || strings.Contains(r.body, `class="act"`) {

@@ -27,6 +27,7 @@ import (
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 )
 
 // serveReal serves n's API with the production http.Server settings and
@@ -435,7 +436,7 @@ func TestHostile_replicationBatchesCappedInBytes(t *testing.T) {
 		}
 		cfg := replication.DefaultConfig()
 		cfg.MaxBatchBytes = senderCap
-		cfg.Transport = newPeerTransport(t, 10*time.Second)
+		cfg.Transport = replicationtest.HTTPTransport(t, 10*time.Second)
 		cfg.Store = sender
 		cfg.Logger = zerolog.New(&logs)
 		rep, err := replication.New(cfg)
@@ -524,7 +525,7 @@ func TestHostile_syncUpReadCapped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := newPeerTransport(t, 10*time.Second, func(c *replication.HTTPTransportConfig) { c.MaxSyncBodyBytes = limit })
+		tr := replicationtest.HTTPTransport(t, 10*time.Second, func(c *replication.HTTPTransportConfig) { c.MaxSyncBodyBytes = limit })
 		s, err := replication.NewSyncer(replication.SyncConfig{
 			Store: reg, Transport: tr, Attempts: 1, Logger: zerolog.New(zerolog.NewTestWriter(t)),
 			Candidates: func() []replication.Peer { return []replication.Peer{{Name: "src", URL: src.http.URL + "/eureka/"}} },

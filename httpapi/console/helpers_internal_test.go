@@ -1,15 +1,11 @@
 package console
 
 import (
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -17,6 +13,7 @@ import (
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/httpapi/ops"
+	"github.com/muster-registry/muster/internal/testhttp"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -91,38 +88,11 @@ type response struct {
 	body   string
 }
 
-// do sends a request; headers alternate name, value.
+// do sends a request (testhttp.Do); headers alternate name, value.
 func (n *testNode) do(t *testing.T, method, path, body string, headers ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, n.http.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	// Gzip and redirects are the test's to handle.
-	client := &http.Client{Transport: &http.Transport{DisableCompression: true},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s %s: bad gzip: %v", method, path, err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return response{resp.StatusCode, resp.Header, string(b)}
+	r := testhttp.Do(t, n.http.URL, method, path, body, headers...)
+	return response{r.Code, r.Header, r.Body}
 }
 
 // statusOf is the instance's status in the registry, "" when it is gone.

@@ -44,7 +44,7 @@ func TestPeerBatch_roundTrip(t *testing.T) {
 		{Action: registry.ActionStatusUpdate, Key: key(down), Instance: down},
 		{Action: registry.ActionCancel, Key: registry.InstanceKey{App: "APP", ID: "ghost"}},
 	}}
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	res, err := tr.Send(context.Background(), replication.Peer{Name: "b", URL: n.http.URL + "/eureka/"}, batch)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestPeerBatch_badItemFailsAlone(t *testing.T) {
 
 func TestHTTPTransport_statusErrors(t *testing.T) {
 	n := newTestNode(t)
-	tr := newPeerTransport(t, 2*time.Second)
+	tr := replicationtest.HTTPTransport(t, 2*time.Second)
 	_, err := tr.Send(context.Background(), replication.Peer{Name: "x", URL: n.http.URL + "/nowhere/"}, replication.Batch{})
 	var se *replication.StatusError
 	if !errors.As(err, &se) || se.Code != 404 {
@@ -149,7 +149,7 @@ func TestAntiEntropy_overHTTP(t *testing.T) {
 	if _, err := peer.reg.Apply(registry.CancelOp("APP", "i-1")); err != nil {
 		t.Fatal(err)
 	}
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	p := replication.Peer{Name: "peer", URL: peer.http.URL + "/eureka/", Muster: true}
 	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
 		Store: local, Transport: tr, Peers: func() []replication.Peer { return []replication.Peer{p} }, Now: peer.clock.Now,
@@ -193,7 +193,7 @@ func TestPeerBatch_versionsBetweenMusterPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := registry.InstanceKey{App: "APP", ID: "i-1"}
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	p := replication.Peer{Name: "b", URL: n.http.URL + "/eureka/", Muster: true}
 	// The status change first (its register was lost), then the stale
 	// register arriving late.

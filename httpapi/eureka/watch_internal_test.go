@@ -16,6 +16,7 @@ import (
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 	"github.com/rs/zerolog"
 )
 
@@ -604,7 +605,7 @@ func TestWatch_changeOnOneNodeWakesWatcherOnAnother(t *testing.T) {
 	cfg := replication.DefaultConfig()
 	cfg.Now = a.clock.Now
 	cfg.Store = a.reg
-	cfg.Transport = newPeerTransport(t, 5*time.Second)
+	cfg.Transport = replicationtest.HTTPTransport(t, 5*time.Second)
 	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t))
 	rep, err := replication.New(cfg)
 	if err != nil {
