@@ -64,21 +64,17 @@ type Checker struct {
 	states  map[registry.InstanceKey]*state
 	guarded map[string]bool
 	last    RoundResult
-
-	rounds atomic.Uint64
 }
 
 // state is what this node knows of one instance it probes.
 type state struct {
 	// inst, mode and parsed are the stored instance the target was parsed
 	// from, and the target before the address rules.
-	inst       *registry.Instance
-	mode       Mode
-	parsed     target
-	target     target
-	failures   int // failed rounds in a row
-	successes  int // passed rounds in a row
-	down       bool
+	inst   *registry.Instance
+	mode   Mode
+	parsed target
+	target target
+	streak
 	reason     string
 	since      time.Time // when down, or when the current streak began
 	lastResult string
@@ -163,172 +159,48 @@ type job struct {
 
 // Round probes every instance this node owns once and applies the
 // verdicts. Tests call it directly, with the registry's clock moved by a
-// whole interval between rounds.
+// whole interval between rounds. It orchestrates; the decisions are
+// pure functions (verdict.go): fateOf picks what to probe, carryOver what
+// an instance's state starts from, guardedApps the guard, and
+// streak.next each probe's verdict.
 func (c *Checker) Round(ctx context.Context) RoundResult {
 	c.roundMu.Lock()
 	defer c.roundMu.Unlock()
 	start := time.Now()
 	now := c.now()
 	res := RoundResult{At: now}
-	snap := c.opt.Registry.Snapshot()
 	owns := c.ownership(&res)
-	own := c.ownAddrs()
-
 	c.mu.Lock()
 	prev := c.states
 	c.mu.Unlock()
-	states := make(map[registry.InstanceKey]*state, len(prev))
-
-	var jobs []*job
-	var lifts []registry.InstanceKey
-	eligible := map[string]int{} // app → instances probed by health checks, cluster-wide
-	markedOthers := map[string]int{}
-	marked := 0
-	for _, app := range snap.Apps {
-		for i := range app.Instances {
-			in := app.Instances[i].Instance
-			if in.Health != nil {
-				marked++
-			}
-			m := c.modeOf(in)
-			probeable := m != ModeOff && (in.ClientStatus() == registry.StatusUp || in.Health != nil)
-			key := registry.InstanceKey{App: app.Name, ID: in.ID()}
-			if probeable {
-				eligible[app.Name]++
-			}
-			if !owns(key) {
-				if in.Health != nil && probeable {
-					markedOthers[app.Name]++
-				}
-				continue
-			}
-			if !probeable {
-				if in.Health != nil {
-					lifts = append(lifts, key) // no longer probed: its mark goes
-				}
-				continue
-			}
-			res.Owned++
-			// The URL is parsed again only when the instance changed (a
-			// stored instance is immutable: same pointer, same fields);
-			// the address rules run every round, the node's addresses may
-			// have changed.
-			p := prev[key]
-			var parsed target
-			if p != nil && p.inst == in && p.mode == m {
-				parsed = p.parsed
-			} else {
-				parsed = c.targetOf(in, m)
-			}
-			t := parsed
-			if t.refused == "" {
-				t.refused = c.checkAddr(t.addr, own)
-			}
-			var st *state
-			if p != nil && p.target == t {
-				cp := *p // Report reads the previous round's states meanwhile
-				st = &cp
-			} else {
-				// New here (or its target moved): start from what the
-				// registry says, so a takeover keeps a mark in force.
-				st = &state{target: t, since: now}
-				if in.Health != nil {
-					st.down, st.reason, st.since = true, in.Health.Reason, time.UnixMilli(in.Health.Since)
-				}
-			}
-			st.inst, st.mode, st.parsed = in, m, parsed
-			states[key] = st
-			if t.refused != "" {
-				res.Refused++
-				eligible[app.Name]--
-				st.lastResult, st.lastAt, st.lastOK = "not probed: "+t.refused, now, false
-				st.down, st.failures, st.successes = false, 0, 0
-				if in.Health != nil {
-					lifts = append(lifts, key) // a mark nobody can verify goes
-				}
-				continue
-			}
-			jobs = append(jobs, &job{key: key, inst: in, st: st})
-		}
-	}
+	p := c.plan(c.opt.Registry.Snapshot(), owns, c.ownAddrs(), prev, now)
+	res.Owned, res.Refused = p.owned, p.refused
 	c.m.refused.Add(float64(res.Refused))
-	c.m.marked.Set(float64(marked))
+	c.m.marked.Set(float64(p.marked))
 
-	c.probeAll(ctx, jobs)
+	c.probeAll(ctx, p.jobs)
 	if ctx.Err() != nil {
 		return res // shutting down: no verdicts from cancelled probes
 	}
-	res.Probed = len(jobs)
-
-	// The guard: per app, the instances that would be down by health
-	// checks if this round marked its failures, over the app's probed
-	// instances cluster-wide.
+	res.Probed = len(p.jobs)
 	failing := map[string]int{}
-	for _, j := range jobs {
+	for _, j := range p.jobs {
 		if !j.ok {
 			res.Failed++
 			failing[j.key.App]++
 		}
 	}
-	guarded := map[string]bool{}
-	for app, n := range failing {
-		if e := eligible[app]; e > 0 && (n+markedOthers[app])*100 > c.cfg.MaxDownPercent*e {
-			guarded[app] = true
-		}
-	}
+	guarded := guardedApps(failing, p.eligible, p.markedOthers, c.cfg.MaxDownPercent)
+	c.judge(p, guarded, now, &res)
 
-	res.Verdicts = make(map[registry.InstanceKey]bool, len(jobs))
-	for _, j := range jobs {
-		st := j.st
-		st.lastResult, st.lastAt, st.lastOK = j.result, now, j.ok
-		if j.ok {
-			if st.successes == 0 {
-				st.since = now
-			}
-			st.successes++
-			st.failures = 0
-			if st.down && st.successes >= c.cfg.SuccessesBeforeUp {
-				st.down, st.since = false, now
-			}
-		} else {
-			if st.failures == 0 && !st.down {
-				st.since = now
-			}
-			st.failures++
-			st.successes = 0
-			if !st.down && st.failures >= c.cfg.FailuresBeforeDown && !guarded[j.key.App] {
-				st.down, st.reason, st.since = true, j.result, now
-			}
-		}
-		res.Verdicts[j.key] = !st.down
-		if st.down == (j.inst.Health != nil) {
-			continue
-		}
-		var mark *registry.HealthMark
-		if st.down {
-			mark = &registry.HealthMark{Reason: st.reason, Since: st.since.UnixMilli(), By: c.opt.Self}
-		}
-		if c.write(j.key, mark) {
-			if st.down {
-				res.Marked++
-				c.m.flips.WithLabelValues("down").Inc()
-			} else {
-				res.Lifted++
-				c.m.flips.WithLabelValues("up").Inc()
-			}
-		} else {
-			res.Errors++
-		}
-	}
-	for _, key := range lifts {
-		if c.write(key, nil) {
-			res.Lifted++
-			c.m.flips.WithLabelValues("up").Inc()
-		} else {
-			res.Errors++
-		}
-	}
+	res.Took = time.Since(start)
+	c.publish(&res, p.states, guarded, failing, p.eligible)
+	return res
+}
 
+// publish makes a round's states, guard and result the checker's, and
+// reports them: the guard's changes in the log and its metrics.
+func (c *Checker) publish(res *RoundResult, states map[registry.InstanceKey]*state, guarded map[string]bool, failing, eligible map[string]int) {
 	c.mu.Lock()
 	for app := range guarded {
 		if !c.guarded[app] {
@@ -347,16 +219,134 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 		}
 	}
 	sort.Strings(res.Guarded)
-	res.Took = time.Since(start)
-	c.states, c.guarded, c.last = states, guarded, res
+	c.states, c.guarded, c.last = states, guarded, *res
 	c.mu.Unlock()
 	c.m.probed.Set(float64(res.Probed))
 	c.m.round.Set(res.Took.Seconds())
-	c.rounds.Add(1)
 	if res.Marked+res.Lifted > 0 {
 		c.log.Info().Int(logMarked, res.Marked).Int(logLifted, res.Lifted).Int(logProbed, res.Probed).Msg("health-check round")
 	}
-	return res
+}
+
+// roundPlan is what a round probes and lifts, and what the guard counts.
+type roundPlan struct {
+	jobs   []*job
+	lifts  []registry.InstanceKey // marks that go without a probe
+	states map[registry.InstanceKey]*state
+	// eligible counts, per app, the instances probed by health checks
+	// cluster-wide; markedOthers those of them other nodes have marked.
+	eligible, markedOthers map[string]int
+	owned, refused         int
+	marked                 int // instances marked in the snapshot
+}
+
+// plan walks the snapshot: the instances this node probes this round,
+// each with its state carried over from prev, and the marks to lift.
+// It probes and writes nothing.
+func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) bool, own ownAddrs,
+	prev map[registry.InstanceKey]*state, now time.Time) roundPlan {
+	p := roundPlan{states: make(map[registry.InstanceKey]*state, len(prev)), eligible: map[string]int{}, markedOthers: map[string]int{}}
+	for _, app := range snap.Apps {
+		for i := range app.Instances {
+			in := app.Instances[i].Instance
+			marked := in.Health != nil
+			if marked {
+				p.marked++
+			}
+			key := registry.InstanceKey{App: app.Name, ID: in.ID()}
+			m := c.modeOf(in)
+			f, eligible := fateOf(m, in.ClientStatus(), marked, owns(key))
+			if eligible {
+				p.eligible[app.Name]++
+			}
+			switch f {
+			case fateOthers:
+				p.markedOthers[app.Name]++
+				continue
+			case fateNone:
+				continue
+			case fateLift:
+				p.lifts = append(p.lifts, key)
+				continue
+			}
+			p.owned++
+			// The URL is parsed again only when the instance changed (a
+			// stored instance is immutable: same pointer, same fields);
+			// the address rules run every round, the node's addresses may
+			// have changed.
+			old := prev[key]
+			var parsed target
+			if old != nil && old.inst == in && old.mode == m {
+				parsed = old.parsed
+			} else {
+				parsed = c.targetOf(in, m)
+			}
+			t := parsed
+			if t.refused == "" {
+				t.refused = c.checkAddr(t.addr, own)
+			}
+			st := carryOver(old, t, in.Health, now)
+			st.inst, st.mode, st.parsed = in, m, parsed
+			p.states[key] = st
+			if t.refused != "" {
+				p.refused++
+				p.eligible[app.Name]--
+				st.lastResult, st.lastAt, st.lastOK = "not probed: "+t.refused, now, false
+				st.streak = streak{}
+				if marked {
+					p.lifts = append(p.lifts, key) // a mark nobody can verify goes
+				}
+				continue
+			}
+			p.jobs = append(p.jobs, &job{key: key, inst: in, st: st})
+		}
+	}
+	return p
+}
+
+// judge applies the probes' verdicts to the jobs' states and writes the
+// marks that flip, then lifts the plan's marks.
+func (c *Checker) judge(p roundPlan, guarded map[string]bool, now time.Time, res *RoundResult) {
+	res.Verdicts = make(map[registry.InstanceKey]bool, len(p.jobs))
+	for _, j := range p.jobs {
+		st := j.st
+		st.lastResult, st.lastAt, st.lastOK = j.result, now, j.ok
+		next, restart := st.streak.next(j.ok, guarded[j.key.App], c.cfg.FailuresBeforeDown, c.cfg.SuccessesBeforeUp)
+		if restart {
+			st.since = now
+		}
+		if next.down && !st.down {
+			st.reason = j.result
+		}
+		st.streak = next
+		res.Verdicts[j.key] = !st.down
+		if st.down == (j.inst.Health != nil) {
+			continue
+		}
+		var mark *registry.HealthMark
+		if st.down {
+			mark = &registry.HealthMark{Reason: st.reason, Since: st.since.UnixMilli(), By: c.opt.Self}
+		}
+		c.flip(j.key, mark, res)
+	}
+	for _, key := range p.lifts {
+		c.flip(key, nil, res)
+	}
+}
+
+// flip writes key's mark (nil lifts it) and counts it.
+func (c *Checker) flip(key registry.InstanceKey, mark *registry.HealthMark, res *RoundResult) {
+	if !c.write(key, mark) {
+		res.Errors++
+		return
+	}
+	if mark != nil {
+		res.Marked++
+		c.m.flips.WithLabelValues("down").Inc()
+	} else {
+		res.Lifted++
+		c.m.flips.WithLabelValues("up").Inc()
+	}
 }
 
 // write sets or lifts key's mark; false when the registry refused.
@@ -461,9 +451,3 @@ func InterfaceAddrs() []netip.Addr {
 	}
 	return out
 }
-
-// Dials counts every connection a probe attempted since the start.
-func (c *Checker) Dials() uint64 { return c.prober.dials.Load() }
-
-// Rounds counts the rounds run.
-func (c *Checker) Rounds() uint64 { return c.rounds.Load() }

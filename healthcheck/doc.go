@@ -14,7 +14,7 @@
 //     without one (static peers only, or a single node), each node probes
 //     the instances whose clients register and renew through it
 //     (registry.ClientLive).
-//  3. When a verdict changes (checker.go): FailuresBeforeDown failed rounds
+//  3. When a verdict changes (verdict.go): FailuresBeforeDown failed rounds
 //     in a row mark an instance, SuccessesBeforeUp passed ones lift the
 //     mark; and the guard: when more than MaxDownPercent of an app's probed
 //     instances fail in one round, no instance of that app is marked, since

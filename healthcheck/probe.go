@@ -34,7 +34,7 @@ type prober struct {
 	timeout time.Duration
 	dialer  net.Dialer
 	tls     *tls.Config
-	dials   atomic.Uint64 // every connection attempt, for tests and metrics
+	dials   atomic.Uint64 // every connection attempt, for tests
 }
 
 func newProber(timeout time.Duration) *prober {

@@ -120,8 +120,8 @@ func TestChecker_neverRequestsForbiddenTargets(t *testing.T) {
 					t.Fatalf("round: refused %d probed %d, want 1 and 0", res.Refused, res.Probed)
 				}
 			}
-			if chk.Dials() != 0 {
-				t.Fatalf("%d connections attempted, want none", chk.Dials())
+			if healthcheck.Dials(chk) != 0 {
+				t.Fatalf("%d connections attempted, want none", healthcheck.Dials(chk))
 			}
 			rep, ok := chk.Probe(registry.InstanceKey{App: "SVC", ID: "x"})
 			if !ok || rep.State != "refused" || !strings.Contains(rep.LastResult, tc.want) {

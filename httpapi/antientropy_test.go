@@ -14,114 +14,9 @@ import (
 
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 )
-
-// Anti-entropy over real HTTP: a node that lost changes pulls them from a
-// peer's /peerreplication/digest and /copies, and the next round finds
-// both in sync in one small request.
-func TestAntiEntropy_overHTTP(t *testing.T) {
-	peer := newTestNode(t)
-	for i := range 5 {
-		if _, err := peer.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP", fmt.Sprint("i-", i)))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := registry.DefaultConfig()
-	cfg.Now = peer.clock.Now
-	local, _ := registry.New(cfg)
-	// local holds an older copy of i-0 and a cancelled i-1.
-	snap := peer.reg.Snapshot()
-	app, _ := snap.App("APP")
-	for _, iv := range app.Instances[:2] {
-		if _, err := local.Apply(registry.RegisterOp(iv.Instance.Clone()).From(registry.OriginPeer)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := peer.reg.Apply(registry.StatusOp("APP", "i-0", registry.StatusOutOfService)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := peer.reg.Apply(registry.CancelOp("APP", "i-1")); err != nil {
-		t.Fatal(err)
-	}
-	tr := newPeerTransport(t, 5*time.Second)
-	p := replication.Peer{Name: "peer", URL: peer.http.URL + "/eureka/", Muster: true}
-	ae, err := replication.NewAntiEntropy(replication.AntiEntropyConfig{
-		Store: local, Transport: tr, Peers: func() []replication.Peer { return []replication.Peer{p} }, Now: peer.clock.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := ae.Round(context.Background(), p)
-	if res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	if res.Repaired != (replication.Repairs{Missing: 3, Stale: 1, Cancelled: 1}) {
-		t.Fatalf("repairs %+v", res.Repaired)
-	}
-	if local.RootDigest() != peer.reg.RootDigest() {
-		t.Fatal("root digests differ after a round")
-	}
-	before := tr.AntiEntropyBytes()
-	if res := ae.Round(context.Background(), p); !res.InSync || res.Requests != 1 {
-		t.Fatalf("second round %+v", res)
-	}
-	if b := tr.AntiEntropyBytes() - before; b > 100 {
-		t.Fatalf("a round in sync exchanged %d bytes", b)
-	}
-}
-
-// Versions travel in batches to Muster peers: a status change arrives as
-// the whole copy its write made, and a stale copy does not overwrite a
-// newer one.
-func TestPeerBatch_versionsBetweenMusterPeers(t *testing.T) {
-	n := newTestNode(t)
-	cfg := registry.DefaultConfig()
-	cfg.Now = n.clock.Now
-	src, _ := registry.New(cfg)
-	in, err := src.Apply(registry.RegisterOp(registrytest.NewInstance("APP", "i-1")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := src.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := registry.InstanceKey{App: "APP", ID: "i-1"}
-	tr := newPeerTransport(t, 5*time.Second)
-	p := replication.Peer{Name: "b", URL: n.http.URL + "/eureka/", Muster: true}
-	// The status change first (its register was lost), then the stale
-	// register arriving late.
-	batch := replication.Batch{Versioned: true, Tasks: []replication.Task{
-		{Action: registry.ActionStatusUpdate, Key: k, Instance: out},
-		{Action: registry.ActionRegister, Key: k, Instance: in},
-	}}
-	res, err := tr.Send(context.Background(), p, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, it := range res.Items {
-		if it.StatusCode != 200 {
-			t.Fatalf("item %d: %d", i, it.StatusCode)
-		}
-	}
-	iv, ok := n.reg.Instance("APP", "i-1")
-	if !ok || iv.Status != registry.StatusOutOfService || iv.WriteVersion != out.WriteVersion {
-		t.Fatalf("stored %+v", iv.Instance)
-	}
-	// A heartbeat with an older version gets 409 and our copy, version
-	// included.
-	res, err = tr.Send(context.Background(), p, replication.Batch{Versioned: true, Tasks: []replication.Task{
-		{Action: registry.ActionHeartbeat, Key: k, Instance: in},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if it := res.Items[0]; it.StatusCode != 409 || it.Instance == nil || it.Instance.WriteVersion != out.WriteVersion {
-		t.Fatalf("stale heartbeat answer %+v", it)
-	}
-}
 
 // The anti-entropy endpoints are peer routes: with a peer secret only a
 // valid signature gets in (403 without one); bad bodies are 400, oversized
@@ -167,38 +62,11 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 	// A Java Eureka server has no such route.
 	eureka := httptest.NewServer(http.NotFoundHandler())
 	defer eureka.Close()
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	_, err := tr.Digest(context.Background(), replication.Peer{Name: "eureka", URL: eureka.URL + "/eureka/"}, replication.DigestRequest{})
 	if !errors.Is(err, replication.ErrNoAntiEntropy) {
 		t.Fatalf("node without anti-entropy: %v", err)
 	}
-}
-
-// manyApps asks for the entries of n apps and the buckets of one more.
-func manyApps(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"root":1,"apps":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `"APP-%d"`, i)
-	}
-	b.WriteString(`],"buckets":{"BIG":16}}`)
-	return b.String()
-}
-
-func manyKeys(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"keys":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"app":"APP","id":"i-%d"}`, i)
-	}
-	b.WriteString(`]}`)
-	return b.String()
 }
 
 // A peer that refuses anti-entropy (403) is warned about at the default
@@ -216,7 +84,7 @@ func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 	cfg := registry.DefaultConfig()
 	local, _ := registry.New(cfg)
 	var logs strings.Builder
-	tr := newPeerTransport(t, 5*time.Second)
+	tr := replicationtest.HTTPTransport(t, 5*time.Second)
 	var peers []replication.Peer
 	for _, u := range []string{refusing.URL, goneURL} {
 		raw := strings.Replace(u, "http://", "http://admin:s3cr3t@", 1) + "/eureka/"
@@ -245,4 +113,31 @@ func TestAntiEntropy_failureWarnedWithoutCredentials(t *testing.T) {
 			t.Errorf("%+v", st)
 		}
 	}
+}
+
+// manyApps asks for the entries of n apps and the buckets of one more.
+func manyApps(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"root":1,"apps":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"APP-%d"`, i)
+	}
+	b.WriteString(`],"buckets":{"BIG":16}}`)
+	return b.String()
+}
+
+func manyKeys(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"keys":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"app":"APP","id":"i-%d"}`, i)
+	}
+	b.WriteString(`]}`)
+	return b.String()
 }

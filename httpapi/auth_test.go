@@ -20,9 +20,11 @@ import (
 
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/replication/replicationtest"
 )
 
 const (
@@ -457,7 +459,7 @@ func TestAuth_transportSigns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := newPeerTransport(t, 5*time.Second, func(c *replication.HTTPTransportConfig) { c.Signer = signer.Sign })
+		tr := replicationtest.HTTPTransport(t, 5*time.Second, func(c *replication.HTTPTransportConfig) { c.Signer = signer.Sign })
 		in := registrytest.NewInstance("APP", "i-"+tc.secret[:3])
 		_, err = tr.Send(context.Background(), replication.Peer{Name: "a", URL: n.http.URL + "/eureka/"},
 			replication.Batch{Tasks: []replication.Task{{Action: registry.ActionRegister, Key: registry.InstanceKey{App: "APP", ID: in.InstanceID}, Instance: in}}})
@@ -479,7 +481,7 @@ func TestAuth_transportSigns(t *testing.T) {
 // the registry is open.
 func TestAuth_securityReported(t *testing.T) {
 	open := newTestNode(t)
-	var st httpapi.AdminStatus
+	var st ops.AdminStatus
 	r := open.do(t, "GET", "/admin/status", "")
 	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
 		t.Fatal(err)
@@ -498,7 +500,7 @@ func TestAuth_securityReported(t *testing.T) {
 		h.Security.GossipEncrypted = true
 	})
 	r = secured.do(t, "GET", "/admin/status", "", basic("admin", adminPW)...)
-	st = httpapi.AdminStatus{}
+	st = ops.AdminStatus{}
 	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
 		t.Fatal(err)
 	}

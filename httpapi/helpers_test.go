@@ -1,19 +1,15 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/internal/testhttp"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
@@ -85,70 +81,14 @@ func (r response) reason() string {
 	return r.body
 }
 
-// do sends a request; headers alternate name, value.
+// do sends a request (testhttp.Do); headers alternate name, value.
 func (n *testNode) do(t *testing.T, method, path, body string, headers ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, n.http.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	// Leave gzip to the test: a transport that adds Accept-Encoding itself
-	// would hide what the server does.
-	// Redirects are the test's to follow, too.
-	client := &http.Client{Transport: &http.Transport{DisableCompression: true},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s %s: bad gzip: %v", method, path, err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return response{resp.StatusCode, resp.Header, string(b)}
+	r := testhttp.Do(t, n.http.URL, method, path, body, headers...)
+	return response{r.Code, r.Header, r.Body}
 }
 
-// springBody is a register body as Spring Cloud's client sends it.
-const springBody = `{"instance":{
- "instanceId":"host-a:orders:8080","hostName":"host-a","app":"ORDERS","ipAddr":"10.0.0.12",
- "status":"UP","overriddenStatus":"UNKNOWN",
- "port":{"$":8080,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},"countryId":1,
- "dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},
- "leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},
- "metadata":{"management.port":"8080"},
- "homePageUrl":"http://host-a:8080/","statusPageUrl":"http://host-a:8080/actuator/info",
- "healthCheckUrl":"http://host-a:8080/actuator/health","vipAddress":"orders","secureVipAddress":"orders",
- "isCoordinatingDiscoveryServer":false,"lastUpdatedTimestamp":1718000000000,"lastDirtyTimestamp":1717999999000}}`
+// springBody and jsonHeaders are testhttp's.
+const springBody = testhttp.SpringBody
 
-func jsonHeaders() []string {
-	return []string{"Content-Type", "application/json", "Accept", "application/json"}
-}
-
-// newPeerTransport is the HTTP replication transport with a request
-// timeout; edit changes more of its config.
-func newPeerTransport(t testing.TB, requestTimeout time.Duration, edit ...func(*replication.HTTPTransportConfig)) *replication.HTTPTransport {
-	t.Helper()
-	cfg := replication.DefaultHTTPTransportConfig()
-	cfg.RequestTimeout = requestTimeout
-	for _, e := range edit {
-		e(&cfg)
-	}
-	tr, err := replication.NewHTTPTransport(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
+func jsonHeaders() []string { return testhttp.JSONHeaders() }

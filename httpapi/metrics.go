@@ -31,7 +31,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		err := next(c)
 		code := c.Response().Status
 		if err != nil {
-			code = statusFor(err)
+			code = eureka.StatusFor(err)
 		}
 		route := c.Path()
 		if route == "" {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"github.com/muster-registry/muster/httpapi/console"
-	"github.com/muster-registry/muster/httpapi/eureka"
 	"github.com/muster-registry/muster/httpapi/ops"
 )
 
@@ -25,11 +24,5 @@ const AntiEntropyOff = ops.AntiEntropyOff
 // The console's actions policy lives in httpapi/console.
 type ConsoleActionsPolicy = console.ActionsPolicy
 
-// ActionsNobody is console.ActionsNobody.
-const ActionsNobody = console.ActionsNobody
-
 // ConsoleActionsPolicies is console.ActionsPolicies.
 var ConsoleActionsPolicies = console.ActionsPolicies
-
-// HeaderIndex is eureka.HeaderIndex, the version header of registry reads.
-const HeaderIndex = eureka.HeaderIndex

@@ -18,6 +18,7 @@ import (
 	"github.com/muster-registry/muster/httpapi/console"
 	"github.com/muster-registry/muster/httpapi/edge"
 	"github.com/muster-registry/muster/httpapi/eureka"
+	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/replication"
@@ -312,22 +313,13 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s }
 
 // ServeHTTP lets the server be used as an http.Handler directly. A trailing
-// slash is dropped first: clients ask for /eureka/apps/ (Spring, fargo) as
-// often as /eureka/apps.
+// slash is dropped first (httpkit.TrimSlash).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if pw := s.limits.Prepare(w, r); pw != nil {
 		defer pw.Release()
 		w = pw
 	}
-	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
-		r.URL.Path = strings.TrimRight(p, "/")
-		if r.URL.Path == "" {
-			r.URL.Path = "/"
-		}
-		if r.URL.RawPath != "" {
-			r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
-		}
-	}
+	httpkit.TrimSlash(r)
 	if cp := s.cfg.ContextPath; cp != "" && !s.underContextPath(r, cp) {
 		// Outside the context path nothing is served but the probes, as a
 		// servlet container answers 404 outside its context.

@@ -188,19 +188,6 @@ func partsPayload(parts [][]byte) payload {
 
 func (p payload) ready() bool { return p.parts != nil }
 
-// bytes returns the payload in one slice (a copy when it has several
-// parts): for tests and small payloads.
-func (p payload) bytes() []byte {
-	if len(p.parts) == 1 {
-		return p.parts[0]
-	}
-	b := make([]byte, 0, p.size)
-	for _, part := range p.parts {
-		b = append(b, part...)
-	}
-	return b
-}
-
 // gzipWriters reuses compressors for responses compressed as they are sent
 // (the console): each holds ~1 MB of state. BestSpeed: higher levels cost
 // several times the CPU for ~15 % fewer bytes. klauspost/compress's gzip is

@@ -28,7 +28,7 @@ import (
 // change inside an app costs its piece and one chunk; an app added or
 // removed shifts the chunks after it, which are rejoined (copied, not
 // encoded). How many apps a chunk joins (its span) follows the bytes of the
-// pieces, so that chunks come near chunkBytes in every format (see
+// pieces, so that chunks come near the store's chunkBytes in every format (see
 // spanLocked).
 //
 // Bytes: the plain parts of a document are exactly what
@@ -49,14 +49,13 @@ const (
 	numVariants
 )
 
-// chunkBytes is the size chunks aim at. Each chunk is one write (a large
+// defaultChunkBytes is the size chunks aim at (pieceStore.chunkBytes). Each chunk is one write (a large
 // response is written in writes of up to 4 MiB, limits.go), and on
 // loopback a write costs ~10 µs beyond its bytes: a 10k-instance delta in
 // 7 chunks of ~120 KB cost the server 1.3–1.5× the CPU of the same bytes
 // in one write, in 2 chunks about 1.0×. A change rejoins (copies) one
-// chunk: 512 KiB is ~25 µs. A variable only so that tests can make chunks
-// of a few apps.
-var chunkBytes = 512 << 10
+// chunk: 512 KiB is ~25 µs.
+const defaultChunkBytes = 512 << 10
 
 // maxSpan bounds the apps of a chunk (a registry of many tiny apps).
 const maxSpan = 1 << 14
@@ -213,12 +212,16 @@ type pieceStore struct {
 	last [numDocKinds][]*appPieces
 	// spans of the documents of each kind.
 	spans [numDocKinds][numVariants]spanState
+	// chunkBytes is the size chunks aim at: defaultChunkBytes, smaller in
+	// tests that want several chunks of a few apps. Set before first use.
+	chunkBytes int
 
 	encodings atomic.Uint64 // pieces encoded, for metrics and tests
 }
 
 func newPieceStore() *pieceStore {
-	return &pieceStore{pieces: map[pieceKey]*appPieces{}, chunks: map[chunkKey]*chunk{}, runs: map[runKey]*smallRun{}}
+	return &pieceStore{pieces: map[pieceKey]*appPieces{}, chunks: map[chunkKey]*chunk{}, runs: map[runKey]*smallRun{},
+		chunkBytes: defaultChunkBytes}
 }
 
 // of returns the pieces of view, kept while view is its app's newest
@@ -517,7 +520,7 @@ func (ps *pieceStore) rebaseLocked(c *chunk) {
 }
 
 // spanLocked returns how many apps each chunk of a document of apps joins,
-// for variant v: near chunkBytes at the bytes per instance of the last
+// for variant v: near ps.chunkBytes at the bytes per instance of the last
 // document of its kind (a guess for the first), in powers of two, kept
 // while it is within 2× of that ideal so that a document does not rejoin
 // every chunk for a small change in size. The chunks of an old span are
@@ -536,7 +539,7 @@ func (ps *pieceStore) spanLocked(kind docKind, v int, apps []registry.AppView) i
 		instances += len(a.Instances)
 	}
 	perApp := per * float64(max(instances, 1)) / float64(max(len(apps), 1))
-	ideal := float64(chunkBytes) / max(perApp, 1)
+	ideal := float64(ps.chunkBytes) / max(perApp, 1)
 	if st.span > 0 && float64(st.span) >= ideal/2 && float64(st.span) <= ideal*2 {
 		return st.span
 	}

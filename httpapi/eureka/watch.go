@@ -184,18 +184,6 @@ func (h *watchHub) rebuild() {
 	}
 }
 
-// appVersion is the version of one app's view: the Seq of its newest
-// change this node has applied, 0 when it has seen none.
-func (h *watchHub) appVersion(app string) uint64 {
-	h.start()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if a := h.apps[strings.ToUpper(app)]; a != nil {
-		return a.seq
-	}
-	return 0
-}
-
 // waitApp returns a channel closed at app's next change that the hub
 // applies; it must be followed by releaseApp. Whether the app is still at
 // the index a client sent is the caller's question (holdApp asks the

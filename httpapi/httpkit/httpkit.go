@@ -133,3 +133,17 @@ func PathParam(c echo.Context, name string) (string, error) {
 	}
 	return u, nil
 }
+
+// TrimSlash drops a request path's trailing slash: clients ask for
+// /eureka/apps/ (Spring, fargo) as often as /eureka/apps.
+func TrimSlash(r *http.Request) {
+	if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
+		r.URL.Path = strings.TrimRight(p, "/")
+		if r.URL.Path == "" {
+			r.URL.Path = "/"
+		}
+		if r.URL.RawPath != "" {
+			r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+		}
+	}
+}

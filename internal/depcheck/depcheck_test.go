@@ -64,21 +64,22 @@ var allowed = map[string]rule{
 	},
 	"httpapi": {
 		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
-		testImports: []string{"internal/redact", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"internal/redact", "internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP server: mounts the Eureka API, the console and ops behind the edge, one lifecycle; knows nothing of cluster or cmd",
 	},
 	"httpapi/eureka": {
 		// Never the console: the Eureka API and the dashboard are separate
 		// audiences that share only the edge, httpkit and ops' types.
 		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "regions", "replication"},
-		testImports: []string{"internal/testwait", "registry/registrytest"},
+		testImports: []string{"internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
 	"httpapi/console": {
 		// Never the Eureka API (httpapi): the console reads the registry
 		// through its own interface and acts through Apply.
-		imports: []string{"auth", "httpapi/httpkit", "httpapi/ops", "registry"},
-		why:     "the operator's dashboard: pages, actions, chart history, assets",
+		imports:     []string{"auth", "httpapi/httpkit", "httpapi/ops", "registry"},
+		testImports: []string{"internal/testhttp", "registry/registrytest"}, // the console alone; the assembled server is httpapi's
+		why:         "the operator's dashboard: pages, actions, chart history, assets",
 	},
 	"httpapi/edge": {
 		imports: []string{"auth", "httpapi/httpkit", "replication"},
@@ -138,6 +139,9 @@ var allowed = map[string]rule{
 	},
 	"internal/testwait": {
 		why: "the one poll helper for tests that wait on real I/O; testing only",
+	},
+	"internal/testhttp": {
+		why: "the one HTTP client of the HTTP layer's tests (headers as pairs, gzip and redirects left to the test); stdlib only",
 	},
 	"internal/depcheck": {
 		why: "this test",

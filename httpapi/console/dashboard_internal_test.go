@@ -1,11 +1,10 @@
-package httpapi_test
+package console
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -86,7 +85,7 @@ func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 }
 
 func TestDashboard_selfPreservationOffBanners(t *testing.T) {
-	n := newTestNode(t, func(c *registry.Config, _ *httpapi.Config) { c.SelfPreservation = false })
+	n := newTestNode(t, func(c *registry.Config, _ *Config) { c.SelfPreservation = false })
 	body := n.do(t, "GET", "/", "").body
 	if !strings.Contains(body, offBanner) || strings.Contains(body, emergencyBanner) {
 		t.Fatal("self-preservation disabled: want the TURNED OFF banner only")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package httpapi_test
+package console
 
 import (
 	"bufio"
@@ -22,13 +22,8 @@ import (
 	"golang.org/x/net/websocket"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
 )
-
-// The console in a real browser: Debian's headless Chromium, driven over
-// the DevTools protocol (a few commands over a WebSocket, below), against
-// a node with 10,000 instances on loopback. Screenshots go to a temporary
-// directory, or to docs/ (shown by the README) with
-// MUSTER_UPDATE_SCREENSHOTS=1.
 
 func findChromium(t *testing.T) string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
@@ -317,7 +312,7 @@ func TestConsole_inChromium(t *testing.T) {
 	findChromium(t)
 	shots := t.TempDir()
 	if os.Getenv("MUSTER_UPDATE_SCREENSHOTS") == "1" {
-		shots = filepath.Join("..", "docs")
+		shots = filepath.Join("..", "..", "docs")
 		if err := os.MkdirAll(shots, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +341,7 @@ func TestConsole_inChromium(t *testing.T) {
 				}
 			}
 		}
-		n.srv.SampleConsole()
+		n.console.Sample()
 	}
 
 	b := startChromium(t)
@@ -405,8 +400,8 @@ func TestConsole_inChromium(t *testing.T) {
 	b.navigate(base + "/console/apps/APP-42")
 	b.waitFor("the instances", `document.querySelectorAll("#instances tr.instance-row").length === 50`)
 	b.eval(`window.__sameDocument = true`, nil)
-	if r := n.do(t, "POST", "/eureka/apps/APP-42", registerBody("APP-42", "app-42-new"), jsonHeaders()...); r.code != 204 {
-		t.Fatalf("register: %d %s", r.code, r.body)
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP-42", "app-42-new"))); err != nil {
+		t.Fatalf("register: %v", err)
 	}
 	b.waitFor("the live update", `document.querySelector(".pager").textContent.indexOf("(101)") >= 0 && window.__sameDocument === true`)
 
@@ -420,7 +415,7 @@ func TestConsole_inChromium(t *testing.T) {
 	b.waitFor("the app page after the action", `document.getElementById("flash") !== null`)
 	b.waitFor("the new status in the list", `document.querySelector('#instances tr[data-id="app-42-i005"] td.status').textContent === "OUT_OF_SERVICE"`)
 	if st := statusOf(t, n, "APP-42", "app-42-i005"); st != registry.StatusOutOfService {
-		t.Fatalf("GET /eureka/apps/APP-42/app-42-i005 after the action: %s", st)
+		t.Fatalf("APP-42/app-42-i005 after the action: %s", st)
 	}
 	// The filters of the app page: DOWN instances in zone b.
 	b.navigate(base + "/console/apps/APP-42?status=DOWN&zone=b")

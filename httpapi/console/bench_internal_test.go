@@ -1,4 +1,4 @@
-package httpapi_test
+package console
 
 import (
 	"fmt"
@@ -10,14 +10,15 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
 
 // BenchmarkConsole_100k is the console's pages over 100,000 instances
 // (2,000 apps of 50), gzipped, with an hour of samples behind the chart:
-// the server's time per page (ns/op) and the page weight on the wire
+// the console's time per page (ns/op, its handlers as the server mounts
+// them, without the server's middleware) and the page weight on the wire
 // (gzip-bytes/op). Targets: ≤ 50 ms and ≤ 200 KB. The "after change" case
 // toggles one instance's status before each view, so it pays for the new
 // snapshot and the console's index as the first viewer after a change
@@ -78,11 +79,11 @@ func BenchmarkConsole_100k(b *testing.B) {
 	}
 }
 
-// consoleBenchServer is benchServer on a manual clock, over three zones,
-// moved past the delta retention so the registry is in its steady state
+// consoleBenchServer is the console over n instances on a manual clock,
+// over three zones, moved past the delta retention so the registry is in its steady state
 // (a fresh registration of 100k would leave 100k changes in the delta,
 // which every snapshot then reduces), with an hour of samples.
-func consoleBenchServer(b *testing.B, n int) (*httpapi.Server, *registry.Registry) {
+func consoleBenchServer(b *testing.B, n int) (http.Handler, *registry.Registry) {
 	b.Helper()
 	clk := registrytest.NewClock()
 	rcfg := registry.DefaultConfig()
@@ -101,19 +102,12 @@ func consoleBenchServer(b *testing.B, n int) (*httpapi.Server, *registry.Registr
 			b.Fatal(err)
 		}
 	}
-	hcfg := httpapi.DefaultConfig()
-	hcfg.Registry = reg
-	hcfg.Logger = zerolog.Nop()
-	hcfg.Now = clk.Now
-	srv, err := httpapi.New(hcfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, h := mount(Config{Registry: reg, Logger: zerolog.Nop(), Now: clk.Now, Security: ops.Security{ClientAuth: "none"}})
 	clk.Advance(4 * time.Minute)
 	reg.PruneDeltas()
 	for range 360 {
 		clk.Advance(10 * time.Second)
-		srv.SampleConsole()
+		c.Sample()
 	}
-	return srv, reg
+	return h, reg
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package eureka
 
 import (
 	"bytes"
@@ -10,11 +10,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// The rules every client of issue 33 needs from the server, one table test
-// per rule, through HTTP against a real server. The clients themselves meet
-// Muster in interop/ (Spring, eureka-js-client, py-eureka-client); these
-// tests say which rule a failure there broke.
 
 // readRoutes are the Eureka reads a client makes, each answering a
 // registry document or an instance; ORDERS/host-a:orders:8080 is springBody.
