@@ -140,7 +140,7 @@ func TestEvictExpired_heldWhileAPeerIsUnreachable(t *testing.T) {
 	if got := r.EvictExpired(); len(got) != 0 {
 		t.Fatalf("evicted %v while n2 was unreachable", got)
 	}
-	clk.Advance(11 * time.Minute) // the hold has lasted 11 min
+	clk.Advance(11 * time.Minute)               // the hold has lasted 11 min
 	if got := r.EvictExpired(); len(got) != 2 { // never renewed: no per-run cap
 		t.Fatalf("evicted %v after the hold's limit, want both", got)
 	}
