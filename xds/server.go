@@ -53,6 +53,10 @@ type Options struct {
 	Logger  zerolog.Logger
 }
 
+// StreamWindow is the HTTP/2 receive window of an xDS connection and of
+// each stream on it: 64 KiB (HTTP/2's default is one byte less), static.
+const StreamWindow = 1 << 16
+
 // Server is the xDS control plane of one node.
 type Server struct {
 	cfg     Config
@@ -109,6 +113,14 @@ func (s *Server) Start() error {
 		// requests are small).
 		grpc.SharedWriteBuffer(true),
 		grpc.ReadBufferSize(8 << 10),
+		// A static receive window: clients send only requests and ACKs (a
+		// few hundred bytes), which never need a window above HTTP/2's
+		// default, and grpc-go's window estimation (BDP) would answer
+		// every ACK with a window update and a PING the client must read
+		// and answer: two more frames, wake-ups and syscalls per push on
+		// both sides, at every stream.
+		grpc.InitialWindowSize(StreamWindow),
+		grpc.InitialConnWindowSize(StreamWindow),
 	}
 	if s.opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
