@@ -16,6 +16,7 @@ import (
 	endpointservice "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
 	listenerservice "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
 	routeservice "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/server/sotw/v3"
 	xdsserver "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -126,7 +127,12 @@ func (s *Server) Start() error {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := xdsserver.NewServer(ctx, s.caches, s.streams.callbacks(s))
+	// Ordered ADS: an ADS stream's responses of every type come through one
+	// channel and a plain select, in the order the caches produced them,
+	// instead of a channel per request and a reflect.Select rebuilt at
+	// every ACK (the unordered path); requests, versions, nonces and ACKs
+	// are handled alike. The per-type services are unchanged.
+	srv := xdsserver.NewServer(ctx, s.caches, s.streams.callbacks(s), sotw.WithOrderedADS())
 	g := grpc.NewServer(gopts...)
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(g, srv)
 	clusterservice.RegisterClusterDiscoveryServiceServer(g, srv)
