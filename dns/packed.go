@@ -147,9 +147,14 @@ func (s *Server) serveFast(w mdns.ResponseWriter, q *mdns.Msg, tcp bool, start t
 	pb.idx = idx
 
 	// How many fit. An SRV answer's additional owner is a pointer to its
-	// target, or past a pointer's reach (TCP) the name itself.
+	// target; past a pointer's reach (16 KiB, over TCP) the target's first
+	// label and a pointer to the first target's addr.<domain>.
 	srv := question.Qtype == mdns.TypeSRV
 	l, fit := len(b)+optLen, 0
+	suffix := 0 // where the first target's addr.<domain> starts
+	if srv && k > 0 {
+		suffix = len(b) + srvTargetAt + 1 + int(set.units[idx[0]].an[srvTargetAt])
+	}
 	for an, i := len(b), 0; i < k; i++ {
 		u := &set.units[idx[i]]
 		ul := len(u.an)
@@ -175,7 +180,8 @@ func (s *Server) serveFast(w mdns.ResponseWriter, q *mdns.Msg, tcp bool, start t
 			if target := t + srvTargetAt; target < 0x4000 {
 				b = append(b, 0xC0|byte(target>>8), byte(target))
 			} else {
-				b = append(b, u.an[srvTargetAt:]...)
+				first := u.an[srvTargetAt : srvTargetAt+1+int(u.an[srvTargetAt])]
+				b = append(append(b, first...), 0xC0|byte(suffix>>8), byte(suffix))
 			}
 			b = append(b, u.ad...)
 			t += len(u.an)
@@ -223,12 +229,13 @@ func (s *Server) serveFast(w mdns.ResponseWriter, q *mdns.Msg, tcp bool, start t
 }
 
 // ownerLen is the length of an additional record's owner for the SRV
-// record an whose target would start at offset target.
+// record an whose target would start at offset target: a pointer, or past
+// a pointer's reach the first label and a pointer.
 func ownerLen(target int, an []byte) int {
 	if target < 0x4000 {
 		return 2
 	}
-	return len(an) - srvTargetAt
+	return 1 + int(an[srvTargetAt]) + 2
 }
 
 // appendName packs a name given in presentation form with no escapes
