@@ -17,8 +17,8 @@ import (
 // The hot path: an app's A, AAAA and SRV answers (<app>.app,
 // <zone>.<app>.app, _<app>._tcp|_tls[.<zone>].app) served from records
 // packed once per app version. A query costs a map lookup, a check that
-// the app has not changed since (a pointer compare while the registry's
-// snapshot stays the same), a partial shuffle, and copying the records
+// the app has not changed since (one compare while the registry's
+// version stays the same), a partial shuffle, and copying the records
 // that fit into a pooled buffer written as is. Everything else (other
 // names and types, empty answers, unknown apps) goes the general way
 // (answer, then miekg/dns packs and truncates).
@@ -46,10 +46,12 @@ type packedKey struct {
 type packedSet struct {
 	app, zone, proto string // what the name asks for (app upper-cased as the registry keys it)
 	version          uint64 // the app's AppView.Version the records were packed from
-	// snap is the latest snapshot in which the app still had that version:
-	// while the registry's snapshot is this one, nothing needs checking.
-	snap  atomic.Pointer[registry.Snapshot]
-	units []packedUnit // one per instance that answers, in registry order
+	// checked is the latest registry version (Snapshot.Version) at which
+	// the app still had that version: while the registry stays at it,
+	// nothing needs checking. (A version, not the snapshot itself: a set
+	// of an app nobody asks for must not keep an old snapshot alive.)
+	checked atomic.Uint64
+	units   []packedUnit // one per instance that answers, in registry order
 }
 
 // packedUnit is one instance's records: the answer record (owner a
@@ -265,11 +267,11 @@ func (s *Server) packedSet(key packedKey) *packedSet {
 	c.mu.RUnlock()
 	snap := s.reg.Snapshot()
 	if set != nil {
-		if set.snap.Load() == snap {
+		if set.checked.Load() == snap.Version {
 			return set
 		}
 		if view, ok := snap.App(set.app); ok && view.Version == set.version {
-			set.snap.Store(snap)
+			set.checked.Store(snap.Version)
 			return set
 		}
 		app, zone, proto := set.app, set.zone, set.proto
@@ -352,7 +354,7 @@ func (s *Server) pack(snap *registry.Snapshot, key packedKey, app, zone, proto s
 		return nil
 	}
 	set := &packedSet{app: app, zone: zone, proto: proto, version: view.Version}
-	set.snap.Store(snap)
+	set.checked.Store(snap.Version)
 	ttl := uint32(s.cfg.TTL)
 	for _, iv := range view.Instances {
 		in := iv.Instance
