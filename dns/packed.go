@@ -324,6 +324,11 @@ func (s *Server) packable(name string) (app, zone, proto string, ok bool) {
 			return "", "", "", false
 		}
 	}
+	if s.remote != nil && labels[len(labels)-1] == "app" {
+		// <app>.app.<region> with a region named app: the general way
+		// decides (a remote region's apps are not packed).
+		return "", "", "", false
+	}
 	switch {
 	case len(labels) >= 2 && len(labels) <= 3 && strings.HasPrefix(labels[0], "_") && (labels[1] == "_tcp" || labels[1] == "_tls"):
 		app, proto = labels[0][1:], labels[1]
