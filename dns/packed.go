@@ -42,7 +42,7 @@ type packedKey struct {
 }
 
 // packedSet is the answer records of one name and type for one version
-// of its app, immutable but for snap.
+// of its app, immutable but for checked.
 type packedSet struct {
 	app, zone, proto string // what the name asks for (app upper-cased as the registry keys it)
 	version          uint64 // the app's AppView.Version the records were packed from
