@@ -343,20 +343,23 @@ func (e *benchEnv) dns() error {
 		e.logf("   registered %d instances in %s", n, time.Since(t0).Round(time.Millisecond))
 		bareDNSAddr[mu] = addr
 		apps := n / benchPerApp
-		for _, kind := range []struct {
+		kinds := []struct {
 			label string
 			qtype uint16
 			name  func(app string) string
 		}{
 			{"A", mdns.TypeA, func(app string) string { return app + ".app.muster." }},
 			{"SRV", mdns.TypeSRV, func(app string) string { return "_" + app + "._tcp.app.muster." }},
-		} {
-			next := func(rng *rand.Rand) (string, uint16) {
-				return kind.name(strings.ToLower(benchAppName(rng.IntN(apps) * benchPerApp))), kind.qtype
-			}
-			m, b, err := e.compareWith(mu, bare, func(c *benchChild, d time.Duration) (loadgen.Result, error) {
-				return dnsLoad(e.ctx, bareDNSAddr[c], d, next)
+		}
+		compare := func(x, y *benchChild, qtype uint16, name func(string) string) (benchSide, benchSide, error) {
+			return e.compareWith(x, y, func(c *benchChild, d time.Duration) (loadgen.Result, error) {
+				return dnsLoad(e.ctx, bareDNSAddr[c], d, func(rng *rand.Rand) (string, uint16) {
+					return name(strings.ToLower(benchAppName(rng.IntN(apps) * benchPerApp))), qtype
+				})
 			}, nil)
+		}
+		for _, kind := range kinds {
+			m, b, err := compare(mu, bare, kind.qtype, kind.name)
 			if err != nil {
 				return err
 			}
@@ -388,6 +391,42 @@ func (e *benchEnv) dns() error {
 			}
 		}
 		mu.stop()
+		if n == sizes[0] && !e.smoke {
+			if err := e.dnsControl(bare, bareDNSAddr, kinds[0].label, kinds[1].label, func(x, y *benchChild, i int) (benchSide, benchSide, error) {
+				return compare(x, y, kinds[i].qtype, kinds[i].name)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dnsControl measures the ceiling against a second ceiling process, the
+// same rounds as the node's comparison: with no difference at all between
+// the two sides, how far the queries/s and CPU ratios move on this machine
+// (the A/A control of the rows above).
+func (e *benchEnv) dnsControl(bare *benchChild, addrs map[*benchChild]string, labelA, labelSRV string,
+	compare func(x, y *benchChild, kind int) (benchSide, benchSide, error)) error {
+	addr, err := benchFreeUDPAddr()
+	if err != nil {
+		return err
+	}
+	twin, err := e.startChild("dns-bare-twin", "bare", "--dns", addr)
+	if err != nil {
+		return err
+	}
+	defer twin.stop()
+	addrs[twin] = addr
+	for i, label := range []string{labelA, labelSRV} {
+		m, b, err := compare(twin, bare, i)
+		if err != nil {
+			return err
+		}
+		what := fmt.Sprintf("A/A control: a second ceiling, %s queries (%s instances)", label, benchSize(e.fleetN))
+		e.addCompared("dns", what+"/s", m.res.RPS(), b.res.RPS(), "queries/s", "", nil,
+			roundRatios(m, b)+"; the same server on both sides: the ratio's noise here")
+		e.addCompared("dns", what+": server CPU per query", m.cpuPerReq(), b.cpuPerReq(), "µs", "", nil, "user+system CPU of the server process")
 	}
 	return nil
 }
