@@ -129,7 +129,7 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 		rcfg.Now = n.opts.Now
 	} else if off := s.ClockOffset; off != 0 {
 		rcfg.Now = func() time.Time { return time.Now().Add(off) }
-		logger.Warn().Dur("offset", off).Msg("muster.testing.clock-offset-ms: the registry's clock is moved off the machine's (chaos tests only)")
+		logger.Warn().Dur("offset", off).Msg("muster.testing.clock-offset-ms: the registry's, replication's and anti-entropy's clock is moved off the machine's (chaos tests only)")
 	}
 	reg, err := registry.New(rcfg)
 	if err != nil {
@@ -156,6 +156,11 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 	repCfg.Logger = logger
 	repCfg.Transport = transport
 	repCfg.Store = reg
+	if s.ClockOffset != 0 {
+		// A node whose clock is off is off everywhere: replication times
+		// the registry's events with the same clock.
+		repCfg.Now = rcfg.Now
+	}
 	// The replicator subscribes to the registry's change stream here, before
 	// any request can arrive, so that no write escapes replication.
 	if n.rep, err = replication.New(repCfg); err != nil {
@@ -168,6 +173,9 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 	acfg := s.AntiEntropy
 	acfg.Store, acfg.Transport, acfg.Peers = reg, transport, n.rep.PeerList
 	acfg.Logger, acfg.OnMuster = logger, n.rep.MarkMuster
+	if s.ClockOffset != 0 {
+		acfg.Now = rcfg.Now
+	}
 	if n.ae, err = replication.NewAntiEntropy(acfg); err != nil {
 		return nil, err
 	}
@@ -175,10 +183,7 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 		// A cancel's tombstone stays until every peer has been in sync
 		// since (or muster.tombstone-max-age-ms): a peer cut off for
 		// longer than a lease cannot bring the instance back.
-		// The hold is on anti-entropy's clock, the tombstones on the
-		// registry's: muster.testing.clock-offset-ms moves one of them.
-		off := s.ClockOffset
-		reg.SetTombstoneHold(func() time.Time { return n.ae.TombstoneHold().Add(off) })
+		reg.SetTombstoneHold(n.ae.TombstoneHold)
 	}
 	// A Muster peer this node cannot reach (its batches or anti-entropy
 	// rounds failing) may be hearing renewals this node does not: a ring

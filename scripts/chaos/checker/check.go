@@ -609,21 +609,23 @@ func (r *run) checkEpoch(ep *epoch, byKey map[string][]*Op, c1, c3 *checkResult)
 		eitherPresence := false
 		if !registered {
 			// The client stopped renewing at its cancel; an unacknowledged
-			// cancel leaves the copy to expire (lease 6 s + eviction).
+			// cancel leaves the copy to expire: a lease (6 s) and an
+			// eviction, which self-preservation or a peer out of reach
+			// (evictions held) may put off for as long as they last.
 			ackedCancel := false
 			for _, o := range ops {
 				if o.Kind == "cancel" && o.Invoke >= cancelledAt && o.Out == OK {
 					ackedCancel = true
 				}
 			}
-			if !ackedCancel && ep.at-cancelledAt < 15*time.Second {
+			if !ackedCancel {
 				eitherPresence = true
 			}
 			// A registration of unknown outcome may land after the cancel
 			// (a paused node handles it when it resumes); the copy then
-			// lives until its lease runs out.
+			// lives until it expires and is evicted.
 			for _, o := range ops {
-				if o.Kind == "register" && o.Out == Info && r.ackEff(o) >= cancelledAt && ep.at-r.ackEff(o) < 15*time.Second {
+				if o.Kind == "register" && o.Out == Info && r.ackEff(o) >= cancelledAt {
 					eitherPresence = true
 				}
 			}
