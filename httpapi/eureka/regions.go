@@ -13,13 +13,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
-	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
 // RemoteRegions is what the API reads of the node's remote regions
-// (*regions.Set implements it): their current views, immutable.
+// (*regions.Set implements it): what each serves now, an immutable
+// wire.CopyView of registry types (apps, counts, versions, changes).
 type RemoteRegions interface {
 	// Enabled: at least one remote region is configured; otherwise every
 	// request is served from the local registry alone.
@@ -29,10 +29,10 @@ type RemoteRegions interface {
 	TransparentFallback() bool
 	// RequireAll: a regions= request naming a region without data is 403.
 	RequireAll() bool
-	// Views is every region's view; Resolve those a regions= parameter
+	// Served is every region's view; Resolve those a regions= parameter
 	// names (with no data too, Apps empty) and the named ones without data.
-	Views() []*regions.View
-	Resolve(param string) (views []*regions.View, missing []string)
+	Served() []*wire.CopyView
+	Resolve(param string) (views []*wire.CopyView, missing []string)
 	// Now is the clock the views' changes are stamped on.
 	Now() time.Time
 	// Changed is closed at the next change of any view.
@@ -48,7 +48,7 @@ const HeaderRegionsMissing = "X-Muster-Regions-Missing"
 // remoteScope is what remote data a read merges: the views, and whether
 // only apps unknown locally are taken (transparent fallback).
 type remoteScope struct {
-	views    []*regions.View
+	views    []*wire.CopyView
 	fallback bool
 	key      string // the views' names, for the payload cache
 	// wanted: the request reads remote data (regions= or the fallback),
@@ -62,7 +62,7 @@ type remoteScope struct {
 // isServer reports whether a request comes from a Eureka server (a remote
 // region's fetcher, Java's or Muster's), by its identity header.
 func isServer(c echo.Context) bool {
-	return c.Request().Header.Get(regions.HeaderIdentityName) == regions.ServerIdentityName
+	return c.Request().Header.Get(wire.HeaderIdentityName) == wire.ServerIdentityName
 }
 
 // scopeOf decides what remote data a registry read serves: for a peer (the
@@ -92,13 +92,13 @@ func (s *API) scopeOf(c echo.Context) (remoteScope, error) {
 	if !rr.TransparentFallback() {
 		return remoteScope{}, nil
 	}
-	return scopeOfViews(rr.Views(), true), nil
+	return scopeOfViews(rr.Served(), true), nil
 }
 
-func scopeOfViews(all []*regions.View, fallback bool) remoteScope {
+func scopeOfViews(all []*wire.CopyView, fallback bool) remoteScope {
 	// A region with nothing to serve and no change to tell is left out:
 	// a scope of none is served by the local path, pieces and all.
-	views := make([]*regions.View, 0, len(all))
+	views := make([]*wire.CopyView, 0, len(all))
 	names := make([]string, 0, len(all))
 	var versions uint64
 	for _, v := range all {
@@ -432,11 +432,11 @@ func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, uint64, 
 		return registry.AppView{}, 0, false
 	}
 	rr := s.cfg.Regions
-	var views []*regions.View
+	var views []*wire.CopyView
 	if param, ok := queryValue(c.Request().URL.RawQuery, "regions"); ok && strings.TrimSpace(param) != "" {
 		views, _ = rr.Resolve(param)
 	} else {
-		views = rr.Views()
+		views = rr.Served()
 	}
 	out := registry.AppView{Name: strings.ToUpper(name)}
 	ids := map[string]bool{}
@@ -476,7 +476,7 @@ func (s *API) remoteInstance(c echo.Context, app, id string) (registry.InstanceV
 	if rr == nil || !rr.Enabled() || isReplication(c) {
 		return registry.InstanceView{}, false
 	}
-	for _, v := range rr.Views() {
+	for _, v := range rr.Served() {
 		var iv registry.InstanceView
 		var ok bool
 		if app == "" {

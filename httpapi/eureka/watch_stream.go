@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
-	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -312,7 +311,7 @@ func (w *eventWriter) remote(rc regionChanges) {
 		for j < len(rc.changes) && rc.changes[j].Version == version {
 			j++
 		}
-		var shown []*regions.Change
+		var shown []*wire.CopyChange
 		for k := i; k < j; k++ {
 			if ch := &rc.changes[k]; w.app == "" || strings.EqualFold(ch.Instance.App, w.app) {
 				shown = append(shown, ch)
@@ -372,7 +371,7 @@ func (w *eventWriter) flush(res *echo.Response) error {
 type regionWatch struct {
 	names   string // the regions, comma-separated, for Resolve
 	cursors []regionCursor
-	views   []*regions.View // as resolved when the stream opened
+	views   []*wire.CopyView // as resolved when the stream opened
 }
 
 type regionCursor struct {
@@ -383,7 +382,7 @@ type regionCursor struct {
 // regionChanges are one region's changes owed to a reader (remoteCatchUp).
 type regionChanges struct {
 	index   int // into regionWatch.cursors
-	changes []regions.Change
+	changes []wire.CopyChange
 	head    uint64 // the view's version
 }
 
@@ -398,7 +397,7 @@ func (rw *regionWatch) cursorOf(region string) int {
 
 // toHeads puts every cursor at its region's version in views (as
 // Resolve(rw.names) returns them): from now on.
-func (rw *regionWatch) toHeads(views []*regions.View) {
+func (rw *regionWatch) toHeads(views []*wire.CopyView) {
 	for _, v := range views {
 		if i := rw.cursorOf(v.Region); i >= 0 {
 			rw.cursors[i].version = v.Version

@@ -69,8 +69,10 @@ var allowed = map[string]rule{
 	},
 	"httpapi/eureka": {
 		// Never the console: the Eureka API and the dashboard are separate
-		// audiences that share only the edge, httpkit and ops' types.
-		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "regions", "replication"},
+		// audiences that share only the edge, httpkit and ops' types. Never
+		// regions: two consumers of the registry; the API reads the remote
+		// regions through its RemoteRegions, in registry/wire's CopyView.
+		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
 		testImports: []string{"internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
