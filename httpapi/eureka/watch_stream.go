@@ -47,7 +47,7 @@ const streamKeepAlive = 15 * time.Second
 // /eureka/apps?regions=…). Events of one remote fetch share one version:
 // only the last of them carries the id, so a reader cut off among them
 // gets them again.
-func (s *API) watchStream(c echo.Context) error {
+func (s *watches) watchStream(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *API) watchStream(c echo.Context) error {
 		return errWatchStopped
 	default:
 	}
-	if n := h.held.Load() + h.streams.Add(1); s.cfg.WatchMaxWatchers > 0 && n > int64(s.cfg.WatchMaxWatchers) {
+	if n := h.held.Load() + h.streams.Add(1); s.maxWatchers > 0 && n > int64(s.maxWatchers) {
 		h.streams.Add(-1)
 		h.overLimit.Add(1)
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "too many watchers on this node (muster.watch.max-watchers); try another server")
@@ -141,10 +141,10 @@ func (s *API) watchStream(c echo.Context) error {
 	}
 	var remoteChanged <-chan struct{}
 	if rw != nil {
-		remoteChanged = s.cfg.Regions.Changed()
+		remoteChanged = s.remote.regions.Changed()
 		// What a resumed reader is owed, and any change since the stream
 		// resolved its regions.
-		w.remoteCatchUp(s.cfg.Regions, h)
+		w.remoteCatchUp(s.remote.regions, h)
 		if err := w.flush(res); err != nil {
 			return nil
 		}
@@ -163,8 +163,8 @@ func (s *API) watchStream(c echo.Context) error {
 		case <-keepAlive.C:
 			w.buf = append(w.buf, ": keep-alive\n\n"...)
 		case <-remoteChanged:
-			remoteChanged = s.cfg.Regions.Changed() // before reading: no change is missed
-			w.remoteCatchUp(s.cfg.Regions, h)
+			remoteChanged = s.remote.regions.Changed() // before reading: no change is missed
+			w.remoteCatchUp(s.remote.regions, h)
 		case <-cursor.Ready():
 			for {
 				events, behind := cursor.Read(buf)
@@ -172,7 +172,7 @@ func (s *API) watchStream(c echo.Context) error {
 					h.sseResync.Add(1)
 					w.local = cursor.Head()
 					if rw != nil {
-						views, _ := s.cfg.Regions.Resolve(rw.names)
+						views, _ := s.remote.regions.Resolve(rw.names)
 						rw.toHeads(views)
 					}
 					w.resync("this reader fell behind the changes the node keeps")
@@ -430,8 +430,8 @@ func (rw *regionWatch) resume(at map[string]uint64, thisRun bool) bool {
 // it names none of this node's remote regions (or the reader is a peer or
 // a server, which get local data only); a named region without data is
 // in X-Muster-Regions-Missing, or a 403 with muster.regions.require-all.
-func (s *API) regionWatchOf(c echo.Context) (*regionWatch, error) {
-	rr := s.cfg.Regions
+func (s *watches) regionWatchOf(c echo.Context) (*regionWatch, error) {
+	rr := s.remote.regions
 	param, ok := queryValue(c.Request().URL.RawQuery, "regions")
 	if !ok || strings.TrimSpace(param) == "" || rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
 		return nil, nil
