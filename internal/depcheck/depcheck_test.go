@@ -55,8 +55,9 @@ var allowed = map[string]rule{
 		why:         "never imports cluster; peers are handed to it",
 	},
 	"replication/replicationtest": {
-		imports:     []string{"registry", "registry/registrytest", "replication"},
-		testImports: []string{"registry/wire", "registry/persist"}, // persist: restarts from data-dir snapshots
+		// wire: the anti-entropy bodies its Transport answers.
+		imports:     []string{"registry", "registry/registrytest", "registry/wire", "replication"},
+		testImports: []string{"registry/persist"}, // persist: restarts from data-dir snapshots
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
 	"auth": {
