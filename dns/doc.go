@@ -3,9 +3,11 @@
 // VIPs of the registry, A records for live nodes, and the TXT records of
 // Eureka's DNS-based server discovery (txt.<region>.<domain> → zones,
 // txt.<zone>.<domain> → node host names). It reads the registry's current
-// snapshot on every query (no cache: a change is visible to the next
-// query), refuses names outside its domain and clients outside its allowed
-// CIDRs, truncates UDP answers over the client's limit (TC set; the full
-// answer is over TCP) and rate-limits responses per source address so a
-// node cannot amplify a spoofed flood. See docs/dns.md.
+// snapshot on every query; an app's A/AAAA and SRV answers are packed once
+// per version of the app and reused while the snapshot holds that version
+// (packed.go), so a change is visible to the next query. It refuses names
+// outside its domain and clients outside its allowed CIDRs, truncates UDP
+// answers over the client's limit (TC set; the full answer is over TCP)
+// and rate-limits responses per source address so a node cannot amplify a
+// spoofed flood. See docs/dns.md.
 package dns

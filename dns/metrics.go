@@ -1,6 +1,9 @@
 package dns
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	mdns "github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	queries     *prometheus.CounterVec
@@ -8,6 +11,22 @@ type metrics struct {
 	truncated   prometheus.Counter
 	rateLimited prometheus.Counter
 	latency     prometheus.Histogram
+
+	// The hot path's children of queries (NOERROR A, AAAA, SRV), looked
+	// up once rather than per query.
+	okA, okAAAA, okSRV prometheus.Counter
+}
+
+// answered is the queries counter of a NOERROR answer to qtype (A, AAAA
+// or SRV).
+func (m *metrics) answered(qtype uint16) prometheus.Counter {
+	switch qtype {
+	case mdns.TypeA:
+		return m.okA
+	case mdns.TypeAAAA:
+		return m.okAAAA
+	}
+	return m.okSRV
 }
 
 // newMetrics registers the DNS metrics on reg (nil: kept unregistered,
@@ -25,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "muster_dns_query_duration_seconds",
 			Help: "Time to answer one DNS query.", Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .01, .05}}),
 	}
+	ok := mdns.RcodeToString[mdns.RcodeSuccess]
+	m.okA = m.queries.WithLabelValues(typeLabel(mdns.TypeA), ok)
+	m.okAAAA = m.queries.WithLabelValues(typeLabel(mdns.TypeAAAA), ok)
+	m.okSRV = m.queries.WithLabelValues(typeLabel(mdns.TypeSRV), ok)
 	if reg != nil {
 		reg.MustRegister(m.queries, m.refused, m.truncated, m.rateLimited, m.latency)
 	}

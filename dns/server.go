@@ -45,6 +45,7 @@ type Server struct {
 	allowed []netip.Prefix
 	limiter *limiter
 	m       *metrics
+	packed  packedCache
 
 	// mu guards servers and addrs.
 	mu      sync.Mutex
@@ -170,6 +171,9 @@ func (s *Server) serve(w mdns.ResponseWriter, q *mdns.Msg, tcp bool) {
 		// Dropped, not answered: a spoofed flood gets nothing to amplify; a
 		// real client retries (or uses TCP, which is not limited).
 		s.m.rateLimited.Inc()
+		return
+	}
+	if s.serveFast(w, q, tcp, start) {
 		return
 	}
 	r := s.answer(q)

@@ -129,7 +129,7 @@ func TestChecker_cluster_downOnEveryNodeAndBack(t *testing.T) {
 	if snap := h.c.Node("n2").Reg.Snapshot(); snap.Hashcode != "DOWN_1_UP_2_" {
 		t.Errorf("hashcode %q, want DOWN_1_UP_2_", snap.Hashcode)
 	}
-	rep, ok := h.checkers[h.owner("i-1")].Probe(registry.InstanceKey{App: "SVC", ID: "i-1"})
+	rep, ok := h.checkers[h.owner("i-1")].Probe("SVC", "i-1")
 	if !ok || rep.State != "down" || rep.LastResult != "http 503" {
 		t.Errorf("owner's probe state %+v, want down with http 503", rep)
 	}

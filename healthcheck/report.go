@@ -5,45 +5,16 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/report"
 )
 
-// maxReported bounds the instances a Report lists.
+// maxReported bounds the instances a report lists, probed and marked
+// alike.
 const maxReported = 500
 
-// Report is the checker's state for /admin/status and the console.
-type Report struct {
-	Node string
-	// Ownership says who probes what: "rendezvous hash over N live
-	// members" or, without a cluster, "instances whose clients talk to
-	// this node".
-	Ownership          string
-	Interval, Timeout  time.Duration
-	FailuresBeforeDown int
-	SuccessesBeforeUp  int
-	MaxDownPercent     int
-	Last               RoundResult
-	// Instances are those this node probes that are not plainly passing:
-	// failing, marked or not probed (at most 500, by app and id).
-	Instances []InstanceReport
-	Truncated bool
-}
-
-// InstanceReport is one probed instance as this node sees it.
-type InstanceReport struct {
-	App, ID    string
-	Mode       string
-	Target     string // the dialled address, "" when refused
-	State      string // "up", "failing", "down", "recovering" or "refused"
-	LastResult string
-	LastProbe  time.Time
-	Since      time.Time
-	Failures   int
-	Successes  int
-}
-
-func (st *state) report(key registry.InstanceKey) InstanceReport {
-	r := InstanceReport{App: key.App, ID: key.ID, Mode: st.target.mode.String(), LastResult: st.lastResult,
-		LastProbe: st.lastAt, Since: st.since, Failures: st.failures, Successes: st.successes}
+func (st *state) report(key registry.InstanceKey) report.ProbeState {
+	r := report.ProbeState{App: key.App, ID: key.ID, Mode: st.target.mode.String(), LastResult: st.lastResult,
+		LastProbe: utcOrNil(st.lastAt), Since: utcOrNil(st.since), Failures: st.failures, Successes: st.successes}
 	if st.target.refused == "" {
 		r.Target = st.target.addr.String()
 	}
@@ -62,47 +33,86 @@ func (st *state) report(key registry.InstanceKey) InstanceReport {
 	return r
 }
 
-// Report returns the checker's state.
-func (c *Checker) Report() Report {
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Report is the checker's state for /admin/status and the console: its
+// settings, the last round, the instances this node probes that are not
+// plainly passing (failing, marked or not probed; at most 500, by app and
+// id) and the instances marked DOWN by any node's health checks, as the
+// registry holds them (at most 500).
+func (c *Checker) Report() *report.HealthChecks {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := Report{Node: c.opt.Self, Interval: c.cfg.Interval, Timeout: c.cfg.Timeout,
+	last := c.last
+	r := &report.HealthChecks{
+		Enabled: true, IntervalMillis: c.cfg.Interval.Milliseconds(), TimeoutMillis: c.cfg.Timeout.Milliseconds(),
 		FailuresBeforeDown: c.cfg.FailuresBeforeDown, SuccessesBeforeUp: c.cfg.SuccessesBeforeUp,
-		MaxDownPercent: c.cfg.MaxDownPercent, Last: c.last}
-	r.Last.Verdicts = nil
+		MaxDownPercent: c.cfg.MaxDownPercent, GuardedApps: append([]string{}, last.Guarded...),
+		Marked: []report.MarkedInstance{}, Probes: []report.ProbeState{},
+	}
 	if c.opt.Members == nil {
 		r.Ownership = "no gossip cluster: this node probes the instances whose clients register and renew through it"
 	} else {
 		r.Ownership = "rendezvous hash over the live cluster members: each instance is probed by one member"
 	}
 	for key, st := range c.states {
-		ir := st.report(key)
-		if ir.State == "up" {
+		ps := st.report(key)
+		if ps.State == "up" {
 			continue
 		}
-		if len(r.Instances) == maxReported {
-			r.Truncated = true
+		if len(r.Probes) == maxReported {
+			r.ProbesTruncated = true
 			break
 		}
-		r.Instances = append(r.Instances, ir)
+		r.Probes = append(r.Probes, ps)
 	}
-	sort.Slice(r.Instances, func(i, j int) bool {
-		a, b := r.Instances[i], r.Instances[j]
+	c.mu.Unlock()
+	sort.Slice(r.Probes, func(i, j int) bool {
+		a, b := r.Probes[i], r.Probes[j]
 		return a.App < b.App || a.App == b.App && a.ID < b.ID
 	})
+	if !last.At.IsZero() {
+		r.LastRound = &report.HealthCheckRound{At: last.At.UTC(), TookMillis: last.Took.Milliseconds(), Owned: last.Owned,
+			Probed: last.Probed, Failed: last.Failed, Refused: last.Refused, Marked: last.Marked, Lifted: last.Lifted}
+	}
+	for _, app := range c.opt.Registry.Snapshot().Apps {
+		for _, iv := range app.Instances {
+			m := iv.Health
+			if m == nil {
+				continue
+			}
+			r.Marked = append(r.Marked, report.MarkedInstance{App: app.Name, ID: iv.ID(), Status: string(iv.Status),
+				Reason: m.Reason, Since: time.UnixMilli(m.Since).UTC(), MarkedBy: m.By,
+				ProbedBy: c.OwnerOf(registry.InstanceKey{App: app.Name, ID: iv.ID()})})
+			if len(r.Marked) >= maxReported {
+				return r
+			}
+		}
+	}
 	return r
 }
 
 // Probe returns this node's state of one instance, false when it does not
 // probe it.
-func (c *Checker) Probe(key registry.InstanceKey) (InstanceReport, bool) {
+func (c *Checker) Probe(app, id string) (report.ProbeState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	key := registry.InstanceKey{App: app, ID: id}
 	st := c.states[key]
 	if st == nil {
-		return InstanceReport{}, false
+		return report.ProbeState{}, false
 	}
 	return st.report(key), true
+}
+
+// ProbedBy names the node that probes the instance (OwnerOf).
+func (c *Checker) ProbedBy(app, id string) string {
+	return c.OwnerOf(registry.InstanceKey{App: app, ID: id})
 }
 
 // GuardedApps are the apps whose marks the guard held back in the last

@@ -123,7 +123,7 @@ func TestChecker_neverRequestsForbiddenTargets(t *testing.T) {
 			if healthcheck.Dials(chk) != 0 {
 				t.Fatalf("%d connections attempted, want none", healthcheck.Dials(chk))
 			}
-			rep, ok := chk.Probe(registry.InstanceKey{App: "SVC", ID: "x"})
+			rep, ok := chk.Probe("SVC", "x")
 			if !ok || rep.State != "refused" || !strings.Contains(rep.LastResult, tc.want) {
 				t.Fatalf("probe state %+v, want refused with %q", rep, tc.want)
 			}
@@ -263,7 +263,7 @@ func TestChecker_httpsOffersNoClientCertificate(t *testing.T) {
 	}
 	res := round(chk)
 	if res.Probed != 1 || res.Failed != 0 || requests.Load() != 1 {
-		rep, _ := chk.Probe(registry.InstanceKey{App: "SVC", ID: "x"})
+		rep, _ := chk.Probe("SVC", "x")
 		t.Fatalf("probed %d failed %d requests %d (%+v), want one passing HTTPS probe", res.Probed, res.Failed, requests.Load(), rep)
 	}
 	if sawCert.Load() || sawAuth.Load() {
@@ -296,7 +296,7 @@ func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
 	if res.Probed != 1 || b.requests.Load() != 1 {
 		t.Fatalf("probed %d, requests %d: want only the instance whose client talks to this node", res.Probed, b.requests.Load())
 	}
-	if _, ok := chk.Probe(registry.InstanceKey{App: "SVC", ID: "mine"}); !ok {
+	if _, ok := chk.Probe("SVC", "mine"); !ok {
 		t.Fatal("own client's instance not probed")
 	}
 	if chk.OwnerOf(registry.InstanceKey{App: "SVC", ID: "peers"}) != "" || chk.OwnerOf(registry.InstanceKey{App: "SVC", ID: "mine"}) != "n1" {
@@ -350,11 +350,11 @@ func TestChecker_timeout(t *testing.T) {
 	if res.Failed != 2 {
 		t.Fatalf("failed %d of %d, want both", res.Failed, res.Probed)
 	}
-	rep, _ := chk.Probe(registry.InstanceKey{App: "SVC", ID: "silent"})
+	rep, _ := chk.Probe("SVC", "silent")
 	if rep.LastResult != "http timeout" {
 		t.Errorf("silent endpoint: %q, want http timeout", rep.LastResult)
 	}
-	rep, _ = chk.Probe(registry.InstanceKey{App: "SVC", ID: "closing"})
+	rep, _ = chk.Probe("SVC", "closing")
 	if rep.LastResult != "http connection reset" {
 		t.Errorf("closing endpoint: %q, want http connection reset", rep.LastResult)
 	}

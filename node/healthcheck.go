@@ -5,12 +5,9 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"time"
 
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/healthcheck"
-	"github.com/muster-registry/muster/httpapi/ops"
-	"github.com/muster-registry/muster/registry"
 )
 
 // newHealthChecker builds the node's health checker when
@@ -89,73 +86,4 @@ func (n *Node) ownPorts() []uint16 {
 	}
 	add(n.GossipAddr())
 	return out
-}
-
-// healthSource is the checker as /admin/status and the console read it.
-type healthSource struct {
-	n *Node
-	c *healthcheck.Checker
-}
-
-var _ ops.HealthCheckSource = healthSource{}
-
-func (h healthSource) Report() *ops.HealthChecks {
-	r := h.c.Report()
-	doc := &ops.HealthChecks{
-		Enabled: true, Ownership: r.Ownership,
-		IntervalMillis: r.Interval.Milliseconds(), TimeoutMillis: r.Timeout.Milliseconds(),
-		FailuresBeforeDown: r.FailuresBeforeDown, SuccessesBeforeUp: r.SuccessesBeforeUp, MaxDownPercent: r.MaxDownPercent,
-		GuardedApps: append([]string{}, r.Last.Guarded...), Marked: []ops.MarkedInstance{}, Probes: []ops.ProbeState{},
-		ProbesTruncated: r.Truncated,
-	}
-	if !r.Last.At.IsZero() {
-		doc.LastRound = &ops.HealthCheckRound{At: r.Last.At.UTC(), TookMillis: r.Last.Took.Milliseconds(), Owned: r.Last.Owned,
-			Probed: r.Last.Probed, Failed: r.Last.Failed, Refused: r.Last.Refused, Marked: r.Last.Marked, Lifted: r.Last.Lifted}
-	}
-	for _, ir := range r.Instances {
-		doc.Probes = append(doc.Probes, probeState(ir))
-	}
-	for _, app := range h.n.reg.Snapshot().Apps {
-		for _, iv := range app.Instances {
-			m := iv.Health
-			if m == nil {
-				continue
-			}
-			doc.Marked = append(doc.Marked, ops.MarkedInstance{App: app.Name, ID: iv.ID(), Status: string(iv.Status),
-				Reason: m.Reason, Since: time.UnixMilli(m.Since).UTC(), MarkedBy: m.By,
-				ProbedBy: h.c.OwnerOf(registry.InstanceKey{App: app.Name, ID: iv.ID()})})
-			if len(doc.Marked) >= 500 {
-				return doc
-			}
-		}
-	}
-	return doc
-}
-
-func (h healthSource) Probe(app, id string) (ops.ProbeState, bool) {
-	ir, ok := h.c.Probe(registry.InstanceKey{App: app, ID: id})
-	if !ok {
-		return ops.ProbeState{}, false
-	}
-	return probeState(ir), true
-}
-
-func (h healthSource) GuardedApps() []string { return h.c.GuardedApps() }
-
-func (h healthSource) ProbedBy(app, id string) string {
-	return h.c.OwnerOf(registry.InstanceKey{App: app, ID: id})
-}
-
-func probeState(ir healthcheck.InstanceReport) ops.ProbeState {
-	ps := ops.ProbeState{App: ir.App, ID: ir.ID, Mode: ir.Mode, Target: ir.Target, State: ir.State,
-		LastResult: ir.LastResult, Failures: ir.Failures, Successes: ir.Successes}
-	if !ir.LastProbe.IsZero() {
-		t := ir.LastProbe.UTC()
-		ps.LastProbe = &t
-	}
-	if !ir.Since.IsZero() {
-		t := ir.Since.UTC()
-		ps.Since = &t
-	}
-	return ps
 }

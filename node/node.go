@@ -106,7 +106,7 @@ type Node struct {
 	served net.Listener       // listener as served: limited, TLS outermost
 
 	dnsAddr net.Addr             // the DNS interface's UDP (and TCP) address; nil when off
-	xds     *xds.Server          // nil when off, or not started
+	xds     *xds.Server          // xds.go; nil when muster.xds.enabled is off
 	health  *healthcheck.Checker // healthcheck.go; nil when muster.health-check.enabled is off
 }
 
@@ -258,6 +258,10 @@ func (n *Node) newParts() ([]entry, error) {
 	if n.health, err = n.newHealthChecker(); err != nil {
 		return nil, err
 	}
+	xdsPart, err := n.newXDS()
+	if err != nil {
+		return nil, err
+	}
 	if err = n.newAPI(); err != nil {
 		return nil, err
 	}
@@ -275,10 +279,6 @@ func (n *Node) newParts() ([]entry, error) {
 		return nil, err
 	}
 	dnsPart, err := n.newDNS()
-	if err != nil {
-		return nil, err
-	}
-	xdsPart, err := n.newXDS()
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func (n *Node) newAPI() error {
 	s := n.settings
 	hcfg := s.HTTP
 	if n.health != nil {
-		hcfg.HealthChecks = healthSource{n: n, c: n.health}
+		hcfg.HealthChecks = n.health
 	}
 	hcfg.Registry = n.reg
 	hcfg.Logger = n.log
@@ -322,13 +322,13 @@ func (n *Node) newAPI() error {
 	hcfg.Ready = n.Ready
 	hcfg.ReadsAllowed = n.readsAllowed
 	hcfg.Peers = n.peerInfos
-	if s.XDS.Enabled {
-		hcfg.XDSClients = n.xdsClientInfos
+	if n.xds != nil {
+		hcfg.XDSClients = n.xds.Report
 	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
 	if n.regions != nil {
-		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regionInfo
+		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regions.Report
 	}
 	hcfg.DeltaRetention = s.Registry.DeltaRetention
 	hcfg.Replication = n.rep

@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/muster-registry/muster/healthcheck"
+	"github.com/muster-registry/muster/regions"
+	"github.com/muster-registry/muster/report"
+	"github.com/muster-registry/muster/xds"
 )
 
 // A part is one thing a node runs: the HTTP server, the cluster,
@@ -32,6 +37,23 @@ type part interface {
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
 }
+
+// reporter is the rest of the contract, for a part with something to
+// show on /admin/status and the console: its package's type reports
+// itself in package report's plain types (Report), and newAPI hands that
+// method to the HTTP server as it is. node converts nothing; a new report
+// is a type in package report, its part's Report and a field of ops'
+// document. (The peers' report stays the node's: it joins the members,
+// the static peers, replication and anti-entropy.)
+type reporter[T any] interface {
+	Report() T
+}
+
+var (
+	_ reporter[*report.HealthChecks]  = (*healthcheck.Checker)(nil)
+	_ reporter[[]report.XDSClient]    = (*xds.Server)(nil)
+	_ reporter[[]report.RemoteRegion] = (*regions.Set)(nil)
+)
 
 // step is when a part starts.
 type step int

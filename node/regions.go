@@ -4,35 +4,11 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/muster-registry/muster/httpapi/ops"
-	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/settings"
 )
-
-// regionInfo describes the remote regions for /admin/status and the
-// dashboard.
-func (n *Node) regionInfo() []ops.RemoteRegionInfo {
-	var out []ops.RemoteRegionInfo
-	now := n.regions.Now()
-	for _, f := range n.regions.Fetchers() {
-		v, st := f.View(), f.Stats()
-		info := ops.RemoteRegionInfo{Name: f.Region(), HasData: v.HasData, Apps: len(v.Apps), Instances: v.Instances,
-			Hashcode: v.Hashcode(), AgeSeconds: v.Age(now).Seconds(), Failures: st.Failures, LastError: st.LastError,
-			Mismatches: st.Mismatches}
-		if !v.Fetched.IsZero() {
-			info.LastFetch = v.Fetched.UTC().Format(time.RFC3339)
-		}
-		for _, u := range n.settings.Regions.URLs[f.Region()] {
-			info.URLs = append(info.URLs, redact.URL(u))
-		}
-		out = append(out, info)
-	}
-	return out
-}
 
 // newRegions builds the remote regions' fetchers (none when no region is
 // configured); Start runs them. Every node fetches every remote region

@@ -26,7 +26,6 @@ import (
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
-	"github.com/muster-registry/muster/settings"
 )
 
 // manualClock is a regions.Clock that moves only when the test says:
@@ -599,24 +598,6 @@ func TestRegions_requireAll(t *testing.T) {
 	}
 	if code, _, _ := httpGet("http://" + a.Addr() + "/eureka/watch?regions=b"); code != 403 {
 		t.Fatalf("watch stream of regions=b without data, require-all: %d", code)
-	}
-}
-
-// The DNS TXT region follows eureka.client.region unless set apart.
-func TestRegions_dnsRegionFollowsClientRegion(t *testing.T) {
-	if s := mustLoad(t, "", nil, []string{"eureka.client.region=eu-west-1"}); s.DNS.Region != "eu-west-1" || s.Regions.LocalRegion != "eu-west-1" {
-		t.Fatalf("dns region %q, local %q", s.DNS.Region, s.Regions.LocalRegion)
-	}
-	if s := mustLoad(t, "", nil, []string{"eureka.client.region=eu-west-1", "muster.dns.region=x"}); s.DNS.Region != "x" {
-		t.Fatalf("dns region %q", s.DNS.Region)
-	}
-	s := mustLoad(t, "", []string{"EUREKA_SERVER_REMOTEREGIONURLSWITHNAME_B=http://h/eureka"},
-		[]string{"eureka.server.remote-region-urls-with-name=c;http://u:pw@h2/eureka", "eureka.server.remoteRegionAppWhitelist.global=orders"})
-	if len(s.Regions.URLs["b"]) != 1 || s.Regions.URLs["c"][0] != "http://u:pw@h2/eureka" || s.Regions.Whitelist["global"][0] != "orders" {
-		t.Fatalf("regions %+v", s.Regions)
-	}
-	if _, _, err := settings.LoadSettings("", nil, []string{"eureka.server.remote-region-urls-with-name.b=ftp://u:secret@h"}); err == nil || strings.Contains(err.Error(), "secret") {
-		t.Fatalf("bad remote URL: %v", err)
 	}
 }
 

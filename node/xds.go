@@ -4,11 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 
-	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/xds"
 )
 
-// newXDS builds the node's xDS server when muster.xds.enabled (nil
+// newXDS builds the node's xDS server (n.xds) when muster.xds.enabled (nil
 // otherwise); started, it binds its port. It serves nothing until the
 // node opened for traffic and allows reads (Opened, readsAllowed), with
 // the API port's TLS (the same reloading material) and users.
@@ -26,12 +25,12 @@ func (n *Node) newXDS() (part, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.xds = srv
 	return &funcs{name: "xds",
 		start: func(context.Context) error {
 			if err := srv.Start(); err != nil {
 				return err
 			}
-			n.xds = srv
 			n.log.Info().Str("addr", srv.Addr().String()).Bool("tls", tcfg != nil).Msg("serving xDS")
 			return nil
 		},
@@ -44,20 +43,10 @@ func (n *Node) newXDS() (part, error) {
 // XDSAddr is the address the xDS server serves, or "" when
 // muster.xds.enabled is off.
 func (n *Node) XDSAddr() string {
-	if n.xds == nil {
+	if n.xds == nil || n.xds.Addr() == nil {
 		return ""
 	}
 	return n.xds.Addr().String()
-}
-
-// xdsClientInfos are the xDS clients for the dashboard.
-func (n *Node) xdsClientInfos() []httpapi.XDSClient {
-	var out []httpapi.XDSClient
-	for _, c := range n.XDSClients() {
-		out = append(out, httpapi.XDSClient{Node: c.Node, Cluster: c.Cluster, Zone: c.Zone, Addr: c.Addr, Since: c.Since,
-			Incremental: c.Incremental, Types: c.Types, Version: c.Version, NACKs: c.NACKs, LastNACK: c.LastNACK})
-	}
-	return out
 }
 
 // XDSClients lists the xDS streams open on this node (nil when off).

@@ -124,6 +124,7 @@ func InstanceDigest(in *Instance) uint64 {
 			d.str(w.Value)
 			d.u64(w.Version)
 		}
+		d.u64(p.Since)
 	}
 	if d == 0 {
 		d = 1

@@ -60,6 +60,12 @@ type Pieces struct {
 	// registration, by key. A registration replaces all metadata, as on a
 	// single Eureka server, so entries not newer than it are dropped.
 	Overlay []MetaWrite
+	// Since is the version of the latest cancel of this instance that its
+	// registration came after: the instance was registered again since.
+	// Pieces older than it belong to the cancelled incarnation and are
+	// dropped (a cancel removes the override too, as Eureka's does), even
+	// where a copy written before the cancel still holds them.
+	Since uint64
 }
 
 // MetaWrite is one metadata key written by PUT …/metadata, with its version.
@@ -118,9 +124,20 @@ func (in *Instance) CopyVersion() uint64 {
 // setPieces stores p in in (nil when p says no more than a bare
 // registration) and derives what clients see from it.
 func setPieces(in *Instance, p Pieces) {
+	if p.Since != 0 {
+		// The cancelled incarnation's pieces go with it.
+		if p.OverrideVersion < p.Since {
+			p.Override, p.OverrideValue, p.OverrideVersion = StatusUnknown, "", 0
+		}
+		if p.HealthVersion < p.Since {
+			p.HealthVersion, in.Health = 0, nil
+		}
+	}
 	// A new slice (p may share its overlay with a stored instance), sorted
 	// by key, one entry a key.
-	p.Overlay = slices.DeleteFunc(mergeOverlay(p.Overlay, nil), func(w MetaWrite) bool { return w.Version <= in.WriteVersion })
+	p.Overlay = slices.DeleteFunc(mergeOverlay(p.Overlay, nil), func(w MetaWrite) bool {
+		return w.Version <= in.WriteVersion || w.Version < p.Since
+	})
 	if len(p.Overlay) == 0 {
 		p.Overlay = nil
 	}
@@ -131,7 +148,7 @@ func setPieces(in *Instance, p Pieces) {
 		p.Override = StatusUnknown
 	}
 	if !p.overrideSet() && p.OverrideValue == "" && p.OverrideVersion == 0 && p.HealthVersion == 0 &&
-		len(p.Overlay) == 0 && in.Health == nil {
+		len(p.Overlay) == 0 && in.Health == nil && p.Since == 0 {
 		in.Pieces = nil
 		in.Status = p.RegStatus
 		in.OverriddenStatus = StatusUnknown
@@ -270,6 +287,7 @@ func mergeCopies(ex, in *Instance) (merged *Instance, reregistered bool) {
 	}
 
 	p.Overlay = mergeOverlay(pe.Overlay, pi.Overlay)
+	p.Since = max(pe.Since, pi.Since)
 	merged.Pieces = nil
 	merged.Status = p.RegStatus
 	setPieces(merged, p)

@@ -35,6 +35,10 @@ func randomCopy(rng *rand.Rand) *Instance {
 	for range rng.IntN(3) {
 		p = withOverlay(p, p.regMetadata(in), map[string]string{fmt.Sprintf("k%d", rng.IntN(3)): fmt.Sprint(rng.IntN(3))}, ver())
 	}
+	if rng.IntN(3) == 0 && in.WriteVersion > 0 {
+		// Registered again after a cancel, which came before it.
+		p.Since = uint64(rng.IntN(int(in.WriteVersion>>16))) << 16
+	}
 	setPieces(in, p)
 	return in
 }

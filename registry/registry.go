@@ -420,6 +420,11 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 	if !replicated {
 		in.WriteVersion = r.clock.next(now)
 	}
+	if t, gone := r.tombs.get(key); gone && l == nil {
+		// Registered again after a cancel: a copy written before it
+		// elsewhere must not bring back what the cancel removed.
+		p.Since = max(p.Since, t.version)
+	}
 	setPieces(in, p)
 	in.ActionType = ActionAdded
 	in.LastUpdatedTimestamp = nowMs
@@ -533,7 +538,11 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now 
 		if !op.RenewedAt.IsZero() && op.RenewedAt.Before(now) {
 			renewedAt = op.RenewedAt
 		}
-		setPieces(in, in.pieces())
+		p := in.pieces()
+		if t, gone := r.tombs.get(key); gone {
+			p.Since = max(p.Since, t.version) // registered again after that cancel
+		}
+		setPieces(in, p)
 	}
 	// A registration (here, or one that replaced ours) is ADDED, as on the
 	// node that accepted it and on Eureka's peers; a change of another
@@ -746,7 +755,9 @@ func (r *Registry) cancelLocked(op Op, key InstanceKey, now time.Time) (*Instanc
 		version = r.clock.next(now)
 	case op.Version != 0:
 		if op.Version < l.inst.WriteVersion {
-			// Stale: the instance was written again after this cancel.
+			// The instance was registered again after this cancel: it
+			// stays, but what it held from before the cancel goes.
+			r.cancelPiecesLocked(l, op, now)
 			return nil, nil
 		}
 		version = op.Version
@@ -757,6 +768,23 @@ func (r *Registry) cancelLocked(op Op, key InstanceKey, now time.Time) (*Instanc
 	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
 	r.cancels.Add(1)
 	return removed, nil
+}
+
+// cancelPiecesLocked applies a cancel older than l's registration: the
+// pieces written before it (an override, metadata writes, a mark) belong
+// to the cancelled incarnation and go, as they did where the cancel came
+// first and the registration after it.
+func (r *Registry) cancelPiecesLocked(l *lease, op Op, now time.Time) {
+	p := l.inst.pieces()
+	if op.Version <= p.Since {
+		return
+	}
+	in := l.inst.Clone()
+	p.Since = op.Version
+	setPieces(in, p)
+	if InstanceDigest(in) != l.digest {
+		r.writePieceLocked(l, in, OpRegister, op.Origin, now)
+	}
 }
 
 // removeLocked deletes a lease (cancel or eviction) and returns the DELETED

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/replication"
+	"github.com/muster-registry/muster/report"
 )
 
 // AdminStatus is the body of GET /admin/status: what an operator or a test
@@ -26,27 +27,9 @@ type AdminStatus struct {
 	RemoteRegions []RemoteRegionInfo `json:"remoteRegions,omitempty"`
 }
 
-// RemoteRegionInfo is one remote region as this node holds it.
-type RemoteRegionInfo struct {
-	Name string `json:"name"`
-	// URLs are the region's servers, passwords redacted.
-	URLs []string `json:"urls"`
-	// HasData: the region's instances are served (false before the
-	// first fetch and after a drop for max staleness).
-	HasData   bool   `json:"hasData"`
-	Apps      int    `json:"apps"`
-	Instances int    `json:"instances"`
-	Hashcode  string `json:"appsHashcode"`
-	// LastFetch is the last successful fetch (RFC 3339; "" never) and
-	// AgeSeconds the time since.
-	LastFetch  string  `json:"lastFetch,omitempty"`
-	AgeSeconds float64 `json:"ageSeconds"`
-	// Failures counts the consecutive failed fetches; LastError is the
-	// last one's reason (URLs redacted).
-	Failures   int    `json:"consecutiveFailures"`
-	LastError  string `json:"lastError,omitempty"`
-	Mismatches uint64 `json:"hashcodeMismatches"`
-}
+// RemoteRegionInfo is one remote region as this node holds it (package
+// regions fills it).
+type RemoteRegionInfo = report.RemoteRegion
 
 // SelfPreservationDoc is the self-preservation part of AdminStatus.
 type SelfPreservationDoc struct {
@@ -77,20 +60,8 @@ type RegistryDoc struct {
 	Evictions     uint64 `json:"evictions"`
 }
 
-// XDSClient is one xDS stream open on the node (muster.xds.enabled), as
-// the dashboard shows it.
-type XDSClient struct {
-	Node        string    `json:"node"`    // the node id the client sent
-	Cluster     string    `json:"cluster"` // the node cluster the client sent
-	Zone        string    `json:"zone"`    // the client's locality zone
-	Addr        string    `json:"addr"`
-	Since       time.Time `json:"since"`
-	Incremental bool      `json:"incremental"` // delta xDS
-	Types       []string  `json:"types"`       // cds, eds, lds, rds
-	Version     string    `json:"version"`     // last version acknowledged
-	NACKs       int       `json:"nacks"`
-	LastNACK    string    `json:"lastNack,omitempty"`
-}
+// XDSClient is one xDS stream open on the node (package xds fills it).
+type XDSClient = report.XDSClient
 
 // PeerInfo is one peer as the dashboard and /admin/status show it.
 type PeerInfo struct {

@@ -60,6 +60,9 @@ var allowed = map[string]rule{
 		testImports: []string{"registry/persist"}, // persist: restarts from data-dir snapshots
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
+	"report": {
+		why: "the plain types a node's parts report themselves in (health checks, xDS clients, remote regions); httpapi/ops re-exports them, so the parts need no HTTP package and ops links no part",
+	},
 	"auth": {
 		why: "users, passwords and peer signatures for the edges (httpapi, node); a leaf, so the registry never sees a credential",
 	},
@@ -93,13 +96,13 @@ var allowed = map[string]rule{
 		why:     "helpers the HTTP layer's parts share (the user on a request, gzip when asked, 400s, path parameters)",
 	},
 	"httpapi/ops": {
-		imports: []string{"registry", "replication"},
+		imports: []string{"registry", "replication", "report"},
 		// Its tests drive the endpoints through the server that mounts them.
 		testImports: []string{"auth", "httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
 	},
 	"regions": {
-		imports:     []string{"internal/redact", "registry", "registry/wire"},
+		imports:     []string{"internal/redact", "registry", "registry/wire", "report"},
 		testImports: []string{"internal/testwait", "registry/registrytest"},
 		why:         "remote regions: their config, one fetcher per region, the immutable views the Eureka API merges; the registry never sees them",
 	},
@@ -109,12 +112,12 @@ var allowed = map[string]rule{
 		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
 	},
 	"xds": {
-		imports:     []string{"auth", "registry"},
+		imports:     []string{"auth", "registry", "report"},
 		testImports: []string{"internal/testwait", "registry/registrytest", "tlsconfig"},
 		why:         "the xDS control plane: follows the registry's change stream and snapshots, checks stream credentials with auth, knows nothing of HTTP or the cluster",
 	},
 	"healthcheck": {
-		imports:     []string{"registry"},
+		imports:     []string{"registry", "report"},
 		testImports: []string{"registry/registrytest", "replication/replicationtest"},
 		why:         "server-side health checks: reads registry snapshots, writes the server-owned status through Apply; who probes what is a hash over member names it is given",
 	},
@@ -162,7 +165,7 @@ var allowed = map[string]rule{
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "settings", "tlsconfig", "xds"},
+		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "report", "settings", "tlsconfig", "xds"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "registry/wire"},
 		why:         "the assembly of a node from the settings it is handed: every server package, no tool, never the command line",
 	},

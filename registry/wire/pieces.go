@@ -14,6 +14,7 @@ type Pieces struct {
 	HealthVersion   uint64      `json:"healthVersion,omitempty"`
 	RegMetadata     [][2]string `json:"regMetadata,omitempty"`
 	Overlay         []MetaWrite `json:"overlay,omitempty"`
+	Since           uint64      `json:"since,omitempty"`
 }
 
 // MetaWrite is registry.MetaWrite on the wire.
@@ -30,7 +31,7 @@ func PiecesOf(p *registry.Pieces) *Pieces {
 	}
 	w := &Pieces{
 		RegStatus: string(p.RegStatus), Override: string(p.Override), OverrideValue: string(p.OverrideValue),
-		OverrideVersion: p.OverrideVersion, HealthVersion: p.HealthVersion,
+		OverrideVersion: p.OverrideVersion, HealthVersion: p.HealthVersion, Since: p.Since,
 	}
 	for _, kv := range p.RegMetadata {
 		w.RegMetadata = append(w.RegMetadata, [2]string{kv.Key, kv.Value})
@@ -50,7 +51,7 @@ func (w *Pieces) Registry() *registry.Pieces {
 	}
 	p := &registry.Pieces{
 		RegStatus: registry.LenientStatus(w.RegStatus), Override: registry.LenientStatus(w.Override),
-		OverrideVersion: w.OverrideVersion, HealthVersion: w.HealthVersion,
+		OverrideVersion: w.OverrideVersion, HealthVersion: w.HealthVersion, Since: w.Since,
 	}
 	if w.Override == "" {
 		p.Override = registry.StatusUnknown

@@ -17,6 +17,7 @@ func TestPieces_roundTrip(t *testing.T) {
 		OverrideVersion: 7 << 16, HealthVersion: 9 << 16,
 		RegMetadata: registry.NewMetadata(map[string]string{"zone": "a", "x": ""}),
 		Overlay:     []registry.MetaWrite{{Key: "weight", Value: "5", Version: 8 << 16}},
+		Since:       3 << 16,
 	}
 	v := reflect.ValueOf(*p)
 	for i := range v.NumField() {

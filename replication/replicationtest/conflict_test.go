@@ -214,3 +214,49 @@ func TestConflict_cancelStaysCancelledAfterALongCut(t *testing.T) {
 		}
 	}
 }
+
+// A cancel removes the override with the instance (as Eureka's does), so a
+// registration after it starts without one — also where the registration
+// was taken by a node that had not heard of the cancel and still held the
+// override: the cancel, older than the registration, takes the old
+// incarnation's pieces when it arrives.
+func TestConflict_cancelEndsTheOverrideOfTheOldIncarnation(t *testing.T) {
+	c := newAECluster(t, 21, false, "n1", "n2", "n3")
+	k := key("APP", "i-1")
+	c.MustApply("n2", register(k.App, k.ID))
+	c.Settle(time.Second)
+	c.MustApply("n1", registry.StatusOp(k.App, k.ID, registry.StatusOutOfService))
+	c.Settle(time.Second)
+	c.Net.Partition([]string{"n1"}, []string{"n2", "n3"})
+	c.MustApply("n1", registry.CancelOp(k.App, k.ID))
+	c.Advance(3*time.Second, time.Second)
+	c.MustApply("n2", register(k.App, k.ID)) // the client registers again through n2
+	c.Settle(time.Second)
+	if iv, _ := c.Node("n3").Reg.Instance(k.App, k.ID); iv.OverriddenStatus != registry.StatusOutOfService {
+		t.Fatalf("n3 before the cancel: override %s; the case is not reproduced", iv.OverriddenStatus)
+	}
+	heal(t, c)
+	statusEverywhere(t, c, k, registry.StatusUp, registry.StatusUnknown)
+
+	// The same with the cancel heard first by the node that takes the
+	// registration: the registration carries the cancel it came after.
+	c = newAECluster(t, 22, false, "n1", "n2", "n3")
+	c.MustApply("n2", register(k.App, k.ID))
+	c.Settle(time.Second)
+	c.MustApply("n1", registry.StatusOp(k.App, k.ID, registry.StatusOutOfService))
+	c.Settle(time.Second)
+	cutBoth(c, "n1", "n3")
+	cutBoth(c, "n2", "n3")
+	c.MustApply("n1", registry.CancelOp(k.App, k.ID))
+	c.Settle(time.Second)
+	c.MustApply("n2", register(k.App, k.ID))
+	c.Settle(time.Second)
+	c.Net.Heal()
+	c.Net.Cut("n1", "n3") // n3 hears of the registration, not of the cancel
+	c.Settle(5 * time.Second)
+	if iv, _ := c.Node("n3").Reg.Instance(k.App, k.ID); iv.OverriddenStatus != registry.StatusUnknown {
+		t.Fatalf("n3 took the registration and kept the cancelled override %s", iv.OverriddenStatus)
+	}
+	heal(t, c)
+	statusEverywhere(t, c, k, registry.StatusUp, registry.StatusUnknown)
+}

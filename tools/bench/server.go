@@ -38,7 +38,7 @@ func ceilingCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.String("name", "bench", "name of the server (for its log)")
 	hold := fs.Int("hold", 0, "hold a registry of this many fleet instances that the routes never touch: the heap of a node that size, for the route to be measured beside")
-	dnsAddr := fs.String("dns", "", "also serve DNS (UDP) on this address, one fixed record for every question: the ceiling of the dns scenario")
+	dnsAddr := fs.String("dns", "", "also serve DNS (UDP) on this address with the very answers the node gives its fleet (precomputed per name, only the ID set and the order shuffled): the ceiling of the dns scenario")
 	xdsAddr := fs.String("xds", "", "also serve a bare go-control-plane xDS server (ADS) on this address, each POST to /eureka/apps/"+benchXDSProbe+" a new probe endpoint: the control of the xds scenario")
 	xdsFleet := fs.Int("xds-fleet", benchXDSFleet, "fleet instances the --xds control serves the assignments of")
 	if err := fs.Parse(args); err != nil {

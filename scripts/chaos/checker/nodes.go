@@ -25,6 +25,7 @@ type node struct {
 	// offset is the registry clock's offset for the next start
 	// (muster.testing.clock-offset-ms): the clock fault.
 	offset time.Duration
+	extra  []string // more settings (-set)
 }
 
 func (n *node) name() string { return fmt.Sprintf("n%d", n.i) }
@@ -70,6 +71,7 @@ func (n *node) args() []string {
 	if n.offset != 0 {
 		set = append(set, fmt.Sprintf("muster.testing.clock-offset-ms=%d", n.offset.Milliseconds()))
 	}
+	set = append(set, n.extra...)
 	args := []string{"netns", "exec", nodeNS(n.i), n.bin, "serve"}
 	for _, s := range set {
 		args = append(args, "--set", s)
