@@ -189,9 +189,9 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports:     []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen"},
-		testImports: []string{"internal/testwait"},
-		why:         "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
+		imports:     []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen", "xds"},
+		testImports: []string{"dns", "internal/testwait"},
+		why:         "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the xds control takes the node's stream window from xds; the java scenario's Spring server is built by interoptest",
 	},
 	"deploy": {
 		testImports: []string{"auth", "dns", "healthcheck", "httpapi", "registry", "replication"},
