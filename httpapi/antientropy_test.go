@@ -14,6 +14,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/replication/replicationtest"
 )
@@ -34,15 +35,15 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 		{"unsigned digest", "/eureka/peerreplication/digest", `{"root":1}`, false, 403},
 		{"unsigned copies", "/eureka/peerreplication/copies", `{"keys":[]}`, false, 403},
 		{"unreadable", "/eureka/peerreplication/digest", `{"root":`, true, 400},
-		{"too many keys", "/eureka/peerreplication/copies", manyKeys(replication.MaxCopyKeys + 1), true, 400},
+		{"too many keys", "/eureka/peerreplication/copies", manyKeys(wire.MaxCopyKeys + 1), true, 400},
 		{"keys not a list", "/eureka/peerreplication/copies", `{"keys":"APP"}`, true, 400},
 		{"signed buckets", "/eureka/peerreplication/digest", `{"root":1,"buckets":{"APP":16}}`, true, 200},
 		{"signed narrowed entries", "/eureka/peerreplication/digest", `{"root":1,"apps":["APP"],"only":{"APP":{"n":16,"b":[0,15]}}}`, true, 200},
 		{"no buckets", "/eureka/peerreplication/digest", `{"root":1,"buckets":{"APP":0}}`, true, 400},
-		{"too many buckets", "/eureka/peerreplication/digest", fmt.Sprintf(`{"root":1,"buckets":{"APP":%d}}`, replication.MaxBuckets+1), true, 400},
+		{"too many buckets", "/eureka/peerreplication/digest", fmt.Sprintf(`{"root":1,"buckets":{"APP":%d}}`, wire.MaxBuckets+1), true, 400},
 		{"bucket out of range", "/eureka/peerreplication/digest", `{"root":1,"apps":["APP"],"only":{"APP":{"n":16,"b":[16]}}}`, true, 400},
 		{"negative bucket", "/eureka/peerreplication/digest", `{"root":1,"apps":["APP"],"only":{"APP":{"n":16,"b":[-1]}}}`, true, 400},
-		{"too many apps with buckets", "/eureka/peerreplication/digest", manyApps(replication.MaxDigestApps), true, 400},
+		{"too many apps with buckets", "/eureka/peerreplication/digest", manyApps(wire.MaxDigestApps), true, 400},
 		{"too large", "/eureka/peerreplication/copies", `{"keys":[{"app":"` + strings.Repeat("A", 2<<20) + `"}]}`, true, 413},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 	eureka := httptest.NewServer(http.NotFoundHandler())
 	defer eureka.Close()
 	tr := replicationtest.HTTPTransport(t, 5*time.Second)
-	_, err := tr.Digest(context.Background(), replication.Peer{Name: "eureka", URL: eureka.URL + "/eureka/"}, replication.DigestRequest{})
+	_, err := tr.Digest(context.Background(), replication.Peer{Name: "eureka", URL: eureka.URL + "/eureka/"}, wire.DigestRequest{})
 	if !errors.Is(err, replication.ErrNoAntiEntropy) {
 		t.Fatalf("node without anti-entropy: %v", err)
 	}

@@ -37,14 +37,14 @@ type realClock struct{}
 func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// Identity headers a Eureka server sends to another (EurekaServerIdentity):
-// a remote Muster answers a server's plain request with its local
+// Identity headers a Eureka server sends to another (EurekaServerIdentity,
+// wire's): a remote Muster answers a server's plain request with its local
 // instances only.
 const (
-	HeaderIdentityName    = "DiscoveryIdentity-Name"
-	HeaderIdentityVersion = "DiscoveryIdentity-Version"
-	HeaderIdentityID      = "DiscoveryIdentity-Id"
-	ServerIdentityName    = "DefaultServer"
+	HeaderIdentityName    = wire.HeaderIdentityName
+	HeaderIdentityVersion = wire.HeaderIdentityVersion
+	HeaderIdentityID      = wire.HeaderIdentityID
+	ServerIdentityName    = wire.ServerIdentityName
 	serverIdentityVersion = "1.0"
 )
 
@@ -139,7 +139,7 @@ func newFetcher(region string, cfg *Config, fc FetcherConfig) *Fetcher {
 	if f.retention <= 0 {
 		f.retention = 3 * time.Minute
 	}
-	f.view.Store(&View{Region: region, index: map[string]int{}})
+	f.view.Store(&View{CopyView: wire.NewCopyView(region, nil, 0, nil)})
 	return f
 }
 
@@ -338,7 +338,7 @@ func stripURL(err error) error {
 
 // publishLocked builds the next view from the copy: the apps in touched
 // (nil: all) are rebuilt, the others kept; every instance that appeared,
-// changed or went is a Change.
+// changed or went is a change.
 func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData bool, fetched time.Time) {
 	old := f.view.Load()
 	names := map[string]bool{}
@@ -353,7 +353,7 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 		names = touched
 	}
 	version := old.Version + 1
-	var changes []Change
+	var changes []wire.CopyChange
 	rebuilt := map[string]registry.AppView{}
 	for name := range names {
 		oldApp, _ := old.App(name)
@@ -384,26 +384,15 @@ func (f *Fetcher) publishLocked(now time.Time, touched map[string]bool, hasData 
 	defer f.notify()
 	sort.Slice(apps, func(i, j int) bool { return apps[i].Name < apps[j].Name })
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Instance.ID() < changes[j].Instance.ID() })
-	v := &View{Region: f.region, Apps: apps, Version: version, HasData: hasData, Fetched: fetched,
-		index:      make(map[string]int, len(apps)),
-		appChanged: make(map[string]uint64, len(old.appChanged)+len(rebuilt))}
-	for name, at := range old.appChanged {
-		v.appChanged[name] = at
-	}
+	appChanged := old.AppsChanged(len(rebuilt))
 	for name, a := range rebuilt {
 		if a.Version == version {
-			v.appChanged[name] = version
+			appChanged[name] = version
 		}
 	}
+	v := &View{CopyView: wire.NewCopyView(f.region, apps, version, appChanged), HasData: hasData, Fetched: fetched}
 	kept, pruned := pruneChanges(old, now.Add(-f.retention))
 	v.Changes, v.Pruned = append(kept, changes...), pruned
-	for i, a := range apps {
-		v.index[strings.ToUpper(a.Name)] = i
-		for _, iv := range a.Instances {
-			v.Counts.Add(iv.Status)
-			v.Instances++
-		}
-	}
 	f.view.Store(v)
 }
 
@@ -415,7 +404,7 @@ func (f *Fetcher) notify() {
 
 // pruneChanges returns the changes of old at or after before, and the
 // view's Pruned after dropping the others.
-func pruneChanges(old *View, before time.Time) ([]Change, uint64) {
+func pruneChanges(old *View, before time.Time) ([]wire.CopyChange, uint64) {
 	cs, pruned := old.Changes, old.Pruned
 	i := 0
 	for i < len(cs) && cs[i].At.Before(before) {
@@ -428,13 +417,13 @@ func pruneChanges(old *View, before time.Time) ([]Change, uint64) {
 // rebuildApp is the served form of one app from the copy: whitelisted,
 // without instances that are themselves remote copies (marked by another
 // Muster), each marked with this region; and the changes from oldApp.
-func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time, version uint64) (registry.AppView, []Change) {
+func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time, version uint64) (registry.AppView, []wire.CopyChange) {
 	prev := make(map[string]registry.InstanceView, len(oldApp.Instances))
 	for _, iv := range oldApp.Instances {
 		prev[iv.ID()] = iv
 	}
 	app := registry.AppView{Name: name, Version: oldApp.Version}
-	var changes []Change
+	var changes []wire.CopyChange
 	if f.cfg.allowed(f.region, name) {
 		for id, iv := range f.copy.Apps()[name] {
 			if _, marked := iv.Metadata.Get(MetadataKey); marked {
@@ -453,11 +442,11 @@ func (f *Fetcher) rebuildApp(name string, oldApp registry.AppView, now time.Time
 			delete(prev, id)
 			m := mark(iv, f.region, registry.ActionAdded)
 			app.Instances = append(app.Instances, m)
-			changes = append(changes, Change{At: now, Version: version, Instance: m.WithAction(action)})
+			changes = append(changes, wire.CopyChange{At: now, Version: version, Instance: m.WithAction(action)})
 		}
 	}
 	for _, p := range prev {
-		changes = append(changes, Change{At: now, Version: version, Instance: p.WithAction(registry.ActionDeleted)})
+		changes = append(changes, wire.CopyChange{At: now, Version: version, Instance: p.WithAction(registry.ActionDeleted)})
 	}
 	sort.Slice(app.Instances, func(i, j int) bool { return app.Instances[i].ID() < app.Instances[j].ID() })
 	if len(changes) > 0 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // Set is every remote region of a node: its fetchers and what the Eureka
@@ -95,13 +97,23 @@ func (s *Set) Views() []*View {
 	return vs
 }
 
-// Resolve reads a regions= parameter: the views of the remote regions it
-// names (in the order named, each once; those without data too, with no
+// Served is Views as the Eureka API reads them (eureka.RemoteRegions):
+// what each region serves, in registry/wire's type.
+func (s *Set) Served() []*wire.CopyView {
+	vs := make([]*wire.CopyView, len(s.fetchers))
+	for i, f := range s.fetchers {
+		vs[i] = &f.View().CopyView
+	}
+	return vs
+}
+
+// Resolve reads a regions= parameter: what the remote regions it names
+// serve (in the order named, each once; those without data too, with no
 // apps), and the named remote regions that have no data (never reached,
 // or dropped as stale). Names that are
 // not remote regions of this node, its own among them, are ignored, as
 // Eureka does.
-func (s *Set) Resolve(param string) (views []*View, missing []string) {
+func (s *Set) Resolve(param string) (views []*wire.CopyView, missing []string) {
 	seen := map[string]bool{}
 	for _, name := range strings.Split(param, ",") {
 		name = strings.TrimSpace(name)
@@ -119,7 +131,7 @@ func (s *Set) Resolve(param string) (views []*View, missing []string) {
 			// when the data was dropped.
 			missing = append(missing, f.region)
 		}
-		views = append(views, v)
+		views = append(views, &v.CopyView)
 	}
 	return views, missing
 }

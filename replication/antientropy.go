@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // maxAppSize bounds the app sizes a peer reports (above any registry's
@@ -548,7 +549,7 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	res.Peer = p.Name
 	src := a.cfg.Store
 	root := src.RootDigest()
-	reply, err := a.digest(ctx, p, DigestRequest{Root: root}, &res)
+	reply, err := a.digest(ctx, p, wire.DigestRequest{Root: root}, &res)
 	if err != nil {
 		res.Err = err
 		return res
@@ -589,8 +590,8 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 
 	cmp := appComparison{src: src, res: &res, missing: map[registry.InstanceKey]bool{}, digests: map[registry.InstanceKey]uint64{}}
 	var local []registry.DigestEntry
-	for chunk := range slices.Chunk(whole, MaxDigestApps) {
-		reply, err := a.digest(ctx, p, DigestRequest{Root: root, Apps: chunk}, &res)
+	for chunk := range slices.Chunk(whole, wire.MaxDigestApps) {
+		reply, err := a.digest(ctx, p, wire.DigestRequest{Root: root, Apps: chunk}, &res)
 		if err != nil {
 			res.Err = err
 			return res
@@ -600,7 +601,7 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 			cmp.app(app, reply.Entries[app], local, nil)
 		}
 	}
-	for chunk := range slices.Chunk(big, MaxDigestApps) {
+	for chunk := range slices.Chunk(big, wire.MaxDigestApps) {
 		if err := a.compareBuckets(ctx, p, root, chunk, sizes, &cmp); err != nil {
 			res.Err = err
 			return res
@@ -608,7 +609,7 @@ func (a *AntiEntropy) round(ctx context.Context, p Peer) (res RoundResult) {
 	}
 	fetch, missing, before := cmp.fetch, cmp.missing, cmp.digests
 
-	pending := slices.Collect(slices.Chunk(fetch, MaxCopyKeys))
+	pending := slices.Collect(slices.Chunk(fetch, wire.MaxCopyKeys))
 	for len(pending) > 0 {
 		chunk := pending[0]
 		pending = pending[1:]
@@ -668,7 +669,7 @@ type appComparison struct {
 // applies the peer's newer tombstones at once. With mask set, only the
 // entries of those buckets are compared: a peer that did not narrow its
 // answer to them sends them all, and the rest is not looked at.
-func (c *appComparison) app(app string, peer []Entry, local []registry.DigestEntry, mask []bool) {
+func (c *appComparison) app(app string, peer []wire.DigestEntry, local []registry.DigestEntry, mask []bool) {
 	res := c.res
 	byID := make(map[string]registry.DigestEntry, len(local))
 	for _, e := range local {
@@ -732,7 +733,7 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 	for _, app := range apps {
 		buckets[app] = bucketsFor(sizes[app])
 	}
-	reply, err := a.digest(ctx, p, DigestRequest{Root: root, Buckets: buckets}, cmp.res)
+	reply, err := a.digest(ctx, p, wire.DigestRequest{Root: root, Buckets: buckets}, cmp.res)
 	if err != nil {
 		return err
 	}
@@ -740,8 +741,8 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 	// split so that no answer holds more than about MaxEntries entries.
 	type piece struct {
 		app  string
-		set  *BucketSet // nil: the whole app
-		size int        // entries expected
+		set  *wire.BucketSet // nil: the whole app
+		size int             // entries expected
 	}
 	var pieces []piece
 	var mine []uint64
@@ -761,15 +762,15 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 		}
 		perBucket := max(sizes[app]/n, 1)
 		for chunk := range slices.Chunk(differ, max(a.cfg.MaxEntries/perBucket, 1)) {
-			pieces = append(pieces, piece{app: app, set: &BucketSet{N: n, Buckets: chunk}, size: len(chunk) * perBucket})
+			pieces = append(pieces, piece{app: app, set: &wire.BucketSet{N: n, Buckets: chunk}, size: len(chunk) * perBucket})
 		}
 	}
 	var local []registry.DigestEntry
 	for len(pieces) > 0 {
-		req := DigestRequest{Root: root, Only: map[string]BucketSet{}}
+		req := wire.DigestRequest{Root: root, Only: map[string]wire.BucketSet{}}
 		masks := map[string][]bool{}
 		entries := 0
-		for len(pieces) > 0 && len(req.Apps) < MaxDigestApps {
+		for len(pieces) > 0 && len(req.Apps) < wire.MaxDigestApps {
 			pc := pieces[0]
 			if _, dup := masks[pc.app]; dup || len(req.Apps) > 0 && entries+pc.size > a.cfg.MaxEntries {
 				break
@@ -799,7 +800,7 @@ func (a *AntiEntropy) compareBuckets(ctx context.Context, p Peer, root uint64, a
 	return nil
 }
 
-func (a *AntiEntropy) digest(ctx context.Context, p Peer, req DigestRequest, res *RoundResult) (DigestReply, error) {
+func (a *AntiEntropy) digest(ctx context.Context, p Peer, req wire.DigestRequest, res *RoundResult) (wire.DigestReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
 	res.Requests++

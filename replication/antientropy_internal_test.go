@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // An anti-entropy answer over the transport's bound is an error that says
@@ -21,12 +23,12 @@ func TestHTTPTransport_antiEntropyAnswerTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.maxResponseBytes = 100
-	_, err = tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{})
+	_, err = tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, wire.DigestRequest{})
 	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "larger than 100 bytes") {
 		t.Fatalf("err = %v, want the answer refused as too large", err)
 	}
 	tr.maxResponseBytes = 1 << 20
-	if _, err := tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, DigestRequest{}); err != nil {
+	if _, err := tr.Digest(context.Background(), Peer{Name: "p", URL: srv.URL + "/eureka/"}, wire.DigestRequest{}); err != nil {
 		t.Fatal(err)
 	}
 }

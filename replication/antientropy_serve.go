@@ -16,32 +16,17 @@ import (
 // and bodies) is registry/wire's (antientropy.go); here is what a node
 // answers from its registry and how HTTPTransport asks a peer.
 
-// The wire types and bounds under the names the Transport uses.
-type (
-	DigestRequest = wire.DigestRequest
-	DigestReply   = wire.DigestReply
-	BucketSet     = wire.BucketSet
-	Entry         = wire.DigestEntry
-)
-
-// Bounds of one anti-entropy request (wire.MaxDigestApps, …).
-const (
-	MaxDigestApps = wire.MaxDigestApps
-	MaxCopyKeys   = wire.MaxCopyKeys
-	MaxBuckets    = wire.MaxBuckets
-)
-
 // BucketThreshold is the app size above which anti-entropy compares
 // bucket digests before entries.
 const BucketThreshold = 512
 
 // bucketsFor is how many buckets an app of n instances is split into:
-// about 2√n, a power of two between 16 and MaxBuckets. Repairing d
+// about 2√n, a power of two between 16 and wire.MaxBuckets. Repairing d
 // instances costs about 20 bytes per bucket digest plus 80 per entry of
 // the d differing buckets (n/buckets each); 2√n balances the two for one.
 func bucketsFor(n int) int {
 	b := 16
-	for b < MaxBuckets && b*b < 4*n {
+	for b < wire.MaxBuckets && b*b < 4*n {
 		b *= 2
 	}
 	return b
@@ -65,10 +50,10 @@ var _ DigestSource = (*registry.Registry)(nil)
 // whole (unreadable, too many apps or keys); the HTTP layer answers 400.
 var ErrBadRequest = errors.New("replication: bad anti-entropy request")
 
-// AnswerDigest answers a DigestRequest (the body of POST
+// AnswerDigest answers a wire.DigestRequest (the body of POST
 // peerreplication/digest) from src.
 func AnswerDigest(src DigestSource, body []byte) ([]byte, error) {
-	var req DigestRequest
+	var req wire.DigestRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
@@ -79,22 +64,22 @@ func AnswerDigest(src DigestSource, body []byte) ([]byte, error) {
 	return json.Marshal(reply)
 }
 
-func answerDigest(src DigestSource, req DigestRequest) (DigestReply, error) {
-	if n := len(req.Apps) + len(req.Buckets); n > MaxDigestApps || len(req.Only) > MaxDigestApps {
-		return DigestReply{}, fmt.Errorf("%w: %d apps asked for, at most %d", ErrBadRequest, max(n, len(req.Only)), MaxDigestApps)
+func answerDigest(src DigestSource, req wire.DigestRequest) (wire.DigestReply, error) {
+	if n := len(req.Apps) + len(req.Buckets); n > wire.MaxDigestApps || len(req.Only) > wire.MaxDigestApps {
+		return wire.DigestReply{}, fmt.Errorf("%w: %d apps asked for, at most %d", ErrBadRequest, max(n, len(req.Only)), wire.MaxDigestApps)
 	}
 	masks := make(map[string][]bool, len(req.Only))
 	for app, set := range req.Only {
 		if masks[app] = set.Mask(); masks[app] == nil {
-			return DigestReply{}, fmt.Errorf("%w: buckets of %s: want 1 to %d buckets, each below their number", ErrBadRequest, registry.QuotePrefix(app), MaxBuckets)
+			return wire.DigestReply{}, fmt.Errorf("%w: buckets of %s: want 1 to %d buckets, each below their number", ErrBadRequest, registry.QuotePrefix(app), wire.MaxBuckets)
 		}
 	}
 	for app, n := range req.Buckets {
-		if n < 1 || n > MaxBuckets {
-			return DigestReply{}, fmt.Errorf("%w: %d buckets of %s, want 1 to %d", ErrBadRequest, n, registry.QuotePrefix(app), MaxBuckets)
+		if n < 1 || n > wire.MaxBuckets {
+			return wire.DigestReply{}, fmt.Errorf("%w: %d buckets of %s, want 1 to %d", ErrBadRequest, n, registry.QuotePrefix(app), wire.MaxBuckets)
 		}
 	}
-	reply := DigestReply{Root: src.RootDigest()}
+	reply := wire.DigestReply{Root: src.RootDigest()}
 	if len(req.Buckets) > 0 {
 		reply.BucketDigests = make(map[string][]uint64, len(req.Buckets))
 		for app, n := range req.Buckets {
@@ -102,7 +87,7 @@ func answerDigest(src DigestSource, req DigestRequest) (DigestReply, error) {
 		}
 	}
 	if len(req.Apps) > 0 {
-		reply.Entries = make(map[string][]Entry, len(req.Apps))
+		reply.Entries = make(map[string][]wire.DigestEntry, len(req.Apps))
 		var buf []registry.DigestEntry
 		for _, app := range req.Apps {
 			if _, dup := reply.Entries[app]; dup {
@@ -113,9 +98,9 @@ func answerDigest(src DigestSource, req DigestRequest) (DigestReply, error) {
 			} else {
 				buf = src.AppEntries(app, buf[:0])
 			}
-			es := make([]Entry, len(buf))
+			es := make([]wire.DigestEntry, len(buf))
 			for i, e := range buf {
-				es[i] = Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone}
+				es[i] = wire.DigestEntry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone}
 				if e.Tombstone {
 					es[i].TTL = max(e.TTL.Milliseconds(), 1)
 				}
@@ -140,8 +125,8 @@ func AnswerCopies(src DigestSource, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	if len(keys) > MaxCopyKeys {
-		return nil, fmt.Errorf("%w: %d keys asked for, at most %d", ErrBadRequest, len(keys), MaxCopyKeys)
+	if len(keys) > wire.MaxCopyKeys {
+		return nil, fmt.Errorf("%w: %d keys asked for, at most %d", ErrBadRequest, len(keys), wire.MaxCopyKeys)
 	}
 	copies := make([]registry.VersionedCopy, 0, len(keys))
 	for _, k := range keys {
@@ -171,18 +156,18 @@ var ErrAnswerTooLarge = errors.New("replication: anti-entropy answer too large")
 var ErrNoAntiEntropy = errors.New("replication: peer does not serve anti-entropy")
 
 // Digest implements Transport: POST {peer}peerreplication/digest.
-func (t *HTTPTransport) Digest(ctx context.Context, p Peer, req DigestRequest) (DigestReply, error) {
+func (t *HTTPTransport) Digest(ctx context.Context, p Peer, req wire.DigestRequest) (wire.DigestReply, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return DigestReply{}, err
+		return wire.DigestReply{}, err
 	}
 	resp, err := t.postPeer(ctx, p, "peerreplication/digest", body)
 	if err != nil {
-		return DigestReply{}, err
+		return wire.DigestReply{}, err
 	}
-	var reply DigestReply
+	var reply wire.DigestReply
 	if err := json.Unmarshal(resp, &reply); err != nil {
-		return DigestReply{}, fmt.Errorf("digest from %s: %w", p.Name, err)
+		return wire.DigestReply{}, fmt.Errorf("digest from %s: %w", p.Name, err)
 	}
 	return reply, nil
 }

@@ -130,8 +130,8 @@
 // (missing, stale, cancelled). Failures are warned about once per run and
 // then at most once a minute per peer. A peer that answers 404 (a Java Eureka
 // server) is left to Eureka's own repair and asked again 30 rounds later.
-// The endpoints are signed and bounded like batches (MaxDigestApps apps,
-// MaxBuckets buckets, MaxCopyKeys keys per request; bodies under
+// The endpoints are signed and bounded like batches (wire.MaxDigestApps apps,
+// wire.MaxBuckets buckets, wire.MaxCopyKeys keys per request; bodies under
 // muster.max-body-bytes).
 //
 // syncUp (Syncer) fetches a peer's registry through the same Transport,

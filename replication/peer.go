@@ -9,9 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
-	"github.com/rs/zerolog"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // peer is the sender for one peer. One goroutine (run) owns everything
@@ -372,7 +374,7 @@ func (p *peer) setErr(err error, now time.Time) {
 // queues a Register of the local instance, a heartbeat's 409 adopts the
 // peer's newer instance, a cancel's 404 is fine. An answer whose length
 // differs from the batch cannot be matched to tasks, so it is skipped.
-func (p *peer) handleItems(tasks []Task, items []ItemResult, now time.Time) {
+func (p *peer) handleItems(tasks []Task, items []wire.ItemResult, now time.Time) {
 	if len(items) != len(tasks) {
 		if ok, suppressed := p.warnItems.allow(now, p.cfg.LogInterval); ok {
 			p.log.Warn().Int(logBatchSize, len(tasks)).Int(logCount, len(items)).Int(logSuppressed, suppressed).

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
-	"github.com/rs/zerolog"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // fakeTransport records each batch and answers through respond (200 for
@@ -78,7 +80,7 @@ func allOK(b Batch) BatchResult { return answer(b, 200) }
 
 // answer gives every item of b the status code, or the codes in turn.
 func answer(b Batch, codes ...int) BatchResult {
-	items := make([]ItemResult, len(b.Tasks))
+	items := make([]wire.ItemResult, len(b.Tasks))
 	for i := range items {
 		items[i].StatusCode = codes[min(i, len(codes)-1)]
 	}
@@ -368,7 +370,7 @@ func TestPeer_OnResult_heartbeat409Adopts(t *testing.T) {
 	h := newHarness(t)
 	theirs := registrytest.NewInstance("ORDERS", "a", registrytest.WithDirty(99), registrytest.WithStatus(registry.StatusOutOfService))
 	h.ft.respond = func(_ Peer, b Batch) (BatchResult, error) {
-		return BatchResult{Items: []ItemResult{{StatusCode: 409, Instance: theirs}, {StatusCode: 200}}}, nil
+		return BatchResult{Items: []wire.ItemResult{{StatusCode: 409, Instance: theirs}, {StatusCode: 200}}}, nil
 	}
 	h.enqueue(hbFor("a"), hbFor("b"))
 	h.deliver(h.mustStep(t))
@@ -406,7 +408,7 @@ func TestPeer_OnResult_itemCountMismatchSkipsItems(t *testing.T) {
 	h := newHarness(t)
 	h.store.local[registry.InstanceKey{App: "ORDERS", ID: "a"}] = registrytest.NewInstance("ORDERS", "a")
 	h.ft.respond = func(Peer, Batch) (BatchResult, error) {
-		return BatchResult{Items: []ItemResult{{StatusCode: 404}}}, nil
+		return BatchResult{Items: []wire.ItemResult{{StatusCode: 404}}}, nil
 	}
 	h.enqueue(hbFor("a"), hbFor("b"))
 	h.deliver(h.mustStep(t))

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // ErrPeerStarting means the peer is itself still copying the registry
@@ -306,23 +307,23 @@ func (s *Syncer) addVersions(ctx context.Context, p Peer, instances []*registry.
 	sort.Strings(apps)
 	matched := 0
 	for len(apps) > 0 {
-		// Requests of at most MaxDigestApps apps and about
+		// Requests of at most wire.MaxDigestApps apps and about
 		// defaultMaxEntries entries, so a large registry's answer stays
 		// well under the transport's bound.
 		n, entries := 0, 0
-		for n < len(apps) && n < MaxDigestApps && (n == 0 || entries+len(byApp[apps[n]]) <= defaultMaxEntries) {
+		for n < len(apps) && n < wire.MaxDigestApps && (n == 0 || entries+len(byApp[apps[n]]) <= defaultMaxEntries) {
 			entries += len(byApp[apps[n]])
 			n++
 		}
 		chunk := apps[:n]
 		apps = apps[n:]
-		reply, err := s.cfg.Transport.Digest(ctx, p, DigestRequest{Apps: chunk})
+		reply, err := s.cfg.Transport.Digest(ctx, p, wire.DigestRequest{Apps: chunk})
 		if err != nil {
 			s.log.Info().Err(err).Str(logPeer, p.Name).Msg("syncUp: copied without write versions; anti-entropy adds them later")
 			return
 		}
 		for _, app := range chunk {
-			entries := map[string]Entry{}
+			entries := map[string]wire.DigestEntry{}
 			for _, e := range reply.Entries[app] {
 				if !e.Tombstone {
 					entries[e.ID] = e

@@ -38,14 +38,11 @@ type Batch struct {
 }
 
 // BatchResult is the peer's answer: Eureka's responseList, one item per
-// task, in the batch's order.
+// task, in the batch's order: its status code and, on a heartbeat's 409,
+// the peer's newer copy.
 type BatchResult struct {
-	Items []ItemResult
+	Items []wire.ItemResult
 }
-
-// ItemResult is the outcome of one task on the peer: its status code and,
-// on a heartbeat's 409, the peer's newer copy (wire.ItemResult).
-type ItemResult = wire.ItemResult
 
 // Transport is the seam between replication and the network: it sends
 // batches to peers and fetches their registries. The HTTP implementation speaks Eureka's
@@ -65,11 +62,11 @@ type Transport interface {
 	// it must return soon after ctx ends.
 	FetchRegistry(ctx context.Context, p Peer) ([]*registry.Instance, error)
 	// Digest asks p for its anti-entropy digests (registry/wire/antientropy.go);
-	// Copies fetches p's stored copies of keys (at most MaxCopyKeys), with
+	// Copies fetches p's stored copies of keys (at most wire.MaxCopyKeys), with
 	// versions and lease renewals. A peer that does not serve anti-entropy
 	// (a Java Eureka server) gives an error wrapping ErrNoAntiEntropy.
 	// Both are safe for concurrent use and return soon after ctx ends.
-	Digest(ctx context.Context, p Peer, req DigestRequest) (DigestReply, error)
+	Digest(ctx context.Context, p Peer, req wire.DigestRequest) (wire.DigestReply, error)
 	Copies(ctx context.Context, p Peer, keys []registry.InstanceKey) ([]registry.VersionedCopy, error)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 func TestClassify(t *testing.T) {
@@ -142,8 +143,8 @@ type nopTransport struct{ noAntiEntropy }
 // that does not serve them.
 type noAntiEntropy struct{}
 
-func (noAntiEntropy) Digest(context.Context, Peer, DigestRequest) (DigestReply, error) {
-	return DigestReply{}, ErrNoAntiEntropy
+func (noAntiEntropy) Digest(context.Context, Peer, wire.DigestRequest) (wire.DigestReply, error) {
+	return wire.DigestReply{}, ErrNoAntiEntropy
 }
 
 func (noAntiEntropy) Copies(context.Context, Peer, []registry.InstanceKey) ([]registry.VersionedCopy, error) {

@@ -78,26 +78,29 @@ type Config struct {
 // API is Eureka's REST API under /eureka/, /eureka/v2/ and /v2/, the peer
 // endpoints and the watch stream. New starts nothing: the watch hub's feed
 // starts with the first watch, and StopWatches ends it.
+//
+// The API serves the registry reads itself and composes the other
+// concerns: the clients' writes, the held reads (blocking fetches and the
+// watch stream), the remote regions' data and the peer endpoints.
 type API struct {
 	cfg      Config
 	reg      Registry
 	log      zerolog.Logger
 	payloads *payloadCache
 	pieces   *pieceStore
-	// regionPayloads are the merged documents of remote regions.
-	regionPayloads regionPayloads
-	watch          *watchHub
-	watchTimer     func(d time.Duration) (<-chan time.Time, func())
-	now            func() time.Time
-	started        time.Time
-	// streamRun tells this run of the node apart in watch stream cursors
-	// with remote regions (whose versions are per node and per run).
-	streamRun string
+	watch    *watchHub
+	now      func() time.Time
+	started  time.Time
+
+	writes clientWrites
+	holds  *watches
+	remote *remoteReads
+	peers  peerEndpoints
 }
 
 // New builds the API over cfg.Registry, which must be set.
 func New(cfg Config) *API {
-	s := &API{cfg: cfg, reg: cfg.Registry, now: cfg.Now, watchTimer: cfg.WatchTimer}
+	s := &API{cfg: cfg, reg: cfg.Registry, now: cfg.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -110,15 +113,20 @@ func New(cfg Config) *API {
 	if s.cfg.Peers == nil {
 		s.cfg.Peers = func() []ops.PeerInfo { return nil }
 	}
-	if s.watchTimer == nil {
-		s.watchTimer = realTimer
-	}
 	s.started = s.now()
-	s.streamRun = strconv.FormatUint(rand.Uint64()>>16, 36)
 	s.log = cfg.Logger
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()
 	s.watch = newWatchHub(cfg.Registry, s.log)
+	s.writes = clientWrites{reg: cfg.Registry}
+	s.remote = newRemoteReads(cfg.Regions, cfg.DeltaRetention)
+	s.holds = &watches{reg: cfg.Registry, watch: s.watch, watchTimer: cfg.WatchTimer,
+		maxWait: cfg.WatchMaxWait, maxWatchers: cfg.WatchMaxWatchers, remote: s.remote,
+		readsAllowed: s.readsAllowed, streamRun: strconv.FormatUint(rand.Uint64()>>16, 36)}
+	if s.holds.watchTimer == nil {
+		s.holds.watchTimer = realTimer
+	}
+	s.peers = peerEndpoints{batchHandler: cfg.Batch, digests: cfg.Digests}
 	return s
 }
 
@@ -133,15 +141,15 @@ type Route func(path string, h echo.HandlerFunc, extra ...echo.MiddlewareFunc)
 // Routes mounts the API; group returns the adders (POST, PUT, GET,
 // DELETE) under a base, root the GET adder at the root.
 func (s *API) Routes(group func(base string) (post, put, get, del Route), rootGet Route) {
-	peers := peerEndpoints{batchHandler: s.cfg.Batch, digests: s.cfg.Digests}
+	w, peers := s.writes, s.peers
 	for _, base := range Bases {
 		post, put, get, del := group(base)
-		post("/apps/:app", s.register, edge.LimitBody(s.cfg.MaxBodyBytes))
-		put("/apps/:app/:id", s.heartbeat)
-		del("/apps/:app/:id", s.cancel)
-		put("/apps/:app/:id/status", s.updateStatus)
-		del("/apps/:app/:id/status", s.deleteStatusOverride)
-		put("/apps/:app/:id/metadata", s.updateMetadata)
+		post("/apps/:app", w.register, edge.LimitBody(s.cfg.MaxBodyBytes))
+		put("/apps/:app/:id", w.heartbeat)
+		del("/apps/:app/:id", w.cancel)
+		put("/apps/:app/:id/status", w.updateStatus)
+		del("/apps/:app/:id/status", w.deleteStatusOverride)
+		put("/apps/:app/:id/metadata", w.updateMetadata)
 		get("/apps", s.getApps)
 		get("/apps/delta", s.getDelta)
 		get("/apps/:app", s.getApp)
@@ -154,7 +162,7 @@ func (s *API) Routes(group func(base string) (post, put, get, del Route), rootGe
 		post("/peerreplication/digest", peers.digest, edge.LimitBody(s.cfg.MaxBodyBytes))
 		post("/peerreplication/copies", peers.copies, edge.LimitBody(s.cfg.MaxBodyBytes))
 	}
-	rootGet("/eureka/watch", s.watchStream)
+	rootGet("/eureka/watch", s.holds.watchStream)
 }
 
 // Collectors are the API's own metrics: payload encodings and assemblies,

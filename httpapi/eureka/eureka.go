@@ -232,8 +232,12 @@ func decodeInstanceBody(c echo.Context) (*registry.Instance, error) {
 	return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType, "request body is neither JSON nor XML")
 }
 
+// clientWrites are the writes of clients and, with the replication
+// header, of Java peers: each one operation applied to the registry.
+type clientWrites struct{ reg Registry }
+
 // register is POST /apps/{app}: 204 on success, as the Java client demands.
-func (s *API) register(c echo.Context) error {
+func (w clientWrites) register(c echo.Context) error {
 	app, err := httpkit.PathParam(c, "app")
 	if err != nil {
 		return err
@@ -246,7 +250,7 @@ func (s *API) register(c echo.Context) error {
 		return httpkit.BadRequest("mismatched appName: the path says %s but the body says %s",
 			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
-	if _, err := s.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
+	if _, err := w.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -255,7 +259,7 @@ func (s *API) register(c echo.Context) error {
 // heartbeat is PUT /apps/{app}/{id}: 200, 404 ("register again"), or 409
 // with our copy when a peer's data is older. The query string is optional
 // (eureka-js-client sends none) and a body is ignored (Jersey 3 sends {}).
-func (s *API) heartbeat(c echo.Context) error {
+func (w clientWrites) heartbeat(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return refuseHeartbeat(err)
@@ -269,9 +273,9 @@ func (s *API) heartbeat(c echo.Context) error {
 	} else if ok {
 		op.OverriddenStatus = st
 	}
-	in, err := s.reg.Apply(op)
+	in, err := w.reg.Apply(op)
 	if errors.Is(err, registry.ErrStaleDirtyTimestamp) {
-		return s.writeInstance(c, http.StatusConflict, registry.InstanceView{Instance: in})
+		return writeInstance(c, http.StatusConflict, registry.InstanceView{Instance: in})
 	}
 	if err != nil {
 		return err
@@ -297,12 +301,12 @@ func refuseHeartbeat(err error) error {
 	return err
 }
 
-func (s *API) cancel(c echo.Context) error {
+func (w clientWrites) cancel(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.Apply(registry.CancelOp(app, id).From(originOf(c))); err != nil {
+	if _, err := w.reg.Apply(registry.CancelOp(app, id).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -339,12 +343,12 @@ func readStatusRequest(c echo.Context, fallback registry.Status) (statusRequest,
 }
 
 // updateStatus is PUT /apps/{app}/{id}/status?value=X.
-func (s *API) updateStatus(c echo.Context) error {
+func (w clientWrites) updateStatus(c echo.Context) error {
 	sr, err := readStatusRequest(c, "")
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.Apply(registry.StatusOp(sr.app, sr.id, sr.status).Dirty(sr.dirty).From(originOf(c))); err != nil {
+	if _, err := w.reg.Apply(registry.StatusOp(sr.app, sr.id, sr.status).Dirty(sr.dirty).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -352,19 +356,19 @@ func (s *API) updateStatus(c echo.Context) error {
 
 // deleteStatusOverride is DELETE /apps/{app}/{id}/status[?value=Y]; the
 // status becomes Y, UNKNOWN by default, as in Eureka.
-func (s *API) deleteStatusOverride(c echo.Context) error {
+func (w clientWrites) deleteStatusOverride(c echo.Context) error {
 	sr, err := readStatusRequest(c, registry.StatusUnknown)
 	if err != nil {
 		return err
 	}
-	if _, err := s.reg.Apply(registry.DeleteOverrideOp(sr.app, sr.id, sr.status).Dirty(sr.dirty).From(originOf(c))); err != nil {
+	if _, err := w.reg.Apply(registry.DeleteOverrideOp(sr.app, sr.id, sr.status).Dirty(sr.dirty).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
 }
 
 // updateMetadata is PUT /apps/{app}/{id}/metadata?key=value&…
-func (s *API) updateMetadata(c echo.Context) error {
+func (w clientWrites) updateMetadata(c echo.Context) error {
 	app, id, err := appAndID(c)
 	if err != nil {
 		return err
@@ -383,7 +387,7 @@ func (s *API) updateMetadata(c echo.Context) error {
 		}
 		updates[k] = vs[0]
 	}
-	if _, err := s.reg.Apply(registry.MetadataOp(app, id, updates).From(originOf(c))); err != nil {
+	if _, err := w.reg.Apply(registry.MetadataOp(app, id, updates).From(originOf(c))); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
@@ -394,14 +398,14 @@ func (s *API) getApps(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	rs, err := s.holdScope(c)
+	rs, err := s.holds.holdScope(c)
 	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version+rs.versions)
 	if len(rs.views) > 0 {
-		return s.getAppsMerged(c, snap, rs)
+		return s.remote.getAppsMerged(c, snap, rs)
 	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadFull, format: f, gzip: gz, compact: compact}, snap, func() payload {
@@ -420,14 +424,14 @@ func (s *API) getDelta(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
-	rs, err := s.holdScope(c)
+	rs, err := s.holds.holdScope(c)
 	if err != nil {
 		return err
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version+rs.versions)
 	if len(rs.views) > 0 {
-		return s.getDeltaMerged(c, snap, rs)
+		return s.remote.getDeltaMerged(c, snap, rs)
 	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz, compact: compact}, snap, func() payload {
@@ -444,7 +448,7 @@ func (s *API) getApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.holdApp(c, name); err != nil {
+	if err := s.holds.holdApp(c, name); err != nil {
 		return err
 	}
 	// The index and the body come from one snapshot: the index is the
@@ -455,7 +459,7 @@ func (s *API) getApp(c echo.Context) error {
 	app, ok := snap.App(name)
 	if !ok {
 		// Index and body from one read of the remote views.
-		remote, index, ok := s.remoteApp(c, name)
+		remote, index, ok := s.remote.remoteApp(c, name)
 		setIndex(c, index)
 		if ok {
 			return writePayload(c, formatOf(c), false, appDocumentOf(remote, formatOf(c), wantsCompact(c)))
@@ -483,7 +487,7 @@ func (s *API) vipLookup(c echo.Context, kind payloadKind) error {
 	if err != nil {
 		return err
 	}
-	rs, err := s.holdScope(c)
+	rs, err := s.holds.holdScope(c)
 	if err != nil {
 		return err
 	}
@@ -513,12 +517,12 @@ func (s *API) getAppInstance(c echo.Context) error {
 	}
 	iv, ok := s.reg.Instance(app, id)
 	if !ok {
-		iv, ok = s.remoteInstance(c, app, id)
+		iv, ok = s.remote.remoteInstance(c, app, id)
 	}
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id)+" in "+registry.QuotePrefix(strings.ToUpper(app)))
 	}
-	return s.writeInstance(c, http.StatusOK, iv)
+	return writeInstance(c, http.StatusOK, iv)
 }
 
 func (s *API) getInstanceByID(c echo.Context) error {
@@ -528,15 +532,15 @@ func (s *API) getInstanceByID(c echo.Context) error {
 	}
 	iv, ok := s.reg.InstanceByID(id)
 	if !ok {
-		iv, ok = s.remoteInstance(c, "", id)
+		iv, ok = s.remote.remoteInstance(c, "", id)
 	}
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "no instance "+registry.QuotePrefix(id))
 	}
-	return s.writeInstance(c, http.StatusOK, iv)
+	return writeInstance(c, http.StatusOK, iv)
 }
 
-func (s *API) writeInstance(c echo.Context, code int, iv registry.InstanceView) error {
+func writeInstance(c echo.Context, code int, iv registry.InstanceView) error {
 	if wantsJSON(c) {
 		return c.Blob(code, echo.MIMEApplicationJSON, wire.AppendInstanceJSON(nil, iv))
 	}

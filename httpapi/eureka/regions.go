@@ -13,13 +13,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
-	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
 // RemoteRegions is what the API reads of the node's remote regions
-// (*regions.Set implements it): their current views, immutable.
+// (*regions.Set implements it): what each serves now, an immutable
+// wire.CopyView of registry types (apps, counts, versions, changes).
 type RemoteRegions interface {
 	// Enabled: at least one remote region is configured; otherwise every
 	// request is served from the local registry alone.
@@ -29,10 +29,10 @@ type RemoteRegions interface {
 	TransparentFallback() bool
 	// RequireAll: a regions= request naming a region without data is 403.
 	RequireAll() bool
-	// Views is every region's view; Resolve those a regions= parameter
+	// Served is every region's view; Resolve those a regions= parameter
 	// names (with no data too, Apps empty) and the named ones without data.
-	Views() []*regions.View
-	Resolve(param string) (views []*regions.View, missing []string)
+	Served() []*wire.CopyView
+	Resolve(param string) (views []*wire.CopyView, missing []string)
 	// Now is the clock the views' changes are stamped on.
 	Now() time.Time
 	// Changed is closed at the next change of any view.
@@ -45,10 +45,28 @@ type RemoteRegions interface {
 // 403 instead; muster.regions.require-all restores that).
 const HeaderRegionsMissing = "X-Muster-Regions-Missing"
 
+// remoteReads are the reads of remote regions' data: what a read merges
+// (regions= or the transparent fallback), the merged documents and their
+// cache, an app or an instance unknown locally.
+type remoteReads struct {
+	regions RemoteRegions // nil: none
+	// retention is how far back a merged delta takes the regions' changes.
+	retention time.Duration
+	// payloads are the merged documents.
+	payloads regionPayloads
+}
+
+func newRemoteReads(regions RemoteRegions, retention time.Duration) *remoteReads {
+	if retention <= 0 {
+		retention = 3 * time.Minute
+	}
+	return &remoteReads{regions: regions, retention: retention}
+}
+
 // remoteScope is what remote data a read merges: the views, and whether
 // only apps unknown locally are taken (transparent fallback).
 type remoteScope struct {
-	views    []*regions.View
+	views    []*wire.CopyView
 	fallback bool
 	key      string // the views' names, for the payload cache
 	// wanted: the request reads remote data (regions= or the fallback),
@@ -62,7 +80,7 @@ type remoteScope struct {
 // isServer reports whether a request comes from a Eureka server (a remote
 // region's fetcher, Java's or Muster's), by its identity header.
 func isServer(c echo.Context) bool {
-	return c.Request().Header.Get(regions.HeaderIdentityName) == regions.ServerIdentityName
+	return c.Request().Header.Get(wire.HeaderIdentityName) == wire.ServerIdentityName
 }
 
 // scopeOf decides what remote data a registry read serves: for a peer (the
@@ -73,8 +91,8 @@ func isServer(c echo.Context) bool {
 // regions (names this node does not fetch, its own among them, add
 // nothing); without it, every region's apps unknown locally (Eureka's
 // transparent fallback).
-func (s *API) scopeOf(c echo.Context) (remoteScope, error) {
-	rr := s.cfg.Regions
+func (s *remoteReads) scopeOf(c echo.Context) (remoteScope, error) {
+	rr := s.regions
 	if rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
 		return remoteScope{}, nil
 	}
@@ -92,13 +110,13 @@ func (s *API) scopeOf(c echo.Context) (remoteScope, error) {
 	if !rr.TransparentFallback() {
 		return remoteScope{}, nil
 	}
-	return scopeOfViews(rr.Views(), true), nil
+	return scopeOfViews(rr.Served(), true), nil
 }
 
-func scopeOfViews(all []*regions.View, fallback bool) remoteScope {
+func scopeOfViews(all []*wire.CopyView, fallback bool) remoteScope {
 	// A region with nothing to serve and no change to tell is left out:
 	// a scope of none is served by the local path, pieces and all.
-	views := make([]*regions.View, 0, len(all))
+	views := make([]*wire.CopyView, 0, len(all))
 	names := make([]string, 0, len(all))
 	var versions uint64
 	for _, v := range all {
@@ -376,42 +394,35 @@ func gzipBytes(b []byte) []byte {
 
 // getAppsMerged and getDeltaMerged serve /apps and /apps/delta with
 // remote data.
-func (s *API) getAppsMerged(c echo.Context, snap *registry.Snapshot, rs remoteScope) error {
+func (s *remoteReads) getAppsMerged(c echo.Context, snap *registry.Snapshot, rs remoteScope) error {
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	key := fmt.Sprintf("full|%d|%t|%t|%t|%s", f, gz, compact, rs.fallback, rs.key)
 	gen := strconv.FormatUint(snap.Version, 10) + "|" + rs.generation()
-	body := s.regionPayloads.get(key, gen, func() payload {
+	body := s.payloads.get(key, gen, func() payload {
 		apps, added := rs.mergedApps(snap)
 		return encodeDocument(apps, "1", hashcodeWith(snap, added), f, gz, compact)
 	})
 	return writePayload(c, f, gz, body)
 }
 
-func (s *API) getDeltaMerged(c echo.Context, snap *registry.Snapshot, rs remoteScope) error {
+func (s *remoteReads) getDeltaMerged(c echo.Context, snap *registry.Snapshot, rs remoteScope) error {
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	key := fmt.Sprintf("delta|%d|%t|%t|%t|%s", f, gz, compact, rs.fallback, rs.key)
 	gen := strconv.FormatUint(snap.Version, 10) + "|" + strconv.FormatUint(snap.DeltaVersion, 10) + "|" + rs.generation()
-	since := s.cfg.Regions.Now().Add(-s.deltaRetention())
-	body := s.regionPayloads.get(key, gen, func() payload {
+	since := s.regions.Now().Add(-s.retention)
+	body := s.payloads.get(key, gen, func() payload {
 		_, added := rs.mergedApps(snap)
 		return encodeDocument(rs.mergedDelta(snap, since), strconv.FormatUint(snap.DeltaVersion, 10), hashcodeWith(snap, added), f, gz, compact)
 	})
 	return writePayload(c, f, gz, body)
 }
 
-func (s *API) deltaRetention() time.Duration {
-	if s.cfg.DeltaRetention > 0 {
-		return s.cfg.DeltaRetention
-	}
-	return 3 * time.Minute
-}
-
 // appReadsRemote reports whether GET /apps/{APP} of an app unknown
 // locally looks in remote regions: for clients only (a peer or a server
 // asks about this region's own registry), with regions= or by the
 // transparent fallback.
-func (s *API) appReadsRemote(c echo.Context) bool {
-	rr := s.cfg.Regions
+func (s *remoteReads) appReadsRemote(c echo.Context) bool {
+	rr := s.regions
 	if rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
 		return false
 	}
@@ -427,16 +438,16 @@ func (s *API) appReadsRemote(c echo.Context) bool {
 // regions of the view version of the app's last change there (its going
 // included), which grows whenever what is served of it changes (0: never
 // served by any).
-func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, uint64, bool) {
+func (s *remoteReads) remoteApp(c echo.Context, name string) (registry.AppView, uint64, bool) {
 	if !s.appReadsRemote(c) {
 		return registry.AppView{}, 0, false
 	}
-	rr := s.cfg.Regions
-	var views []*regions.View
+	rr := s.regions
+	var views []*wire.CopyView
 	if param, ok := queryValue(c.Request().URL.RawQuery, "regions"); ok && strings.TrimSpace(param) != "" {
 		views, _ = rr.Resolve(param)
 	} else {
-		views = rr.Views()
+		views = rr.Served()
 	}
 	out := registry.AppView{Name: strings.ToUpper(name)}
 	ids := map[string]bool{}
@@ -460,7 +471,7 @@ func (s *API) remoteApp(c echo.Context, name string) (registry.AppView, uint64, 
 // servedAppIndex is the index of what GET /apps/{APP} serves from snap:
 // the local app's version, or for an app unknown locally the remote
 // app's index (remoteApp).
-func (s *API) servedAppIndex(c echo.Context, snap *registry.Snapshot, name string) uint64 {
+func (s *remoteReads) servedAppIndex(c echo.Context, snap *registry.Snapshot, name string) uint64 {
 	if v, ok := snap.App(name); ok {
 		return v.Version
 	}
@@ -471,12 +482,12 @@ func (s *API) servedAppIndex(c echo.Context, snap *registry.Snapshot, name strin
 // remoteInstance finds an instance unknown locally in the remote regions,
 // as Eureka's getInstanceByAppAndId and getInstancesById fall back (app ""
 // looks in every app). Never for a peer: it asks about its own registry.
-func (s *API) remoteInstance(c echo.Context, app, id string) (registry.InstanceView, bool) {
-	rr := s.cfg.Regions
+func (s *remoteReads) remoteInstance(c echo.Context, app, id string) (registry.InstanceView, bool) {
+	rr := s.regions
 	if rr == nil || !rr.Enabled() || isReplication(c) {
 		return registry.InstanceView{}, false
 	}
-	for _, v := range rr.Views() {
+	for _, v := range rr.Served() {
 		var iv registry.InstanceView
 		var ok bool
 		if app == "" {
@@ -546,8 +557,8 @@ func eitherChanged(a, b <-chan struct{}) (changed <-chan struct{}, stop func()) 
 // holdScope holds a blocking fetch of a document that reads remote data:
 // its index is the local version plus the scope's region versions, so it
 // wakes on a change of either. Without remote data it is holdRegistry.
-func (s *API) holdScope(c echo.Context) (remoteScope, error) {
-	rs, err := s.scopeOf(c)
+func (s *watches) holdScope(c echo.Context) (remoteScope, error) {
+	rs, err := s.remote.scopeOf(c)
 	if err != nil || !rs.wanted {
 		if err == nil {
 			err = s.holdRegistry(c)
@@ -555,8 +566,8 @@ func (s *API) holdScope(c echo.Context) (remoteScope, error) {
 		return rs, err
 	}
 	err = s.hold(c, func(index uint64) (<-chan struct{}, func()) {
-		remote := s.cfg.Regions.Changed() // before the versions: no change is missed
-		now, err := s.scopeOf(c)
+		remote := s.remote.regions.Changed() // before the versions: no change is missed
+		now, err := s.remote.scopeOf(c)
 		local := s.reg.Version()
 		if err != nil || local+now.versions != index {
 			return nil, nil
@@ -570,5 +581,5 @@ func (s *API) holdScope(c echo.Context) (remoteScope, error) {
 	if err != nil {
 		return rs, err
 	}
-	return s.scopeOf(c)
+	return s.remote.scopeOf(c)
 }

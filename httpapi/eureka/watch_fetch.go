@@ -25,10 +25,26 @@ const (
 // plain reads in muster_http_request_duration_seconds.
 const heldKey = "muster.held"
 
+// watches are the held reads: blocking fetches (index and wait) and the
+// watch stream, over the registry's change stream and, for remote data,
+// the remote regions' changes.
+type watches struct {
+	reg          Registry
+	watch        *watchHub
+	watchTimer   func(d time.Duration) (<-chan time.Time, func())
+	maxWait      time.Duration
+	maxWatchers  int
+	remote       *remoteReads
+	readsAllowed func(c echo.Context) error
+	// streamRun tells this run of the node apart in watch stream cursors
+	// with remote regions (whose versions are per node and per run).
+	streamRun string
+}
+
 // watchParams reads index and wait. ok is false when the request is not a
 // blocking fetch (either is missing, or wait is 0); a malformed value is a
 // 400 either way.
-func (s *API) watchParams(c echo.Context) (index uint64, wait time.Duration, ok bool, err error) {
+func (s *watches) watchParams(c echo.Context) (index uint64, wait time.Duration, ok bool, err error) {
 	q := c.Request().URL.Query()
 	rawIndex, hasIndex := q[paramIndex]
 	rawWait, hasWait := q[paramWait]
@@ -46,7 +62,7 @@ func (s *API) watchParams(c echo.Context) (index uint64, wait time.Duration, ok 
 		if err != nil || wait < 0 {
 			return 0, 0, false, httpkit.BadRequest("wait must be a non-negative duration such as 30s, got %q", truncate(rawWait[0]))
 		}
-		wait = min(wait, s.cfg.WatchMaxWait)
+		wait = min(wait, s.maxWait)
 	}
 	return index, wait, hasIndex && wait > 0, nil
 }
@@ -70,17 +86,17 @@ func truncate(s string) string {
 // An app unknown locally that remote regions serve (regions=, or the
 // transparent fallback) is held on its remote index and woken by a change
 // of the remote views too.
-func (s *API) holdApp(c echo.Context, app string) error {
-	remote := s.appReadsRemote(c)
+func (s *watches) holdApp(c echo.Context, app string) error {
+	remote := s.remote.appReadsRemote(c)
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
 		var remoteCh <-chan struct{}
 		if remote {
-			remoteCh = s.cfg.Regions.Changed() // before the read: no change is missed
+			remoteCh = s.remote.regions.Changed() // before the read: no change is missed
 		}
 		ch := s.watch.waitApp(app)
 		release := func() { s.watch.releaseApp(app) }
 		snap := s.reg.Snapshot()
-		if s.servedAppIndex(c, snap, app) != index {
+		if s.remote.servedAppIndex(c, snap, app) != index {
 			release()
 			return nil, nil
 		}
@@ -96,7 +112,7 @@ func (s *API) holdApp(c echo.Context, app string) error {
 
 // holdRegistry holds a blocking fetch of a registry-wide view (all apps,
 // the delta, a VIP) while the registry's version is index.
-func (s *API) holdRegistry(c echo.Context) error {
+func (s *watches) holdRegistry(c echo.Context) error {
 	return s.hold(c, func(index uint64) (<-chan struct{}, func()) {
 		if s.reg.Version() != index {
 			return nil, nil
@@ -109,13 +125,13 @@ func (s *API) holdRegistry(c echo.Context) error {
 // waits until wait returns no channel (the view is no longer at index),
 // the wait passes, the client goes or the server shuts down. The caller
 // then answers as to a plain request.
-func (s *API) hold(c echo.Context, wait func(index uint64) (<-chan struct{}, func())) error {
+func (s *watches) hold(c echo.Context, wait func(index uint64) (<-chan struct{}, func())) error {
 	index, d, ok, err := s.watchParams(c)
 	if err != nil || !ok {
 		return err
 	}
 	h := s.watch
-	if n := h.held.Add(1); s.cfg.WatchMaxWatchers > 0 && n > int64(s.cfg.WatchMaxWatchers) {
+	if n := h.held.Add(1); s.maxWatchers > 0 && n > int64(s.maxWatchers) {
 		// Over the limit: answered as if wait were absent. A client that
 		// gets its own index back early asks again after a backoff.
 		h.held.Add(-1)

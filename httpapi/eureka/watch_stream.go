@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/muster-registry/muster/httpapi/httpkit"
-	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -48,7 +47,7 @@ const streamKeepAlive = 15 * time.Second
 // /eureka/apps?regions=…). Events of one remote fetch share one version:
 // only the last of them carries the id, so a reader cut off among them
 // gets them again.
-func (s *API) watchStream(c echo.Context) error {
+func (s *watches) watchStream(c echo.Context) error {
 	if err := s.readsAllowed(c); err != nil {
 		return err
 	}
@@ -85,7 +84,7 @@ func (s *API) watchStream(c echo.Context) error {
 		return errWatchStopped
 	default:
 	}
-	if n := h.held.Load() + h.streams.Add(1); s.cfg.WatchMaxWatchers > 0 && n > int64(s.cfg.WatchMaxWatchers) {
+	if n := h.held.Load() + h.streams.Add(1); s.maxWatchers > 0 && n > int64(s.maxWatchers) {
 		h.streams.Add(-1)
 		h.overLimit.Add(1)
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "too many watchers on this node (muster.watch.max-watchers); try another server")
@@ -142,10 +141,10 @@ func (s *API) watchStream(c echo.Context) error {
 	}
 	var remoteChanged <-chan struct{}
 	if rw != nil {
-		remoteChanged = s.cfg.Regions.Changed()
+		remoteChanged = s.remote.regions.Changed()
 		// What a resumed reader is owed, and any change since the stream
 		// resolved its regions.
-		w.remoteCatchUp(s.cfg.Regions, h)
+		w.remoteCatchUp(s.remote.regions, h)
 		if err := w.flush(res); err != nil {
 			return nil
 		}
@@ -164,8 +163,8 @@ func (s *API) watchStream(c echo.Context) error {
 		case <-keepAlive.C:
 			w.buf = append(w.buf, ": keep-alive\n\n"...)
 		case <-remoteChanged:
-			remoteChanged = s.cfg.Regions.Changed() // before reading: no change is missed
-			w.remoteCatchUp(s.cfg.Regions, h)
+			remoteChanged = s.remote.regions.Changed() // before reading: no change is missed
+			w.remoteCatchUp(s.remote.regions, h)
 		case <-cursor.Ready():
 			for {
 				events, behind := cursor.Read(buf)
@@ -173,7 +172,7 @@ func (s *API) watchStream(c echo.Context) error {
 					h.sseResync.Add(1)
 					w.local = cursor.Head()
 					if rw != nil {
-						views, _ := s.cfg.Regions.Resolve(rw.names)
+						views, _ := s.remote.regions.Resolve(rw.names)
 						rw.toHeads(views)
 					}
 					w.resync("this reader fell behind the changes the node keeps")
@@ -312,7 +311,7 @@ func (w *eventWriter) remote(rc regionChanges) {
 		for j < len(rc.changes) && rc.changes[j].Version == version {
 			j++
 		}
-		var shown []*regions.Change
+		var shown []*wire.CopyChange
 		for k := i; k < j; k++ {
 			if ch := &rc.changes[k]; w.app == "" || strings.EqualFold(ch.Instance.App, w.app) {
 				shown = append(shown, ch)
@@ -372,7 +371,7 @@ func (w *eventWriter) flush(res *echo.Response) error {
 type regionWatch struct {
 	names   string // the regions, comma-separated, for Resolve
 	cursors []regionCursor
-	views   []*regions.View // as resolved when the stream opened
+	views   []*wire.CopyView // as resolved when the stream opened
 }
 
 type regionCursor struct {
@@ -383,7 +382,7 @@ type regionCursor struct {
 // regionChanges are one region's changes owed to a reader (remoteCatchUp).
 type regionChanges struct {
 	index   int // into regionWatch.cursors
-	changes []regions.Change
+	changes []wire.CopyChange
 	head    uint64 // the view's version
 }
 
@@ -398,7 +397,7 @@ func (rw *regionWatch) cursorOf(region string) int {
 
 // toHeads puts every cursor at its region's version in views (as
 // Resolve(rw.names) returns them): from now on.
-func (rw *regionWatch) toHeads(views []*regions.View) {
+func (rw *regionWatch) toHeads(views []*wire.CopyView) {
 	for _, v := range views {
 		if i := rw.cursorOf(v.Region); i >= 0 {
 			rw.cursors[i].version = v.Version
@@ -431,8 +430,8 @@ func (rw *regionWatch) resume(at map[string]uint64, thisRun bool) bool {
 // it names none of this node's remote regions (or the reader is a peer or
 // a server, which get local data only); a named region without data is
 // in X-Muster-Regions-Missing, or a 403 with muster.regions.require-all.
-func (s *API) regionWatchOf(c echo.Context) (*regionWatch, error) {
-	rr := s.cfg.Regions
+func (s *watches) regionWatchOf(c echo.Context) (*regionWatch, error) {
+	rr := s.remote.regions
 	param, ok := queryValue(c.Request().URL.RawQuery, "regions")
 	if !ok || strings.TrimSpace(param) == "" || rr == nil || !rr.Enabled() || isReplication(c) || isServer(c) {
 		return nil, nil

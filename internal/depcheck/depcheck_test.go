@@ -55,8 +55,9 @@ var allowed = map[string]rule{
 		why:         "never imports cluster; peers are handed to it",
 	},
 	"replication/replicationtest": {
-		imports:     []string{"registry", "registry/registrytest", "replication"},
-		testImports: []string{"registry/wire", "registry/persist"}, // persist: restarts from data-dir snapshots
+		// wire: the anti-entropy bodies its Transport answers.
+		imports:     []string{"registry", "registry/registrytest", "registry/wire", "replication"},
+		testImports: []string{"registry/persist"}, // persist: restarts from data-dir snapshots
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
 	"report": {
@@ -72,8 +73,10 @@ var allowed = map[string]rule{
 	},
 	"httpapi/eureka": {
 		// Never the console: the Eureka API and the dashboard are separate
-		// audiences that share only the edge, httpkit and ops' types.
-		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "regions", "replication"},
+		// audiences that share only the edge, httpkit and ops' types. Never
+		// regions: two consumers of the registry; the API reads the remote
+		// regions through its RemoteRegions, in registry/wire's CopyView.
+		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
 		testImports: []string{"internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
@@ -186,9 +189,9 @@ var allowed = map[string]rule{
 		why:     "the simulated clients' command",
 	},
 	"tools/bench": {
-		imports:     []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen"},
-		testImports: []string{"internal/testwait"},
-		why:         "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the java scenario's Spring server is built by interoptest",
+		imports:     []string{"client", "httpapi", "internal/logging", "internal/proccontrol", "interop/interoptest", "node", "registry", "registry/wire", "replication", "settings", "tlsconfig", "tools/loadgen", "xds"},
+		testImports: []string{"dns", "internal/testwait"},
+		why:         "starts package node in a child process of its own (bench node); micro benchmarks call the packages in process; watchers are the client package's; peers' batches are replication's own encoding; the xds control takes the node's stream window from xds; the java scenario's Spring server is built by interoptest",
 	},
 	"deploy": {
 		testImports: []string{"auth", "dns", "healthcheck", "httpapi", "registry", "replication"},

@@ -126,4 +126,8 @@
 // the server's apps__hashcode by its own. The Go client (client/), the
 // remote-region fetchers (regions/) and the simulated clients (through
 // client/) keep theirs in it.
+// copyview.go holds CopyView, a copy as served at one moment (apps,
+// counts, a version, the changes in the retention): what regions/ publishes
+// per remote region and the Eureka API merges, so neither imports the
+// other.
 package wire

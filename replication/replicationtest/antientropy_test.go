@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/replication/replicationtest"
 )
@@ -316,7 +317,7 @@ func TestAntiEntropy_largeAppNarrowsToBuckets(t *testing.T) {
 	if !c.InSync() {
 		t.Fatal("not in sync before the cut")
 	}
-	whole, err := json.Marshal(replication.DigestReply{Entries: map[string][]replication.Entry{"BIG": entriesOf(c.Node("a").Reg, "BIG")}})
+	whole, err := json.Marshal(wire.DigestReply{Entries: map[string][]wire.DigestEntry{"BIG": entriesOf(c.Node("a").Reg, "BIG")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,10 +348,10 @@ func TestAntiEntropy_largeAppNarrowsToBuckets(t *testing.T) {
 	mustHave(t, c, key("BIG", "i-5"), false)
 }
 
-func entriesOf(r *registry.Registry, app string) []replication.Entry {
-	var out []replication.Entry
+func entriesOf(r *registry.Registry, app string) []wire.DigestEntry {
+	var out []wire.DigestEntry
 	for _, e := range r.AppEntries(app, nil) {
-		out = append(out, replication.Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone})
+		out = append(out, wire.DigestEntry{ID: e.ID, Version: e.Version, Digest: e.Digest, Live: e.Live, Tombstone: e.Tombstone})
 	}
 	return out
 }
@@ -360,7 +361,7 @@ func entriesOf(r *registry.Registry, app string) []replication.Entry {
 // without them.
 type oldPeer struct{ replication.Transport }
 
-func (o oldPeer) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+func (o oldPeer) Digest(ctx context.Context, p replication.Peer, req wire.DigestRequest) (wire.DigestReply, error) {
 	req.Buckets, req.Only = nil, nil
 	reply, err := o.Transport.Digest(ctx, p, req)
 	reply.Sizes, reply.BucketDigests = nil, nil
@@ -403,7 +404,7 @@ type countingPeer struct {
 	most *int
 }
 
-func (cp countingPeer) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+func (cp countingPeer) Digest(ctx context.Context, p replication.Peer, req wire.DigestRequest) (wire.DigestReply, error) {
 	reply, err := cp.Transport.Digest(ctx, p, req)
 	n := 0
 	for _, es := range reply.Entries {
@@ -511,7 +512,7 @@ func TestAntiEntropy_tooLargeCopiesAnswerIsSplit(t *testing.T) {
 // inflatedSizes is a peer that reports absurd app sizes.
 type inflatedSizes struct{ replication.Transport }
 
-func (s inflatedSizes) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+func (s inflatedSizes) Digest(ctx context.Context, p replication.Peer, req wire.DigestRequest) (wire.DigestReply, error) {
 	reply, err := s.Transport.Digest(ctx, p, req)
 	for app := range reply.AppDigests {
 		if reply.Sizes == nil {

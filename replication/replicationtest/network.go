@@ -12,6 +12,7 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -328,7 +329,7 @@ func (l *link) Send(ctx context.Context, p replication.Peer, b replication.Batch
 		return replication.BatchResult{}, &replication.StatusError{Code: 502}
 	}
 	if len(res.Items) == len(order) {
-		items := make([]replication.ItemResult, len(order))
+		items := make([]wire.ItemResult, len(order))
 		for i, j := range order {
 			items[j] = res.Items[i]
 		}
@@ -395,23 +396,23 @@ func (l *link) antiEntropy(ctx context.Context, p replication.Peer) (*registry.R
 }
 
 // Digest implements replication.Transport, through the wire encoding.
-func (l *link) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+func (l *link) Digest(ctx context.Context, p replication.Peer, req wire.DigestRequest) (wire.DigestReply, error) {
 	reg, err := l.antiEntropy(ctx, p)
 	if err != nil {
-		return replication.DigestReply{}, err
+		return wire.DigestReply{}, err
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return replication.DigestReply{}, err
+		return wire.DigestReply{}, err
 	}
 	resp, err := replication.AnswerDigest(reg, body)
 	if err != nil {
-		return replication.DigestReply{}, &replication.StatusError{Code: 400}
+		return wire.DigestReply{}, &replication.StatusError{Code: 400}
 	}
 	l.net.count(func(s *NetworkStats) { s.AntiEntropyBytes += uint64(len(body) + len(resp)) })
-	var reply replication.DigestReply
+	var reply wire.DigestReply
 	if err := json.Unmarshal(resp, &reply); err != nil {
-		return replication.DigestReply{}, err
+		return wire.DigestReply{}, err
 	}
 	return reply, nil
 }

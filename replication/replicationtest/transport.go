@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -41,7 +42,7 @@ type Transport struct {
 	// RespondDigest and RespondCopies answer the anti-entropy calls for a reachable peer;
 	// nil answers replication.ErrNoAntiEntropy (a peer that does not serve
 	// it). Set them before the first call.
-	RespondDigest func(context.Context, replication.Peer, replication.DigestRequest) (replication.DigestReply, error)
+	RespondDigest func(context.Context, replication.Peer, wire.DigestRequest) (wire.DigestReply, error)
 	RespondCopies func(context.Context, replication.Peer, []registry.InstanceKey) ([]registry.VersionedCopy, error)
 
 	sent chan Sent
@@ -101,14 +102,14 @@ func (t *Transport) FetchRegistry(ctx context.Context, p replication.Peer) ([]*r
 }
 
 // Digest implements replication.Transport.
-func (t *Transport) Digest(ctx context.Context, p replication.Peer, req replication.DigestRequest) (replication.DigestReply, error) {
+func (t *Transport) Digest(ctx context.Context, p replication.Peer, req wire.DigestRequest) (wire.DigestReply, error) {
 	switch {
 	case ctx.Err() != nil:
-		return replication.DigestReply{}, ctx.Err()
+		return wire.DigestReply{}, ctx.Err()
 	case !t.reachable(p.Name):
-		return replication.DigestReply{}, ErrUnreachable
+		return wire.DigestReply{}, ErrUnreachable
 	case t.RespondDigest == nil:
-		return replication.DigestReply{}, replication.ErrNoAntiEntropy
+		return wire.DigestReply{}, replication.ErrNoAntiEntropy
 	}
 	return t.RespondDigest(ctx, p, req)
 }
@@ -183,7 +184,7 @@ func (t *Transport) reachable(name string) bool {
 
 // OK answers 200 for every task of b.
 func OK(b replication.Batch) replication.BatchResult {
-	items := make([]replication.ItemResult, len(b.Tasks))
+	items := make([]wire.ItemResult, len(b.Tasks))
 	for i := range items {
 		items[i].StatusCode = 200
 	}
