@@ -325,3 +325,58 @@ func healthDigest(h *HealthMark) uint64 {
 	d.str(h.By)
 	return uint64(d)
 }
+
+// laterThan is what of p was written after a cancel at version v: the
+// override piece and metadata writes newer than it (a mark is probed
+// again), nil when nothing is. They wait in the cancel's tombstone for a
+// registration newer than the cancel, whose instance they belong to: a
+// write made after the cancel is not undone by it.
+func laterThan(p *Pieces, v uint64) *Pieces {
+	if p == nil {
+		return nil
+	}
+	var out Pieces
+	out.Override = StatusUnknown
+	if p.OverrideVersion > v {
+		out.Override, out.OverrideValue, out.OverrideVersion = p.Override, p.OverrideValue, p.OverrideVersion
+	}
+	for _, w := range p.Overlay {
+		if w.Version > v {
+			out.Overlay = append(out.Overlay, w)
+		}
+	}
+	if out.OverrideVersion == 0 && len(out.Overlay) == 0 {
+		return nil
+	}
+	return &out
+}
+
+// mergeLater merges two sets of pieces kept in a tombstone.
+func mergeLater(a, b Pieces) Pieces {
+	out := a
+	if overrideBeats(&b, &a) {
+		out.Override, out.OverrideValue, out.OverrideVersion = b.Override, b.OverrideValue, b.OverrideVersion
+	}
+	out.Overlay = mergeOverlay(a.Overlay, b.Overlay)
+	return out
+}
+
+// withLater is p, the pieces of a registration made after a cancel at
+// version since, with the pieces written after that cancel (a tombstone's
+// later) merged in.
+func withLater(p Pieces, reg Metadata, later *Pieces, since uint64) Pieces {
+	p.Since = max(p.Since, since)
+	if later == nil {
+		return p
+	}
+	if overrideBeats(later, &p) {
+		p.Override, p.OverrideValue, p.OverrideVersion = later.Override, later.OverrideValue, later.OverrideVersion
+	}
+	if len(later.Overlay) > 0 {
+		if len(p.Overlay) == 0 {
+			p.RegMetadata = reg
+		}
+		p.Overlay = mergeOverlay(p.Overlay, later.Overlay)
+	}
+	return p
+}

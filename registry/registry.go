@@ -422,8 +422,9 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 	}
 	if t, gone := r.tombs.get(key); gone && l == nil {
 		// Registered again after a cancel: a copy written before it
-		// elsewhere must not bring back what the cancel removed.
-		p.Since = max(p.Since, t.version)
+		// elsewhere must not bring back what the cancel removed, and
+		// what was written after it is this registration's.
+		p = withLater(p, in.Metadata, t.later, t.version)
 	}
 	setPieces(in, p)
 	in.ActionType = ActionAdded
@@ -512,6 +513,11 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now 
 		return nil, nil
 	}
 	if t, gone := r.tombs.get(key); gone && t.version >= in.WriteVersion {
+		// Cancelled after this registration; pieces written after the
+		// cancel on a copy that had not heard of it wait for the next.
+		if in.Pieces != nil {
+			r.tombs.keepLater(key, *in.Pieces)
+		}
 		return nil, nil
 	}
 	l := r.lookupLocked(key.App, key.ID)
@@ -539,8 +545,8 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now 
 			renewedAt = op.RenewedAt
 		}
 		p := in.pieces()
-		if t, gone := r.tombs.get(key); gone {
-			p.Since = max(p.Since, t.version) // registered again after that cancel
+		if t, gone := r.tombs.get(key); gone { // registered again after that cancel
+			p = withLater(p, p.regMetadata(in), t.later, t.version)
 		}
 		setPieces(in, p)
 	}
@@ -766,6 +772,9 @@ func (r *Registry) cancelLocked(op Op, key InstanceKey, now time.Time) (*Instanc
 	}
 	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
 	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
+	if l.inst.Pieces != nil {
+		r.tombs.keepLater(key, *l.inst.Pieces) // written after the cancel elsewhere
+	}
 	r.cancels.Add(1)
 	return removed, nil
 }

@@ -26,6 +26,10 @@ type tombstone struct {
 	// made is when this node stored it: it may go once every peer has
 	// been seen in sync after it (the hold, SetTombstoneHold).
 	made time.Time
+	// later are the pieces written after the cancel (an override, metadata
+	// writes) on a copy that had not heard of it: they belong to the next
+	// registration, if one comes (pieces.go); nil for none.
+	later *Pieces
 }
 
 type tombKey struct {
@@ -62,10 +66,12 @@ func (t *tombstones) get(k InstanceKey) (tombstone, bool) {
 }
 
 func (t *tombstones) put(k InstanceKey, version uint64, expires, made time.Time, max int) {
+	var later *Pieces
 	if old, ok := t.get(k); ok {
 		if old.version >= version {
 			return
 		}
+		later = old.later
 	} else {
 		t.n++
 	}
@@ -77,7 +83,7 @@ func (t *tombstones) put(k InstanceKey, version uint64, expires, made time.Time,
 		byID = map[string]tombstone{}
 		t.byApp[k.App] = byID
 	}
-	byID[k.ID] = tombstone{version: version, expires: expires, made: made}
+	byID[k.ID] = tombstone{version: version, expires: expires, made: made, later: laterThan(later, version)}
 	t.push(tombKey{k, version, expires})
 	for t.n > max && t.popFirst(time.Time{}, true, nil) {
 		t.dropped++
@@ -85,6 +91,19 @@ func (t *tombstones) put(k InstanceKey, version uint64, expires, made time.Time,
 	if len(t.byExpiry) > 2*t.n+1024 {
 		t.rebuild()
 	}
+}
+
+// keepLater adds to k's tombstone the pieces of p written after its cancel.
+func (t *tombstones) keepLater(k InstanceKey, p Pieces) {
+	ts, ok := t.get(k)
+	if !ok {
+		return
+	}
+	if ts.later != nil {
+		p = mergeLater(*ts.later, p)
+	}
+	ts.later = laterThan(&p, ts.version)
+	t.byApp[k.App][k.ID] = ts
 }
 
 func (t *tombstones) remove(k InstanceKey) {

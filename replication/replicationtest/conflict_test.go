@@ -260,3 +260,21 @@ func TestConflict_cancelEndsTheOverrideOfTheOldIncarnation(t *testing.T) {
 	heal(t, c)
 	statusEverywhere(t, c, k, registry.StatusUp, registry.StatusUnknown)
 }
+
+// An override written after a cancel, on a copy that had not heard of it
+// (a split), is a later write: the cancel does not undo it. The instance
+// stays cancelled (the override brings nothing back), and when its client
+// registers again the override holds for the new registration, as the
+// last acknowledged word on the override.
+func TestConflict_overrideAfterACancelOnTheOtherSide(t *testing.T) {
+	c, k := splitCluster(t, 23)
+	c.MustApply("n1", registry.CancelOp(k.App, k.ID))
+	c.Advance(time.Second, time.Second)
+	c.MustApply("n2", registry.StatusOp(k.App, k.ID, registry.StatusOutOfService))
+	heal(t, c)
+	mustHave(t, c, k, false)
+	c.MustApply("n3", register(k.App, k.ID)) // told 404, the client registers again
+	c.Settle(time.Second)
+	converge(t, c, 3)
+	statusEverywhere(t, c, k, registry.StatusOutOfService, registry.StatusOutOfService)
+}
