@@ -14,7 +14,11 @@ import (
 
 // ---- 8. Abuse: what hostile clients cost the node ----
 
-// abuse measures the node under two attacks of issue 10:
+// abuseBench is the abuse scenario (bench --only abuse): its methods share
+// the run's environment, benchEnv, and its helpers.
+type abuseBench struct{ *benchEnv }
+
+// run measures the node under two attacks of issue 10:
 //   - N connections that each declare a 16 MiB body and send one byte: the
 //     RSS they add (nothing is reserved from Content-Length) and how soon
 //     the body deadline closes them;
@@ -27,7 +31,7 @@ import (
 // one, so that the whole fleet fits and every new instance after it is
 // refused (with the limit at the fleet's size, the fleet's last
 // registration was refused with 503).
-func (e *benchEnv) abuse() error {
+func (e abuseBench) run() error {
 	deadline := benchPick(e.smoke, 3*time.Second, time.Second)
 	limit := e.fleetN
 	c, err := e.startChild("abuse-muster", "muster",
@@ -41,7 +45,7 @@ func (e *benchEnv) abuse() error {
 	return e.abuseRefusedFlood(c, limit)
 }
 
-func (e *benchEnv) abuseSlowConnections(c *benchChild, n int, deadline time.Duration) error {
+func (e abuseBench) abuseSlowConnections(c *benchChild, n int, deadline time.Duration) error {
 	before, err := c.mem(true)
 	if err != nil {
 		return err
@@ -100,7 +104,7 @@ func (e *benchEnv) abuseSlowConnections(c *benchChild, n int, deadline time.Dura
 	return nil
 }
 
-func (e *benchEnv) abuseRefusedFlood(c *benchChild, limit int) error {
+func (e abuseBench) abuseRefusedFlood(c *benchChild, limit int) error {
 	if _, err := e.registerFleet(c, 0, limit); err != nil {
 		return err
 	}

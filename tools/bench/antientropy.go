@@ -173,7 +173,7 @@ func benchSetArgs(sets []string) []string {
 
 // startAEPair starts A and B and registers n fleet instances on A, which
 // replicates them to B.
-func (e *benchEnv) startAEPair(n int) (*benchAEPair, error) {
+func (e antiEntropyBench) startAEPair(n int) (*benchAEPair, error) {
 	toB, err := newBenchPeerProxy()
 	if err != nil {
 		return nil, err
@@ -230,7 +230,11 @@ func (pr *benchAEPair) inSync() bool {
 	return errA == nil && errB == nil && ra == rb
 }
 
-func (e *benchEnv) antiEntropy() error {
+// antiEntropyBench is the antientropy scenario (bench --only antientropy): its methods share
+// the run's environment, benchEnv, and its helpers.
+type antiEntropyBench struct{ *benchEnv }
+
+func (e antiEntropyBench) run() error {
 	sizes := []int{e.fleetN, e.bigN}
 	window := 15 * time.Second
 	if e.quick {
@@ -263,7 +267,7 @@ func (e *benchEnv) antiEntropy() error {
 // bursts: windows with rounds alternate with windows of the same length
 // with the link cut (a round that cannot connect costs a refused dial),
 // and the quietest of each kind are compared.
-func (e *benchEnv) aeInSync(pr *benchAEPair, window time.Duration) error {
+func (e antiEntropyBench) aeInSync(pr *benchAEPair, window time.Duration) error {
 	time.Sleep(benchPick(e.smoke, 5*time.Second, time.Second)) // replication idle, the fleet's garbage collected
 	const windows = 3
 	part := window / windows
@@ -323,7 +327,7 @@ func (e *benchEnv) aeInSync(pr *benchAEPair, window time.Duration) error {
 // aeAnswerCPU drives root-only digest requests, as a peer's round opens,
 // at B with the link cut (no rounds of the nodes' own meanwhile): B's CPU
 // per answer, measured over many, stands well above B's idle CPU.
-func (e *benchEnv) aeAnswerCPU(pr *benchAEPair) error {
+func (e antiEntropyBench) aeAnswerCPU(pr *benchAEPair) error {
 	n := benchPick(e.smoke, 20_000, 500)
 	root, err := benchRoot(pr.a)
 	if err != nil {
@@ -351,7 +355,7 @@ func (e *benchEnv) aeAnswerCPU(pr *benchAEPair) error {
 
 // aeConverge cuts the link, makes changes on A alone (registrations,
 // status overrides and cancels), heals, and times until both roots match.
-func (e *benchEnv) aeConverge(pr *benchAEPair, changes int) error {
+func (e antiEntropyBench) aeConverge(pr *benchAEPair, changes int) error {
 	pr.setCut(true)
 	regs, outs := changes*2/5, changes*3/10
 	cancels := changes - regs - outs

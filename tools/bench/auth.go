@@ -17,7 +17,7 @@ import (
 // as a Spring team would configure it: after the first check the node
 // recognises it from its cache, so the ratio is what authentication costs
 // per request.
-func (e *benchEnv) heartbeatAuth(open *benchChild, n int) error {
+func (e heartbeatBench) heartbeatAuth(open *benchChild, n int) error {
 	const user, password = "bench", "bench-password"
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {

@@ -259,44 +259,50 @@ func benchNodeVersion() string {
 	return v
 }
 
+// benchRunScenario runs scenario s: each is a type of its own around the
+// shared benchEnv (abuseBench, fetchBench, ...) whose run method is the
+// scenario.
 func benchRunScenario(e *benchEnv, s string) error {
+	var sc interface{ run() error }
 	switch s {
 	case "heartbeat":
-		return e.heartbeat()
+		sc = heartbeatBench{e}
 	case "fetch":
-		return e.fetch()
+		sc = fetchBench{e}
 	case "delta":
-		return e.delta()
+		sc = deltaBench{e}
 	case "registration":
-		return e.registration()
+		sc = registrationBench{e}
 	case "propagation":
-		return e.propagation()
+		sc = propagationBench{e}
 	case "antientropy":
-		return e.antiEntropy()
+		sc = antiEntropyBench{e}
 	case "watch":
-		return e.watch()
+		sc = watchBench{e}
 	case "memory":
-		return e.memory()
+		sc = memoryBench{e}
 	case "abuse":
-		return e.abuse()
+		sc = abuseBench{e}
 	case "micro":
-		return e.micro()
+		sc = microBench{e}
 	case "dns":
-		return e.dns()
+		sc = dnsBench{e}
 	case "xds":
-		return e.xds()
+		sc = xdsBench{e}
 	case "healthcheck":
-		return e.healthCheck()
+		sc = healthCheckBench{e}
 	case "dashboard":
-		return e.dashboard()
+		sc = dashboardBench{e}
 	case "million":
-		return e.million()
+		sc = millionBench{e}
 	case "replcpu":
-		return e.replCPU()
+		sc = replCPUBench{e}
 	case "java":
-		return e.java()
+		sc = javaBench{e}
+	default:
+		return fmt.Errorf("no scenario %q", s)
 	}
-	return fmt.Errorf("no scenario %q", s)
+	return sc.run()
 }
 
 // The scenarios' registry sizes: fleetN (10k) for most, bigN (100k) for
@@ -332,7 +338,9 @@ func benchFailedRows(rows []benchRow) error {
 	return fmt.Errorf("%s", strings.Join(bad, "; "))
 }
 
-// benchEnv is one bench run: its knobs, its child processes and its rows.
+// benchEnv is one bench run: its knobs, its child processes and its rows,
+// and the helpers every scenario uses (children, load, comparisons, rows).
+// A scenario is a type of its own that embeds it (benchRunScenario).
 type benchEnv struct {
 	ctx        context.Context
 	quick      bool // also set by smoke

@@ -137,8 +137,8 @@ func TestProcCPUAndRSS_readAProcess(t *testing.T) {
 func TestBenchJava_skipsWithoutJava(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	var log bytes.Buffer
-	e := &benchEnv{log: &log}
-	if err := e.java(); err != nil {
+	e := javaBench{&benchEnv{log: &log}}
+	if err := e.run(); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.rows) != 1 || e.rows[0].Figure != "skipped" || !strings.Contains(e.rows[0].Note, "no java on PATH") {

@@ -25,7 +25,11 @@ const (
 
 var benchDashboardHeaders = "Accept: text/html\r\nAccept-Encoding: gzip\r\nUser-Agent: muster-bench\r\n"
 
-func (e *benchEnv) dashboard() error {
+// dashboardBench is the dashboard scenario (bench --only dashboard): its methods share
+// the run's environment, benchEnv, and its helpers.
+type dashboardBench struct{ *benchEnv }
+
+func (e dashboardBench) run() error {
 	mu, _, err := e.bigNode()
 	if err != nil {
 		return err

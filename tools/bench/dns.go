@@ -310,7 +310,11 @@ func dnsLoad(ctx context.Context, addr string, d time.Duration, next func(rng *r
 	return res, dialErr
 }
 
-func (e *benchEnv) dns() error {
+// dnsBench is the dns scenario (bench --only dns): its methods share
+// the run's environment, benchEnv, and its helpers.
+type dnsBench struct{ *benchEnv }
+
+func (e dnsBench) run() error {
 	sizes := []int{e.fleetN, e.bigN}
 	if e.quick {
 		sizes = sizes[:1]
@@ -406,7 +410,7 @@ func (e *benchEnv) dns() error {
 // same rounds as the node's comparison: with no difference at all between
 // the two sides, how far the queries/s and CPU ratios move on this machine
 // (the A/A control of the rows above).
-func (e *benchEnv) dnsControl(bare *benchChild, addrs map[*benchChild]string, labelA, labelSRV string,
+func (e dnsBench) dnsControl(bare *benchChild, addrs map[*benchChild]string, labelA, labelSRV string,
 	compare func(x, y *benchChild, kind int) (benchSide, benchSide, error)) error {
 	addr, err := benchFreeUDPAddr()
 	if err != nil {
@@ -433,7 +437,7 @@ func (e *benchEnv) dnsControl(bare *benchChild, addrs map[*benchChild]string, la
 
 // dnsBigApp registers a 1,000-instance app and measures its whole SRV and
 // A answers over TCP (size and time) and what UDP gets of them.
-func (e *benchEnv) dnsBigApp(mu *benchChild, addr string) error {
+func (e dnsBench) dnsBigApp(mu *benchChild, addr string) error {
 	_, err := e.load(mu, loadgen.Config{Total: benchDNSBigN, Next: func(w int, seq uint64) loadgen.Request {
 		body := fmt.Sprintf(`{"instance":{"instanceId":"big-%d","hostName":"big-%d.internal","app":%q,"ipAddr":"10.200.%d.%d","status":"UP",`+
 			`"port":{"$":8080,"@enabled":"true"},"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+

@@ -92,7 +92,7 @@ func TestBenchSameFleet_comparesOnlyTheSameFleet(t *testing.T) {
 // A side-by-side row of two different fleets has no value, ceiling or
 // ratio, and the table says "not measured" and why.
 func TestBenchAddSideBySide_notMeasuredUnlessTheSameFleet(t *testing.T) {
-	e := &benchEnv{log: io.Discard}
+	e := javaBench{&benchEnv{log: io.Discard}}
 	e.addSideBySide("java", "bytes per full fetch (gzip JSON)", 538_563, 430_000, "B", "", [2]int{10_000, 6_857}, 10_000)
 	e.addSideBySide("java", "bytes per full fetch (gzip XML)", 600_000, 650_000, "B", "n", [2]int{10_000, 10_000}, 10_000)
 	if len(e.rows) != 2 {

@@ -76,7 +76,11 @@ func benchHCBody(i int, port int, mode string) []byte {
 		i, i%benchHCApps, port, url, i%benchHCApps)
 }
 
-func (e *benchEnv) healthCheck() error {
+// healthCheckBench is the healthcheck scenario (bench --only healthcheck): its methods share
+// the run's environment, benchEnv, and its helpers.
+type healthCheckBench struct{ *benchEnv }
+
+func (e healthCheckBench) run() error {
 	for _, mode := range []string{"http", "tcp"} {
 		if err := e.healthCheckMode(mode); err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
@@ -86,7 +90,7 @@ func (e *benchEnv) healthCheck() error {
 }
 
 // healthCheckMode measures one mode (http or tcp).
-func (e *benchEnv) healthCheckMode(mode string) error {
+func (e healthCheckBench) healthCheckMode(mode string) error {
 	interval, rounds := 10*time.Second, 3
 	if e.quick {
 		interval, rounds = 2*time.Second, 2

@@ -63,7 +63,7 @@ func benchSameFleet(held [2]int, fleet int) (bool, string) {
 
 // addSideBySide adds a compared row when both sides held the same fleet,
 // and a row that says it was not measured, and why, when they did not.
-func (e *benchEnv) addSideBySide(scenario, figure string, muster, spring float64, unit, note string, held [2]int, fleet int) {
+func (e javaBench) addSideBySide(scenario, figure string, muster, spring float64, unit, note string, held [2]int, fleet int) {
 	if ok, why := benchSameFleet(held, fleet); !ok {
 		e.add(benchRow{Scenario: scenario, Figure: figure, NotMeasured: true, Unit: unit, Note: why})
 		return
@@ -96,7 +96,7 @@ func benchSpringJar(log io.Writer) (string, error) {
 
 // startJava starts a Spring Eureka server on a free port and waits until
 // GET /eureka/apps answers.
-func (e *benchEnv) startJava(jar, name string, props ...string) (*benchChild, error) {
+func (e javaBench) startJava(jar, name string, props ...string) (*benchChild, error) {
 	port, err := benchFreePort()
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func benchFreePort() (int, error) {
 // startJavaAt is startJava on a given port with the given JVM options.
 // props are Spring properties (--key=value) after the defaults of the
 // app's application.properties (standalone, no self-registration).
-func (e *benchEnv) startJavaAt(jar, name string, port int, jvm []string, props ...string) (*benchChild, error) {
+func (e javaBench) startJavaAt(jar, name string, port int, jvm []string, props ...string) (*benchChild, error) {
 	args := append([]string{"-Djava.io.tmpdir=" + e.tmpDir}, jvm...)
 	args = append(args, "-jar", jar,
 		"--server.port="+strconv.Itoa(port), "--server.address=127.0.0.1",
@@ -249,7 +249,7 @@ func javaVisibility(ctx context.Context, c *benchChild, i int) (d time.Duration,
 
 // javaChurn changes 1 % of the fleet's statuses a second on c (DOWN and
 // back UP, alternately) until the returned func is called.
-func (e *benchEnv) javaChurn(c *benchChild, n int) func() {
+func (e javaBench) javaChurn(c *benchChild, n int) func() {
 	f := benchFleetOf(n)
 	var mu sync.Mutex
 	flips := make([]bool, n)
@@ -276,7 +276,11 @@ func (e *benchEnv) javaChurn(c *benchChild, n int) func() {
 	return func() { cancel(); <-done }
 }
 
-func (e *benchEnv) java() error {
+// javaBench is the java scenario (bench --only java): its methods share
+// the run's environment, benchEnv, and its helpers.
+type javaBench struct{ *benchEnv }
+
+func (e javaBench) run() error {
 	const sc = "java"
 	jar, err := benchSpringJar(e.log)
 	var unavailable *interoptest.Unavailable
@@ -529,7 +533,7 @@ func (e *benchEnv) java() error {
 // javaPropagation times a registration on one server until the other
 // answers it (GET /apps/APP/ID, which neither caches): two Spring servers
 // as each other's static peers against two clustered Muster nodes.
-func (e *benchEnv) javaPropagation(jar string) error {
+func (e javaBench) javaPropagation(jar string) error {
 	const sc = "java"
 	samples := 20
 	if e.quick {

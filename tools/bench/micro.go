@@ -22,10 +22,14 @@ import (
 
 var benchTestingInit sync.Once
 
-// micro runs Go benchmarks of the hot paths in this process with
+// microBench is the micro scenario (bench --only micro): its methods share
+// the run's environment, benchEnv, and its helpers.
+type microBench struct{ *benchEnv }
+
+// run runs Go benchmarks of the hot paths in this process with
 // testing.Benchmark: the registry calls, the payload rebuild stages, and
 // the HTTP handlers without the network.
-func (e *benchEnv) micro() error {
+func (e microBench) run() error {
 	benchTestingInit.Do(testing.Init)
 	benchtime := "1s"
 	if e.quick {

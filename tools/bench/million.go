@@ -90,7 +90,11 @@ func (e *benchEnv) alternate(runs []benchRun) ([]benchSide, error) {
 	return sides, nil
 }
 
-func (e *benchEnv) million() error {
+// millionBench is the million scenario (bench --only million): its methods share
+// the run's environment, benchEnv, and its helpers.
+type millionBench struct{ *benchEnv }
+
+func (e millionBench) run() error {
 	n := e.millionN
 	label := benchMillionLabel(n)
 	const sc = "million"
@@ -161,7 +165,7 @@ type benchGCCycle struct {
 // the gzip JSON full payload cached (the figure with a target, as at 100k),
 // then with the gzip XML one too; and what one full collection of that heap
 // costs.
-func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, label string) (benchGCCycle, error) {
+func (e millionBench) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, label string) (benchGCCycle, error) {
 	const sc = "million"
 	per := func(v, base uint64) float64 { return (float64(v) - float64(base)) / float64(n) }
 	if _, err := mu.ctl("GET", "/snapshot", nil); err != nil {
@@ -224,7 +228,7 @@ func (e *benchEnv) millionMemory(mu *benchChild, empty proccontrol.Mem, n int, l
 // millionFirstFetch times the first full GET after one status change, JSON
 // and XML, from the client: it includes sending the whole response, which
 // the same GET unchanged costs too.
-func (e *benchEnv) millionFirstFetch(mu *benchChild, label string) error {
+func (e millionBench) millionFirstFetch(mu *benchChild, label string) error {
 	const sc = "million"
 	reps := 5
 	if e.quick {
@@ -270,7 +274,7 @@ func (e *benchEnv) millionFirstFetch(mu *benchChild, label string) error {
 
 // millionHeartbeat drives heartbeats over all the instances of the big
 // node, a 10k node and the ceiling in the same rounds.
-func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle benchGCCycle, settled time.Time) error {
+func (e millionBench) millionHeartbeat(mu *benchChild, n int, label string, cycle benchGCCycle, settled time.Time) error {
 	const sc = "million"
 	small := e.fleetN
 	bare, err := e.startChild("million-bare", "bare")
@@ -401,7 +405,7 @@ func (e *benchEnv) millionHeartbeat(mu *benchChild, n int, label string, cycle b
 // natural cycle, and reporting the cycle's cost per renewal beside the
 // rounds, shows the steady state rather than the aftermath of the
 // measurement.
-func (e *benchEnv) millionWarm(mu *benchChild, cfg loadgen.Config, settled time.Time) (string, error) {
+func (e millionBench) millionWarm(mu *benchChild, cfg loadgen.Config, settled time.Time) (string, error) {
 	most := benchPick(e.smoke, 7*time.Minute, 3*time.Second)
 	t0 := time.Now()
 	var renewals, sinceSettled uint64
@@ -447,7 +451,7 @@ func (e *benchEnv) millionWarm(mu *benchChild, cfg loadgen.Config, settled time.
 // millionSync starts a second node whose static peer is the big one: it
 // copies the registry through syncUp before it opens, as a node joining a
 // cluster does.
-func (e *benchEnv) millionSync(mu *benchChild, n int, label string) error {
+func (e millionBench) millionSync(mu *benchChild, n int, label string) error {
 	const sc = "million"
 	src, err := mu.status()
 	if err != nil {

@@ -55,14 +55,18 @@ func benchHeartbeatBatches(n int) ([][]byte, error) {
 	return bodies, nil
 }
 
-func (e *benchEnv) replCPU() error {
+// replCPUBench is the replcpu scenario (bench --only replcpu): its methods share
+// the run's environment, benchEnv, and its helpers.
+type replCPUBench struct{ *benchEnv }
+
+func (e replCPUBench) run() error {
 	if err := e.replReceiver(); err != nil {
 		return err
 	}
 	return e.replCluster()
 }
 
-func (e *benchEnv) replReceiver() error {
+func (e replCPUBench) replReceiver() error {
 	const sc = "replcpu"
 	r, err := e.startChild("replcpu-receiver", "muster")
 	if err != nil {
@@ -153,7 +157,7 @@ func (e *benchEnv) waitInstances(nodes []*benchChild, n int) error {
 	})
 }
 
-func (e *benchEnv) replCluster() error {
+func (e replCPUBench) replCluster() error {
 	const sc = "replcpu"
 	nodes, err := e.startCluster("replcpu")
 	if err != nil {
@@ -287,7 +291,7 @@ func (e *benchEnv) replCluster() error {
 
 // loadSpread runs cfg against every node at once, each with its share of
 // the connections (and so of the rate), and merges the results.
-func (e *benchEnv) loadSpread(nodes []*benchChild, cfg loadgen.Config) (loadgen.Result, error) {
+func (e replCPUBench) loadSpread(nodes []*benchChild, cfg loadgen.Config) (loadgen.Result, error) {
 	results := make([]loadgen.Result, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup

@@ -219,7 +219,11 @@ func (e *benchEnv) profileDuring(c *benchChild, name string, cfg loadgen.Config)
 
 // ---- 1. Heartbeats ----
 
-func (e *benchEnv) heartbeat() error {
+// heartbeatBench is the heartbeat scenario (bench --only heartbeat): its methods share
+// the run's environment, benchEnv, and its helpers.
+type heartbeatBench struct{ *benchEnv }
+
+func (e heartbeatBench) run() error {
 	n := e.fleetN
 	mu, err := e.startChild("heartbeat-muster", "muster")
 	if err != nil {
@@ -313,7 +317,11 @@ func (e *benchEnv) bigNode() (*benchChild, proccontrol.Mem, error) {
 	return c, empty, nil
 }
 
-func (e *benchEnv) fetch() error {
+// fetchBench is the fetch scenario (bench --only fetch): its methods share
+// the run's environment, benchEnv, and its helpers.
+type fetchBench struct{ *benchEnv }
+
+func (e fetchBench) run() error {
 	bare, err := e.startChild("fetch-bare", "bare")
 	if err != nil {
 		return err
@@ -326,7 +334,7 @@ func (e *benchEnv) fetch() error {
 	return nil
 }
 
-func (e *benchEnv) fetchAt(bare *benchChild, n int) error {
+func (e fetchBench) fetchAt(bare *benchChild, n int) error {
 	label := benchSize(n)
 	var mu *benchChild
 	var err error
@@ -517,7 +525,11 @@ func benchToggle(c *benchChild, k int) error {
 
 // ---- 3. Delta under churn ----
 
-func (e *benchEnv) delta() error {
+// deltaBench is the delta scenario (bench --only delta): its methods share
+// the run's environment, benchEnv, and its helpers.
+type deltaBench struct{ *benchEnv }
+
+func (e deltaBench) run() error {
 	n := e.fleetN
 	mu, err := e.startChild("delta-muster", "muster")
 	if err != nil {
@@ -627,7 +639,11 @@ func benchMix(x uint64) uint64 {
 
 // ---- 4. Registration from cold ----
 
-func (e *benchEnv) registration() error {
+// registrationBench is the registration scenario (bench --only registration): its methods share
+// the run's environment, benchEnv, and its helpers.
+type registrationBench struct{ *benchEnv }
+
+func (e registrationBench) run() error {
 	n := e.fleetN
 	var m, b benchSide
 	benchFleetOf(n)
@@ -675,7 +691,11 @@ func (e *benchEnv) registration() error {
 
 // ---- 5. Propagation ----
 
-func (e *benchEnv) propagation() error {
+// propagationBench is the propagation scenario (bench --only propagation): its methods share
+// the run's environment, benchEnv, and its helpers.
+type propagationBench struct{ *benchEnv }
+
+func (e propagationBench) run() error {
 	n := e.fleetN   // registered on A, heartbeated in the loaded phase
 	const base = 50 // instances whose status the bench toggles
 	nodes, err := e.startCluster("prop")
@@ -746,7 +766,7 @@ func (e *benchEnv) propagation() error {
 	return nil
 }
 
-func (e *benchEnv) addPropagation(phase string, r benchPropagation, want int, target time.Duration) {
+func (e propagationBench) addPropagation(phase string, r benchPropagation, want int, target time.Duration) {
 	h := r.visible
 	p99 := h.Quantile(0.99)
 	note := fmt.Sprintf("%d changes (registers and status changes alternating)", h.Count())
@@ -881,7 +901,11 @@ func benchWait(ctx context.Context, timeout time.Duration, what string, cond fun
 
 // ---- 6. Memory ----
 
-func (e *benchEnv) memory() error {
+// memoryBench is the memory scenario (bench --only memory): its methods share
+// the run's environment, benchEnv, and its helpers.
+type memoryBench struct{ *benchEnv }
+
+func (e memoryBench) run() error {
 	c, empty, err := e.bigNode()
 	if err != nil {
 		return err

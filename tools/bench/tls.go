@@ -19,7 +19,7 @@ import (
 // run with the same requests. Each load connection does one handshake
 // before the clock starts and is then kept alive, as Eureka clients keep
 // theirs, so the ratio is what encryption costs per request.
-func (e *benchEnv) heartbeatTLS(open *benchChild, n int) error {
+func (e heartbeatBench) heartbeatTLS(open *benchChild, n int) error {
 	dir := filepath.Join(e.tmpDir, "tls")
 	clientTLS, sets, err := benchCerts(dir)
 	if err != nil {

@@ -33,7 +33,11 @@ const (
 	benchHotApp     = "HOT"
 )
 
-func (e *benchEnv) watch() error {
+// watchBench is the watch scenario (bench --only watch): its methods share
+// the run's environment, benchEnv, and its helpers.
+type watchBench struct{ *benchEnv }
+
+func (e watchBench) run() error {
 	a, err := e.startChild("watch-a", "muster", "--cluster")
 	if err != nil {
 		return err
@@ -199,7 +203,7 @@ type benchWatchResult struct {
 	elapsed  time.Duration
 }
 
-func (e *benchEnv) addWatchPropagation(phase string, r benchWatchResult, target time.Duration) {
+func (e watchBench) addWatchPropagation(phase string, r benchWatchResult, target time.Duration) {
 	h := r.visible
 	p99 := h.Quantile(0.99)
 	note := fmt.Sprintf("%d changes (registers and cancels alternating), write to A → client.Watch on B delivers", h.Count())

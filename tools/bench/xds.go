@@ -86,7 +86,11 @@ type xdsRun struct {
 	changes, stream int
 }
 
-func (e *benchEnv) xds() error {
+// xdsBench is the xds scenario (bench --only xds): its methods share
+// the run's environment, benchEnv, and its helpers.
+type xdsBench struct{ *benchEnv }
+
+func (e xdsBench) run() error {
 	sizes, changes := []int{100, 1000}, 50
 	if e.quick {
 		sizes, changes = []int{100}, 10
@@ -214,7 +218,7 @@ func (s *xdsSide) record(k int, t time.Time) {
 // xdsRuns connects clients streams to every target (measuring their
 // memory at the node and the control if mem), times changes registrations
 // per target, interleaved, and closes the streams.
-func (e *benchEnv) xdsRuns(targets []*xdsTarget, clients, changes int, mem bool) ([]xdsRun, error) {
+func (e xdsBench) xdsRuns(targets []*xdsTarget, clients, changes int, mem bool) ([]xdsRun, error) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	sides := make([]*xdsSide, len(targets))
@@ -294,7 +298,7 @@ func (e *benchEnv) xdsRuns(targets []*xdsTarget, clients, changes int, mem bool)
 
 // xdsConnect connects clients streams to s's target and measures their
 // memory if mem.
-func (e *benchEnv) xdsConnect(ctx context.Context, s *xdsSide, clients, changes int, mem bool) error {
+func (e xdsBench) xdsConnect(ctx context.Context, s *xdsSide, clients, changes int, mem bool) error {
 	t := s.t
 	// Two halves subscribed alike: the first warms what every stream
 	// shares (assignments marshalled per zone), the second's cost is the
@@ -357,7 +361,7 @@ func (e *benchEnv) xdsConnect(ctx context.Context, s *xdsSide, clients, changes 
 
 // xdsChange registers probe k at s's target and waits until all its
 // clients streams have it.
-func (e *benchEnv) xdsChange(s *xdsSide, k, clients int) error {
+func (e xdsBench) xdsChange(s *xdsSide, k, clients int) error {
 	t := s.t
 	start := time.Now()
 	if err := e.xdsRegisterProbe(t.child, t.probes); err != nil {
@@ -392,7 +396,7 @@ func benchSelfCPU() time.Duration {
 }
 
 // xdsRegisterProbe registers probe instance k (10.250.x.y:8080).
-func (e *benchEnv) xdsRegisterProbe(c *benchChild, k int) error {
+func (e xdsBench) xdsRegisterProbe(c *benchChild, k int) error {
 	body := fmt.Appendf(nil, `{"instance":{"instanceId":"probe-%d","hostName":"probe-%d","app":%q,"ipAddr":"10.250.%d.%d","status":"UP",`+
 		`"port":{"$":8080,"@enabled":"true"},"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+
 		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"vipAddress":"xds-probe","metadata":{"zone":"eu-west-1a"}}}`, k, k, benchXDSProbe, k/250, k%250+1)
