@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -99,5 +100,21 @@ func TestDashboard_selfPreservationOffBanners(t *testing.T) {
 	n.clock.Advance(2 * time.Minute)
 	if body := n.do(t, "GET", "/", "").body; !strings.Contains(body, belowOffBanner) {
 		t.Fatal("renewals below threshold with self-preservation off: want the RENEWALS ARE LESSER banner")
+	}
+}
+
+// The remote regions' table shows each region's report: served, or none
+// (never reached or dropped as stale).
+func TestDashboard_remoteRegions(t *testing.T) {
+	n := newTestNode(t, func(_ *registry.Config, c *Config) {
+		c.RemoteRegions = func() []ops.RemoteRegionInfo {
+			return []ops.RemoteRegionInfo{{Name: "b", HasData: true, Apps: 1, Instances: 2}, {Name: "c", Failures: 3, LastError: "down"}}
+		}
+	})
+	r := n.do(t, "GET", "/", "")
+	for _, want := range []string{`<table id="regions">`, "served", "dropped as stale"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("dashboard lacks %q:\n%s", want, r.body)
+		}
 	}
 }

@@ -76,8 +76,11 @@ var allowed = map[string]rule{
 		// audiences that share only the edge, httpkit and ops' types. Never
 		// regions: two consumers of the registry; the API reads the remote
 		// regions through its RemoteRegions, in registry/wire's CopyView.
+		// Its external tests of remote regions (regions_test.go) give the
+		// API a regions.Set fetching other instances of the API, as a node
+		// does: the one arrow to regions, in tests only.
 		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
-		testImports: []string{"internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
+		testImports: []string{"internal/testhttp", "internal/testwait", "regions", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
 	"httpapi/console": {

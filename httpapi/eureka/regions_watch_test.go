@@ -1,4 +1,4 @@
-package node
+package eureka_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -86,7 +87,7 @@ func (s *regionStream) next(t *testing.T) regionEvent {
 // cursors over every source: resuming from one carries on in each, a plain
 // number or a cursor whose remote changes are gone resyncs.
 func TestRegions_watchStreamCarriesRemoteRegions(t *testing.T) {
-	tr := startTwoRegions(t, "eureka.server.remote-region-app-whitelist.b=ORDERS,PAYMENTS")
+	tr := startTwoRegions(t, whitelist("b", "ORDERS", "PAYMENTS"))
 	a, b := tr.a, tr.b
 	register(t, b, "ORDERS", "o1")
 	tr.step(t)
@@ -315,8 +316,7 @@ func utoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // disable-delta-for-remote-regions every fetch is a full one.
 func TestRegions_xmlDeltaSecureVIPAndSlowRemote(t *testing.T) {
 	clock := newManualClock()
-	pb := freeTCPPort(t)
-	b := regionNode(t, "b", pb, clock, nil)
+	b := regionNodeOf(t, "b", clock, nil)
 	hang := make(chan struct{})
 	var slowAsked atomic.Int32
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -331,8 +331,8 @@ func TestRegions_xmlDeltaSecureVIPAndSlowRemote(t *testing.T) {
 	if code := call(t, "POST", "http://"+b.Addr()+"/eureka/apps/ORDERS", body); code != 204 {
 		t.Fatalf("register o1 on b: %d", code)
 	}
-	a := regionNode(t, "a", freeTCPPort(t), clock, map[string]string{"b": slow.URL + "/eureka," + "http://127.0.0.1:" + strconv.Itoa(pb) + "/eureka"},
-		"eureka.server.remote-region-read-timeout-ms=200", "eureka.server.disable-delta-for-remote-regions=true")
+	a := regionNodeOf(t, "a", clock, map[string]string{"b": slow.URL + "/eureka," + b.srv.URL + "/eureka"},
+		func(c *regions.Config) { c.ReadTimeout, c.DisableDelta = 200*time.Millisecond, true })
 	waitFor(t, 10*time.Second, "a fetched b past the silent first URL", func() bool { return a.regions.Views()[0].HasData })
 	if slowAsked.Load() == 0 {
 		t.Fatal("the silent first URL was never asked")
