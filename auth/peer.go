@@ -198,13 +198,6 @@ func (v *PeerVerifier) remember(sig [sha256.Size]byte, ms, nowMs int64) bool {
 	return true
 }
 
-// Remembered is how many signatures the verifier holds.
-func (v *PeerVerifier) Remembered() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.seen)
-}
-
 func first(h http.Header, key string) string {
 	if v := h[key]; len(v) > 0 {
 		return v[0]

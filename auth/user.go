@@ -249,13 +249,6 @@ func (a *Authenticator) Authenticate(name, password string) (*User, Failure) {
 	return u, FailureNone
 }
 
-// BcryptChecks is how many bcrypt comparisons have run.
-func (a *Authenticator) BcryptChecks() int {
-	a.bcryptMu.Lock()
-	defer a.bcryptMu.Unlock()
-	return a.bcryptChecks
-}
-
 func (a *Authenticator) bcryptCompare(hash []byte, password string) error {
 	a.bcryptSlots <- struct{}{}
 	err := bcrypt.CompareHashAndPassword(hash, []byte(password))

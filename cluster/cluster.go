@@ -266,13 +266,6 @@ func (c *Cluster) notify() {
 	}
 }
 
-// Joined reports whether a join attempt has succeeded, or no Join is
-// configured.
-func (c *Cluster) Joined() bool { return c.joined.Load() }
-
-// LocalName is this node's name (Config.NodeName).
-func (c *Cluster) LocalName() string { return c.name }
-
 // Shutdown leaves the cluster gracefully, so peers list this node as
 // "left" rather than "dead". Within timeout it re-advertises this node's
 // metadata with "leaving":true and waits for that update to go out, then

@@ -9,7 +9,6 @@ import (
 // read them without linking the HTTP layer; these names keep the server's
 // code and its users' unchanged.
 type (
-	AdminStatus      = ops.AdminStatus
 	PeerInfo         = ops.PeerInfo
 	XDSClient        = ops.XDSClient
 	Security         = ops.Security

@@ -245,10 +245,6 @@ type Server struct {
 // chart samples) until ctx ends.
 func (s *Server) Run(ctx context.Context) { s.console.Run(ctx) }
 
-// SampleConsole takes one sample for the console's chart at the server's
-// clock; tests call it on a moved clock instead of Run.
-func (s *Server) SampleConsole() { s.console.Sample() }
-
 // New builds the server and its routes, and starts nothing: the watch
 // hub's feed starts with the first watch (StopWatches ends it), the
 // console's samples with Run. Serve HTTPServer() (or Handler()).

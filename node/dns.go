@@ -46,9 +46,9 @@ func (n *Node) dnsConfig() dns.Config {
 	return cfg
 }
 
-// DNSAddr is the address the DNS interface serves (UDP and TCP on one
+// dnsListen is the address the DNS interface serves (UDP and TCP on one
 // port), or "" when muster.dns.enabled is off.
-func (n *Node) DNSAddr() string {
+func (n *Node) dnsListen() string {
 	if n.dnsAddr == nil {
 		return ""
 	}

@@ -93,7 +93,7 @@ frontend web
 backend orders
   balance roundrobin
   server-template orders 6 _orders._tcp.app.muster. resolvers muster resolve-prefer ipv4 init-addr none
-`, sock, n.DNSAddr(), resolveEvery.Milliseconds(), holdObsolete.Milliseconds(), holdObsolete.Milliseconds(), front)
+`, sock, n.dnsListen(), resolveEvery.Milliseconds(), holdObsolete.Milliseconds(), holdObsolete.Milliseconds(), front)
 	cfgFile := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func TestDNS_allowedCIDRsFollowAuth(t *testing.T) {
 		t.Helper()
 		m := new(mdns.Msg)
 		m.SetQuestion(n.name+".node.muster.", mdns.TypeA)
-		r, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, n.DNSAddr())
+		r, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, n.dnsListen())
 		if err != nil {
 			t.Fatalf("%s: %v", n.name, err)
 		}

@@ -113,7 +113,7 @@ func TestNode_healthChecks(t *testing.T) {
 		t.Helper()
 		m := new(mdns.Msg)
 		m.SetQuestion("_svc._tcp.app.muster.", mdns.TypeSRV)
-		r, _, err := (&mdns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(m, n.DNSAddr())
+		r, _, err := (&mdns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(m, n.dnsListen())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -820,9 +820,9 @@ func (n *Node) SyncUp() (took time.Duration, res replication.SyncResult) {
 	return n.syncTook, n.syncResult
 }
 
-// Synced is closed once syncUp is over (it may outlast Opened: a node
+// syncUpDone is closed once syncUp is over (it may outlast Opened: a node
 // with eureka.server.wait-time-in-ms-when-sync-empty 0 opens at once).
-func (n *Node) Synced() <-chan struct{} { return n.synced }
+func (n *Node) syncUpDone() <-chan struct{} { return n.synced }
 
 // Shutdown stops the node gracefully: readiness goes, then the parts stop
 // in the reverse of their start order (newParts): the self-registration

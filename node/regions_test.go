@@ -258,7 +258,7 @@ func TestRegions_nodeServesRemoteRegions(t *testing.T) {
 		t.Helper()
 		m := new(mdns.Msg)
 		m.SetQuestion(name, mdns.TypeSRV)
-		r, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, a.DNSAddr())
+		r, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, a.dnsListen())
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -223,7 +223,7 @@ func TestNode_syncEmptyZero_unreachablePeerServesAtOnce(t *testing.T) {
 		t.Fatalf("register on the peer: %d", code)
 	}
 	select {
-	case <-a.Synced():
+	case <-a.syncUpDone():
 	case <-time.After(20 * time.Second):
 		t.Fatal("background syncUp did not end")
 	}

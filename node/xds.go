@@ -40,17 +40,17 @@ func (n *Node) newXDS() (part, error) {
 		}}, nil
 }
 
-// XDSAddr is the address the xDS server serves, or "" when
+// xdsListen is the address the xDS server serves, or "" when
 // muster.xds.enabled is off.
-func (n *Node) XDSAddr() string {
+func (n *Node) xdsListen() string {
 	if n.xds == nil || n.xds.Addr() == nil {
 		return ""
 	}
 	return n.xds.Addr().String()
 }
 
-// XDSClients lists the xDS streams open on this node (nil when off).
-func (n *Node) XDSClients() []xds.Client {
+// xdsClientList lists the xDS streams open on this node (nil when off).
+func (n *Node) xdsClientList() []xds.Client {
 	if n.xds == nil {
 		return nil
 	}

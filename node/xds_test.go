@@ -49,12 +49,12 @@ func registerOrder(t *testing.T, n *Node, id string, port int, zone string) {
 func TestXDS_nodeServesAndReports(t *testing.T) {
 	n := startTestNode(t, "xds1", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
 	waitOpened(t, n)
-	watch := adsWatch(t, n.XDSAddr(), "orders")
+	watch := adsWatch(t, n.xdsListen(), "orders")
 	registerOrder(t, n, "o-a", 7001, "z1")
 	waitEndpoints(t, watch, "register", "127.0.0.1:7001")
 
-	clients := n.XDSClients()
-	if len(clients) != 1 || clients[0].Node != "ads-"+n.XDSAddr() || !strings.Contains(strings.Join(clients[0].Types, ","), "eds") {
+	clients := n.xdsClientList()
+	if len(clients) != 1 || clients[0].Node != "ads-"+n.xdsListen() || !strings.Contains(strings.Join(clients[0].Types, ","), "eds") {
 		t.Errorf("xDS clients: %+v", clients)
 	}
 	if v := metricValue(t, n, "muster_xds_streams"); v != 1 {
@@ -62,7 +62,7 @@ func TestXDS_nodeServesAndReports(t *testing.T) {
 	}
 	// The dashboard's node page lists the client.
 	code, page, err := httpGet("http://" + n.Addr() + "/")
-	if err != nil || code != 200 || !strings.Contains(page, `id="xds-clients"`) || !strings.Contains(page, "ads-"+n.XDSAddr()) {
+	if err != nil || code != 200 || !strings.Contains(page, `id="xds-clients"`) || !strings.Contains(page, "ads-"+n.xdsListen()) {
 		t.Errorf("dashboard: %d %v, xDS clients section missing", code, err)
 	}
 }
@@ -162,7 +162,7 @@ func TestXDS_threeNodes(t *testing.T) {
 	})
 	var watches []<-chan []string
 	for _, n := range nodes {
-		watches = append(watches, adsWatch(t, n.XDSAddr(), "orders"))
+		watches = append(watches, adsWatch(t, n.xdsListen(), "orders"))
 	}
 	for i, w := range nodes {
 		id := "o-" + strconv.Itoa(i)
@@ -219,22 +219,22 @@ func TestXDS_nodeSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := adsFirst(t, tlsNode.XDSAddr(), credentials.NewTLS(store.ClientConfig("127.0.0.1"))); err != nil {
+	if _, err := adsFirst(t, tlsNode.xdsListen(), credentials.NewTLS(store.ClientConfig("127.0.0.1"))); err != nil {
 		t.Errorf("mutual TLS with the client's certificate: %v", err)
 	}
-	if _, err := adsFirst(t, tlsNode.XDSAddr(), insecure.NewCredentials()); err == nil {
+	if _, err := adsFirst(t, tlsNode.xdsListen(), insecure.NewCredentials()); err == nil {
 		t.Error("plaintext client answered by a TLS node")
 	}
 
 	basic := startTestNode(t, "xauth", "z1", nil, append(securedSets(testSecret), "cluster.enabled=false",
 		"muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")...)
 	waitOpened(t, basic)
-	_, err = adsFirst(t, basic.XDSAddr(), insecure.NewCredentials())
+	_, err = adsFirst(t, basic.xdsListen(), insecure.NewCredentials())
 	if st, _ := grpcstatus.FromError(err); st.Code() != codes.Unauthenticated {
 		t.Errorf("no credentials: %v", err)
 	}
 	creds := "Basic " + base64.StdEncoding.EncodeToString([]byte("writer:"+testWriterPW))
-	if _, err := adsFirst(t, basic.XDSAddr(), insecure.NewCredentials(), "authorization", creds); err != nil {
+	if _, err := adsFirst(t, basic.xdsListen(), insecure.NewCredentials(), "authorization", creds); err != nil {
 		t.Errorf("a user's Basic credentials: %v", err)
 	}
 }
@@ -251,7 +251,7 @@ func TestXDS_servesNothingWhileReadsAreRefused(t *testing.T) {
 	if code := readCode(t, n); code != 403 {
 		t.Fatalf("GET apps %d after a start without peers, want 403", code)
 	}
-	watch := adsWatch(t, n.XDSAddr(), "orders")
+	watch := adsWatch(t, n.xdsListen(), "orders")
 	registerOrder(t, n, "o-1", 7001, "z1")
 	// Nothing published, so every watch is held.
 	if v := n.xds.Version(); v != "" {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/replication"
 )
 
@@ -74,7 +74,7 @@ func TestStatusAndMembers_twoNodes(t *testing.T) {
 	if code := run([]string{"members", "--json", "--url", n2.Addr()}, &out, &errOut); code != 0 {
 		t.Fatalf("members --json: exit %d: %s", code, errOut.String())
 	}
-	var st httpapi.AdminStatus
+	var st ops.AdminStatus
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Node != "beta" || len(st.Peers) != 1 || st.Peers[0].Name != "alpha" {
 		t.Fatalf("members --json: %v %+v", err, st)
 	}
@@ -155,13 +155,13 @@ func TestHumanDuration(t *testing.T) {
 // round's error shows when replication has none.
 func TestMembers_antiEntropyColumn(t *testing.T) {
 	yes, no := true, false
-	st := httpapi.AdminStatus{Node: "a", Peers: []httpapi.PeerInfo{
+	st := ops.AdminStatus{Node: "a", Peers: []ops.PeerInfo{
 		{Name: "b", State: "alive", AntiEntropy: replication.AEInSync, InSync: &yes},
 		{Name: "c", State: "alive", AntiEntropy: replication.AEDivergent, InSync: &no},
 		{Name: "d", State: "static", AntiEntropy: replication.AEUnsupported},
 		{Name: "e", State: "suspect", AntiEntropy: replication.AEFailing, InSync: &no, AntiEntropyError: "digest from e: 403"},
 		{Name: "f", State: "alive", AntiEntropy: replication.AEPending, InSync: &no},
-		{Name: "g", State: "alive", AntiEntropy: httpapi.AntiEntropyOff},
+		{Name: "g", State: "alive", AntiEntropy: ops.AntiEntropyOff},
 		{Name: "h", State: "alive", InSync: &yes}, // an older node: no state
 	}}
 	var out bytes.Buffer
