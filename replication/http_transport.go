@@ -125,7 +125,7 @@ func NewHTTPTransport(cfg HTTPTransportConfig) (*HTTPTransport, error) {
 // NewHTTPTransport may wrap it, so that TLS and plain connections share
 // the connect timeout.
 func PeerDialer(connectTimeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	return &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second, Control: dropUnsentOnClose}
 }
 
 // newPeerPost builds a signed JSON POST to a peer's path: a replication
