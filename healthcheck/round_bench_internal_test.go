@@ -1,0 +1,54 @@
+package healthcheck
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
+)
+
+// BenchmarkRoundBookkeeping is a round's own work at 10k instances, the
+// probes left out (every probe passes at once): the snapshot walk, the
+// ownership, the states carried over, the verdicts and the publishing.
+// ns/instance is what a round adds to each probe beyond the probe itself
+// (BenchmarkProbe); B/op and allocs/op are per round.
+func BenchmarkRoundBookkeeping(b *testing.B) {
+	clk := registrytest.NewClock()
+	rcfg := registry.DefaultConfig()
+	rcfg.Now = clk.Now
+	reg, _ := registry.New(rcfg)
+	const n = 10_000
+	for i := range n {
+		in := registrytest.NewInstance(fmt.Sprintf("APP-%03d", i%200), fmt.Sprintf("i-%d", i))
+		in.IPAddr, in.HostName = "127.0.0.1", "localhost"
+		in.HealthCheckURL = fmt.Sprintf("http://127.0.0.1:%d/actuator/health", 20000+i%16)
+		if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.Apps = true, []string{"*"}
+	cfg.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	cfg.Now = clk.Now
+	chk, err := New(cfg, Options{Registry: reg, Self: "a", Members: func() []string { return []string{"a"} }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chk.probeJobs = func(_ context.Context, jobs []job) {
+		for i := range jobs {
+			jobs[i].ok, jobs[i].result = true, httpResult(200)
+		}
+	}
+	ctx := context.Background()
+	chk.Round(ctx) // the first round parses every target
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := chk.Round(ctx); res.Probed != n {
+			b.Fatalf("probed %d, want %d", res.Probed, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/instance")
+}
