@@ -83,6 +83,8 @@ type state struct {
 	// inst and mode are the stored instance the target was parsed from;
 	// addrRefused says that target.refused is the address rules' (the
 	// target before them is target with no refusal), not the parse's.
+	key         registry.InstanceKey
+	slot        int // its place in its round's slab
 	inst        *registry.Instance
 	mode        Mode
 	addrRefused bool
@@ -266,6 +268,11 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 	states := &c.slabs[c.slab]
 	states.reset()
 	defer states.clearRest()
+	// prev's states are the other slab's, in the order of the snapshot
+	// they were planned from: while the fleet stays the same, instance i
+	// of this snapshot finds its previous state at i there, with no map
+	// lookup (two strings hashed); prev answers the others.
+	prevSlab, hint := &c.slabs[c.slab^1], 0
 	for _, app := range snap.Apps {
 		for i := range app.Instances {
 			in := app.Instances[i].Instance
@@ -294,7 +301,12 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 			// stored instance is immutable: same pointer, same fields);
 			// the address rules run every round, the node's addresses may
 			// have changed.
-			old := prev[key]
+			var old *state
+			if ps := prevSlab.at(hint); ps != nil && ps.key == key {
+				old, hint = ps, hint+1
+			} else if old = prev[key]; old != nil {
+				hint = old.slot + 1
+			}
 			var parsed target
 			if old != nil && old.inst == in && old.mode == m {
 				parsed = old.target
@@ -309,8 +321,9 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 				t.refused = c.checkAddr(t.addr, own)
 			}
 			st := states.alloc()
+			slot := st.slot
 			*st = carryOver(old, t, in.Health, now)
-			st.inst, st.mode, st.addrRefused = in, m, parsed.refused == "" && t.refused != ""
+			st.slot, st.key, st.inst, st.mode, st.addrRefused = slot, key, in, m, parsed.refused == "" && t.refused != ""
 			p.states[key] = st
 			if t.refused != "" {
 				p.refused++
@@ -348,10 +361,18 @@ func (s *stateSlab) alloc() *state {
 	if c == len(s.chunks) {
 		s.chunks = append(s.chunks, make([]state, slabChunk))
 	}
-	s.n++
 	st := &s.chunks[c][i]
-	*st = state{}
+	*st = state{slot: s.n}
+	s.n++
 	return st
+}
+
+// at is the i-th state handed out since the last reset, or nil.
+func (s *stateSlab) at(i int) *state {
+	if i >= s.n {
+		return nil
+	}
+	return &s.chunks[i/slabChunk][i%slabChunk]
 }
 
 // clearRest clears the states the previous use handed out beyond this

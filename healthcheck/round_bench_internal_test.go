@@ -52,3 +52,74 @@ func BenchmarkRoundBookkeeping(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/instance")
 }
+
+// A round finds each instance's previous state whatever changed in the
+// fleet between rounds (an instance gone from the middle, one added, an
+// app added before the others): every streak goes on.
+func TestRound_carriesStatesOverFleetChanges(t *testing.T) {
+	clk := registrytest.NewClock()
+	rcfg := registry.DefaultConfig()
+	rcfg.Now = clk.Now
+	reg, _ := registry.New(rcfg)
+	register := func(app, id string) {
+		in := registrytest.NewInstance(app, id)
+		in.IPAddr, in.HostName = "127.0.0.1", "localhost"
+		in.HealthCheckURL = "http://127.0.0.1:20000/actuator/health"
+		if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		register("APP-B", fmt.Sprintf("i-%d", i))
+	}
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.Apps = true, []string{"*"}
+	cfg.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	cfg.FailuresBeforeDown, cfg.MaxDownPercent = 100, 100 // streaks only grow
+	cfg.Now = clk.Now
+	chk, err := New(cfg, Options{Registry: reg, Self: "a", Members: func() []string { return []string{"a"} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk.probeJobs = func(_ context.Context, jobs []job) {
+		for i := range jobs {
+			jobs[i].ok, jobs[i].result = false, httpResult(503)
+		}
+	}
+	ctx := context.Background()
+	want := map[string]int{}
+	round := func() {
+		t.Helper()
+		chk.Round(ctx)
+		for id := range want {
+			want[id]++
+		}
+		chk.mu.Lock()
+		defer chk.mu.Unlock()
+		if len(chk.states) != len(want) {
+			t.Fatalf("%d states, want %d", len(chk.states), len(want))
+		}
+		for key, st := range chk.states {
+			if id := key.App + "/" + key.ID; st.failures != want[id] || st.key != key {
+				t.Errorf("%s: %d failures (key %v), want %d", id, st.failures, st.key, want[id])
+			}
+		}
+	}
+	for i := range 6 {
+		want[fmt.Sprintf("APP-B/i-%d", i)] = 0
+	}
+	round()
+	round()
+	if _, err := reg.Apply(registry.CancelOp("APP-B", "i-2")); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "APP-B/i-2")
+	round()
+	register("APP-B", "i-25")
+	want["APP-B/i-25"] = 0
+	round()
+	register("APP-A", "i-9")
+	want["APP-A/i-9"] = 0
+	round()
+	round() // and once more with nothing changed
+}
