@@ -261,7 +261,7 @@ type roundPlan struct {
 // plan walks the snapshot: the instances this node probes this round,
 // each with its state carried over from prev, and the marks to lift.
 // It probes and writes nothing.
-func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) bool, own ownAddrs,
+func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey, *registry.Instance) bool, own ownAddrs,
 	prev map[registry.InstanceKey]*state, now time.Time) roundPlan {
 	p := roundPlan{states: make(map[registry.InstanceKey]*state, len(prev)), jobs: c.jobs,
 		eligible: map[string]int{}, markedOthers: map[string]int{}}
@@ -282,7 +282,7 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 			}
 			key := registry.InstanceKey{App: app.Name, ID: in.ID()}
 			m := c.modeOf(in)
-			f, eligible := fateOf(m, in.ClientStatus(), marked, owns(key))
+			f, eligible := fateOf(m, in.ClientStatus(), marked, owns(key, in))
 			if eligible {
 				p.eligible[app.Name]++
 			}
@@ -474,18 +474,45 @@ func (c *Checker) probeAll(ctx context.Context, jobs []job) {
 	wg.Wait()
 }
 
-// ownership returns whether this node probes a key, for this round.
-func (c *Checker) ownership(res *RoundResult) func(registry.InstanceKey) bool {
+// ownership returns whether this node probes a key (the instance in is
+// the key's in the round's snapshot), for this round.
+func (c *Checker) ownership(res *RoundResult) func(registry.InstanceKey, *registry.Instance) bool {
 	if c.opt.Members == nil {
-		live := map[registry.InstanceKey]bool{}
-		for _, in := range c.opt.Registry.ClientLive() {
-			live[registry.InstanceKey{App: in.App, ID: in.ID()}] = true
+		// The instances whose clients talk to this node, found by their
+		// stored pointer (a pointer's hash, not two strings'); an instance
+		// stored anew between ClientLive and the snapshot has another
+		// pointer, and is found by its key (a map built only then).
+		live := c.opt.Registry.ClientLive()
+		ptrs := make(map[*registry.Instance]struct{}, len(live))
+		for _, in := range live {
+			ptrs[in] = struct{}{}
 		}
-		return func(k registry.InstanceKey) bool { return live[k] }
+		var keys map[registry.InstanceKey]bool
+		return func(k registry.InstanceKey, in *registry.Instance) bool {
+			if _, ok := ptrs[in]; ok {
+				return true
+			}
+			if keys == nil {
+				keys = make(map[registry.InstanceKey]bool, len(live))
+				for _, in := range live {
+					keys[registry.InstanceKey{App: in.App, ID: in.ID()}] = true
+				}
+			}
+			return keys[k]
+		}
 	}
 	members := c.opt.Members()
 	res.Members = len(members)
-	return func(k registry.InstanceKey) bool { return Owner(members, k) == c.opt.Self }
+	// The owner is the app's (Owner): computed once for a run of the
+	// same app, as the snapshot lists an app's instances together.
+	var lastApp string
+	var lastOwned, any bool
+	return func(k registry.InstanceKey, _ *registry.Instance) bool {
+		if !any || k.App != lastApp {
+			lastApp, lastOwned, any = k.App, Owner(members, k) == c.opt.Self, true
+		}
+		return lastOwned
+	}
 }
 
 // OwnerOf names the node that probes key as this node sees it: a member

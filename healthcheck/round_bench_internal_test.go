@@ -16,6 +16,14 @@ import (
 // ns/instance is what a round adds to each probe beyond the probe itself
 // (BenchmarkProbe); B/op and allocs/op are per round.
 func BenchmarkRoundBookkeeping(b *testing.B) {
+	b.Run("cluster", func(b *testing.B) { benchRoundBookkeeping(b, func() []string { return []string{"a"} }) })
+	b.Run("clientlive", func(b *testing.B) { benchRoundBookkeeping(b, nil) })
+}
+
+// benchRoundBookkeeping is BenchmarkRoundBookkeeping with the ownership
+// of members (nil: without a cluster, the instances whose clients talk to
+// this node, as the bench's nodes).
+func benchRoundBookkeeping(b *testing.B, members func() []string) {
 	clk := registrytest.NewClock()
 	rcfg := registry.DefaultConfig()
 	rcfg.Now = clk.Now
@@ -33,7 +41,7 @@ func BenchmarkRoundBookkeeping(b *testing.B) {
 	cfg.Enabled, cfg.Apps = true, []string{"*"}
 	cfg.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	cfg.Now = clk.Now
-	chk, err := New(cfg, Options{Registry: reg, Self: "a", Members: func() []string { return []string{"a"} }})
+	chk, err := New(cfg, Options{Registry: reg, Self: "a", Members: members})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,4 +130,26 @@ func TestRound_carriesStatesOverFleetChanges(t *testing.T) {
 	want["APP-A/i-9"] = 0
 	round()
 	round() // and once more with nothing changed
+}
+
+type liveOnly struct {
+	Registry
+	live []*registry.Instance
+}
+
+func (r liveOnly) ClientLive() []*registry.Instance { return r.live }
+
+// Without a cluster, an instance is this node's when its client talks to
+// it: found by the stored pointer, or by its key when it was stored anew
+// between ClientLive and the round's snapshot.
+func TestOwnership_clientLive(t *testing.T) {
+	a := registrytest.NewInstance("APP", "i-1")
+	c := &Checker{opt: Options{Registry: liveOnly{live: []*registry.Instance{a}}}}
+	owns := c.ownership(&RoundResult{})
+	a2 := a.Clone()
+	other := registrytest.NewInstance("APP", "i-2")
+	if !owns(registry.InstanceKey{App: "APP", ID: "i-1"}, a) || !owns(registry.InstanceKey{App: "APP", ID: "i-1"}, a2) ||
+		owns(registry.InstanceKey{App: "APP", ID: "i-2"}, other) {
+		t.Fatal("ownership without a cluster: want i-1 by pointer and by key, not i-2")
+	}
 }
