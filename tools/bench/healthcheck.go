@@ -40,8 +40,11 @@ const (
 	benchHCApps      = 200 // 50 instances each, as the fleet
 )
 
-// benchHCServe starts the health endpoints; stop closes them.
-func benchHCServe() (ports []int, stop func(), err error) {
+// benchHCServe starts the health endpoints; stop closes them, and conns
+// counts the connections they accepted (the node's probes and the
+// control's cycles alike).
+func benchHCServe() (ports []int, conns *atomic.Int64, stop func(), err error) {
+	conns = new(atomic.Int64)
 	var srvs []*http.Server
 	stop = func() {
 		for _, s := range srvs {
@@ -49,11 +52,12 @@ func benchHCServe() (ports []int, stop func(), err error) {
 		}
 	}
 	for range benchHCBackends {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		ln := benchCountingListener{tl, conns}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"status":"UP"}`))
@@ -62,7 +66,21 @@ func benchHCServe() (ports []int, stop func(), err error) {
 		go func() { _ = srv.Serve(ln) }()
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, stop, nil
+	return ports, conns, stop, nil
+}
+
+// benchCountingListener counts the connections it accepts.
+type benchCountingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l benchCountingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // benchHCPort is the backend of instance i: its place within its app
@@ -110,7 +128,7 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 	if e.smoke {
 		n = 200 // the interval and rounds stay: the interval is at least the probe timeout, and one round's window can miss a jittered round
 	}
-	ports, stop, err := benchHCServe()
+	ports, conns, stop, err := benchHCServe()
 	if err != nil {
 		return err
 	}
@@ -172,12 +190,26 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 		profiled = probing.profile(time.Duration(rounds)*interval, filepath.Join(e.profileDir, "healthcheck-"+mode+".cpu.pprof"))
 	}
 	windowEnd := time.After(time.Duration(rounds) * interval)
-	// The control, in the same window: a round has just ended, so the
-	// next starts about an interval later (±10 %); the control's rounds
-	// run in that gap, one after the other, in their own process.
-	// A and B take turns (A first in even rounds, B first in odd ones).
+	// The control, in the same window and at the same interval: a round
+	// of the node has just ended, and each control round runs in the gap
+	// after one of the node's, one round of n cycles in each gap as the
+	// node probes each instance once an interval (not all back to back:
+	// a burst after an idle interval is what the node's rounds are). The
+	// node's rounds are told by the backends' accepted connections (less
+	// the control's), not by asking the node, which would cost it CPU in
+	// the window. A and B take turns (A first in even rounds, B first in
+	// odd ones).
+	c0 := conns.Load()
+	ctlCycles := int64(0)
 	var ctls [2]benchDialResult
 	for r := range rounds {
+		if r > 0 {
+			waitUntil := time.Now().Add(interval + interval/2)
+			for conns.Load()-c0-ctlCycles < int64(r*n) && time.Now().Before(waitUntil) && e.ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // the round's last probes close
+		}
 		for k := range 2 {
 			k = (k + r) % 2
 			res, err := controls[k].dialCycles(mode, n, ports, "/actuator/health")
@@ -185,6 +217,7 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 				return err
 			}
 			ctls[k].add(res)
+			ctlCycles += int64(res.OK + res.Failed)
 		}
 	}
 	ctl := ctls[0]
@@ -218,7 +251,7 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 		cycle = "connect within the probe timeout, the probe's GET, status line read under the same deadline, close with a reset"
 	}
 	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": control, bare cycle CPU", Value: ctlPer, Unit: "µs",
-		Note: fmt.Sprintf("%d bare cycles (%s; net.Dialer, no Muster code) to the same %d backends at concurrency %d in %.1fs, in the same window, in their own process: %.2fs CPU (user %.2fs, system %.2fs; getrusage RUSAGE_SELF)",
+		Note: fmt.Sprintf("%d bare cycles (%s; net.Dialer, no Muster code) to the same %d backends at concurrency %d in %.1fs, in the same window, one round after each of the node's, in their own process: %.2fs CPU (user %.2fs, system %.2fs; getrusage RUSAGE_SELF)",
 			ctl.OK, cycle, len(ports), benchHCConcurrency, ctl.Seconds, ctl.CPUSeconds, ctl.UserSec, ctl.SystemSec)})
 	ctlBPer := ctls[1].CPUSeconds / float64(ctls[1].OK) * 1e6
 	e.addCompared("healthcheck", mode+": A/A, second control's bare cycle CPU", ctlBPer, ctlPer, "µs", "", nil,
