@@ -120,9 +120,11 @@ func (e healthCheckBench) run() error {
 
 // healthCheckMode measures one mode (http or tcp).
 func (e healthCheckBench) healthCheckMode(mode string) error {
-	interval, rounds := 10*time.Second, 3
+	// The window is rounds intervals: --rounds (default 3, quick 2), at
+	// least 2.
+	interval, rounds := 10*time.Second, max(e.rounds, 2)
 	if e.quick {
-		interval, rounds = 2*time.Second, 2
+		interval = 2 * time.Second
 	}
 	n := benchHCInstances
 	if e.smoke {
