@@ -506,10 +506,10 @@ func (c *Checker) ownership(res *RoundResult) func(registry.InstanceKey, *regist
 	// The owner is the app's (Owner): computed once for a run of the
 	// same app, as the snapshot lists an app's instances together.
 	var lastApp string
-	var lastOwned, any bool
+	var lastOwned, known bool
 	return func(k registry.InstanceKey, _ *registry.Instance) bool {
-		if !any || k.App != lastApp {
-			lastApp, lastOwned, any = k.App, Owner(members, k) == c.opt.Self, true
+		if !known || k.App != lastApp {
+			lastApp, lastOwned, known = k.App, Owner(members, k) == c.opt.Self, true
 		}
 		return lastOwned
 	}
