@@ -80,9 +80,10 @@ type Checker struct {
 
 // state is what this node knows of one instance it probes.
 type state struct {
-	// inst and mode are the stored instance the target was parsed from;
-	// addrRefused says that target.refused is the address rules' (the
-	// target before them is target with no refusal), not the parse's.
+	// key is the instance's; inst and mode are the stored instance the
+	// target was parsed from; addrRefused says that target.refused is the
+	// address rules' (the target before them is target with no refusal),
+	// not the parse's.
 	key         registry.InstanceKey
 	slot        int // its place in its round's slab
 	inst        *registry.Instance
