@@ -56,9 +56,21 @@ type Checker struct {
 	all    bool
 	prober *prober
 	m      *metrics
+	// probeJobs runs a round's probes: probeAll, or a stand-in in the
+	// benchmark of a round's own work.
+	probeJobs func(context.Context, []job)
 
-	// roundMu serialises rounds (Run's and a test's).
+	// roundMu serialises rounds (Run's and a test's), and guards slabs,
+	// slab and jobs.
 	roundMu sync.Mutex
+	// slabs hold the states of the last two rounds: a round writes its
+	// states into slabs[slab], the one whose states are no longer
+	// published (Report reads the other's meanwhile), so that a round
+	// allocates no states once the fleet's size is reached. jobs is the
+	// last round's job list, cleared, for the next round to fill.
+	slabs [2]stateSlab
+	slab  int
+	jobs  []job
 	// mu guards states, guarded and last; rounds replace them whole.
 	mu      sync.Mutex
 	states  map[registry.InstanceKey]*state
@@ -68,12 +80,16 @@ type Checker struct {
 
 // state is what this node knows of one instance it probes.
 type state struct {
-	// inst, mode and parsed are the stored instance the target was parsed
-	// from, and the target before the address rules.
-	inst   *registry.Instance
-	mode   Mode
-	parsed target
-	target target
+	// key is the instance's; inst and mode are the stored instance the
+	// target was parsed from; addrRefused says that target.refused is the
+	// address rules' (the target before them is target with no refusal),
+	// not the parse's.
+	key         registry.InstanceKey
+	slot        int // its place in its round's slab
+	inst        *registry.Instance
+	mode        Mode
+	addrRefused bool
+	target      target
 	streak
 	reason     string
 	since      time.Time // when down, or when the current streak began
@@ -107,6 +123,7 @@ func New(cfg Config, opt Options) (*Checker, error) {
 	}
 	c.log = cfg.Logger.With().Str(logComponent, "healthcheck").Logger()
 	c.prober = newProber(cfg.Timeout)
+	c.probeJobs = c.probeAll
 	c.m = newMetrics(opt.Metrics)
 	return c, nil
 }
@@ -178,14 +195,15 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 	c.m.refused.Add(float64(res.Refused))
 	c.m.marked.Set(float64(p.marked))
 
-	c.probeAll(ctx, p.jobs)
+	c.probeJobs(ctx, p.jobs)
+	defer func() { clear(p.jobs); c.jobs = p.jobs[:0] }()
 	if ctx.Err() != nil {
 		return res // shutting down: no verdicts from cancelled probes
 	}
 	res.Probed = len(p.jobs)
 	failing := map[string]int{}
-	for _, j := range p.jobs {
-		if !j.ok {
+	for i := range p.jobs {
+		if j := &p.jobs[i]; !j.ok {
 			res.Failed++
 			failing[j.key.App]++
 		}
@@ -195,6 +213,7 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 
 	res.Took = time.Since(start)
 	c.publish(&res, p.states, guarded, failing, p.eligible)
+	c.slab ^= 1 // the states just published are read now: the next round writes into the other slab
 	return res
 }
 
@@ -230,7 +249,7 @@ func (c *Checker) publish(res *RoundResult, states map[registry.InstanceKey]*sta
 
 // roundPlan is what a round probes and lifts, and what the guard counts.
 type roundPlan struct {
-	jobs   []*job
+	jobs   []job
 	lifts  []registry.InstanceKey // marks that go without a probe
 	states map[registry.InstanceKey]*state
 	// eligible counts, per app, the instances probed by health checks
@@ -243,9 +262,18 @@ type roundPlan struct {
 // plan walks the snapshot: the instances this node probes this round,
 // each with its state carried over from prev, and the marks to lift.
 // It probes and writes nothing.
-func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) bool, own ownAddrs,
+func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey, *registry.Instance) bool, own ownAddrs,
 	prev map[registry.InstanceKey]*state, now time.Time) roundPlan {
-	p := roundPlan{states: make(map[registry.InstanceKey]*state, len(prev)), eligible: map[string]int{}, markedOthers: map[string]int{}}
+	p := roundPlan{states: make(map[registry.InstanceKey]*state, len(prev)), jobs: c.jobs,
+		eligible: map[string]int{}, markedOthers: map[string]int{}}
+	states := &c.slabs[c.slab]
+	states.reset()
+	defer states.clearRest()
+	// prev's states are the other slab's, in the order of the snapshot
+	// they were planned from: while the fleet stays the same, instance i
+	// of this snapshot finds its previous state at i there, with no map
+	// lookup (two strings hashed); prev answers the others.
+	prevSlab, hint := &c.slabs[c.slab^1], 0
 	for _, app := range snap.Apps {
 		for i := range app.Instances {
 			in := app.Instances[i].Instance
@@ -255,7 +283,7 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 			}
 			key := registry.InstanceKey{App: app.Name, ID: in.ID()}
 			m := c.modeOf(in)
-			f, eligible := fateOf(m, in.ClientStatus(), marked, owns(key))
+			f, eligible := fateOf(m, in.ClientStatus(), marked, owns(key, in))
 			if eligible {
 				p.eligible[app.Name]++
 			}
@@ -274,10 +302,18 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 			// stored instance is immutable: same pointer, same fields);
 			// the address rules run every round, the node's addresses may
 			// have changed.
-			old := prev[key]
+			var old *state
+			if ps := prevSlab.at(hint); ps != nil && ps.key == key {
+				old, hint = ps, hint+1
+			} else if old = prev[key]; old != nil {
+				hint = old.slot + 1
+			}
 			var parsed target
 			if old != nil && old.inst == in && old.mode == m {
-				parsed = old.parsed
+				parsed = old.target
+				if old.addrRefused {
+					parsed.refused = ""
+				}
 			} else {
 				parsed = c.targetOf(in, m)
 			}
@@ -285,8 +321,10 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 			if t.refused == "" {
 				t.refused = c.checkAddr(t.addr, own)
 			}
-			st := carryOver(old, t, in.Health, now)
-			st.inst, st.mode, st.parsed = in, m, parsed
+			st := states.alloc()
+			slot := st.slot
+			*st = carryOver(old, t, in.Health, now)
+			st.slot, st.key, st.inst, st.mode, st.addrRefused = slot, key, in, m, parsed.refused == "" && t.refused != ""
 			p.states[key] = st
 			if t.refused != "" {
 				p.refused++
@@ -298,17 +336,61 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey) 
 				}
 				continue
 			}
-			p.jobs = append(p.jobs, &job{key: key, inst: in, st: st})
+			p.jobs = append(p.jobs, job{key: key, inst: in, st: st})
 		}
 	}
 	return p
+}
+
+// stateSlab holds one round's states in chunks, kept from one use to the
+// next: a round takes its states from the slab whose states are no longer
+// published. A chunk is never grown, so the states' addresses stay put.
+type stateSlab struct {
+	chunks [][]state
+	n      int // states in use
+	used   int // states in use at the previous reset
+}
+
+const slabChunk = 512
+
+// reset starts a round: every state of the slab may be handed out again.
+func (s *stateSlab) reset() { s.used, s.n = max(s.used, s.n), 0 }
+
+// alloc hands out a state, zeroed.
+func (s *stateSlab) alloc() *state {
+	c, i := s.n/slabChunk, s.n%slabChunk
+	if c == len(s.chunks) {
+		s.chunks = append(s.chunks, make([]state, slabChunk))
+	}
+	st := &s.chunks[c][i]
+	*st = state{slot: s.n}
+	s.n++
+	return st
+}
+
+// at is the i-th state handed out since the last reset, or nil.
+func (s *stateSlab) at(i int) *state {
+	if i >= s.n {
+		return nil
+	}
+	return &s.chunks[i/slabChunk][i%slabChunk]
+}
+
+// clearRest clears the states the previous use handed out beyond this
+// one's, so that they keep no instance alive.
+func (s *stateSlab) clearRest() {
+	for k := s.n; k < s.used; k++ {
+		s.chunks[k/slabChunk][k%slabChunk] = state{}
+	}
+	s.used = s.n
 }
 
 // judge applies the probes' verdicts to the jobs' states and writes the
 // marks that flip, then lifts the plan's marks.
 func (c *Checker) judge(p roundPlan, guarded map[string]bool, now time.Time, res *RoundResult) {
 	res.Verdicts = make(map[registry.InstanceKey]bool, len(p.jobs))
-	for _, j := range p.jobs {
+	for i := range p.jobs {
+		j := &p.jobs[i]
 		st := j.st
 		st.lastResult, st.lastAt, st.lastOK = j.result, now, j.ok
 		next, restart := st.streak.next(j.ok, guarded[j.key.App], c.cfg.FailuresBeforeDown, c.cfg.SuccessesBeforeUp)
@@ -360,7 +442,7 @@ func (c *Checker) write(key registry.InstanceKey, mark *registry.HealthMark) boo
 }
 
 // probeAll runs the jobs' probes, at most MaxConcurrent at once.
-func (c *Checker) probeAll(ctx context.Context, jobs []*job) {
+func (c *Checker) probeAll(ctx context.Context, jobs []job) {
 	workers := min(c.cfg.MaxConcurrent, len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -373,14 +455,18 @@ func (c *Checker) probeAll(ctx context.Context, jobs []*job) {
 			// alone, not the round's, which all the workers share.
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
+			// One probe context for the worker's probes, its deadline
+			// moved for each (probeCtx): no timer per probe.
+			pc := &probeCtx{Context: ctx}
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(jobs) || ctx.Err() != nil {
 					return
 				}
-				j := jobs[i]
+				j := &jobs[i]
 				t0 := time.Now()
-				j.ok, j.result = c.prober.probe(ctx, j.st.target)
+				pc.deadline = t0.Add(c.prober.timeout)
+				j.ok, j.result = c.prober.probeBy(pc, j.st.target)
 				c.m.latency.Observe(time.Since(t0).Seconds())
 				c.m.probe(j.st.target.mode, j.ok)
 			}
@@ -389,18 +475,45 @@ func (c *Checker) probeAll(ctx context.Context, jobs []*job) {
 	wg.Wait()
 }
 
-// ownership returns whether this node probes a key, for this round.
-func (c *Checker) ownership(res *RoundResult) func(registry.InstanceKey) bool {
+// ownership returns whether this node probes a key (the instance in is
+// the key's in the round's snapshot), for this round.
+func (c *Checker) ownership(res *RoundResult) func(registry.InstanceKey, *registry.Instance) bool {
 	if c.opt.Members == nil {
-		live := map[registry.InstanceKey]bool{}
-		for _, in := range c.opt.Registry.ClientLive() {
-			live[registry.InstanceKey{App: in.App, ID: in.ID()}] = true
+		// The instances whose clients talk to this node, found by their
+		// stored pointer (a pointer's hash, not two strings'); an instance
+		// stored anew between ClientLive and the snapshot has another
+		// pointer, and is found by its key (a map built only then).
+		live := c.opt.Registry.ClientLive()
+		ptrs := make(map[*registry.Instance]struct{}, len(live))
+		for _, in := range live {
+			ptrs[in] = struct{}{}
 		}
-		return func(k registry.InstanceKey) bool { return live[k] }
+		var keys map[registry.InstanceKey]bool
+		return func(k registry.InstanceKey, in *registry.Instance) bool {
+			if _, ok := ptrs[in]; ok {
+				return true
+			}
+			if keys == nil {
+				keys = make(map[registry.InstanceKey]bool, len(live))
+				for _, in := range live {
+					keys[registry.InstanceKey{App: in.App, ID: in.ID()}] = true
+				}
+			}
+			return keys[k]
+		}
 	}
 	members := c.opt.Members()
 	res.Members = len(members)
-	return func(k registry.InstanceKey) bool { return Owner(members, k) == c.opt.Self }
+	// The owner is the app's (Owner): computed once for a run of the
+	// same app, as the snapshot lists an app's instances together.
+	var lastApp string
+	var lastOwned, known bool
+	return func(k registry.InstanceKey, _ *registry.Instance) bool {
+		if !known || k.App != lastApp {
+			lastApp, lastOwned, known = k.App, Owner(members, k) == c.opt.Self, true
+		}
+		return lastOwned
+	}
 }
 
 // OwnerOf names the node that probes key as this node sees it: a member

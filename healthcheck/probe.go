@@ -58,11 +58,35 @@ func (p *prober) dial(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, err
 	return p.dialer.DialTCP(ctx, "tcp", netip.AddrPort{}, ap)
 }
 
-// probe runs one probe of t: ok on a 2xx (HTTP) or an accepted connection
-// (TCP) within the timeout; result is what the console shows.
+// probeCtx is a probe's context: its parent's cancellation (a worker's
+// context under the round's, so that a shutdown interrupts a dial) and a
+// deadline of its own, the probe's start plus the timeout. The deadline
+// is enforced by the poller, not by a timer: net's connect sets the
+// socket's write deadline from Deadline, and the exchange runs under the
+// connection's deadline (probe). A context.WithTimeout per probe cost a
+// timer started and stopped in the runtime's timer heap, a context and a
+// map of its children (the dial's AfterFunc) for what those deadlines
+// already bound; Done and Err are the parent's, so the context still only
+// reports cancellation. A worker reuses one for its probes, one at a
+// time: neither net's dial nor crypto/tls's handshake keeps it beyond the
+// call.
+type probeCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+// Deadline is the probe's own.
+func (c *probeCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// probe runs one probe of t within the prober's timeout from now: ok on a
+// 2xx (HTTP) or an accepted connection (TCP); result is what the console
+// shows.
 func (p *prober) probe(ctx context.Context, t target) (ok bool, result string) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+	return p.probeBy(&probeCtx{Context: ctx, deadline: time.Now().Add(p.timeout)}, t)
+}
+
+// probeBy runs one probe of t bounded by ctx's deadline.
+func (p *prober) probeBy(ctx *probeCtx, t target) (ok bool, result string) {
 	tcp, err := p.dial(ctx, t.addr)
 	if err != nil {
 		return false, t.mode.String() + " " + errorClass(err)
@@ -75,9 +99,8 @@ func (p *prober) probe(ctx context.Context, t target) (ok bool, result string) {
 	if t.mode == ModeTCP {
 		return true, "tcp connected"
 	}
-	if d, ok := ctx.Deadline(); ok {
-		_ = tcp.SetDeadline(d)
-	}
+	// The exchange (and an HTTPS handshake) ends at the same deadline.
+	_ = tcp.SetDeadline(ctx.deadline)
 	var conn io.ReadWriter = tcp
 	if t.https {
 		tc := tls.Client(tcp, p.tlsFor(t.host))

@@ -62,25 +62,30 @@ func BenchmarkProbe(b *testing.B) {
 }
 
 // BenchmarkProbeControl is the bare cycle BenchmarkProbe is measured
-// against: net.Dialer (no keep-alive), a reset close, and for HTTP a
-// minimal GET and its status line read; no context, deadline, metrics or
-// result string.
+// against, what any prober must do (tools/bench's control does the same):
+// net.Dialer (no keep-alive) bounded by the timeout (Dialer.Timeout), a
+// reset close, and for HTTP the probe's request and its status line read
+// under a connection deadline; no Muster code (no probe context, metrics
+// or result string).
 func BenchmarkProbeControl(b *testing.B) {
 	for _, m := range []Mode{ModeHTTP, ModeTCP} {
 		b.Run(m.String(), func(b *testing.B) {
 			t := benchTarget(b, m)
-			addr := t.addr.String()
-			req := []byte("GET " + t.requestURI + " HTTP/1.1\r\nHost: " + t.hostHeader + "\r\nConnection: close\r\n\r\n")
-			d := net.Dialer{KeepAlive: -1}
+			req := []byte("GET " + t.requestURI + " HTTP/1.1\r\nHost: " + t.hostHeader +
+				"\r\nUser-Agent: muster-health-check\r\nAccept: */*\r\nConnection: close\r\n\r\n")
+			d := net.Dialer{KeepAlive: -1, Timeout: 2 * time.Second}
+			ctx := context.Background()
 			b.ReportAllocs()
-			var buf [512]byte
+			var buf [maxBodyRead]byte
 			for b.Loop() {
-				c, err := d.Dial("tcp", addr)
+				start := time.Now()
+				c, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, t.addr)
 				if err != nil {
 					b.Fatal(err)
 				}
-				_ = c.(*net.TCPConn).SetLinger(0)
+				_ = c.SetLinger(0)
 				if m == ModeHTTP {
+					_ = c.SetDeadline(start.Add(d.Timeout))
 					if _, err := c.Write(req); err != nil {
 						b.Fatal(err)
 					}

@@ -41,15 +41,15 @@ func fateOf(m Mode, status registry.Status, marked, owned bool) (f fate, eligibl
 
 // carryOver is the state an instance this node probes starts the round
 // from: a copy of the previous round's while its target is the same
-// (Report reads the previous states meanwhile), else a fresh one that
-// keeps the registry's mark in force, so that a takeover (or a moved
-// target) does not lift a mark without the streak that lifts it.
-func carryOver(prev *state, t target, mark *registry.HealthMark, now time.Time) *state {
+// (Report reads the previous states meanwhile: the round writes its own
+// copy, never prev), else a fresh one that keeps the registry's mark in
+// force, so that a takeover (or a moved target) does not lift a mark
+// without the streak that lifts it.
+func carryOver(prev *state, t target, mark *registry.HealthMark, now time.Time) state {
 	if prev != nil && prev.target == t {
-		cp := *prev
-		return &cp
+		return *prev
 	}
-	st := &state{target: t, since: now}
+	st := state{target: t, since: now}
 	if mark != nil {
 		st.down, st.reason, st.since = true, mark.Reason, time.UnixMilli(mark.Since)
 	}

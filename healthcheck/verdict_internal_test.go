@@ -1,6 +1,9 @@
 package healthcheck
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -175,13 +178,51 @@ func TestCarryOver(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := carryOver(tc.prev, tc.t, tc.mark, now)
-			if got == tc.prev {
-				t.Fatal("carryOver returned the previous state itself, which Report still reads")
+			var before state
+			if tc.prev != nil {
+				before = *tc.prev
 			}
-			if !reflect.DeepEqual(*got, tc.want) {
-				t.Fatalf("carryOver = %+v, want %+v", *got, tc.want)
+			got := carryOver(tc.prev, tc.t, tc.mark, now)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("carryOver = %+v, want %+v", got, tc.want)
+			}
+			if tc.prev != nil && !reflect.DeepEqual(*tc.prev, before) {
+				t.Fatal("carryOver changed the previous state, which Report still reads")
 			}
 		})
+	}
+}
+
+// A probe's context: its own deadline (the poller enforces it, no timer),
+// its parent's cancellation and values; a cancelled parent ends it.
+func TestProbeCtx(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	d := time.Now().Add(time.Hour)
+	pc := &probeCtx{Context: parent, deadline: d}
+	if got, ok := pc.Deadline(); !ok || !got.Equal(d) {
+		t.Fatalf("Deadline = %v, %v; want %v", got, ok, d)
+	}
+	if pc.Done() == nil || pc.Err() != nil || pc.Value(key{}) != "v" {
+		t.Fatalf("Done %v, Err %v, Value %v: want the parent's", pc.Done(), pc.Err(), pc.Value(key{}))
+	}
+	cancel()
+	select {
+	case <-pc.Done():
+	default:
+		t.Fatal("a cancelled parent leaves the probe's context open")
+	}
+	if !errors.Is(pc.Err(), context.Canceled) {
+		t.Fatalf("Err = %v, want Canceled", pc.Err())
+	}
+	// A dial under a cancelled context does not connect.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p := newProber(time.Second)
+	if ok, res := p.probeBy(pc, target{mode: ModeTCP, addr: netip.MustParseAddrPort(ln.Addr().String())}); ok {
+		t.Fatalf("probe under a cancelled context: %v %q", ok, res)
 	}
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,8 +40,11 @@ const (
 	benchHCApps      = 200 // 50 instances each, as the fleet
 )
 
-// benchHCServe starts the health endpoints; stop closes them.
-func benchHCServe() (ports []int, stop func(), err error) {
+// benchHCServe starts the health endpoints; stop closes them, and conns
+// counts the connections they accepted (the node's probes and the
+// control's cycles alike).
+func benchHCServe() (ports []int, conns *atomic.Int64, stop func(), err error) {
+	conns = new(atomic.Int64)
 	var srvs []*http.Server
 	stop = func() {
 		for _, s := range srvs {
@@ -47,11 +52,12 @@ func benchHCServe() (ports []int, stop func(), err error) {
 		}
 	}
 	for range benchHCBackends {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		ln := benchCountingListener{tl, conns}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"status":"UP"}`))
@@ -60,11 +66,38 @@ func benchHCServe() (ports []int, stop func(), err error) {
 		go func() { _ = srv.Serve(ln) }()
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, stop, nil
+	return ports, conns, stop, nil
 }
+
+// benchCountingListener counts the connections it accepts.
+type benchCountingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l benchCountingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// benchHCPort is the backend of instance i: its place within its app
+// (i / benchHCApps), so that each app's 50 instances are spread over all
+// the backends. A node probes app by app (the snapshot's order) and the
+// control round robin: both keep all 16 backends busy at once. (With i
+// mod 16, an app's instances would all sit on 2 backends, and the node's
+// 64 probes at a time would queue on 2 listeners while the control's
+// spread over 16.)
+func benchHCPort(ports []int, i int) int { return ports[(i/benchHCApps)%len(ports)] }
 
 // benchHCBody is instance i with its health endpoint on port; mode tcp
 // registers it without a healthCheckUrl, so it is probed by a connect.
+// Nothing renews it: its lease says 5-minute renewals, so that it stays
+// registered, and this node's (ClientLive: renewed within two renewal
+// intervals, the nodes run without gossip) for a window of any --rounds,
+// not for 60 s only.
 func benchHCBody(i int, port int, mode string) []byte {
 	url := fmt.Sprintf(`"healthCheckUrl":"http://127.0.0.1:%d/actuator/health",`, port)
 	if mode == "tcp" {
@@ -72,7 +105,7 @@ func benchHCBody(i int, port int, mode string) []byte {
 	}
 	return fmt.Appendf(nil, `{"instance":{"instanceId":"hc-%d","hostName":"localhost","app":"HC-%03d","ipAddr":"127.0.0.1","status":"UP",`+
 		`"port":{"$":%d,"@enabled":"true"},"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+
-		`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},%s"vipAddress":"hc-%03d"}}`,
+		`"leaseInfo":{"renewalIntervalInSecs":300,"durationInSecs":900},%s"vipAddress":"hc-%03d"}}`,
 		i, i%benchHCApps, port, url, i%benchHCApps)
 }
 
@@ -91,15 +124,17 @@ func (e healthCheckBench) run() error {
 
 // healthCheckMode measures one mode (http or tcp).
 func (e healthCheckBench) healthCheckMode(mode string) error {
-	interval, rounds := 10*time.Second, 3
+	// The window is rounds intervals: --rounds (default 3, quick 2), at
+	// least 2.
+	interval, rounds := 10*time.Second, max(e.rounds, 2)
 	if e.quick {
-		interval, rounds = 2*time.Second, 2
+		interval = 2 * time.Second
 	}
 	n := benchHCInstances
 	if e.smoke {
 		n = 200 // the interval and rounds stay: the interval is at least the probe timeout, and one round's window can miss a jittered round
 	}
-	ports, stop, err := benchHCServe()
+	ports, conns, stop, err := benchHCServe()
 	if err != nil {
 		return err
 	}
@@ -116,16 +151,23 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 		return err
 	}
 	defer idle.stop()
-	control, err := e.startChild("hc-control-"+mode, "bare")
-	if err != nil {
-		return err
+	// Two control processes, A and B, doing the same: A is the ceiling,
+	// B ÷ A (an A/A comparison) shows how far two identical measurements
+	// of the same window land apart.
+	var controls [2]*benchChild
+	for k, name := range []string{"hc-control-", "hc-control-b-"} {
+		c, err := e.startChild(name+mode, "bare")
+		if err != nil {
+			return err
+		}
+		defer c.stop()
+		controls[k] = c
 	}
-	defer control.stop()
 	for _, c := range []*benchChild{probing, idle} {
 		res, err := e.load(c, loadgen.Config{Total: uint64(n), Next: func(w int, seq uint64) loadgen.Request {
 			i := int(seq)
 			return loadgen.Request{Method: http.MethodPost, Path: fmt.Sprintf("/eureka/apps/HC-%03d", i%benchHCApps),
-				Header: benchJSONBodyHeaders, Body: benchHCBody(i, ports[i%len(ports)], mode)}
+				Header: benchJSONBodyHeaders, Body: benchHCBody(i, benchHCPort(ports, i), mode)}
 		}})
 		if err != nil {
 			return err
@@ -154,21 +196,37 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 		profiled = probing.profile(time.Duration(rounds)*interval, filepath.Join(e.profileDir, "healthcheck-"+mode+".cpu.pprof"))
 	}
 	windowEnd := time.After(time.Duration(rounds) * interval)
-	// The control, in the same window: a round has just ended, so the
-	// next starts about an interval later (±10 %); the control's rounds
-	// run in that gap, one after the other, in their own process.
-	var ctl benchDialResult
-	for range rounds {
-		r, err := control.dialCycles(mode, n, ports, "/actuator/health")
-		if err != nil {
-			return err
+	// The control, in the same window and at the same interval: a round
+	// of the node has just ended, and each control round runs in the gap
+	// after one of the node's, one round of n cycles in each gap as the
+	// node probes each instance once an interval (not all back to back:
+	// a burst after an idle interval is what the node's rounds are). The
+	// node's rounds are told by the backends' accepted connections (less
+	// the control's), not by asking the node, which would cost it CPU in
+	// the window. A and B take turns (A first in even rounds, B first in
+	// odd ones).
+	c0 := conns.Load()
+	ctlCycles := int64(0)
+	var ctls [2]benchDialResult
+	for r := range rounds {
+		if r > 0 {
+			waitUntil := time.Now().Add(interval + interval/2)
+			for conns.Load()-c0-ctlCycles < int64(r*n) && time.Now().Before(waitUntil) && e.ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // the round's last probes close
 		}
-		ctl.OK += r.OK
-		ctl.CPUSeconds += r.CPUSeconds
-		ctl.UserSec += r.UserSec
-		ctl.SystemSec += r.SystemSec
-		ctl.Seconds += r.Seconds
+		for k := range 2 {
+			k = (k + r) % 2
+			res, err := controls[k].dialCycles(mode, n, ports, "/actuator/health")
+			if err != nil {
+				return err
+			}
+			ctls[k].add(res)
+			ctlCycles += int64(res.OK + res.Failed)
+		}
 	}
+	ctl := ctls[0]
 	select {
 	case <-windowEnd:
 	case <-e.ctx.Done():
@@ -194,13 +252,17 @@ func (e healthCheckBench) healthCheckMode(mode string) error {
 	roundsSeen := (probes + fails) / float64(n)
 	what := fmt.Sprintf("%s instances, %s interval", benchSize(n), interval)
 	ctlPer := ctl.CPUSeconds / float64(ctl.OK) * 1e6 // µs
-	cycle := "connect, close with a reset"
+	cycle := "connect within the probe timeout, close with a reset"
 	if mode == "http" {
-		cycle = "connect, minimal GET, status line read, close with a reset"
+		cycle = "connect within the probe timeout, the probe's GET, status line read under the same deadline, close with a reset"
 	}
 	e.add(benchRow{Scenario: "healthcheck", Figure: mode + ": control, bare cycle CPU", Value: ctlPer, Unit: "µs",
-		Note: fmt.Sprintf("%d bare cycles (%s; net.Dialer, no Muster code) to the same %d backends at concurrency %d in %.1fs, in the same window, in their own process: %.2fs CPU (user %.2fs, system %.2fs; getrusage RUSAGE_SELF)",
+		Note: fmt.Sprintf("%d bare cycles (%s; net.Dialer, no Muster code) to the same %d backends at concurrency %d in %.1fs, in the same window, one round after each of the node's, in their own process: %.2fs CPU (user %.2fs, system %.2fs; getrusage RUSAGE_SELF)",
 			ctl.OK, cycle, len(ports), benchHCConcurrency, ctl.Seconds, ctl.CPUSeconds, ctl.UserSec, ctl.SystemSec)})
+	ctlBPer := ctls[1].CPUSeconds / float64(ctls[1].OK) * 1e6
+	e.addCompared("healthcheck", mode+": A/A, second control's bare cycle CPU", ctlBPer, ctlPer, "µs", "", nil,
+		fmt.Sprintf("a second control process doing the very same cycles in the same window, turn about with the first: ratio = B ÷ A, the noise of one such comparison (user %.2fs, system %.2fs)",
+			ctls[1].UserSec, ctls[1].SystemSec))
 	e.addCompared("healthcheck", mode+": probing CPU per instance per interval", perProbe, ctlPer, "µs", "", nil,
 		fmt.Sprintf("%s: %.1f rounds in %s; probing node %.2fs CPU (user %.2fs, system %.2fs), idle twin %.2fs, both getrusage RUSAGE_SELF of their own process; ceiling = the control's bare cycle, ratio = Muster ÷ control; on loopback the kernel's work for both ends of each connection counts in both",
 			what, roundsSeen, window.Round(time.Second), cpuP.Seconds(), (user1-user0).Seconds(), (sys1-sys0).Seconds(), cpuI.Seconds()))
@@ -239,15 +301,28 @@ func procCPUSplit(pid int) (user, system time.Duration) {
 // endpoint /dialcycles), so its CPU, like the probing node's, is
 // getrusage(RUSAGE_SELF) of one process that does nothing else: the same
 // number of cycles against the same backends at the same concurrency
-// (muster.health-check.max-concurrent's default, 64), each a bare
-// net.Dialer connect (no keep-alive), closed with a reset as a probe is,
-// and for HTTP a minimal GET written and its status line read. What a
-// probe costs beyond that is Muster's; what the control costs is the
-// machine's (on loopback, the kernel's work for both ends of each
-// connection).
+// (muster.health-check.max-concurrent's default, 64), each what a probe
+// must do and nothing of Muster's: a net.Dialer connect to the address
+// (no keep-alive) bounded by the probe timeout (timeout-ms's default, 2 s:
+// Dialer.Timeout), and for HTTP the very request a probe writes (the same
+// headers) and its status line read under a connection deadline at the
+// same timeout, then a close with a reset as a probe's. What a probe costs
+// beyond that is Muster's; what the control costs is the machine's (on
+// loopback, the kernel's work for both ends of each connection). Until
+// 2026-12-06 the control had no timeout at all (no deadline context, no
+// poller deadlines) and sent a shorter request: it did less than a probe
+// must.
 
 // benchHCConcurrency is max-concurrent's default, the control's too.
 const benchHCConcurrency = 64
+
+// benchHCTimeout is muster.health-check.timeout-ms's default, the
+// control's too: each cycle is bounded by it as a probe is.
+const benchHCTimeout = 2 * time.Second
+
+// benchHCUserAgent is the probe's User-Agent: the control sends the very
+// request a probe sends.
+const benchHCUserAgent = "muster-health-check"
 
 // benchDialResult is what /dialcycles answers.
 type benchDialResult struct {
@@ -260,28 +335,51 @@ type benchDialResult struct {
 	FirstErr   string  `json:"firstErr,omitempty"`
 }
 
-// benchDialCycles serves POST /dialcycles?mode=http|tcp&n=N&conc=C&ports=P1,P2,…&path=/x
+// add sums r into d.
+func (d *benchDialResult) add(r benchDialResult) {
+	d.OK += r.OK
+	d.Failed += r.Failed
+	d.CPUSeconds += r.CPUSeconds
+	d.UserSec += r.UserSec
+	d.SystemSec += r.SystemSec
+	d.Seconds += r.Seconds
+}
+
+// benchDialCycles serves POST /dialcycles?mode=http|tcp&n=N&conc=C&ports=P1,P2,…&path=/x[&timeoutMs=T]
 // on a ceiling child: n cycles to 127.0.0.1 (cycle i to port i mod
-// len(ports)), at most conc at once; it answers a benchDialResult with
-// the CPU (RUSAGE_SELF) this process spent meanwhile.
+// len(ports)), at most conc at once, each bounded by timeoutMs (default
+// benchHCTimeout); it answers a benchDialResult with the CPU (RUSAGE_SELF)
+// this process spent meanwhile.
 func benchDialCycles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	mode, path := q.Get("mode"), q.Get("path")
 	n, _ := strconv.Atoi(q.Get("n"))
 	conc, _ := strconv.Atoi(q.Get("conc"))
-	var addrs []string
+	timeout := benchHCTimeout
+	if t := q.Get("timeoutMs"); t != "" {
+		ms, err := strconv.Atoi(t)
+		if err != nil || ms < 1 {
+			http.Error(w, "bad timeoutMs", http.StatusBadRequest)
+			return
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	var addrs []netip.AddrPort
 	for p := range strings.SplitSeq(q.Get("ports"), ",") {
 		if port, err := strconv.Atoi(p); err == nil && port > 0 && port < 65536 {
-			addrs = append(addrs, "127.0.0.1:"+p) // loopback only
+			addrs = append(addrs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port))) // loopback only
 		}
 	}
 	if (mode != "http" && mode != "tcp") || n < 1 || conc < 1 || len(addrs) == 0 || !strings.HasPrefix(path, "/") {
 		http.Error(w, "want mode=http|tcp, n>0, conc>0, ports, path", http.StatusBadRequest)
 		return
 	}
+	// The request a probe writes (healthcheck/probe.go's httpGet), byte
+	// for byte.
 	reqs := make([][]byte, len(addrs))
 	for i, a := range addrs {
-		reqs[i] = []byte("GET " + path + " HTTP/1.1\r\nHost: " + a + "\r\nConnection: close\r\n\r\n")
+		reqs[i] = []byte("GET " + path + " HTTP/1.1\r\nHost: " + a.String() + "\r\nUser-Agent: " + benchHCUserAgent +
+			"\r\nAccept: */*\r\nConnection: close\r\n\r\n")
 	}
 	var next, okN, failN atomic.Int64
 	var firstErr atomic.Value
@@ -292,8 +390,8 @@ func benchDialCycles(w http.ResponseWriter, r *http.Request) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := net.Dialer{KeepAlive: -1}
-			var buf [512]byte
+			d := net.Dialer{KeepAlive: -1, Timeout: timeout}
+			var buf [4 << 10]byte // a probe reads up to 4 KiB
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
@@ -330,18 +428,22 @@ func benchRusage() (user, system time.Duration) {
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
-// benchDialCycle is one bare cycle: connect, (HTTP: write req, read up to
-// the status line's end and check it is a 200), close with a reset.
-func benchDialCycle(d *net.Dialer, addr, mode string, req, buf []byte) error {
-	c, err := d.Dial("tcp", addr)
+// benchDialCycle is one bare cycle: connect within d.Timeout, (HTTP: set
+// the connection's deadline to the same timeout from the cycle's start,
+// write req, read up to the status line's end and check it is a 200),
+// close with a reset.
+func benchDialCycle(d *net.Dialer, addr netip.AddrPort, mode string, req, buf []byte) error {
+	start := time.Now()
+	c, err := d.DialTCP(context.Background(), "tcp", netip.AddrPort{}, addr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_ = c.(*net.TCPConn).SetLinger(0)
+	_ = c.SetLinger(0)
 	if mode == "tcp" {
 		return nil
 	}
+	_ = c.SetDeadline(start.Add(d.Timeout))
 	if _, err := c.Write(req); err != nil {
 		return err
 	}
@@ -369,7 +471,7 @@ func (c *benchChild) dialCycles(mode string, n int, ports []int, path string) (b
 		ps[i] = strconv.Itoa(p)
 	}
 	var res benchDialResult
-	b, err := c.ctl("POST", fmt.Sprintf("/dialcycles?mode=%s&n=%d&conc=%d&ports=%s&path=%s", mode, n, benchHCConcurrency, strings.Join(ps, ","), path), nil)
+	b, err := c.ctl("POST", fmt.Sprintf("/dialcycles?mode=%s&n=%d&conc=%d&ports=%s&path=%s&timeoutMs=%d", mode, n, benchHCConcurrency, strings.Join(ps, ","), path, benchHCTimeout.Milliseconds()), nil)
 	if err != nil {
 		return res, err
 	}
