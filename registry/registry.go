@@ -858,17 +858,13 @@ func (r *Registry) pieceVersionLocked(op Op, now time.Time) uint64 {
 func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
 	old := l.inst
 	if in.Status != old.Status || in.OverriddenStatus != old.OverriddenStatus ||
-		in.LastDirtyTimestamp != old.LastDirtyTimestamp || !sameMetadata(in.Metadata, old.Metadata) ||
+		in.LastDirtyTimestamp != old.LastDirtyTimestamp || !slices.Equal(in.Metadata, old.Metadata) ||
 		!sameHealth(in.Health, old.Health) {
 		r.modifyLocked(l, in, kind, origin, now)
 		return
 	}
 	r.setInstLocked(l, in)
 	r.eventLocked(kind, origin, in, now)
-}
-
-func sameMetadata(a, b Metadata) bool {
-	return slices.Equal(a, b)
 }
 
 // modifyLocked stores in, a changed copy of l's instance, as a visible
