@@ -13,7 +13,12 @@ import (
 // EncodeBatch writes a batch as Eureka's ReplicationList: the body
 // HTTPTransport posts (and the in-memory network of replicationtest).
 func EncodeBatch(b Batch) ([]byte, error) {
-	return wire.AppendBatch(make([]byte, 0, 64+160*len(b.Tasks)), len(b.Tasks), func(i int) wire.ReplicationItem {
+	return appendBatch(make([]byte, 0, 64+224*len(b.Tasks)), b)
+}
+
+// appendBatch is EncodeBatch into dst (HTTPTransport reuses its buffers).
+func appendBatch(dst []byte, b Batch) ([]byte, error) {
+	return wire.AppendBatch(dst, len(b.Tasks), func(i int) wire.ReplicationItem {
 		t := &b.Tasks[i]
 		return wire.ReplicationItemOf(t.Action, t.Key, t.Instance, b.Versioned)
 	})

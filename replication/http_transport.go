@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,35 +147,107 @@ func (t *HTTPTransport) newPeerPost(ctx context.Context, p Peer, path string, bo
 	return req, nil
 }
 
-// Send implements Transport.
+// Send implements Transport. The batch is encoded into a buffer that
+// serves batch after batch (a node under heartbeat load sends tens of
+// batches a second to each peer, and a fresh 50 KB body per batch was most
+// of what replication gave the collector to do); the buffer goes back to
+// the pool only once net/http is done with every reader of it, which may
+// be after Send returns (RoundTrip closes a request body in its own time).
 func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult, error) {
-	body, err := EncodeBatch(b)
+	buf := newSharedBuf()
+	defer buf.release()
+	body, err := appendBatch(buf.b[:0], b)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("encode batch for %s: %w", p.Name, err)
 	}
+	buf.b = body
 	req, err := t.newPeerPost(ctx, p, "peerreplication/batch", body)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("batch request to %s: %w", p.Name, err)
 	}
+	req.Body = buf.reader(body)
+	req.GetBody = func() (io.ReadCloser, error) { return buf.reader(body), nil }
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return BatchResult{}, err
 	}
 	defer resp.Body.Close()
-	respBody, err := io.ReadAll(io.LimitReader(resp.Body, t.maxResponseBytes))
-	if err != nil {
+	rb := responseBuffers.Get().(*bytes.Buffer)
+	rb.Reset()
+	defer func() {
+		if rb.Cap() <= maxPooledBuffer {
+			responseBuffers.Put(rb)
+		}
+	}()
+	if _, err := rb.ReadFrom(io.LimitReader(resp.Body, t.maxResponseBytes)); err != nil {
 		return BatchResult{}, fmt.Errorf("read batch response from %s: %w", p.Name, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return BatchResult{}, &StatusError{Code: resp.StatusCode}
 	}
-	res, err := DecodeBatchResponse(respBody)
+	// The answer is decoded into values of its own (status codes, decoded
+	// instances): nothing keeps rb's bytes.
+	res, err := DecodeBatchResponse(rb.Bytes())
 	if err != nil {
 		// The peer answered but not in a way we understand; retrying the
 		// same batch would get the same answer.
 		return BatchResult{}, &StatusError{Code: http.StatusBadGateway}
 	}
 	return res, nil
+}
+
+// maxPooledBuffer is the largest batch or answer buffer kept for reuse: a
+// batch of registers can be megabytes, and one such batch should not keep
+// its buffer for good.
+const maxPooledBuffer = 1 << 20
+
+var (
+	batchBuffers    = sync.Pool{New: func() any { return new([]byte) }}
+	responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
+
+// sharedBuf is a pooled batch buffer with a count of its users: Send and
+// every request body reading it. The last to let go puts it back.
+type sharedBuf struct {
+	p    *[]byte
+	b    []byte
+	refs atomic.Int32
+}
+
+func newSharedBuf() *sharedBuf {
+	p := batchBuffers.Get().(*[]byte)
+	s := &sharedBuf{p: p, b: *p}
+	s.refs.Store(1)
+	return s
+}
+
+func (s *sharedBuf) release() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	if cap(s.b) <= maxPooledBuffer {
+		*s.p = s.b[:0]
+		batchBuffers.Put(s.p)
+	}
+}
+
+// reader is a request body over body (s's bytes) that holds s until closed.
+func (s *sharedBuf) reader(body []byte) io.ReadCloser {
+	s.refs.Add(1)
+	return &sharedBody{Reader: bytes.NewReader(body), buf: s}
+}
+
+type sharedBody struct {
+	*bytes.Reader
+	buf    *sharedBuf
+	closed atomic.Bool
+}
+
+func (b *sharedBody) Close() error {
+	if b.closed.CompareAndSwap(false, true) {
+		b.buf.release()
+	}
+	return nil
 }
 
 // joinURL appends path to a Eureka base URL, with exactly one slash.

@@ -44,6 +44,7 @@ func (rc *Receiver) Handle(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedBatch, err)
 	}
+	defer batch.Release() // after the answer is encoded: it reads nothing of the items
 	resp := make([]wire.ReplicationResponse, len(batch.Items))
 	for i := range batch.Items {
 		if err := batch.Err(i); err != nil {

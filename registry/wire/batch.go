@@ -234,6 +234,17 @@ type InboundBatch struct {
 	slow bool
 	// viaJSON counts the items the scanner left to encoding/json.
 	viaJSON int
+	// pooled is where Items goes back on Release (nil: not pooled).
+	pooled *[]ReplicationItem
+}
+
+// Release hands the batch's memory back for the next batch: Items must
+// not be used after it. A batch never released is simply collected.
+func (b *InboundBatch) Release() {
+	if b.pooled != nil {
+		releaseItems(b.pooled, b.Items)
+		b.pooled, b.Items = nil, nil
+	}
 }
 
 // DecodeBatch reads a ReplicationList, the body of POST

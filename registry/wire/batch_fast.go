@@ -1,10 +1,14 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/muster-registry/muster/registry"
 )
 
 // A peer's batch under load is 250 heartbeats, each a handful of short
@@ -74,6 +78,11 @@ var itemFields = func() map[string]itemField {
 // body has another shape or is not valid JSON: DecodeBatch then leaves it
 // all to encoding/json. Items the scanner is not sure about are read by
 // encoding/json, one by one, once the whole body has been scanned.
+//
+// What a batch of heartbeats leaves behind is kept small, as a peer sends
+// tens of them a second: the items' slice comes from a pool (Release puts
+// it back), the actions, statuses and an app name repeated from the item
+// before are not copied again, and the timestamps share one allocation.
 func scanBatch(body []byte) (b *InboundBatch, ok bool) {
 	sc := NewScanner(body)
 	if !sc.Byte('{') || !sc.Key("replicationList") || !sc.Byte('[') {
@@ -84,16 +93,22 @@ func scanBatch(body []byte) (b *InboundBatch, ok bool) {
 		raw []byte
 	}
 	var raws []rawItem
-	items := make([]ReplicationItem, 0, 64)
+	pooled := batchItems.Get().(*[]ReplicationItem)
+	items := (*pooled)[:0]
+	st := scanState{}
+	fail := func() (*InboundBatch, bool) {
+		releaseItems(pooled, items)
+		return nil, false
+	}
 	if !sc.Byte(']') {
 		for {
 			start := sc.Pos()
 			items = append(items, ReplicationItem{})
-			if !scanItem(&sc, &items[len(items)-1]) {
+			if !scanItem(&sc, &items[len(items)-1], &st) {
 				sc.Seek(start)
 				raw, ok := sc.SkipValue()
 				if !ok || !json.Valid(raw) {
-					return nil, false
+					return fail()
 				}
 				items[len(items)-1] = ReplicationItem{}
 				raws = append(raws, rawItem{i: len(items) - 1, raw: raw})
@@ -102,15 +117,15 @@ func scanBatch(body []byte) (b *InboundBatch, ok bool) {
 				continue
 			}
 			if !sc.Byte(']') {
-				return nil, false
+				return fail()
 			}
 			break
 		}
 	}
 	if !sc.Byte('}') || !sc.AtEnd() {
-		return nil, false
+		return fail()
 	}
-	b = &InboundBatch{Items: items, viaJSON: len(raws)}
+	b = &InboundBatch{Items: items, viaJSON: len(raws), pooled: pooled}
 	for _, r := range raws {
 		if err := json.Unmarshal(r.raw, &b.Items[r.i]); err != nil {
 			b.setErr(r.i, err)
@@ -119,22 +134,66 @@ func scanBatch(body []byte) (b *InboundBatch, ok bool) {
 	return b, true
 }
 
+// batchItems holds item slices for scanBatch (InboundBatch.Release).
+var batchItems = sync.Pool{New: func() any { s := make([]ReplicationItem, 0, 256); return &s }}
+
+// releaseItems clears items (nothing they point to stays reachable) and
+// puts the slice back, unless it grew unusually large.
+func releaseItems(p *[]ReplicationItem, items []ReplicationItem) {
+	if cap(items) > 4096 {
+		return
+	}
+	clear(items)
+	*p = items[:0]
+	batchItems.Put(p)
+}
+
+// scanState is what scanItem carries from one item to the next.
+type scanState struct {
+	lastApp []byte // the previous item's appName, and its string
+	app     string
+	dirty   []FlexInt // room for the next lastDirtyTimestamps
+}
+
+// word returns s as a string, without copying the actions and statuses
+// of the wire.
+func word(s []byte) string {
+	switch string(s) {
+	case string(registry.ActionHeartbeat):
+		return string(registry.ActionHeartbeat)
+	case string(registry.ActionRegister):
+		return string(registry.ActionRegister)
+	case string(registry.ActionCancel):
+		return string(registry.ActionCancel)
+	case string(registry.ActionStatusUpdate):
+		return string(registry.ActionStatusUpdate)
+	case string(registry.ActionDeleteStatusOverride):
+		return string(registry.ActionDeleteStatusOverride)
+	case string(registry.StatusUp):
+		return string(registry.StatusUp)
+	case string(registry.StatusDown):
+		return string(registry.StatusDown)
+	case string(registry.StatusStarting):
+		return string(registry.StatusStarting)
+	case string(registry.StatusOutOfService):
+		return string(registry.StatusOutOfService)
+	case string(registry.StatusUnknown):
+		return string(registry.StatusUnknown)
+	}
+	return string(s)
+}
+
 // scanItem decodes one item object; false sends it to encoding/json.
-func scanItem(sc *Scanner, it *ReplicationItem) bool {
+func scanItem(sc *Scanner, it *ReplicationItem, st *scanState) bool {
 	if !sc.Byte('{') {
 		return false
 	}
 	if sc.Byte('}') {
 		return true
 	}
-	v := reflect.ValueOf(it).Elem()
 	for {
 		k, ok := sc.PlainString()
-		if !ok || !sc.Byte(':') {
-			return false
-		}
-		f, known := itemFields[string(k)]
-		if !known || !scanField(sc, v.Field(f.index), f.kind) {
+		if !ok || !sc.Byte(':') || !scanItemField(sc, it, k, st) {
 			return false
 		}
 		switch {
@@ -147,6 +206,84 @@ func scanItem(sc *Scanner, it *ReplicationItem) bool {
 	}
 }
 
+// scanItemField reads the value of key k into it: the fields of a
+// heartbeat by name, any other by the table (itemFields), as scanField
+// would.
+func scanItemField(sc *Scanner, it *ReplicationItem, k []byte, st *scanState) bool {
+	var dst *string
+	switch string(k) {
+	case "appName":
+		s, ok := sc.PlainString()
+		if ok {
+			if st.lastApp == nil || !bytes.Equal(s, st.lastApp) {
+				st.lastApp, st.app = s, string(s)
+			}
+			it.AppName = st.app
+		}
+		return ok
+	case "id":
+		dst = &it.ID
+	case "action":
+		dst = &it.Action
+	case "status":
+		dst = &it.Status
+	case "overriddenStatus":
+		dst = &it.OverriddenStatus
+	case "lastDirtyTimestamp":
+		if sc.Peek() == 'n' {
+			if !sc.Literal("null") {
+				return false
+			}
+			it.LastDirtyTimestamp = nil
+			return true
+		}
+		n, ok := scanFlexInt(sc)
+		if !ok {
+			return false
+		}
+		if len(st.dirty) == 0 {
+			st.dirty = make([]FlexInt, 64)
+		}
+		st.dirty[0] = FlexInt(n)
+		it.LastDirtyTimestamp = &st.dirty[0]
+		st.dirty = st.dirty[1:]
+		return true
+	default:
+		f, known := itemFields[string(k)]
+		return known && scanField(sc, reflect.ValueOf(it).Elem().Field(f.index), f.kind)
+	}
+	s, ok := sc.PlainString()
+	if ok {
+		if dst == &it.ID {
+			*dst = string(s)
+		} else {
+			*dst = word(s)
+		}
+	}
+	return ok
+}
+
+// scanFlexInt reads what FlexInt takes: an integer, or one quoted (only
+// digits inside).
+func scanFlexInt(sc *Scanner) (int64, bool) {
+	var text []byte
+	var ok bool
+	if sc.Peek() == '"' {
+		if text, ok = sc.PlainString(); ok {
+			inner := NewScanner(text)
+			_, ok = inner.Integer()
+			ok = ok && inner.Pos() == len(text)
+		}
+	} else {
+		text, ok = sc.Integer()
+	}
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(text), 10, 64)
+	return n, err == nil
+}
+
 func scanField(sc *Scanner, dst reflect.Value, kind itemFieldKind) bool {
 	switch kind {
 	case fieldString:
@@ -156,29 +293,15 @@ func scanField(sc *Scanner, dst reflect.Value, kind itemFieldKind) bool {
 		}
 		return ok
 	case fieldFlexInt:
-		var text []byte
-		var ok bool
-		switch sc.Peek() {
-		case 'n':
-			if ok = sc.Literal("null"); ok {
+		if sc.Peek() == 'n' {
+			ok := sc.Literal("null")
+			if ok {
 				dst.SetZero()
 			}
 			return ok
-		case '"':
-			// FlexInt takes the number quoted; only digits here.
-			if text, ok = sc.PlainString(); ok {
-				inner := NewScanner(text)
-				_, ok = inner.Integer()
-				ok = ok && inner.Pos() == len(text)
-			}
-		default:
-			text, ok = sc.Integer()
 		}
+		n, ok := scanFlexInt(sc)
 		if !ok {
-			return false
-		}
-		n, err := strconv.ParseInt(string(text), 10, 64)
-		if err != nil {
 			return false
 		}
 		f := FlexInt(n)
@@ -295,8 +418,58 @@ type itemEncField struct {
 
 // appendItem appends it as encoding/json would write it (same fields,
 // same order; strings needing escapes and other types through
-// encoding/json).
+// encoding/json). An item without instanceInfo, health or pieces (a
+// heartbeat, a cancel: nearly every item under load) is written field by
+// field without reflection; the others take appendItemReflect. Neither
+// keeps it: the item stays on its caller's stack.
 func appendItem(b []byte, it *ReplicationItem) ([]byte, error) {
+	if it.InstanceInfo != nil || it.Health != nil || it.Pieces != nil {
+		cp := *it
+		return appendItemReflect(b, &cp)
+	}
+	if !plainASCII(it.AppName) || !plainASCII(it.ID) || !plainASCII(it.OverriddenStatus) ||
+		!plainASCII(it.Status) || !plainASCII(it.Action) {
+		cp := *it
+		return appendItemJSON(b, &cp)
+	}
+	// ReplicationItem's fields in struct order, omitempty as tagged
+	// (TestAppendItem_plainWritesEveryField fails when a field is added
+	// and not written here).
+	b = append(b, `{"appName":"`...)
+	b = append(b, it.AppName...)
+	b = append(b, `","id":"`...)
+	b = append(b, it.ID...)
+	b = append(b, '"')
+	if it.LastDirtyTimestamp != nil {
+		b = append(b, `,"lastDirtyTimestamp":`...)
+		b = strconv.AppendInt(b, int64(*it.LastDirtyTimestamp), 10)
+	}
+	if it.OverriddenStatus != "" {
+		b = append(b, `,"overriddenStatus":"`...)
+		b = append(b, it.OverriddenStatus...)
+		b = append(b, '"')
+	}
+	if it.Status != "" {
+		b = append(b, `,"status":"`...)
+		b = append(b, it.Status...)
+		b = append(b, '"')
+	}
+	b = append(b, `,"action":"`...)
+	b = append(b, it.Action...)
+	b = append(b, '"')
+	if it.Version != 0 {
+		b = append(b, `,"version":`...)
+		b = strconv.AppendUint(b, it.Version, 10)
+	}
+	if it.LeaseDurationInSecs != 0 {
+		b = append(b, `,"leaseDurationInSecs":`...)
+		b = strconv.AppendUint(b, uint64(it.LeaseDurationInSecs), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// appendItemReflect is appendItem for any item, by the field table.
+func appendItemReflect(b []byte, it *ReplicationItem) ([]byte, error) {
 	v := reflect.ValueOf(it).Elem()
 	start := len(b)
 	b = append(b, '{')
@@ -370,7 +543,7 @@ func scanBatchResponse(body []byte) ([]ItemResult, bool) {
 	if !sc.Byte('{') || !sc.Key("responseList") || !sc.Byte('[') {
 		return nil, false
 	}
-	out := make([]ItemResult, 0, 256)
+	out := make([]ItemResult, 0, len(body)/len(`{"statusCode":200},`)+1)
 	if !sc.Byte(']') {
 		for {
 			if !sc.Byte('{') || !sc.Key("statusCode") {

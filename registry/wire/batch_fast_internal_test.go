@@ -264,3 +264,44 @@ func TestAppendBatchResponse_writesEveryField(t *testing.T) {
 		t.Fatalf("appendBatchResponse %s, encoding/json %s", got, want)
 	}
 }
+
+// appendItem's plain path (no instanceInfo, health or pieces) writes every
+// other field of ReplicationItem, byte for byte as encoding/json: each is
+// set here by reflection, so a field added to the struct fails this test
+// until appendItem writes it.
+func TestAppendItem_plainWritesEveryField(t *testing.T) {
+	var it ReplicationItem
+	v := reflect.ValueOf(&it).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch name := v.Type().Field(i).Name; {
+		case name == "InstanceInfo" || name == "Health" || name == "Pieces":
+			continue // the reflective path's
+		case f.Kind() == reflect.String:
+			f.SetString("v-" + name)
+		case f.Kind() >= reflect.Int && f.Kind() <= reflect.Int64:
+			f.SetInt(int64(1000 + i))
+		case f.Kind() >= reflect.Uint && f.Kind() <= reflect.Uint64:
+			f.SetUint(uint64(1000 + i))
+		case f.Type() == reflect.TypeFor[*FlexInt]():
+			n := FlexInt(1718000000000)
+			f.Set(reflect.ValueOf(&n))
+		default:
+			t.Fatalf("field %s of kind %s: teach appendItem's plain path (and this test) to write it", name, f.Kind())
+		}
+	}
+	for _, it := range []ReplicationItem{it, {AppName: "APP", ID: "i-1", Action: "Cancel"}} {
+		got, err := appendItem(nil, &it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(it)
+		if string(got) != string(want) {
+			t.Errorf("appendItem %s\nencoding/json %s", got, want)
+		}
+		refl, err := appendItemReflect(nil, &it)
+		if err != nil || string(refl) != string(want) {
+			t.Errorf("appendItemReflect %s (%v)\nencoding/json %s", refl, err, want)
+		}
+	}
+}
