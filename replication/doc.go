@@ -34,7 +34,8 @@
 //     When MaxQueueSize tasks are pending, the oldest heartbeat is dropped,
 //     or the oldest task if no heartbeat is pending (Drops.Overflow).
 //  4. When no batch is in flight and no backoff is running, the sender takes
-//     up to MaxBatchSize (250) tasks from the front, dropping those that
+//     up to MaxBatchSize (250; MaxMusterBatchSize, 1000, to a Muster peer)
+//     tasks from the front, dropping those that
 //     have expired (register and heartbeat after the instance's renewal
 //     interval, 30 s by default; cancel and status after TaskMaxAge, 30 s;
 //     Drops.Expired) and stopping before the batch would exceed

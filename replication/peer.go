@@ -224,7 +224,7 @@ func (p *peer) queueCatchUp(now time.Time) {
 // more, so a burst lands in the batcher before the next step.
 func (p *peer) drain(t Task, now time.Time) {
 	p.b.add(t, now)
-	for range p.cfg.MaxBatchSize {
+	for range p.cfg.batchSize(true) {
 		select {
 		case t := <-p.inbox:
 			p.b.add(t, now)
@@ -274,7 +274,9 @@ func (p *peer) step(now time.Time) (f *flight, wait time.Duration) {
 	if now.Before(p.retryAt) {
 		return nil, p.retryAt.Sub(now)
 	}
-	tasks, tooLarge := p.b.takeSized(now, p.cfg.MaxBatchSize, p.byteBudget, taskWireSize)
+	info := *p.info.Load()
+	versioned := info.Muster || p.muster.Load()
+	tasks, tooLarge := p.b.takeSized(now, p.cfg.batchSize(versioned), p.byteBudget, taskWireSize)
 	for i := range tooLarge {
 		p.dropForGood(&tooLarge[i], "too_large", 0, now)
 	}
@@ -284,8 +286,7 @@ func (p *peer) step(now time.Time) (f *flight, wait time.Duration) {
 	lag := max(now.Sub(oldestCreated(tasks)), 0)
 	p.lastLag = lag
 	p.maxLag = max(p.maxLag, lag)
-	info := *p.info.Load()
-	p.flight = &flight{peer: info, batch: Batch{Tasks: tasks, Versioned: info.Muster || p.muster.Load()}, started: now}
+	p.flight = &flight{peer: info, batch: Batch{Tasks: tasks, Versioned: versioned}, started: now}
 	return p.flight, 0
 }
 

@@ -543,3 +543,31 @@ func TestReplicator_SetPeers_nameDefaultsToURLAndDuplicatesAreIgnored(t *testing
 		t.Errorf("Peers() = %+v", got)
 	}
 }
+
+// A Muster peer (a member, or a static peer once it answered
+// anti-entropy) gets batches of up to MaxMusterBatchSize; any other peer,
+// perhaps a Java Eureka server, Eureka's 250.
+func TestPeer_Step_musterPeersGetLargerBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mark func(*peer)
+		want []int
+	}{
+		{"eureka peer", func(*peer) {}, []int{250, 250, 250, 250, 250, 250, 250, 250, 250, 250}},
+		{"member", func(p *peer) { p.info.Store(&Peer{Name: "b", URL: "http://10.0.0.2:8761/eureka/", Muster: true}) }, []int{1000, 1000, 500}},
+		{"static peer that answered anti-entropy", func(p *peer) { p.muster.Store(true) }, []int{1000, 1000, 500}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.mark(h.p)
+			h.enqueue(many(2500, 0)...)
+			for range len(tc.want) {
+				h.deliver(h.mustStep(t))
+			}
+			h.idleStep(t)
+			if got := h.ft.sizes(); !slices.Equal(got, tc.want) {
+				t.Errorf("batch sizes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

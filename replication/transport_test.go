@@ -111,6 +111,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"no transport", func(c *Config) { c.Transport = nil }, "replication: Transport is required"},
 		{"no store", func(c *Config) { c.Store = nil }, "replication: Store is required"},
 		{"batch size", func(c *Config) { c.MaxBatchSize = 0 }, "replication: MaxBatchSize must be at least 1, got 0"},
+		{"muster batch size", func(c *Config) { c.MaxMusterBatchSize = -1 }, "replication: MaxMusterBatchSize must not be negative, got -1"},
 		{"queue below batch", func(c *Config) { c.MaxQueueSize = 100 }, "replication: MaxQueueSize must be from MaxBatchSize (250) to 10000000, got 100"},
 		{"inbox", func(c *Config) { c.InboxSize = 0 }, "replication: InboxSize must be at least 1, got 0"},
 		{"task age", func(c *Config) { c.TaskMaxAge = 0 }, "replication: TaskMaxAge must be positive, got 0s"},
