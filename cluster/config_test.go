@@ -34,6 +34,14 @@ func TestDefaultConfig_Validate_ok(t *testing.T) {
 	}
 }
 
+// The default gossip sends its small messages uncompressed (they cost
+// more to compress than to send) and reads compressed ones.
+func TestDefaultConfig_uncompressedGossip(t *testing.T) {
+	if cluster.DefaultConfig().Memberlist.EnableCompression {
+		t.Error("DefaultConfig compresses gossip")
+	}
+}
+
 func TestConfig_Validate(t *testing.T) {
 	tests := []struct {
 		name   string
