@@ -239,10 +239,24 @@ func (e replCPUBench) replCluster() error {
 		return out
 	}
 	all := append(slices.Clone(nodes), single)
+	// Idle is idle: the registrations, the profile's load and the
+	// collections they leave behind settle first.
+	time.Sleep(benchPick(e.smoke, 2*time.Second, 200*time.Millisecond))
 	idle0 := idle(all)
-	quiet := benchPick(e.smoke, 3*time.Second, time.Second)
+	quiet := benchPick(e.smoke, 5*time.Second, time.Second)
+	var idleProfiles []<-chan error
+	if e.profileDir != "" {
+		for i, nd := range nodes[:2] {
+			idleProfiles = append(idleProfiles, nd.profile(quiet, filepath.Join(e.profileDir, fmt.Sprintf("replcpu-idle-%c.cpu.pprof", 'a'+i))))
+		}
+	}
 	time.Sleep(quiet)
 	idle1 := idle(all)
+	for _, d := range idleProfiles {
+		if err := <-d; err != nil {
+			return err
+		}
+	}
 	var idleCluster time.Duration
 	for i := range nodes {
 		idleCluster += idle1[i] - idle0[i]
@@ -268,20 +282,26 @@ func (e replCPUBench) replCluster() error {
 			return fmt.Errorf("replcpu: %d heartbeats failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
 		}
 	}
-	// The spread row is for information: against one node it also counts
-	// what three idle-between-requests processes cost over one busy one,
-	// which no replication can win back (the third-of-the-rate row shows
-	// it). The row judged is the one against three unclustered nodes.
-	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
-		fmt.Sprintf("for information (judged against its control, the unclustered row below); ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; idle CPU %.1f ms/s for the cluster, %.1f for the single node",
-			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1), float64(idleCluster.Microseconds())/1e3/quiet.Seconds(), float64(idleSingle.Microseconds())/1e3/quiet.Seconds()))
+	// Issue 43's targets: ≤ 1.25× a single node's in both layouts. Against
+	// one node the spread layout also counts what three
+	// idle-between-requests processes cost over one busy one, which no
+	// replication can win back (the third-of-the-rate row shows it, and
+	// the unclustered row below is its control).
+	spreadRatio := c.cpuPerReq() / s.cpuPerReq()
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.25× a single node's", benchBool(spreadRatio <= 1.25),
+		fmt.Sprintf("ceiling = one standalone node, same rounds; %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; control: the unclustered row below",
+			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1)))
 	oneRatio := one.cpuPerReq() / s.cpuPerReq()
-	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.5× a single node's", benchBool(oneRatio <= 1.5),
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.25× a single node's", benchBool(oneRatio <= 1.25),
 		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))
+	idlePerNode := float64(idleCluster.Microseconds()) / 1e3 / quiet.Seconds() / float64(len(nodes))
+	idleOne := float64(idleSingle.Microseconds()) / 1e3 / quiet.Seconds()
+	e.addCompared(sc, "idle CPU per cluster node", idlePerNode, idleOne, "ms/s", "≤ 3 ms/s", benchBool(idlePerNode <= 3),
+		fmt.Sprintf("nothing to do but gossip, anti-entropy and timers, measured over %s after a %s pause; %.1f ms/s for the three; ceiling = the single node, idle alike", quiet, benchPick(e.smoke, 2*time.Second, 200*time.Millisecond), idlePerNode*float64(len(nodes))))
 	e.addCompared(sc, "single node's CPU per client heartbeat at a third of the rate", third.cpuPerReq(), s.cpuPerReq(), "µs", "", nil,
 		fmt.Sprintf("%.0f heartbeats/s, what each node of the spread cluster serves; ceiling = the same node at %.0f/s", third.res.RPS(), s.res.RPS()))
 	soloRatio := c.cpuPerReq() / solo.cpuPerReq()
-	e.addCompared(sc, "3-node cluster's CPU per client heartbeat against three unclustered nodes", c.cpuPerReq(), solo.cpuPerReq(), "µs", "≤ 1.3× (judged row)", benchBool(soloRatio <= 1.3),
+	e.addCompared(sc, "3-node cluster's CPU per client heartbeat against three unclustered nodes", c.cpuPerReq(), solo.cpuPerReq(), "µs", "≤ 1.3×", benchBool(soloRatio <= 1.3),
 		fmt.Sprintf("the control of the spread layout: ceiling = three standalone nodes with the fleet each, the clients spread over them alike (%.0f heartbeats/s): what replication and gossip add to the spread layout", solo.res.RPS()))
 	for _, nd := range append(append(nodes, single), solos...) {
 		nd.stop()
