@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,7 +47,15 @@ func (rc *Receiver) Handle(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedBatch, err)
 	}
 	defer batch.Release() // after the answer is encoded: it reads nothing of the items
-	resp := make([]wire.ReplicationResponse, len(batch.Items))
+	rp := responseLists.Get().(*[]wire.ReplicationResponse)
+	resp := slices.Grow((*rp)[:0], len(batch.Items))[:len(batch.Items)]
+	defer func() { // the answer is encoded by then: it keeps nothing of resp
+		if cap(resp) <= 4096 {
+			clear(resp)
+			*rp = resp[:0]
+			responseLists.Put(rp)
+		}
+	}()
 	for i := range batch.Items {
 		if err := batch.Err(i); err != nil {
 			rc.log.Warn().Err(err).Int(logItem, i).Msg("unreadable replication item")
@@ -56,6 +66,9 @@ func (rc *Receiver) Handle(body []byte) ([]byte, error) {
 	}
 	return batch.EncodeResponse(resp)
 }
+
+// responseLists holds Handle's per-item answers from batch to batch.
+var responseLists = sync.Pool{New: func() any { return new([]wire.ReplicationResponse) }}
 
 // apply runs one item; it never panics the batch: a failing item gets its
 // own status code (Eureka gives an item that throws 500; here bad input is
