@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/report"
 )
 
 // MaxEndpointWeight caps metadata.weight: grpc-go rejects a locality whose
@@ -129,14 +130,7 @@ func instanceRegion(in *registry.Instance) string {
 }
 
 // Weight is an instance's endpoint weight as xDS serves it now.
-type Weight struct {
-	Weight uint32 // load_balancing_weight sent
-	Full   uint32 // the weight once warm (metadata.weight, scaled while warm-up is on)
-	// Percent is the share of Full reached: below 100 while warming up,
-	// until WarmUntil.
-	Percent   int
-	WarmUntil time.Time
-}
+type Weight = report.XDSWeight
 
 // buildPiece builds app's endpoints; scale multiplies every weight
 // (WeightScale while warm-up is on, else 1) and warm gives the warming

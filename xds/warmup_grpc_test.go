@@ -3,7 +3,6 @@ package xds_test
 import (
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,54 +14,6 @@ import (
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/xds"
 )
-
-// stepClock is a manual clock whose After fires when Advance passes its
-// deadline: the warm-up's steps come when the test moves it.
-type stepClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []stepWaiter
-}
-
-type stepWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newStepClock() *stepClock { return &stepClock{now: registrytest.Epoch} }
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, stepWaiter{c.now.Add(d), ch})
-	return ch
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-		} else {
-			w.ch <- c.now
-		}
-	}
-	c.waiters = kept
-}
 
 // ackedEDS is the EDS version the one xDS client of s acknowledged last.
 func ackedEDS(t *testing.T, s *xds.Server) string {
@@ -101,7 +52,7 @@ func TestServer_warmupThroughGRPC(t *testing.T) {
 	const calls = 2000
 	a, b := startOrderServer(t, "a"), startOrderServer(t, "b")
 	reg := newRegistry(t, order("o-a", a.port, "z1"))
-	clk := newStepClock()
+	clk := registrytest.NewClock()
 	metrics := prometheus.NewRegistry()
 	cfg := xds.Config{AppWarmup: map[string]time.Duration{"ORDERS": 50 * time.Second}}
 	s := start(t, cfg, xds.Options{Registry: reg, Clock: clk, Metrics: metrics})
