@@ -48,7 +48,7 @@ func TestConsole_xdsWeight(t *testing.T) {
 	t.Cleanup(srv.Shutdown)
 	row := func(id string) string {
 		body := n.do(t, "GET", "/console/apps/ORDERS", "").body
-		return regexp.MustCompile(`(?s)data-id="`+id+`">.*?</tr>`).FindString(body)
+		return regexp.MustCompile(`(?s)data-id="` + id + `">.*?</tr>`).FindString(body)
 	}
 	awaitRow := func(id, want string) {
 		t.Helper()
