@@ -83,24 +83,22 @@ func (b *builder) update(snap *registry.Snapshot, now time.Time) *built {
 		live[app.Name] = true
 		p := b.pieces[app.Name]
 		changed := p == nil || p.version != app.Version || app.Version == 0
-		var served map[string]bool
-		if changed {
+		var served map[string]bool // what the ramps follow: only while warm-up is on
+		if changed && b.warm.on {
 			served = servedIDs(app)
-			if b.warm.on {
-				var prev map[string]bool
-				if p != nil {
-					prev = p.served
-				}
-				b.warm.observe(app.Name, served, prev, now)
+			var prev map[string]bool
+			if p != nil {
+				prev = p.served
 			}
+			b.warm.observe(app.Name, served, prev, now)
 		}
 		warm, next := b.warm.percents(app.Name, now)
 		if !next.IsZero() && (bt.nextStep.IsZero() || next.Before(bt.nextStep)) {
 			bt.nextStep = next
 		}
 		if changed || !sameWarmth(warm, p.warm) {
-			if served == nil {
-				served = p.served
+			if !changed {
+				served = p.served // a step: the same instances
 			}
 			p = buildPiece(app, b.scale, served, warm)
 			b.pieces[app.Name] = p
