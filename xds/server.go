@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/internal/clock"
 	"github.com/muster-registry/muster/registry"
 )
 
@@ -58,18 +59,8 @@ type Options struct {
 	Clock Clock
 }
 
-// Clock is the time warm-ups run on. Implementations are safe for
-// concurrent use.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+// Clock is the time warm-ups run on.
+type Clock = clock.Clock
 
 // StreamWindow is the HTTP/2 receive window of an xDS connection and of
 // each stream on it: 64 KiB (HTTP/2's default is one byte less), static.
@@ -113,7 +104,7 @@ func New(cfg Config, o Options) (*Server, error) {
 		o.Ready = func() bool { return true }
 	}
 	if o.Clock == nil {
-		o.Clock = realClock{}
+		o.Clock = clock.Real{}
 	}
 	s := &Server{cfg: cfg, opts: o, m: newMetrics(o.Metrics), log: o.Logger, caches: newCaches(newEpoch(), o.Logger)}
 	s.streams = newStreams(cfg.MaxStreams, o.Users, s.m)
