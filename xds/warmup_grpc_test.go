@@ -78,10 +78,13 @@ func TestServer_warmupThroughGRPC(t *testing.T) {
 		got := float64(seen["b"]) / calls
 		want := float64(wantPercent) / float64(100+wantPercent)
 		t.Logf("b at %d %% of its weight: %d of %d calls (%.3f, weight share %.3f)", wantPercent, seen["b"], calls, got, want)
-		// Ring hash draws each share from 4096 ring entries and a random
-		// hash per call: within 0.05 is several standard deviations.
-		if math.Abs(got-want) > 0.05 {
-			t.Errorf("b's share at %d %%: %.3f, want %.3f ± 0.05 (%v)", wantPercent, got, want, seen)
+		// A share is off its weight's by where the servers' addresses
+		// hash on grpc-go's ring (4096 entries; the ports change every
+		// run) and by the random hash of each call: over 100 runs' 400
+		// points at most 0.04 (mean 0.009). 0.07 holds that with room,
+		// and still tells the ramp from round robin's 0.5.
+		if math.Abs(got-want) > 0.07 {
+			t.Errorf("b's share at %d %%: %.3f, want %.3f ± 0.07 (%v)", wantPercent, got, want, seen)
 		}
 		return got
 	}
