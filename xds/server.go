@@ -225,13 +225,15 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 			step = s.opts.Clock.After(max(next.Sub(s.opts.Clock.Now()), 0))
 		}
 	}
-	schedule(s.publish(b, time.Now(), false))
+	next, _ := s.publish(b, time.Now(), false)
+	schedule(next)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-step:
-			schedule(s.publish(b, time.Now(), true))
+			next, _ := s.publish(b, time.Now(), true)
+			schedule(next)
 			continue
 		case <-cur.Ready():
 		}
@@ -245,7 +247,7 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 				break
 			}
 		}
-		if next := s.publish(b, read, false); !next.IsZero() || step == nil {
+		if next, built := s.publish(b, read, false); built {
 			schedule(next)
 		}
 	}
@@ -253,16 +255,16 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 
 // publish builds the registry's current state and sets what changed;
 // stepDue builds even when the registry has not changed (a warm-up step).
-// It returns when a warming endpoint's weight next changes (zero: none is
-// warming, or nothing was built).
-func (s *Server) publish(b *builder, read time.Time, stepDue bool) time.Time {
+// It returns whether it built, and if so when a warming endpoint's weight
+// next changes (zero: none is warming).
+func (s *Server) publish(b *builder, read time.Time, stepDue bool) (next time.Time, built bool) {
 	snap := s.opts.Registry.Snapshot()
 	version := b.epoch + "." + strconv.FormatUint(snap.Version, 10)
 	s.pubMu.Lock()
 	same := s.published == version
 	s.pubMu.Unlock()
 	if same && !stepDue {
-		return time.Time{} // a spurious wake, or a write that changed nothing visible
+		return time.Time{}, false // a spurious wake, or a write that changed nothing visible
 	}
 	t0 := time.Now()
 	bt := b.update(snap, s.opts.Clock.Now())
@@ -283,7 +285,7 @@ func (s *Server) publish(b *builder, read time.Time, stepDue bool) time.Time {
 	s.m.buildSeconds.Observe(time.Since(t0).Seconds())
 	s.m.names.Set(float64(len(bt.names)))
 	s.m.warming.Set(float64(bt.warming))
-	return bt.nextStep
+	return bt.nextStep, true
 }
 
 // Weight is the endpoint weight xDS serves instance id of app with now;

@@ -94,9 +94,14 @@ func TestServer_warmupThroughGRPC(t *testing.T) {
 		advance time.Duration
 		percent int
 	}{{20 * time.Second, 46}, {20 * time.Second, 82}} {
-		before := ackedEDS(t, s)
+		before, builds := ackedEDS(t, s), gauge(t, metrics, "muster_xds_snapshots_total")
 		clk.Advance(step.advance)
 		awaitPush(t, s, cc, before)
+		// The clock passed one step boundary or two: one build, at the
+		// step it reached, not one per boundary or per tick.
+		if n := gauge(t, metrics, "muster_xds_snapshots_total") - builds; n != 1 {
+			t.Errorf("%v later: %v builds, want 1", step.advance, n)
+		}
 		if w, _ := s.Weight("ORDERS", "o-b"); w.Percent != step.percent {
 			t.Fatalf("o-b's weight after %v more: %+v, want %d %%", step.advance, w, step.percent)
 		}
