@@ -226,6 +226,9 @@ func TestWarmup_offByDefault(t *testing.T) {
 		c.GetRingHashLbConfig().GetMinimumRingSize().GetValue() != 4096 {
 		t.Errorf("cluster with warm-up on: %v", c)
 	}
+	if err := c.ValidateAll(); err != nil { // Envoy's rules for the message
+		t.Errorf("cluster with warm-up on: %v", err)
+	}
 }
 
 // TestFitWeights: scaled weights whose sum passes 2^32−1 (grpc-go's limit
