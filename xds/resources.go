@@ -168,12 +168,12 @@ func buildPiece(app registry.AppView, scale uint32, served map[string]bool, warm
 		p.endpoints = append(p.endpoints, ep)
 		ins = append(ins, in)
 	}
-	fitWeights(p.endpoints)
+	div := fitWeights(p.endpoints)
 	p.weights = make(map[string]Weight, len(ins))
 	for i, in := range ins {
 		ep := &p.endpoints[i]
 		ep.lb = lbEndpoint(in, *ep)
-		wt := Weight{Weight: ep.weight, Full: instanceWeight(in) * scale, Percent: 100}
+		wt := Weight{Weight: ep.weight, Full: max(instanceWeight(in)*scale/div, 1), Percent: 100}
 		if w, ok := warm[in.ID()]; ok {
 			wt.Percent, wt.WarmUntil = w.percent, w.until
 		}

@@ -169,19 +169,20 @@ func servedIDs(app registry.AppView) map[string]bool {
 // fitWeights divides every weight of eps when their sum passes what
 // grpc-go accepts in one locality (2^32−1), so that an app of hundreds of
 // maximum-weight instances is not refused once scaled; ratios are kept as
-// well as integers allow.
-func fitWeights(eps []endpoint) {
+// well as integers allow. It returns the divisor (1: unchanged).
+func fitWeights(eps []endpoint) uint32 {
 	var sum uint64
 	for _, ep := range eps {
 		sum += uint64(ep.weight)
 	}
 	if sum <= math.MaxUint32 {
-		return
+		return 1
 	}
 	div := sum/math.MaxUint32 + 1
 	for i := range eps {
 		eps[i].weight = uint32(max(uint64(eps[i].weight)/div, 1))
 	}
+	return uint32(div)
 }
 
 // ringHashConfig is the cluster's load balancing while warm-up is on:

@@ -239,7 +239,9 @@ func TestFitWeights(t *testing.T) {
 		eps[i].weight = MaxEndpointWeight * WeightScale
 	}
 	eps[0].weight = 10
-	fitWeights(eps)
+	if div := fitWeights(eps); div != 2 {
+		t.Errorf("divisor %d, want 2", div)
+	}
 	var sum uint64
 	for _, ep := range eps {
 		sum += uint64(ep.weight)
