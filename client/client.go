@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/internal/clock"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -63,7 +64,7 @@ func New(cfg Config) (*Client, error) {
 		c.http, c.ownHTTP = newHTTPClient(), true
 	}
 	if c.clock == nil {
-		c.clock = realClock{}
+		c.clock = clock.Real{}
 	}
 	return c, nil
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// XDSClients lists the xDS streams open on the node, for the
 	// dashboard; nil when the node serves no xDS.
 	XDSClients func() []XDSClient
+	// XDSWeight is the endpoint weight the node's xDS serves an instance
+	// with, for the console; nil when the node serves no xDS.
+	XDSWeight func(app, id string) (ops.XDSWeight, bool)
 	// HealthChecks reports the server-side health checks for
 	// /admin/status and the console; nil while they are off.
 	HealthChecks ops.HealthCheckSource
@@ -292,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 		Peers: s.cfg.Peers, Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Digests: digests, Now: s.now,
 		HealthChecks: healthReport(cfg.HealthChecks), RemoteRegions: cfg.RemoteRegionInfo})
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
-		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, XDSClients: cfg.XDSClients, AuthEnabled: s.guard.AuthEnabled(),
+		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, XDSClients: cfg.XDSClients, XDSWeight: cfg.XDSWeight, AuthEnabled: s.guard.AuthEnabled(),
 		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath, HealthChecks: cfg.HealthChecks,
 		RemoteRegions: cfg.RemoteRegionInfo})
 

@@ -329,6 +329,7 @@ func (n *Node) newAPI() error {
 	hcfg.Peers = n.peerInfos
 	if n.xds != nil {
 		hcfg.XDSClients = n.xds.Report
+		hcfg.XDSWeight = n.xds.Weight
 	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg

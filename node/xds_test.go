@@ -267,3 +267,32 @@ func TestXDS_servesNothingWhileReadsAreRefused(t *testing.T) {
 		t.Fatal("no answer once reads opened")
 	}
 }
+
+// TestXDS_warmupFromSettings: muster.traffic.apps.<APP>.warmup-seconds
+// reaches the node's xDS server: an ORDERS instance registered over the
+// Eureka API after the node opened is served warming up, counted in
+// /metrics and shown on the console's instance row; the Eureka API serves
+// its metadata unchanged. (The ramp itself, on a moved clock and with a
+// real grpc-go client, is xds/'s TestServer_warmupThroughGRPC.)
+func TestXDS_warmupFromSettings(t *testing.T) {
+	n := startTestNode(t, "xdsw", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0",
+		"muster.traffic.apps.orders.warmup-seconds=600")
+	waitOpened(t, n)
+	watch := adsWatch(t, n.xdsListen(), "orders")
+	registerOrder(t, n, "o-a", 7001, "z1")
+	waitEndpoints(t, watch, "register", "127.0.0.1:7001")
+	testwait.For(t, 10*time.Second, "the console shows o-a warming up", func() error {
+		code, page, err := httpGet("http://" + n.Addr() + "/console/apps/ORDERS")
+		if err != nil || code != 200 || !strings.Contains(page, "xDS weight 10 of 100, warming up until") {
+			return fmt.Errorf("%d %v", code, err)
+		}
+		return nil
+	})
+	if v := metricValue(t, n, "muster_xds_warming_endpoints"); v != 1 {
+		t.Errorf("muster_xds_warming_endpoints = %v, want 1", v)
+	}
+	code, body, err := httpGet(n.URL() + "apps/ORDERS/o-a")
+	if err != nil || code != 200 || !strings.Contains(body, "<metadata><zone>z1</zone></metadata>") {
+		t.Errorf("Eureka API: %d %v %s", code, err, body)
+	}
+}

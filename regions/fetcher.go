@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/internal/clock"
 	"github.com/muster-registry/muster/internal/redact"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
@@ -27,15 +28,7 @@ import (
 
 // Clock is the time a fetcher runs on: when the next fetch is due, how
 // old a region's data is. Tests hand in one they move.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type Clock = clock.Clock
 
 // Identity headers a Eureka server sends to another (EurekaServerIdentity,
 // wire's): a remote Muster answers a server's plain request with its local
@@ -134,7 +127,7 @@ func newFetcher(region string, cfg *Config, fc FetcherConfig) *Fetcher {
 		f.client = NewHTTPClient(*cfg, fc.TLS)
 	}
 	if f.clock == nil {
-		f.clock = realClock{}
+		f.clock = clock.Real{}
 	}
 	if f.retention <= 0 {
 		f.retention = 3 * time.Minute

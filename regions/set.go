@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/muster-registry/muster/internal/clock"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -30,7 +31,7 @@ type Set struct {
 func NewSet(cfg Config, fc FetcherConfig) *Set {
 	s := &Set{cfg: cfg, byName: map[string]*Fetcher{}, clock: fc.Clock, changed: make(chan struct{})}
 	if s.clock == nil {
-		s.clock = realClock{}
+		s.clock = clock.Real{}
 	}
 	for _, name := range cfg.Names() {
 		f := newFetcher(name, &s.cfg, fc)

@@ -100,6 +100,17 @@ type RemoteRegion struct {
 	Mismatches uint64 `json:"hashcodeMismatches"`
 }
 
+// XDSWeight is an instance's endpoint weight as the node's xDS server
+// serves it now (package xds fills it; the console shows it).
+type XDSWeight struct {
+	Weight uint32 // the load_balancing_weight sent
+	Full   uint32 // the weight once warm (metadata.weight, ×100 while warm-up is on)
+	// Percent is the share of Full reached: below 100 while the instance
+	// warms up (muster.traffic.warmup-seconds), until WarmUntil.
+	Percent   int
+	WarmUntil time.Time
+}
+
 // XDSClient is one xDS stream open on the node (muster.xds.enabled), as
 // the dashboard shows it.
 type XDSClient struct {

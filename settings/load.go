@@ -35,6 +35,8 @@ const (
 	serviceURLPrefix = "eureka.client.service-url."
 	metadataPrefix   = "eureka.instance.metadata-map."
 	authUsersPrefix  = "muster.auth.users."
+	// trafficAppsPrefix holds the per-app traffic settings (traffic.go).
+	trafficAppsPrefix = "muster.traffic.apps."
 	// The remote regions' maps (regions.go).
 	regionURLsPrefix      = "eureka.server.remote-region-urls-with-name."
 	regionWhitelistPrefix = "eureka.server.remote-region-app-whitelist."
@@ -42,7 +44,7 @@ const (
 
 // mapPrefixes are the keys whose entries are a map's: what follows the
 // prefix is the map key, kept as written.
-var mapPrefixes = []string{serviceURLPrefix, metadataPrefix, authUsersPrefix, regionURLsPrefix, regionWhitelistPrefix}
+var mapPrefixes = []string{serviceURLPrefix, metadataPrefix, authUsersPrefix, regionURLsPrefix, regionWhitelistPrefix, trafficAppsPrefix}
 
 // LoadRequest is what a command knows of the configuration: the file, the
 // environment, key=value pairs from the command line, and profiles.

@@ -391,6 +391,7 @@ var settings = []setting{
 	intKey("muster.dns.udp-max-size", "Cap on the EDNS0 UDP size a client offers; larger answers are truncated (TC) and complete over TCP.", func(s *Settings) *int { return &s.DNS.UDPMaxSize }),
 	intKey("muster.dns.rate-limit", "UDP DNS responses per second per source (/32, /64); over it queries are dropped. 0: no limit.", func(s *Settings) *int { return &s.DNS.RateLimit }),
 	intKey("muster.dns.rate-burst", "Burst of the per-source DNS rate limit.", func(s *Settings) *int { return &s.DNS.RateBurst }),
+	warmupKey("muster.traffic.warmup-seconds", "Seconds over which an instance's xDS endpoint weight ramps from 10 % to its full weight after it turns UP (5 steps); 0: off. At most 3600. While any warm-up is set, every xDS cluster is RING_HASH and weights are scaled ×100 (docs/traffic.md).", func(s *Settings) *time.Duration { return &s.XDS.Warmup }),
 	boolKey("muster.xds.enabled", "Serve xDS (gRPC) on muster.xds.addr: every app to Envoy (CDS, EDS over ADS) and to proxyless gRPC (xds:///name) (docs/xds.md).", func(s *Settings) *bool { return &s.XDS.Enabled }),
 	strKey("muster.xds.addr", "Listen address of the xDS server (TLS and client certificates as server.ssl.*).", func(s *Settings) *string { return &s.XDS.Addr }),
 	intKey("muster.xds.max-streams", "Most xDS streams open on this node at once; one more is refused with RESOURCE_EXHAUSTED.", func(s *Settings) *int { return &s.XDS.MaxStreams }),
@@ -519,6 +520,9 @@ func applyValue(s *Settings, key string, value any) error {
 		region := strings.TrimPrefix(key, regionURLsPrefix)
 		s.Regions.URLs[region] = append(s.Regions.URLs[region], splitList(raw)...)
 		return nil
+	case strings.HasPrefix(key, trafficAppsPrefix):
+		s.raw[key] = raw
+		return s.applyTrafficApp(strings.TrimPrefix(key, trafficAppsPrefix), raw)
 	case strings.HasPrefix(key, regionWhitelistPrefix):
 		s.raw[key] = raw
 		s.Regions.Whitelist[strings.TrimPrefix(key, regionWhitelistPrefix)] = splitList(raw)
@@ -585,7 +589,7 @@ func envKey(name string) string {
 	for _, prefix := range mapPrefixes {
 		want := strings.ReplaceAll(CanonicalKey(prefix), ".", "")
 		tokens := strings.Split(lower, "_")
-		if prefix == authUsersPrefix {
+		if prefix == authUsersPrefix || prefix == trafficAppsPrefix {
 			tokens = append([]string{"muster"}, tokens...) // MUSTER_ was cut off
 		}
 		acc := ""
@@ -599,6 +603,9 @@ func envKey(name string) string {
 				if j := strings.LastIndexByte(suffix, '_'); prefix == authUsersPrefix && j > 0 {
 					// MUSTER_AUTH_USERS_ALICE_PASSWORD: the last word is the field.
 					suffix = suffix[:j] + "." + suffix[j+1:]
+				}
+				if prefix == trafficAppsPrefix {
+					suffix = trafficAppEnvSuffix(suffix)
 				}
 				return prefix + suffix
 			}

@@ -3,6 +3,7 @@ package xds
 import (
 	"sort"
 	"strconv"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -32,10 +33,18 @@ type builder struct {
 
 	names        []string // sorted xDS names of the last build
 	namesVersion string   // version at which names last changed
+
+	warm  *warmups
+	scale uint32 // WeightScale while warm-up is on anywhere, else 1
 }
 
-func newBuilder(epoch string) *builder {
-	return &builder{epoch: epoch, pieces: map[string]*appPiece{}, named: map[string]named{}}
+func newBuilder(epoch string, cfg Config) *builder {
+	b := &builder{epoch: epoch, pieces: map[string]*appPiece{}, named: map[string]named{},
+		warm: newWarmups(cfg), scale: 1}
+	if b.warm.on {
+		b.scale = WeightScale
+	}
+	return b
 }
 
 // source is where one xDS name's endpoints come from: an app's piece, or
@@ -55,20 +64,45 @@ type built struct {
 	zones        map[string]bool // zones with endpoints, at most MaxZones
 
 	clusters, listeners, routes []types.Resource
+
+	// nextStep is when a warming endpoint's weight next changes (zero
+	// when none is warming): the follower builds again then.
+	nextStep time.Time
+	warming  int                  // endpoints warming up
+	rebuilt  map[string]*appPiece // by app name: pieces built anew, nil for an app gone
 }
 
-// update builds the xDS view of snap, reusing the pieces of apps whose
-// version did not change.
-func (b *builder) update(snap *registry.Snapshot) *built {
+// update builds the xDS view of snap at now, reusing the pieces of apps
+// whose version did not change and whose warming endpoints (if any) are
+// still at the same step.
+func (b *builder) update(snap *registry.Snapshot, now time.Time) *built {
 	bt := &built{version: b.epoch + "." + strconv.FormatUint(snap.Version, 10),
-		sources: map[string]*source{}, zones: map[string]bool{}}
+		sources: map[string]*source{}, zones: map[string]bool{}, rebuilt: map[string]*appPiece{}}
 	live := make(map[string]bool, len(snap.Apps))
 	for _, app := range snap.Apps {
 		live[app.Name] = true
 		p := b.pieces[app.Name]
-		if p == nil || p.version != app.Version || app.Version == 0 {
-			p = buildPiece(app)
+		changed := p == nil || p.version != app.Version || app.Version == 0
+		var served map[string]bool // what the ramps follow: only while warm-up is on
+		if changed && b.warm.on {
+			served = servedIDs(app)
+			var prev map[string]bool
+			if p != nil {
+				prev = p.served
+			}
+			b.warm.observe(app.Name, served, prev, now)
+		}
+		warm, next := b.warm.percents(app.Name, now)
+		if !next.IsZero() && (bt.nextStep.IsZero() || next.Before(bt.nextStep)) {
+			bt.nextStep = next
+		}
+		if changed || !sameWarmth(warm, p.warm) {
+			if !changed {
+				served = p.served // a step: the same instances
+			}
+			p = buildPiece(app, b.scale, served, warm)
 			b.pieces[app.Name] = p
+			bt.rebuilt[app.Name] = p
 		}
 		bt.sources[Name(app.Name)] = &source{piece: p}
 		for _, ep := range p.endpoints {
@@ -80,8 +114,12 @@ func (b *builder) update(snap *registry.Snapshot) *built {
 	for name := range b.pieces {
 		if !live[name] {
 			delete(b.pieces, name)
+			b.warm.forget(name)
+			bt.rebuilt[name] = nil
 		}
 	}
+	b.warm.started = true
+	bt.warming = b.warm.warming()
 	// VIPs that are not also an app's name, in app order (sorted).
 	for _, app := range snap.Apps {
 		p := b.pieces[app.Name]
@@ -112,7 +150,7 @@ func (b *builder) update(snap *registry.Snapshot) *built {
 		for _, n := range names {
 			r, ok := b.named[n]
 			if !ok {
-				r = named{cluster: edsCluster(n), listener: apiListener(n), route: routeConfig(n)}
+				r = named{cluster: edsCluster(n, b.warm.on), listener: apiListener(n), route: routeConfig(n)}
 			}
 			keep[n] = r
 		}

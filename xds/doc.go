@@ -15,6 +15,12 @@
 // assignments of their own where their zone's localities are priority 0
 // and the others priority 1.
 //
+// Warm-up (muster.traffic.warmup-seconds, warmup.go): an instance that
+// turns UP is served at a share of its weight rising in WarmupSteps steps,
+// each step one rebuild of its app, timed on Options.Clock; while any
+// warm-up is set, clusters are RING_HASH, because grpc-go's ROUND_ROBIN
+// ignores endpoint weights within a locality (docs/xds.md).
+//
 // Streams are capped (muster.xds.max-streams: RESOURCE_EXHAUSTED beyond
 // it), checked against the node's users when authentication is on (HTTP
 // Basic credentials in the "authorization" metadata, or a verified client

@@ -15,6 +15,7 @@ type metrics struct {
 	builds       prometheus.Counter
 	buildSeconds prometheus.Histogram
 	names        prometheus.Gauge
+	warming      prometheus.Gauge
 }
 
 // typeLabels are the type label values; any other type URL is "other".
@@ -40,6 +41,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}),
 		names: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_xds_names",
 			Help: "xDS names served (apps and VIPs): each is a listener, route, cluster and assignment."}),
+		warming: prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_xds_warming_endpoints",
+			Help: "Endpoints served below their full weight because they are warming up (muster.traffic.warmup-seconds)."}),
 	}
 	for _, r := range []string{"max_streams", "unauthenticated", "forbidden"} {
 		m.refused.WithLabelValues(r)
@@ -50,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.nacks.WithLabelValues(t)
 	}
 	if reg != nil {
-		reg.MustRegister(m.streams, m.refused, m.pushes, m.nacks, m.pushLatency, m.builds, m.buildSeconds, m.names)
+		reg.MustRegister(m.streams, m.refused, m.pushes, m.nacks, m.pushLatency, m.builds, m.buildSeconds, m.names, m.warming)
 	}
 	return m
 }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/report"
 )
 
 // MaxEndpointWeight caps metadata.weight: grpc-go rejects a locality whose
@@ -51,8 +52,11 @@ type endpoint struct {
 // change rebuilds only its own app.
 type appPiece struct {
 	version   uint64
-	endpoints []endpoint // UP, usable, sorted by instance id, duplicates dropped
-	vips      []string   // every vipAddress part its instances list
+	served    map[string]bool   // ids of the instances served (UP, usable)
+	warm      map[string]warmth // the warming ones' ramps at this build
+	weights   map[string]Weight // by instance id: what each endpoint is served with
+	endpoints []endpoint        // UP, usable, sorted by instance id, duplicates dropped
+	vips      []string          // every vipAddress part its instances list
 	vipEPs    map[string][]endpoint
 	clas      map[string]*endpointv3.ClusterLoadAssignment // by client zone ("" for none)
 }
@@ -125,8 +129,15 @@ func instanceRegion(in *registry.Instance) string {
 	return ""
 }
 
-func buildPiece(app registry.AppView) *appPiece {
-	p := &appPiece{version: app.Version, clas: map[string]*endpointv3.ClusterLoadAssignment{}}
+// Weight is an instance's endpoint weight as xDS serves it now.
+type Weight = report.XDSWeight
+
+// buildPiece builds app's endpoints; scale multiplies every weight
+// (WeightScale while warm-up is on, else 1) and warm gives the warming
+// instances' ramps.
+func buildPiece(app registry.AppView, scale uint32, served map[string]bool, warm map[string]warmth) *appPiece {
+	p := &appPiece{version: app.Version, served: served, warm: warm, clas: map[string]*endpointv3.ClusterLoadAssignment{}}
+	var ins []*registry.Instance
 	seen := map[string]bool{}
 	vipSeen := map[string]bool{}
 	for _, iv := range app.Instances {
@@ -148,16 +159,31 @@ func buildPiece(app registry.AppView) *appPiece {
 			continue
 		}
 		seen[key] = true
-		ep := endpoint{addr: ip.String(), port: uint32(port), weight: instanceWeight(in),
+		weight := instanceWeight(in) * scale
+		if w, ok := warm[in.ID()]; ok {
+			weight = max(weight*uint32(w.percent)/100, 1)
+		}
+		ep := endpoint{addr: ip.String(), port: uint32(port), weight: weight,
 			region: instanceRegion(in), zone: instanceZone(in)}
-		ep.lb = lbEndpoint(in, ep)
 		p.endpoints = append(p.endpoints, ep)
+		ins = append(ins, in)
+	}
+	div := fitWeights(p.endpoints)
+	p.weights = make(map[string]Weight, len(ins))
+	for i, in := range ins {
+		ep := &p.endpoints[i]
+		ep.lb = lbEndpoint(in, *ep)
+		wt := Weight{Weight: ep.weight, Full: max(instanceWeight(in)*scale/div, 1), Percent: 100}
+		if w, ok := warm[in.ID()]; ok {
+			wt.Percent, wt.WarmUntil = w.percent, w.until
+		}
+		p.weights[in.ID()] = wt
 		for _, v := range strings.Split(in.VIPAddress, ",") {
 			if v = strings.TrimSpace(v); v != "" {
 				if p.vipEPs == nil {
 					p.vipEPs = map[string][]endpoint{}
 				}
-				p.vipEPs[v] = append(p.vipEPs[v], ep)
+				p.vipEPs[v] = append(p.vipEPs[v], *ep)
 			}
 		}
 	}
@@ -269,8 +295,8 @@ func (p *appPiece) claFor(name, zone string) *endpointv3.ClusterLoadAssignment {
 
 // edsCluster is the CDS resource of name: an EDS cluster whose endpoints
 // come over the same ADS stream.
-func edsCluster(name string) *clusterv3.Cluster {
-	return &clusterv3.Cluster{
+func edsCluster(name string, ringHash bool) *clusterv3.Cluster {
+	c := &clusterv3.Cluster{
 		Name:                 name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{
@@ -280,6 +306,10 @@ func edsCluster(name string) *clusterv3.Cluster {
 		ConnectTimeout: durationpb.New(5 * time.Second),
 		LbPolicy:       clusterv3.Cluster_ROUND_ROBIN,
 	}
+	if ringHash {
+		ringHashConfig(c)
+	}
+	return c
 }
 
 func adsSource() *corev3.ConfigSource {

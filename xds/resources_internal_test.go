@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -80,7 +81,7 @@ func TestMapping(t *testing.T) {
 		registrytest.NewInstance("ORDERS", "a9", at("10.0.0.9", 8080), secureOnly),
 		registrytest.NewInstance("ORDERS", "b1", at("10.0.1.1", 9090), amazon),
 	)
-	bt := newBuilder("e").update(reg.Snapshot())
+	bt := newBuilder("e", DefaultConfig()).update(reg.Snapshot(), time.Now())
 	got := endpointsOf(bt.sources["orders"].cla("orders", ""))
 	want := []string{
 		"/ 10.0.0.9:8443 w=1 lw=1 p=0 HEALTHY",
@@ -122,7 +123,7 @@ func TestNames(t *testing.T) {
 		registrytest.NewInstance("ORDERS", "o1", at("10.0.0.1", 80), registrytest.WithVIP("orders,shop")),
 		registrytest.NewInstance("BILLING", "b1", at("10.0.0.2", 80), registrytest.WithVIP("billing-v2,shop")),
 	)
-	bt := newBuilder("e").update(reg.Snapshot())
+	bt := newBuilder("e", DefaultConfig()).update(reg.Snapshot(), time.Now())
 	if got := strings.Join(bt.names, ","); got != "billing,billing-v2,orders,shop" {
 		t.Fatalf("names %s", got)
 	}
@@ -167,7 +168,7 @@ func TestConsistent(t *testing.T) {
 		registrytest.NewInstance("ORDERS", "o2", at("10.0.0.2", 80), registrytest.WithStatus(registry.StatusDown)),
 		registrytest.NewInstance("BILLING", "b1", at("10.0.0.3", 80), registrytest.WithStatus(registry.StatusOutOfService), registrytest.WithVIP("pay")),
 	)
-	bt := newBuilder("e").update(reg.Snapshot())
+	bt := newBuilder("e", DefaultConfig()).update(reg.Snapshot(), time.Now())
 	full := bt.snapshot("")
 	envoy, err := cache.NewSnapshot(full.GetVersion(resource.EndpointType), map[resource.Type][]types.Resource{
 		resource.ClusterType:  values(full.GetResources(resource.ClusterType)),
@@ -200,13 +201,13 @@ func TestBuilder_reusesUnchangedApps(t *testing.T) {
 		registrytest.NewInstance("ORDERS", "o1", at("10.0.0.1", 80)),
 		registrytest.NewInstance("BILLING", "b1", at("10.0.0.2", 80)),
 	)
-	b := newBuilder("e")
-	first := b.update(reg.Snapshot())
+	b := newBuilder("e", DefaultConfig())
+	first := b.update(reg.Snapshot(), time.Now())
 	billing := first.sources["billing"].piece
 	if _, err := reg.Apply(registry.StatusOp("ORDERS", "o1", registry.StatusOutOfService)); err != nil {
 		t.Fatal(err)
 	}
-	second := b.update(reg.Snapshot())
+	second := b.update(reg.Snapshot(), time.Now())
 	if second.sources["billing"].piece != billing {
 		t.Error("billing rebuilt for a change of orders")
 	}
@@ -219,7 +220,7 @@ func TestBuilder_reusesUnchangedApps(t *testing.T) {
 	if _, err := reg.Apply(registry.RegisterOp(registrytest.NewInstance("CART", "c1", at("10.0.0.3", 80)))); err != nil {
 		t.Fatal(err)
 	}
-	if third := b.update(reg.Snapshot()); third.namesVersion == second.namesVersion {
+	if third := b.update(reg.Snapshot(), time.Now()); third.namesVersion == second.namesVersion {
 		t.Error("a new app did not change the names' version")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/internal/clock"
 	"github.com/muster-registry/muster/registry"
 )
 
@@ -52,7 +54,13 @@ type Options struct {
 	TLS     *tls.Config
 	Metrics prometheus.Registerer // nil: not registered
 	Logger  zerolog.Logger
+	// Clock times the warm-up ramps (nil: real time); tests move it to
+	// make a step due.
+	Clock Clock
 }
+
+// Clock is the time warm-ups run on.
+type Clock = clock.Clock
 
 // StreamWindow is the HTTP/2 receive window of an xDS connection and of
 // each stream on it: 64 KiB (HTTP/2's default is one byte less), static.
@@ -78,6 +86,10 @@ type Server struct {
 	pubMu     sync.Mutex
 	published string    // registry version last published, with the epoch
 	lastRead  time.Time // when the change last published was read
+
+	// pieces holds each app's last built piece (app name → *appPiece), for
+	// Weight: written by the follower for the apps it rebuilt only.
+	pieces sync.Map
 }
 
 // New builds a server; Start listens and follows the registry.
@@ -90,6 +102,9 @@ func New(cfg Config, o Options) (*Server, error) {
 	}
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
 	s := &Server{cfg: cfg, opts: o, m: newMetrics(o.Metrics), log: o.Logger, caches: newCaches(newEpoch(), o.Logger)}
 	s.streams = newStreams(cfg.MaxStreams, o.Users, s.m)
@@ -199,13 +214,27 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 		case <-t.C:
 		}
 	}
-	b := newBuilder(s.caches.epoch)
+	b := newBuilder(s.caches.epoch, s.cfg)
 	buf := make([]registry.Event, 0, 1024)
-	s.publish(b, time.Now())
+	// step wakes the follower when a warming endpoint's weight changes
+	// (nil while none is warming).
+	var step <-chan time.Time
+	schedule := func(next time.Time) {
+		step = nil
+		if !next.IsZero() {
+			step = s.opts.Clock.After(max(next.Sub(s.opts.Clock.Now()), 0))
+		}
+	}
+	next, _ := s.publish(b, time.Now(), false)
+	schedule(next)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-step:
+			next, _ := s.publish(b, time.Now(), true)
+			schedule(next)
+			continue
 		case <-cur.Ready():
 		}
 		read := time.Now()
@@ -218,22 +247,34 @@ func (s *Server) follow(ctx context.Context, cur *registry.Cursor) {
 				break
 			}
 		}
-		s.publish(b, read)
+		if next, built := s.publish(b, read, false); built {
+			schedule(next)
+		}
 	}
 }
 
-// publish builds the registry's current state and sets what changed.
-func (s *Server) publish(b *builder, read time.Time) {
+// publish builds the registry's current state and sets what changed;
+// stepDue builds even when the registry has not changed (a warm-up step).
+// It returns whether it built, and if so when a warming endpoint's weight
+// next changes (zero: none is warming).
+func (s *Server) publish(b *builder, read time.Time, stepDue bool) (next time.Time, built bool) {
 	snap := s.opts.Registry.Snapshot()
 	version := b.epoch + "." + strconv.FormatUint(snap.Version, 10)
 	s.pubMu.Lock()
 	same := s.published == version
 	s.pubMu.Unlock()
-	if same {
-		return // a spurious wake, or a write that changed nothing visible
+	if same && !stepDue {
+		return time.Time{}, false // a spurious wake, or a write that changed nothing visible
 	}
 	t0 := time.Now()
-	bt := b.update(snap)
+	bt := b.update(snap, s.opts.Clock.Now())
+	for app, p := range bt.rebuilt {
+		if p == nil {
+			s.pieces.Delete(app)
+		} else {
+			s.pieces.Store(app, p)
+		}
+	}
 	s.pubMu.Lock()
 	s.published, s.lastRead = version, read
 	s.pubMu.Unlock()
@@ -243,6 +284,20 @@ func (s *Server) publish(b *builder, read time.Time) {
 	s.m.builds.Inc()
 	s.m.buildSeconds.Observe(time.Since(t0).Seconds())
 	s.m.names.Set(float64(len(bt.names)))
+	s.m.warming.Set(float64(bt.warming))
+	return bt.nextStep, true
+}
+
+// Weight is the endpoint weight xDS serves instance id of app with now;
+// false when it serves no endpoint for it (not UP, no IP address, or
+// before the node opened).
+func (s *Server) Weight(app, id string) (Weight, bool) {
+	v, ok := s.pieces.Load(strings.ToUpper(app))
+	if !ok {
+		return Weight{}, false
+	}
+	w, ok := v.(*appPiece).weights[id]
+	return w, ok
 }
 
 // changeRead is when the change last published was read off the stream.

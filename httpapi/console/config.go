@@ -44,6 +44,9 @@ type Config struct {
 	// XDSClients lists the node's xDS streams; nil when it serves no xDS
 	// (the section is left out).
 	XDSClients func() []ops.XDSClient
+	// XDSWeight is the endpoint weight xDS serves an instance with (false:
+	// no endpoint); nil when the node serves no xDS.
+	XDSWeight func(app, id string) (ops.XDSWeight, bool)
 	// RemoteRegions lists the remote regions; nil means none.
 	RemoteRegions func() []ops.RemoteRegionInfo
 	// AuthEnabled: the server checks credentials, so only admin users

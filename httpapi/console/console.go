@@ -116,6 +116,9 @@ type instanceRow struct {
 	// node's) and, where this node probes it, the probe state.
 	Health      string
 	HealthClass string
+	// XDSWeight is the endpoint weight xDS serves the instance with,
+	// while the node serves xDS and has an endpoint for it.
+	XDSWeight string
 }
 
 type episodeView struct {
@@ -465,7 +468,23 @@ func (s *Console) instanceRow(iv *registry.InstanceView, now time.Time) instance
 		r.Link = in.StatusPageURL
 	}
 	r.Health, r.HealthClass = s.healthText(in, now)
+	if s.cfg.XDSWeight != nil {
+		if w, ok := s.cfg.XDSWeight(in.App, in.ID()); ok {
+			r.XDSWeight = xdsWeightText(w, now)
+		}
+	}
 	return r
+}
+
+// xdsWeightText is the instance's xDS weight as the instance table shows
+// it: "xDS weight 46 of 100, warming up until 12:03:20 (46 %)".
+func xdsWeightText(w ops.XDSWeight, now time.Time) string {
+	text := "xDS weight " + strconv.FormatUint(uint64(w.Weight), 10)
+	if w.Percent >= 100 || w.WarmUntil.IsZero() {
+		return text
+	}
+	return text + " of " + strconv.FormatUint(uint64(w.Full), 10) + ", warming up until " +
+		w.WarmUntil.UTC().Format("15:04:05") + " UTC (" + strconv.Itoa(w.Percent) + " %, " + formatAge(w.WarmUntil.Sub(now)) + " left)"
 }
 
 // healthText is the instance table's health-check cell.

@@ -63,6 +63,9 @@ type RegistryDoc struct {
 // XDSClient is one xDS stream open on the node (package xds fills it).
 type XDSClient = report.XDSClient
 
+// XDSWeight is an instance's endpoint weight as the node's xDS serves it.
+type XDSWeight = report.XDSWeight
+
 // PeerInfo is one peer as the dashboard and /admin/status show it.
 type PeerInfo struct {
 	Name            string `json:"name"`

@@ -105,7 +105,7 @@ var allowed = map[string]rule{
 		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
 	},
 	"regions": {
-		imports:     []string{"internal/redact", "registry", "registry/wire", "report"},
+		imports:     []string{"internal/clock", "internal/redact", "registry", "registry/wire", "report"},
 		testImports: []string{"internal/testwait", "registry/registrytest"},
 		why:         "remote regions: their config, one fetcher per region, the immutable views the Eureka API merges; the registry never sees them",
 	},
@@ -115,7 +115,7 @@ var allowed = map[string]rule{
 		why:         "the DNS interface: reads registry snapshots like any other consumer, knows nothing of HTTP or the cluster",
 	},
 	"xds": {
-		imports:     []string{"auth", "registry", "report"},
+		imports:     []string{"auth", "internal/clock", "registry", "report"},
 		testImports: []string{"internal/testwait", "registry/registrytest", "tlsconfig"},
 		why:         "the xDS control plane: follows the registry's change stream and snapshots, checks stream credentials with auth, knows nothing of HTTP or the cluster",
 	},
@@ -143,6 +143,9 @@ var allowed = map[string]rule{
 	"internal/gzjoin": {
 		why: "one gzip member from separately compressed pieces; compress only",
 	},
+	"internal/clock": {
+		why: "the one Clock interface of what waits on a schedule (client, regions, xds warm-ups) and the real clock; stdlib only",
+	},
 	"internal/redact": {
 		why: "the one way to hide a URL's password (client, replication, tools, cmd); stdlib only",
 	},
@@ -157,7 +160,7 @@ var allowed = map[string]rule{
 	},
 	// The Go client library: any Go service may import it.
 	"client": {
-		imports:     []string{"internal/redact", "registry", "registry/wire"},
+		imports:     []string{"internal/clock", "internal/redact", "registry", "registry/wire"},
 		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "a Eureka client for Go services: the wire format, never the server (tests run a node in process)",
 	},

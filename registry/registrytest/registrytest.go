@@ -14,9 +14,16 @@ import (
 // Clock is a manual clock. Its zero value starts at a fixed, readable date;
 // it only moves when Advance or Set is called. Safe for concurrent use.
 type Clock struct {
-	// mu guards now.
-	mu  sync.Mutex
-	now time.Time
+	// mu guards now and waiters.
+	mu      sync.Mutex
+	now     time.Time
+	waiters []clockWaiter
+}
+
+// clockWaiter is one After not yet due.
+type clockWaiter struct {
+	at time.Time
+	ch chan time.Time
 }
 
 // Epoch is where a zero Clock starts: 2024-06-10 06:13:20 UTC
@@ -44,6 +51,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 		c.now = Epoch
 	}
 	c.now = c.now.Add(d)
+	c.fireLocked()
 	return c.now
 }
 
@@ -51,7 +59,39 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	c.now = t
+	c.fireLocked()
 	c.mu.Unlock()
+}
+
+// After returns a channel that receives the clock's time once Advance or
+// Set moves it d past now (at once when d ≤ 0), as time.After would: code
+// that waits on a clock runs its timers on this one in tests.
+func (c *Clock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now.IsZero() {
+		c.now = Epoch
+	}
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
+	return ch
+}
+
+// fireLocked sends the time to every After that is due. The caller holds mu.
+func (c *Clock) fireLocked() {
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			kept = append(kept, w)
+		} else {
+			w.ch <- c.now // buffered, sent once
+		}
+	}
+	c.waiters = kept
 }
 
 // Option changes a fixture instance.
