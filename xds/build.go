@@ -22,6 +22,7 @@ type named struct {
 	cluster  types.Resource
 	listener types.Resource
 	route    types.Resource
+	ringHash bool // the cluster's policy: an app of the name warms up
 }
 
 // builder turns registry snapshots into xDS resources. It is used by one
@@ -53,6 +54,9 @@ type source struct {
 	piece  *appPiece  // nil for a VIP-only name
 	vipEPs []endpoint // for a VIP-only name
 	vipCLA map[string]*endpointv3.ClusterLoadAssignment
+	// warms tells whether an app behind the name has a warm-up: then its
+	// cluster is RING_HASH (ringHashConfig), so grpc-go weighs endpoints.
+	warms bool
 }
 
 // built is one registry version as xDS serves it.
@@ -104,7 +108,7 @@ func (b *builder) update(snap *registry.Snapshot, now time.Time) *built {
 			b.pieces[app.Name] = p
 			bt.rebuilt[app.Name] = p
 		}
-		bt.sources[Name(app.Name)] = &source{piece: p}
+		bt.sources[Name(app.Name)] = &source{piece: p, warms: b.warm.cfg.warmupOf(app.Name) > 0}
 		for _, ep := range p.endpoints {
 			if ep.zone != "" && len(bt.zones) < MaxZones {
 				bt.zones[ep.zone] = true
@@ -123,15 +127,17 @@ func (b *builder) update(snap *registry.Snapshot, now time.Time) *built {
 	// VIPs that are not also an app's name, in app order (sorted).
 	for _, app := range snap.Apps {
 		p := b.pieces[app.Name]
+		warms := b.warm.cfg.warmupOf(app.Name) > 0
 		for _, vip := range p.vips {
 			if s, ok := bt.sources[vip]; ok {
 				if s.piece == nil {
 					s.vipEPs = append(s.vipEPs, p.vipEPs[vip]...)
+					s.warms = s.warms || warms
 				}
 				continue
 			}
 			bt.sources[vip] = &source{vipEPs: append([]endpoint(nil), p.vipEPs[vip]...),
-				vipCLA: map[string]*endpointv3.ClusterLoadAssignment{}}
+				vipCLA: map[string]*endpointv3.ClusterLoadAssignment{}, warms: warms}
 		}
 	}
 	for _, s := range bt.sources {
@@ -144,13 +150,23 @@ func (b *builder) update(snap *registry.Snapshot, now time.Time) *built {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if !equalStrings(names, b.names) || b.namesVersion == "" {
+	// A VIP-only name's policy follows the apps listing it, which may
+	// change while the name stays: a change of policy is a change of names'
+	// resources (LDS, RDS and CDS versions) like a name that comes or goes.
+	policyChanged := false
+	for n, r := range b.named {
+		if s, ok := bt.sources[n]; ok && s.warms != r.ringHash {
+			policyChanged = true
+		}
+	}
+	if policyChanged || !equalStrings(names, b.names) || b.namesVersion == "" {
 		b.names, b.namesVersion = names, bt.version
 		keep := make(map[string]named, len(names))
 		for _, n := range names {
 			r, ok := b.named[n]
-			if !ok {
-				r = named{cluster: edsCluster(n, b.warm.on), listener: apiListener(n), route: routeConfig(n)}
+			if !ok || r.ringHash != bt.sources[n].warms {
+				warms := bt.sources[n].warms
+				r = named{cluster: edsCluster(n, warms), listener: apiListener(n), route: routeConfig(n), ringHash: warms}
 			}
 			keep[n] = r
 		}

@@ -19,7 +19,7 @@ type Config struct {
 	// Warmup is how long an instance's endpoint weight ramps up after it
 	// turns UP (muster.traffic.warmup-seconds; 0: no ramp), for every app
 	// without a value of its own in AppWarmup. At most MaxWarmup. Any
-	// warm-up configured switches every cluster to RING_HASH (warmup.go).
+	// app with a warm-up has a RING_HASH cluster (warmup.go).
 	Warmup time.Duration
 	// AppWarmup is Warmup per app, by upper-case app name
 	// (muster.traffic.apps.<APP>.warmup-seconds); 0 turns it off for that
@@ -79,8 +79,9 @@ func (c Config) warmupOf(app string) time.Duration {
 	return c.Warmup
 }
 
-// warmupOn tells whether any app warms up: then weights are scaled and
-// clusters are RING_HASH for every name (warmup.go).
+// warmupOn tells whether any app warms up: then every weight is scaled
+// (ratios kept), and the clusters of the apps that warm up, and of the VIPs
+// they list, are RING_HASH (warmup.go).
 func (c Config) warmupOn() bool {
 	if c.Warmup > 0 {
 		return true

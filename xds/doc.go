@@ -17,8 +17,8 @@
 //
 // Warm-up (muster.traffic.warmup-seconds, warmup.go): an instance that
 // turns UP is served at a share of its weight rising in WarmupSteps steps,
-// each step one rebuild of its app, timed on Options.Clock; while any
-// warm-up is set, clusters are RING_HASH, because grpc-go's ROUND_ROBIN
+// each step one rebuild of its app, timed on Options.Clock; the cluster of
+// an app with a warm-up is RING_HASH, because grpc-go's ROUND_ROBIN
 // ignores endpoint weights within a locality (docs/xds.md).
 //
 // Streams are capped (muster.xds.max-streams: RESOURCE_EXHAUSTED beyond

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -209,7 +210,8 @@ func TestWarmup_perApp(t *testing.T) {
 
 // TestWarmup_offByDefault: without warm-up, weights are metadata.weight
 // unscaled, clusters are ROUND_ROBIN, and a new instance gets its full
-// weight at once. With warm-up on anywhere, every cluster is RING_HASH.
+// weight at once. With warm-up on for one app, that app's cluster (and a
+// VIP it lists) is RING_HASH and every other cluster stays ROUND_ROBIN.
 func TestWarmup_offByDefault(t *testing.T) {
 	r := newRamp(t, DefaultConfig(), registrytest.NewInstance("ORDERS", "o1", at("10.0.0.1", 80)))
 	r.apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "o2", at("10.0.0.2", 80),
@@ -219,15 +221,30 @@ func TestWarmup_offByDefault(t *testing.T) {
 	if c := r.bt.clusters[0].(*clusterv3.Cluster); c.GetLbPolicy() != clusterv3.Cluster_ROUND_ROBIN || c.GetRingHashLbConfig() != nil {
 		t.Errorf("cluster without warm-up: %v", c)
 	}
+	billing := registrytest.NewInstance("BILLING", "b1", at("10.0.0.5", 80))
+	billing.VIPAddress = "pay-vip"
 	on := newRamp(t, Config{AppWarmup: map[string]time.Duration{"BILLING": time.Minute}},
-		registrytest.NewInstance("ORDERS", "o1", at("10.0.0.1", 80)))
-	c := on.bt.clusters[0].(*clusterv3.Cluster)
-	if c.GetLbPolicy() != clusterv3.Cluster_RING_HASH || c.GetRingHashLbConfig().GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH ||
-		c.GetRingHashLbConfig().GetMinimumRingSize().GetValue() != 4096 {
-		t.Errorf("cluster with warm-up on: %v", c)
+		registrytest.NewInstance("ORDERS", "o1", at("10.0.0.1", 80)), billing)
+	policies := map[string]clusterv3.Cluster_LbPolicy{}
+	for _, res := range on.bt.clusters {
+		c := res.(*clusterv3.Cluster)
+		policies[c.GetName()] = c.GetLbPolicy()
+		if c.GetLbPolicy() != clusterv3.Cluster_RING_HASH {
+			continue
+		}
+		if c.GetRingHashLbConfig().GetHashFunction() != clusterv3.Cluster_RingHashLbConfig_XX_HASH ||
+			c.GetRingHashLbConfig().GetMinimumRingSize().GetValue() != 4096 {
+			t.Errorf("cluster with warm-up on: %v", c)
+		}
+		if err := c.ValidateAll(); err != nil { // Envoy's rules for the message
+			t.Errorf("cluster with warm-up on: %v", err)
+		}
 	}
-	if err := c.ValidateAll(); err != nil { // Envoy's rules for the message
-		t.Errorf("cluster with warm-up on: %v", err)
+	want := map[string]clusterv3.Cluster_LbPolicy{"billing": clusterv3.Cluster_RING_HASH,
+		"pay-vip": clusterv3.Cluster_RING_HASH, "orders": clusterv3.Cluster_ROUND_ROBIN,
+		"ORDERS": clusterv3.Cluster_ROUND_ROBIN} // ORDERS: o1's VIP
+	if !maps.Equal(policies, want) {
+		t.Errorf("policies %v, want %v", policies, want)
 	}
 }
 
