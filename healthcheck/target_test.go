@@ -359,3 +359,43 @@ func TestChecker_timeout(t *testing.T) {
 		t.Errorf("closing endpoint: %q, want http connection reset", rep.LastResult)
 	}
 }
+
+// A persistent instance is probed though no muster.health-check.apps
+// lists its app, unless it opts out; without a gossip cluster the node it
+// registered through probes it for as long as it is registered, although
+// it never renews.
+func TestChecker_persistentProbedByDefault(t *testing.T) {
+	b := newBackend(t)
+	clk := registrytest.NewClock()
+	rcfg := registry.DefaultConfig()
+	rcfg.Now = clk.Now
+	reg, err := registry.New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, clk.Now)
+	cfg.Apps = nil
+	chk, err := healthcheck.New(cfg, healthcheck.Options{Registry: reg, Self: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, md := range map[string]map[string]string{
+		"persistent": {registry.LeaseMetadataKey: "persistent"},
+		"opted-out":  {registry.LeaseMetadataKey: "persistent", healthcheck.MetadataKey: "off"},
+		"ordinary":   nil,
+	} {
+		in := b.instance("DB", id)
+		in.Metadata = registry.NewMetadata(md)
+		if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Hour) // many renewal intervals, no heartbeat
+	res := round(chk)
+	if res.Probed != 1 || b.requests.Load() != 1 {
+		t.Fatalf("probed %d, requests %d: want the persistent instance alone", res.Probed, b.requests.Load())
+	}
+	if _, ok := chk.Probe("DB", "persistent"); !ok {
+		t.Fatal("the persistent instance is not probed")
+	}
+}

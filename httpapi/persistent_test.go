@@ -38,6 +38,12 @@ func TestPersistent_registerOverHTTP(t *testing.T) {
 	if after := n.reg.Snapshot().Version; after != before {
 		t.Fatal("a refused write changed the registry")
 	}
+	if r := n.do(t, "GET", "/admin/status", ""); !strings.Contains(r.body, `"persistentInstances": 1`) {
+		t.Errorf("/admin/status does not count the persistent instance: %s", r.body)
+	}
+	if r := n.do(t, "GET", "/console/apps/DB", ""); r.code != 200 || !strings.Contains(r.body, "none needed (persistent)") {
+		t.Errorf("console app page: %d, no persistent label", r.code)
+	}
 	n.clock.Advance(3*90*time.Second + time.Minute)
 	n.reg.EvictExpired()
 	n.clock.Advance(time.Minute)

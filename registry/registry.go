@@ -80,9 +80,11 @@ func leaseExpired(now, lastRenewal time.Time, duration, grace time.Duration) boo
 	return now.After(lastRenewal.Add(duration + grace))
 }
 
-// Stats are running totals since start, for metrics.
+// Stats are running totals since start, for metrics, and the persistent
+// instances held now.
 type Stats struct {
 	Registrations, Renewals, Cancels, Evictions uint64
+	Persistent                                  int
 }
 
 // Registry is the whole registry of one node: apps, instances, leases,
@@ -205,6 +207,7 @@ func (r *Registry) Stats() Stats {
 		Renewals:      uint64(r.renewalCount.load()),
 		Cancels:       r.cancels.Load(),
 		Evictions:     r.evictions.Load(),
+		Persistent:    r.PersistentCount(),
 	}
 }
 
