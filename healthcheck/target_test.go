@@ -271,10 +271,10 @@ func TestChecker_httpsOffersNoClientCertificate(t *testing.T) {
 	}
 }
 
-// Without a gossip cluster a node probes the instances whose clients
-// register and renew through it, not those a peer replicated to it.
-func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
-	b := newBackend(t)
+// newWithoutCluster is a checker of node n1 without a gossip cluster,
+// over a registry on a moved clock.
+func newWithoutCluster(t *testing.T, set func(*healthcheck.Config)) (*registry.Registry, *registrytest.Clock, *healthcheck.Checker) {
+	t.Helper()
 	clk := registrytest.NewClock()
 	rcfg := registry.DefaultConfig()
 	rcfg.Now = clk.Now
@@ -282,10 +282,20 @@ func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chk, err := healthcheck.New(testConfig(t, clk.Now), healthcheck.Options{Registry: reg, Self: "n1"})
+	cfg := testConfig(t, clk.Now)
+	set(&cfg)
+	chk, err := healthcheck.New(cfg, healthcheck.Options{Registry: reg, Self: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reg, clk, chk
+}
+
+// Without a gossip cluster a node probes the instances whose clients
+// register and renew through it, not those a peer replicated to it.
+func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
+	b := newBackend(t)
+	reg, _, chk := newWithoutCluster(t, func(*healthcheck.Config) {})
 	if _, err := reg.Apply(registry.RegisterOp(b.instance("SVC", "mine"))); err != nil {
 		t.Fatal(err)
 	}
@@ -366,19 +376,7 @@ func TestChecker_timeout(t *testing.T) {
 // it never renews.
 func TestChecker_persistentProbedByDefault(t *testing.T) {
 	b := newBackend(t)
-	clk := registrytest.NewClock()
-	rcfg := registry.DefaultConfig()
-	rcfg.Now = clk.Now
-	reg, err := registry.New(rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(t, clk.Now)
-	cfg.Apps = nil
-	chk, err := healthcheck.New(cfg, healthcheck.Options{Registry: reg, Self: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, clk, chk := newWithoutCluster(t, func(c *healthcheck.Config) { c.Apps = nil })
 	for id, md := range map[string]map[string]string{
 		"persistent": {registry.LeaseMetadataKey: "persistent"},
 		"opted-out":  {registry.LeaseMetadataKey: "persistent", healthcheck.MetadataKey: "off"},
