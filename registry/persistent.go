@@ -24,7 +24,8 @@ import (
 // renewals is 0, so it counts in no renewal threshold (at registration, in
 // UpdateRenewThreshold's recount, at cancel, and in OpenForTraffic's
 // seed, which all add or subtract lease.renewsPerMin). Heartbeats are
-// still accepted and counted like anyone's.
+// still accepted, and counted in Stats, but not in the renewal rate the
+// threshold is compared with: nothing expects them there.
 //
 // Its tombstone lasts a maximal lease (MaxLeaseDurationSecs) plus the
 // grace, then the hold: an ordinary stale copy elsewhere expires within
@@ -32,8 +33,9 @@ import (
 // longest partition the hold covers (TombstoneMaxAge).
 //
 // Caps (Limits.MaxPersistentPerApp, MaxPersistentPerUser) bound client
-// registrations of new persistent instances; writes from peers pass, as
-// they do the other caps'. The owner is the user that registered the
+// registrations of new persistent instances; copies from peers pass,
+// unlike the other limits: the node that accepted the registration
+// enforced the caps, and a peer's count may lag behind it. The owner is the user that registered the
 // instance through this node (Op.Owner; "" for anonymous), known to this
 // node only: the per-user cap counts what a user registered through this
 // node.
@@ -124,11 +126,12 @@ func (p *persistentCounts) dropOwner(key InstanceKey) {
 	}
 }
 
-// checkPersistentLocked refuses a client's registration of in (persistent)
-// beyond the caps. l is the stored lease, nil for a new instance. A
+// checkPersistentLocked refuses a client's registration of a persistent
+// instance at key beyond the caps. l is the stored lease, nil for a new
+// instance. A
 // registration of a lease that is persistent already does not count again
 // for its app, nor for its owner if the same user registers it.
-func (r *Registry) checkPersistentLocked(op Op, in *Instance, key InstanceKey, l *lease) error {
+func (r *Registry) checkPersistentLocked(op Op, key InstanceKey, l *lease) error {
 	if op.Origin != OriginClient {
 		return nil
 	}

@@ -403,7 +403,7 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 		}
 	}
 	if IsPersistent(in) {
-		if err := r.checkPersistentLocked(op, in, key, l); err != nil {
+		if err := r.checkPersistentLocked(op, key, l); err != nil {
 			return nil, false, err
 		}
 	}
