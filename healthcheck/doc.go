@@ -6,7 +6,8 @@
 // It owns three decisions:
 //
 //  1. What is probed (Config.Apps, the instance's metadata
-//     "muster.health-check": http, tcp or off).
+//     "muster.health-check": http, tcp or off; a persistent instance,
+//     registry.IsPersistent, is probed unless it says off).
 //  2. Who probes it (owner.go): with a gossip cluster, exactly one live
 //     member per app, chosen by rendezvous hashing of the app name over
 //     the member names, so each node probes about 1/N of the apps and a

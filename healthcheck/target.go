@@ -35,7 +35,10 @@ func (m Mode) String() string {
 }
 
 // modeOf is how in is probed: its metadata entry first, then Config.Apps
-// (HTTP when it advertises a health-check URL, else TCP).
+// (HTTP when it advertises a health-check URL, else TCP). A persistent
+// instance (registry.IsPersistent) is probed whatever Config.Apps says:
+// it sends no heartbeats, so the probes are its only liveness; it opts out
+// with the metadata entry like any other.
 func (c *Checker) modeOf(in *registry.Instance) Mode {
 	if v, ok := in.Metadata.Get(MetadataKey); ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {
@@ -47,7 +50,7 @@ func (c *Checker) modeOf(in *registry.Instance) Mode {
 			return ModeOff
 		}
 	}
-	if !c.all && !c.apps[in.App] {
+	if !c.all && !c.apps[in.App] && !registry.IsPersistent(in) {
 		return ModeOff
 	}
 	if healthURL(in) != "" {

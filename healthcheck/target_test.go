@@ -271,10 +271,10 @@ func TestChecker_httpsOffersNoClientCertificate(t *testing.T) {
 	}
 }
 
-// Without a gossip cluster a node probes the instances whose clients
-// register and renew through it, not those a peer replicated to it.
-func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
-	b := newBackend(t)
+// newWithoutCluster is a checker of node n1 without a gossip cluster,
+// over a registry on a moved clock.
+func newWithoutCluster(t *testing.T, set func(*healthcheck.Config)) (*registry.Registry, *registrytest.Clock, *healthcheck.Checker) {
+	t.Helper()
 	clk := registrytest.NewClock()
 	rcfg := registry.DefaultConfig()
 	rcfg.Now = clk.Now
@@ -282,10 +282,20 @@ func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chk, err := healthcheck.New(testConfig(t, clk.Now), healthcheck.Options{Registry: reg, Self: "n1"})
+	cfg := testConfig(t, clk.Now)
+	set(&cfg)
+	chk, err := healthcheck.New(cfg, healthcheck.Options{Registry: reg, Self: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reg, clk, chk
+}
+
+// Without a gossip cluster a node probes the instances whose clients
+// register and renew through it, not those a peer replicated to it.
+func TestChecker_withoutClusterProbesItsOwnClients(t *testing.T) {
+	b := newBackend(t)
+	reg, _, chk := newWithoutCluster(t, func(*healthcheck.Config) {})
 	if _, err := reg.Apply(registry.RegisterOp(b.instance("SVC", "mine"))); err != nil {
 		t.Fatal(err)
 	}
@@ -357,5 +367,33 @@ func TestChecker_timeout(t *testing.T) {
 	rep, _ = chk.Probe("SVC", "closing")
 	if rep.LastResult != "http connection reset" {
 		t.Errorf("closing endpoint: %q, want http connection reset", rep.LastResult)
+	}
+}
+
+// A persistent instance is probed though no muster.health-check.apps
+// lists its app, unless it opts out; without a gossip cluster the node it
+// registered through probes it for as long as it is registered, although
+// it never renews.
+func TestChecker_persistentProbedByDefault(t *testing.T) {
+	b := newBackend(t)
+	reg, clk, chk := newWithoutCluster(t, func(c *healthcheck.Config) { c.Apps = nil })
+	for id, md := range map[string]map[string]string{
+		"persistent": {registry.LeaseMetadataKey: "persistent"},
+		"opted-out":  {registry.LeaseMetadataKey: "persistent", healthcheck.MetadataKey: "off"},
+		"ordinary":   nil,
+	} {
+		in := b.instance("DB", id)
+		in.Metadata = registry.NewMetadata(md)
+		if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Hour) // many renewal intervals, no heartbeat
+	res := round(chk)
+	if res.Probed != 1 || b.requests.Load() != 1 {
+		t.Fatalf("probed %d, requests %d: want the persistent instance alone", res.Probed, b.requests.Load())
+	}
+	if _, ok := chk.Probe("DB", "persistent"); !ok {
+		t.Fatal("the persistent instance is not probed")
 	}
 }

@@ -474,7 +474,7 @@ func TestNode_snapshotWrites(t *testing.T) {
 }
 
 // startClockedNode is startTestNode on a registry clock the test moves.
-func startClockedNode(t *testing.T, clk *registrytest.Clock, name string, join []string, sets ...string) *Node {
+func startClockedNode(t *testing.T, clk interface{ Now() time.Time }, name string, join []string, sets ...string) *Node {
 	t.Helper()
 	base := []string{
 		"eureka.client.register-with-eureka=false", // tests count the instances they register

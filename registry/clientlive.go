@@ -52,6 +52,12 @@ func (r *Registry) clientLiveLocked(l *lease, now time.Time) bool {
 	if seen == 0 {
 		return false
 	}
+	if l.persistent {
+		// Its client need not renew: the registration through this node
+		// is what vouches for it, until a newer one elsewhere
+		// (notePersistentLocked).
+		return true
+	}
 	interval := r.cfg.ExpectedRenewalInterval
 	if l.inst.RenewalIntervalSecs > 0 {
 		interval = time.Duration(l.inst.RenewalIntervalSecs) * time.Second

@@ -13,6 +13,12 @@
 // does not, so a dead instance goes after 90 s + at most one eviction
 // interval, not 180 s.
 //
+// A persistent lease (metadata muster.lease: persistent; persistent.go)
+// never expires: it is never evicted and leaves only by cancel, its
+// expected renewals are 0 (so it counts in no renewal threshold), and its
+// cancel's tombstone lasts a maximal lease. The health checks are its
+// liveness.
+//
 // # Self-preservation
 //
 //	expected renewals/min = Σ over instances of 60 s / renewal interval

@@ -255,7 +255,7 @@ func (in *Instance) Validate() error {
 	if in.RenewalIntervalSecs < 0 || in.LeaseDurationSecs < 0 {
 		return invalid("negative leaseInfo interval or duration")
 	}
-	return nil
+	return checkLeaseMarker(in.Metadata)
 }
 
 func invalid(msg string) error { return fmt.Errorf("%w: %s", ErrInvalidInstance, msg) }

@@ -40,6 +40,16 @@ type Limits struct {
 	// A value within the skew can hold a record at most that long.
 	// muster.max-clock-skew-ms, default 5 min (Kerberos' default skew).
 	MaxClockSkew time.Duration
+	// MaxPersistentPerApp caps the persistent instances of one app
+	// (persistent.go); a client's registration of one more gets
+	// ErrPersistentFull (403). 0: none may be registered.
+	// muster.max-persistent-per-app, default 100.
+	MaxPersistentPerApp int
+	// MaxPersistentPerUser caps the persistent instances one user
+	// registered through this node (anonymous clients count as one user);
+	// one more gets ErrPersistentFull (403). 0: none.
+	// muster.max-persistent-per-user, default 1000.
+	MaxPersistentPerUser int
 }
 
 // DefaultLimits returns the defaults.
@@ -51,6 +61,9 @@ func DefaultLimits() Limits {
 		MaxMetadataBytes:   64 << 10,
 		MaxNameLength:      1024,
 		MaxClockSkew:       5 * time.Minute,
+
+		MaxPersistentPerApp:  100,
+		MaxPersistentPerUser: 1000,
 	}
 }
 
@@ -67,6 +80,14 @@ func (l Limits) validate() error {
 	} {
 		if p.v <= 0 || p.v > p.max {
 			return fmt.Errorf("registry: Limits.%s must be from 1 to %d, got %d", p.name, p.max, p.v)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"MaxPersistentPerApp", l.MaxPersistentPerApp}, {"MaxPersistentPerUser", l.MaxPersistentPerUser}} {
+		if p.v < 0 || p.v > 1_000_000_000 {
+			return fmt.Errorf("registry: Limits.%s must be from 0 to 1000000000, got %d", p.name, p.v)
 		}
 	}
 	if l.MaxClockSkew <= 0 {
@@ -90,18 +111,22 @@ type Limit string
 
 // The limits the registry enforces.
 const (
-	LimitInstances       Limit = "max-instances"
-	LimitInstancesPerApp Limit = "max-instances-per-app"
-	LimitMetadataEntries Limit = "max-metadata-entries"
-	LimitMetadataBytes   Limit = "max-metadata-bytes"
-	LimitNameLength      Limit = "max-name-length"
-	LimitClockSkew       Limit = "max-clock-skew-ms"
+	LimitInstances         Limit = "max-instances"
+	LimitInstancesPerApp   Limit = "max-instances-per-app"
+	LimitMetadataEntries   Limit = "max-metadata-entries"
+	LimitMetadataBytes     Limit = "max-metadata-bytes"
+	LimitNameLength        Limit = "max-name-length"
+	LimitClockSkew         Limit = "max-clock-skew-ms"
+	LimitPersistentPerApp  Limit = "max-persistent-per-app"
+	LimitPersistentPerUser Limit = "max-persistent-per-user"
 )
 
 // RegistryLimits lists the limits the registry counts, in a fixed order.
-var RegistryLimits = []Limit{LimitInstances, LimitInstancesPerApp, LimitMetadataEntries, LimitMetadataBytes, LimitNameLength, LimitClockSkew}
+var RegistryLimits = []Limit{LimitInstances, LimitInstancesPerApp, LimitMetadataEntries, LimitMetadataBytes, LimitNameLength, LimitClockSkew,
+	LimitPersistentPerApp, LimitPersistentPerUser}
 
-// Errors of a write refused by a limit; all three wrap ErrLimitExceeded.
+// Errors of a write refused by a limit; all wrap ErrLimitExceeded (and so
+// do ErrPersistentFull and ErrPersistentRefused, persistent.go).
 var (
 	// ErrLimitExceeded: a field of the write is beyond a limit (400).
 	ErrLimitExceeded = errors.New("registry: limit exceeded")
@@ -128,7 +153,7 @@ func (e *LimitError) Error() string {
 func (e *LimitError) Unwrap() error { return e.kind }
 
 // limitCounters counts refused writes per limit, for metrics.
-type limitCounters [6]atomic.Uint64
+type limitCounters [8]atomic.Uint64
 
 func limitIndex(l Limit) int {
 	for i, x := range RegistryLimits {

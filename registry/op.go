@@ -185,6 +185,10 @@ type Op struct {
 	LeaseDuration time.Duration
 	// Health is the mark a health write sets (HealthOp); nil lifts it.
 	Health *HealthMark
+	// Owner is, for a client's register, the authenticated user who sends
+	// it ("" for none): the per-user cap on persistent instances counts by
+	// it (persistent.go).
+	Owner string
 	// RenewedAt is, for an instance anti-entropy adopts, the holder's last
 	// renewal: the new lease counts as renewed then, not now, so a copy
 	// does not outlive its original. Zero means now.

@@ -41,6 +41,9 @@ type lease struct {
 	// it under a read stripe to drop leases that went while they waited,
 	// without looking each one up again.
 	removed bool
+	// persistent is set while inst asks for a lease that never expires
+	// (persistent.go); derived from inst when it is stored.
+	persistent bool
 
 	// appRenewals is the app's renewal total (apprenewals.go), shared by
 	// the app's leases, so a heartbeat counts it without a lookup.
@@ -62,6 +65,9 @@ type lease struct {
 }
 
 func (l *lease) expired(now time.Time, grace time.Duration) bool {
+	if l.persistent {
+		return false
+	}
 	return leaseExpired(now, time.Unix(0, l.lastRenewal.Load()), l.duration, grace)
 }
 
@@ -74,9 +80,11 @@ func leaseExpired(now, lastRenewal time.Time, duration, grace time.Duration) boo
 	return now.After(lastRenewal.Add(duration + grace))
 }
 
-// Stats are running totals since start, for metrics.
+// Stats are running totals since start, for metrics, and the persistent
+// instances held now.
 type Stats struct {
 	Registrations, Renewals, Cancels, Evictions uint64
+	Persistent                                  int
 }
 
 // Registry is the whole registry of one node: apps, instances, leases,
@@ -150,6 +158,7 @@ type Registry struct {
 	clock          hlc        // write versions (hlc.go)
 	dig            digests    // digest sums (digest.go)
 	tombs          tombstones // cancels (tombstone.go)
+	persistent     persistentCounts
 
 	// snapMu guards building snap, so concurrent readers build a new
 	// snapshot only once.
@@ -166,7 +175,8 @@ func New(cfg Config) (*Registry, error) {
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
 		apps: map[string]map[string]*lease{}, byKey: map[uint64]*lease{}, hashKey: seededKeyHash(), arrivals: newArrivalLog(),
-		out: newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
+		persistent: newPersistentCounts(),
+		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -197,6 +207,7 @@ func (r *Registry) Stats() Stats {
 		Renewals:      uint64(r.renewalCount.load()),
 		Cancels:       r.cancels.Load(),
 		Evictions:     r.evictions.Load(),
+		Persistent:    r.PersistentCount(),
 	}
 }
 
@@ -216,8 +227,12 @@ func (r *Registry) Len() int {
 
 // renewsPerMin is how often an instance is expected to renew in a minute:
 // 60 s over its own renewal interval, or over ExpectedRenewalInterval when it
-// gives none (Eureka assumes one interval for every client).
+// gives none (Eureka assumes one interval for every client); 0 for a
+// persistent instance, which need not renew at all.
 func (r *Registry) renewsPerMin(in *Instance) float64 {
+	if IsPersistent(in) {
+		return 0
+	}
 	interval := r.cfg.ExpectedRenewalInterval
 	if in.RenewalIntervalSecs > 0 {
 		interval = time.Duration(in.RenewalIntervalSecs) * time.Second
@@ -387,6 +402,11 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 			return nil, false, err
 		}
 	}
+	if IsPersistent(in) {
+		if err := r.checkPersistentLocked(op, key, l); err != nil {
+			return nil, false, err
+		}
+	}
 	var existing *Instance
 	if l != nil {
 		existing = l.inst
@@ -449,6 +469,10 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 // tombstone: the instance is back for real.
 func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) {
 	rate := r.renewsPerMin(in)
+	was, reregistered := false, true
+	if l != nil {
+		was, reregistered = l.persistent, in.WriteVersion == 0 || in.WriteVersion != l.inst.WriteVersion
+	}
 	if l == nil {
 		l = &lease{appRenewals: r.appRenewals.counter(in.App)}
 		byID := r.apps[in.App]
@@ -475,6 +499,7 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 	l.duration = r.leaseDuration(in)
 	l.renewsPerMin = rate
 	l.lastRenewal.Store(renewedAt.UnixNano())
+	r.notePersistentLocked(l, in, op, key, was, reregistered)
 	r.noteClientLocked(l, op, now)
 	r.changeLocked(OpRegister, op.Origin, in, now)
 	r.registrations.Add(1)
@@ -597,7 +622,9 @@ func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
 	lastDirty, version := l.lastDirty, l.version
 	l.lastRenewal.Store(now.UnixNano())
 	r.proveLease(l)
-	r.renewals.increment(now, stripe)
+	if !l.persistent { // expected by no threshold, so not counted against one
+		r.renewals.increment(now, stripe)
+	}
 	r.renewalCount.addAt(stripe, 1)
 	l.appRenewals.addAt(stripe, 1)
 	if op.Origin == OriginClient {
@@ -660,7 +687,9 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 	l.lastRenewal.Store(now.UnixNano())
 	r.noteClientLocked(l, op, now)
 	r.proveLease(l)
-	r.renewals.Increment(now)
+	if !l.persistent {
+		r.renewals.Increment(now)
+	}
 	r.renewalCount.add(1)
 	l.appRenewals.add(1)
 	r.unlock(v0)
@@ -771,7 +800,7 @@ func (r *Registry) cancelLocked(op Op, key InstanceKey, now time.Time) (*Instanc
 		version = l.inst.WriteVersion
 	}
 	removed := r.removeLocked(app, op.ID, l, OpCancel, op.Origin, now, version)
-	r.tombstoneLocked(key, version, r.leaseDuration(l.inst), op.TombstoneTTL, now)
+	r.tombstoneLocked(key, version, r.tombstoneLease(l), op.TombstoneTTL, now)
 	if l.inst.Pieces != nil {
 		r.tombs.keepLater(key, *l.inst.Pieces) // written after the cancel elsewhere
 	}
@@ -809,6 +838,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 		delete(r.dig.apps, app) // its sum is 0 now
 	}
 	r.instances--
+	r.forgetPersistentLocked(l)
 	r.rerateArrivalLocked(l, 0)
 	r.rerateUnprovenLocked(l, l.renewsPerMin, 0)
 	r.expected -= l.renewsPerMin
@@ -970,6 +1000,9 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 // a Register of the whole instance, as from Eureka's
 // InstanceResource#updateMetadata.
 func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
+	if _, ok := op.Metadata[LeaseMetadataKey]; ok {
+		return nil, invalid(LeaseMetadataKey + " is set by registration only: register the instance again with it (or without it)")
+	}
 	app := upperASCII(op.App)
 	r.mu.Lock()
 	l := r.lookupLocked(app, op.ID)

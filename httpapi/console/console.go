@@ -450,6 +450,9 @@ func (s *Console) instanceRow(iv *registry.InstanceView, now time.Time) instance
 	if renewed > 0 {
 		r.LastRenewal = formatAge(now.Sub(time.UnixMilli(renewed))) + " ago"
 	}
+	if registry.IsPersistent(in) {
+		r.LastRenewal = "none needed (persistent)"
+	}
 	if s.reg.IsClientLive(in.App, in.ID()) {
 		r.Origin = "this node"
 	} else {

@@ -250,7 +250,13 @@ func (w clientWrites) register(c echo.Context) error {
 		return httpkit.BadRequest("mismatched appName: the path says %s but the body says %s",
 			registry.QuotePrefix(strings.ToUpper(app)), registry.QuotePrefix(in.App))
 	}
-	if _, err := w.reg.Apply(registry.RegisterOp(in).From(originOf(c))); err != nil {
+	op := registry.RegisterOp(in).From(originOf(c))
+	if u := httpkit.UserOf(c); u != nil {
+		// Who registers counts for the per-user cap on persistent
+		// instances; the guard let only the write role (or admin) here.
+		op.Owner = u.Name
+	}
+	if _, err := w.reg.Apply(op); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

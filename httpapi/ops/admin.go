@@ -101,6 +101,8 @@ func (s *Admin) Status() AdminStatus {
 			Renewals:      st.Renewals,
 			Cancels:       st.Cancels,
 			Evictions:     st.Evictions,
+
+			PersistentInstances: st.Persistent,
 		},
 		Peers:    peers,
 		Security: s.cfg.Security,

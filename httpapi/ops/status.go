@@ -58,6 +58,9 @@ type RegistryDoc struct {
 	Renewals      uint64 `json:"renewals"`
 	Cancels       uint64 `json:"cancels"`
 	Evictions     uint64 `json:"evictions"`
+	// PersistentInstances are those whose lease never expires (metadata
+	// muster.lease: persistent), included in Instances.
+	PersistentInstances int `json:"persistentInstances"`
 }
 
 // XDSClient is one xDS stream open on the node (package xds fills it).

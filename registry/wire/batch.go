@@ -166,7 +166,13 @@ func ReplicationItemOf(action registry.Action, key registry.InstanceKey, in *reg
 			// for the copy (404) or answers with its own (409).
 			it.Version = in.CopyVersion()
 		}
-		if action == registry.ActionCancel && in.LeaseDurationSecs > 0 {
+		switch {
+		case action != registry.ActionCancel:
+		case registry.IsPersistent(in):
+			// Its copies never expire: the tombstone lasts a maximal lease
+			// on every node, as on the one that cancelled it.
+			it.LeaseDurationInSecs = registry.MaxLeaseDurationSecs
+		case in.LeaseDurationSecs > 0:
 			it.LeaseDurationInSecs = uint32(min(in.LeaseDurationSecs, registry.MaxLeaseDurationSecs))
 		}
 	}

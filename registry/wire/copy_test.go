@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -182,5 +183,21 @@ func TestCopy_keep(t *testing.T) {
 	}
 	if got := c.Hashcode(); got != "UP_1_" {
 		t.Errorf("Hashcode() = %q, want UP_1_", got)
+	}
+}
+
+// A cancel of a persistent instance tells a peer that never had it to keep
+// the tombstone for a maximal lease, as the node that cancelled it does:
+// the instance's stale copies elsewhere never expire.
+func TestReplicationItemOf_cancelOfPersistent(t *testing.T) {
+	in := registrytest.NewInstance("DB", "db-1", registrytest.WithLeaseDuration(90),
+		registrytest.WithMetadata(map[string]string{registry.LeaseMetadataKey: "persistent"}))
+	key := registry.InstanceKey{App: "DB", ID: "db-1"}
+	if got := wire.ReplicationItemOf(registry.ActionCancel, key, in, true).LeaseDurationInSecs; got != registry.MaxLeaseDurationSecs {
+		t.Fatalf("persistent cancel carries a %d s lease, want %d", got, registry.MaxLeaseDurationSecs)
+	}
+	in.Metadata = nil
+	if got := wire.ReplicationItemOf(registry.ActionCancel, key, in, true).LeaseDurationInSecs; got != 90 {
+		t.Fatalf("ordinary cancel carries a %d s lease, want 90", got)
 	}
 }
