@@ -25,6 +25,10 @@ type Registry interface {
 	Snapshot() *registry.Snapshot
 	ClientLive() []*registry.Instance
 	Apply(registry.Op) (*registry.Instance, error)
+	// PersistentCount is how many persistent instances the registry
+	// holds: with checks off (Config.Enabled) and none, a round has
+	// nothing to do and skips the snapshot.
+	PersistentCount() int
 }
 
 // Options are the checker's collaborators.
@@ -186,6 +190,14 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 	start := time.Now()
 	now := c.now()
 	res := RoundResult{At: now}
+	if !c.cfg.Enabled && c.opt.Registry.PersistentCount() == 0 {
+		c.mu.Lock()
+		idle := len(c.states) == 0 // else one more round forgets them
+		c.mu.Unlock()
+		if idle {
+			return res
+		}
+	}
 	owns := c.ownership(&res)
 	c.mu.Lock()
 	prev := c.states
@@ -205,7 +217,9 @@ func (c *Checker) Round(ctx context.Context) RoundResult {
 	for i := range p.jobs {
 		if j := &p.jobs[i]; !j.ok {
 			res.Failed++
-			failing[j.key.App]++
+			if !registry.IsPersistent(j.inst) {
+				failing[j.key.App]++ // what the guard weighs (plan)
+			}
 		}
 	}
 	guarded := guardedApps(failing, p.eligible, p.markedOthers, c.cfg.MaxDownPercent)
@@ -281,15 +295,26 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey, 
 			if marked {
 				p.marked++
 			}
+			persistent := registry.IsPersistent(in)
+			if !c.cfg.Enabled && !persistent {
+				// Checks off: only persistent instances are probed, and
+				// other nodes' marks are theirs to lift.
+				continue
+			}
 			key := registry.InstanceKey{App: app.Name, ID: in.ID()}
 			m := c.modeOf(in)
 			f, eligible := fateOf(m, in.ClientStatus(), marked, owns(key, in))
-			if eligible {
+			// The guard counts only instances whose heartbeats still speak
+			// for them: a persistent one has no liveness but the probes, so
+			// it is neither held back by the guard nor counted in it.
+			if eligible && !persistent {
 				p.eligible[app.Name]++
 			}
 			switch f {
 			case fateOthers:
-				p.markedOthers[app.Name]++
+				if !persistent {
+					p.markedOthers[app.Name]++
+				}
 				continue
 			case fateNone:
 				continue
@@ -328,7 +353,9 @@ func (c *Checker) plan(snap *registry.Snapshot, owns func(registry.InstanceKey, 
 			p.states[key] = st
 			if t.refused != "" {
 				p.refused++
-				p.eligible[app.Name]--
+				if !persistent {
+					p.eligible[app.Name]--
+				}
 				st.lastResult, st.lastAt, st.lastOK = "not probed: "+t.refused, now, false
 				st.streak = streak{}
 				if marked {
@@ -393,7 +420,8 @@ func (c *Checker) judge(p roundPlan, guarded map[string]bool, now time.Time, res
 		j := &p.jobs[i]
 		st := j.st
 		st.lastResult, st.lastAt, st.lastOK = j.result, now, j.ok
-		next, restart := st.streak.next(j.ok, guarded[j.key.App], c.cfg.FailuresBeforeDown, c.cfg.SuccessesBeforeUp)
+		held := guarded[j.key.App] && !registry.IsPersistent(j.inst)
+		next, restart := st.streak.next(j.ok, held, c.cfg.FailuresBeforeDown, c.cfg.SuccessesBeforeUp)
 		if restart {
 			st.since = now
 		}

@@ -13,7 +13,9 @@ import (
 // Config is muster.health-check.*.
 type Config struct {
 	// Enabled turns probing on (muster.health-check.enabled, default
-	// false). Off, the node probes nothing and writes no marks.
+	// false). Off, the node probes only persistent instances
+	// (registry.IsPersistent: their probes are their only liveness) and
+	// writes no other marks.
 	Enabled bool
 	// Apps are the applications probed without asking (app names, any
 	// letter case, or "*" for all; muster.health-check.apps, default
@@ -39,6 +41,8 @@ type Config struct {
 	// instances probed by this node fail in the same round, none of them
 	// is marked (default 50; 100 turns the guard off). An app with one
 	// probed instance is then never marked: its only failure is 100 %.
+	// Persistent instances are outside the guard: marked on their own
+	// failures, and not counted for the others.
 	MaxDownPercent int
 	// AllowedCIDRs lifts the address rules for the networks listed, and
 	// once set, only they may be probed (muster.health-check.allowed-cidrs,

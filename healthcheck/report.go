@@ -50,7 +50,7 @@ func (c *Checker) Report() *report.HealthChecks {
 	c.mu.Lock()
 	last := c.last
 	r := &report.HealthChecks{
-		Enabled: true, IntervalMillis: c.cfg.Interval.Milliseconds(), TimeoutMillis: c.cfg.Timeout.Milliseconds(),
+		Enabled: c.cfg.Enabled, IntervalMillis: c.cfg.Interval.Milliseconds(), TimeoutMillis: c.cfg.Timeout.Milliseconds(),
 		FailuresBeforeDown: c.cfg.FailuresBeforeDown, SuccessesBeforeUp: c.cfg.SuccessesBeforeUp,
 		MaxDownPercent: c.cfg.MaxDownPercent, GuardedApps: append([]string{}, last.Guarded...),
 		Marked: []report.MarkedInstance{}, Probes: []report.ProbeState{},

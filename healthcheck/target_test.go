@@ -397,3 +397,41 @@ func TestChecker_persistentProbedByDefault(t *testing.T) {
 		t.Fatal("the persistent instance is not probed")
 	}
 }
+
+// With checks off (muster.health-check.enabled false) the checker probes
+// persistent instances alone, ignoring Apps and the metadata opt-in; and a
+// persistent instance alone in its app goes DOWN on its own failures,
+// where the guard holds an ordinary lone instance UP (TestChecker_tcpAndModes).
+func TestChecker_checksOff_persistentOnlyAndUnguarded(t *testing.T) {
+	b := newBackend(t)
+	reg, clk, chk := newSingle(t, func(c *healthcheck.Config) { c.Enabled, c.Apps = false, []string{"*"} }, healthcheck.Options{})
+	if res := round(chk); res.Probed != 0 {
+		t.Fatalf("an empty registry: probed %d", res.Probed)
+	}
+	for id, md := range map[string]map[string]string{
+		"db":       {registry.LeaseMetadataKey: "persistent"},
+		"opted-in": {healthcheck.MetadataKey: "http"},
+	} {
+		in := b.instance(strings.ToUpper(id), id)
+		in.Metadata = registry.NewMetadata(md)
+		if _, err := reg.Apply(registry.RegisterOp(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := round(chk); res.Probed != 1 || b.requests.Load() != 1 {
+		t.Fatalf("probed %d, requests %d: want the persistent instance alone", res.Probed, b.requests.Load())
+	}
+	b.healthy.Store(false)
+	for range 3 {
+		clk.Advance(10e9)
+		if r := round(chk); len(r.Guarded) != 0 {
+			t.Fatalf("guarded %v: a persistent instance is outside the guard", r.Guarded)
+		}
+	}
+	if iv, _ := reg.Instance("DB", "db"); iv.Status != registry.StatusDown {
+		t.Fatalf("the failing persistent instance is %s, want DOWN", iv.Status)
+	}
+	if r := chk.Report(); r.Enabled {
+		t.Fatal("report says enabled with checks off")
+	}
+}

@@ -102,14 +102,3 @@ func TestPersistent_capsAndRoles(t *testing.T) {
 	}
 }
 
-// A node without health checks refuses persistent instances from clients.
-func TestPersistent_refusedWithoutHealthChecks(t *testing.T) {
-	n := newTestNode(t, func(r *registry.Config, _ *httpapi.Config) { r.RefusePersistent = true })
-	r := n.do(t, "POST", "/eureka/apps/DB", persistentBody("DB", "db-1", "persistent"), jsonHeaders()...)
-	if r.code != 403 || !strings.Contains(r.reason(), "muster.health-check.enabled") {
-		t.Fatalf("register = %d %q, want 403 naming muster.health-check.enabled", r.code, r.reason())
-	}
-	if n.reg.Len() != 0 {
-		t.Fatal("refused registration stored")
-	}
-}

@@ -10,16 +10,15 @@ import (
 	"github.com/muster-registry/muster/healthcheck"
 )
 
-// newHealthChecker builds the node's health checker when
-// muster.health-check.enabled (nil otherwise). Who probes what: with
+// newHealthChecker builds the node's health checker. With
+// muster.health-check.enabled off (the default) it probes only persistent
+// instances, whose probes are their only liveness, and its rounds cost
+// nothing while there are none. Who probes what: with
 // cluster.enabled, the live memberlist members share the apps by
 // rendezvous hash; without gossip (static peers, or one node), each node
 // probes the instances whose clients talk to it.
 func (n *Node) newHealthChecker() (*healthcheck.Checker, error) {
 	cfg := n.settings.HealthCheck
-	if !cfg.Enabled {
-		return nil, nil
-	}
 	cfg.Logger = n.log
 	opt := healthcheck.Options{
 		Registry: n.reg,
@@ -38,7 +37,11 @@ func (n *Node) newHealthChecker() (*healthcheck.Checker, error) {
 // has opened for traffic (before, the registry is still being copied from
 // peers).
 func (n *Node) runHealthChecks(ctx context.Context) {
-	n.log.Info().Dur("interval", n.settings.HealthCheck.Interval).Msg("health checks on")
+	if n.settings.HealthCheck.Enabled {
+		n.log.Info().Dur("interval", n.settings.HealthCheck.Interval).Msg("health checks on")
+	} else {
+		n.log.Info().Dur("interval", n.settings.HealthCheck.Interval).Msg("health checks on for persistent instances only (muster.health-check.enabled is off)")
+	}
 	n.health.Run(ctx)
 }
 

@@ -125,9 +125,6 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 	rcfg := s.Registry
 	rcfg.Logger = logger
 	rcfg.ClusterNode = clusterNodeOf(s)
-	// A persistent instance's only liveness is the health checks': a node
-	// that runs none would keep a dead one until it is cancelled.
-	rcfg.RefusePersistent = !s.HealthCheck.Enabled
 	if n.opts.Now != nil {
 		rcfg.Now = n.opts.Now
 	} else if off := s.ClockOffset; off != 0 {

@@ -25,18 +25,20 @@ func persistentInstanceBody(id string, port int) string {
 		`"vipAddress":"svc","metadata":{"muster.lease":"persistent"}`, 1)
 }
 
-// Two real nodes on one moved clock, health checks on for no app: a
-// persistent instance with a real backend outlives three lease durations
-// without a heartbeat on both nodes (the peer derives the same lease from
-// the replicated copy), while an ordinary one beside it is evicted; it is
-// probed without being listed, goes DOWN everywhere when its backend
-// fails, UP when it recovers, and is gone everywhere on cancel.
+// Two real nodes on one moved clock, health checks left off (the
+// default): a persistent instance with a real backend outlives three lease
+// durations without a heartbeat on both nodes (the peer derives the same
+// lease from the replicated copy), while an ordinary one beside it is
+// evicted; it is probed all the same, goes DOWN everywhere when its
+// backend fails (with its app's other instance failing too, which the
+// guard would hold back for ordinary ones), UP when it recovers, and is
+// gone everywhere on cancel.
 func TestCluster_persistentInstance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
 	clk := &offsetClock{}
-	sets := []string{"cluster.bind-port=0", "muster.health-check.enabled=true",
+	sets := []string{"cluster.bind-port=0",
 		"muster.health-check.interval-ms=3600000", "muster.health-check.allowed-cidrs=127.0.0.0/8"}
 	n1 := startClockedNode(t, clk, "p1", nil, sets...)
 	n2 := startClockedNode(t, clk, "p2", []string{n1.gossipAddr(t)}, sets...)
@@ -104,14 +106,21 @@ func TestCluster_persistentInstance(t *testing.T) {
 		return probed
 	}
 	backends["db-1"].healthy.Store(false)
+	backends["db-2"].healthy.Store(false)
 	for range 3 {
 		if got := round(); got != 2 {
 			t.Fatalf("a round probed %d instances, want 2", got)
 		}
 	}
-	waitFor(t, 10*time.Second, "db-1 DOWN on both nodes", everywhere("db-1", status(registry.StatusDown)))
-	if iv, _ := n2.reg.Instance("SVC", "db-2"); iv.Status != registry.StatusUp {
-		t.Fatalf("db-2 is %s", iv.Status)
+	for _, id := range []string{"db-1", "db-2"} {
+		waitFor(t, 10*time.Second, id+" DOWN on both nodes", everywhere(id, status(registry.StatusDown)))
+	}
+	backends["db-2"].healthy.Store(true)
+	round()
+	round()
+	waitFor(t, 10*time.Second, "db-2 UP again on both nodes", everywhere("db-2", status(registry.StatusUp)))
+	if iv, _ := n2.reg.Instance("SVC", "db-1"); iv.Status != registry.StatusDown {
+		t.Fatalf("db-1, still failing, is %s", iv.Status)
 	}
 	backends["db-1"].healthy.Store(true)
 	round()
@@ -127,15 +136,22 @@ func TestCluster_persistentInstance(t *testing.T) {
 	}
 }
 
-// Health checks are off by default: then a client's persistent instance
-// is refused, since nothing would take it out once it died.
-func TestNode_persistentRefusedWithoutHealthChecks(t *testing.T) {
-	n := startTestNode(t, "nohc", "z1", nil)
+// Health checks are off by default: then a node probes its persistent
+// instances and nothing else, not even an instance that opts in by its
+// metadata.
+func TestNode_persistentProbedWithChecksOff(t *testing.T) {
+	n := startTestNode(t, "nohc", "z1", nil, "muster.health-check.allowed-cidrs=127.0.0.0/8")
 	waitOpened(t, n)
-	if code := call(t, http.MethodPost, n.URL()+"apps/SVC", persistentInstanceBody("db-1", 8080)); code != http.StatusForbidden {
-		t.Fatalf("register = %d, want 403", code)
+	db, web := newHealthBackend(t), newHealthBackend(t)
+	if code := call(t, http.MethodPost, n.URL()+"apps/SVC", persistentInstanceBody("db-1", db.port)); code != http.StatusNoContent {
+		t.Fatalf("register persistent = %d, want 204", code)
 	}
-	if n.reg.Len() != 0 {
-		t.Fatal("refused registration stored")
+	optedIn := strings.Replace(healthInstanceBody("web-1", web.port), `"vipAddress":"svc"`,
+		`"vipAddress":"svc","metadata":{"muster.health-check":"http"}`, 1)
+	if code := call(t, http.MethodPost, n.URL()+"apps/SVC", optedIn); code != http.StatusNoContent {
+		t.Fatalf("register opted-in = %d, want 204", code)
+	}
+	if got := n.health.Round(context.Background()); got.Probed != 1 || db.requests.Load() == 0 || web.requests.Load() != 0 {
+		t.Fatalf("round probed %d (db %d hits, web %d), want the persistent instance alone", got.Probed, db.requests.Load(), web.requests.Load())
 	}
 }

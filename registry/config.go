@@ -94,12 +94,6 @@ type Config struct {
 
 	// Limits bound what clients can make the node hold; see Limits.
 	Limits Limits
-	// RefusePersistent refuses clients' registrations of persistent
-	// instances (ErrPersistentRefused, 403; persistent.go). Set it on a
-	// node that runs no health checks: nothing there would take a dead
-	// persistent instance out. Peers' copies are still taken. Default
-	// false.
-	RefusePersistent bool
 
 	// ClusterNode reports whether an instance is one of the cluster's own
 	// server nodes, registered as an instance of the server's application

@@ -42,7 +42,6 @@ var errorStatus = []struct {
 	{ErrCapacity, 503},
 	{ErrAppFull, 403},
 	{ErrPersistentFull, 403},
-	{ErrPersistentRefused, 403},
 	{ErrLimitExceeded, 400},
 	// Bad input is a 400, never a 500 (EUREKA.md bug 13).
 	{ErrInvalidInstance, 400},

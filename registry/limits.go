@@ -126,7 +126,7 @@ var RegistryLimits = []Limit{LimitInstances, LimitInstancesPerApp, LimitMetadata
 	LimitPersistentPerApp, LimitPersistentPerUser}
 
 // Errors of a write refused by a limit; all wrap ErrLimitExceeded (and so
-// do ErrPersistentFull and ErrPersistentRefused, persistent.go).
+// does ErrPersistentFull, persistent.go).
 var (
 	// ErrLimitExceeded: a field of the write is beyond a limit (400).
 	ErrLimitExceeded = errors.New("registry: limit exceeded")

@@ -67,11 +67,6 @@ func checkLeaseMarker(md Metadata) error {
 		LeaseMetadataKey, QuotePrefix(v), LeasePersistent))
 }
 
-// ErrPersistentRefused: this node takes no persistent instances from
-// clients (Config.RefusePersistent: it runs no health checks, so nothing
-// would take a dead one out). 403.
-var ErrPersistentRefused = fmt.Errorf("%w: persistent instances refused", ErrLimitExceeded)
-
 // ErrPersistentFull: a cap on persistent instances is reached (403, as a
 // full app).
 var ErrPersistentFull = fmt.Errorf("%w: persistent instances at capacity", ErrLimitExceeded)
@@ -134,10 +129,6 @@ func (p *persistentCounts) dropOwner(key InstanceKey) {
 func (r *Registry) checkPersistentLocked(op Op, key InstanceKey, l *lease) error {
 	if op.Origin != OriginClient {
 		return nil
-	}
-	if r.cfg.RefusePersistent {
-		return fmt.Errorf("%w: this node runs no health checks (muster.health-check.enabled is off), and a persistent instance that died would stay registered until cancelled",
-			ErrPersistentRefused)
 	}
 	lim := r.cfg.Limits
 	if l == nil || !l.persistent {

@@ -291,17 +291,3 @@ func TestRegistry_Register_persistentCaps(t *testing.T) {
 	}
 }
 
-func TestRegistry_Register_persistentRefused(t *testing.T) {
-	r, _ := mustNew(t, func(c *registry.Config) { c.RefusePersistent = true })
-	_, err := r.Apply(registry.RegisterOp(registrytest.NewInstance("DB", "db-1", persistentMarker)))
-	if !errors.Is(err, registry.ErrPersistentRefused) {
-		t.Fatalf("err = %v, want ErrPersistentRefused", err)
-	}
-	if code, _ := registry.StatusCode(err); code != 403 {
-		t.Fatalf("status %d, want 403", code)
-	}
-	mustRegister(t, r, registrytest.NewInstance("DB", "db-2"))
-	if _, err := r.Apply(registry.RegisterOp(registrytest.NewInstance("DB", "db-3", persistentMarker)).From(registry.OriginPeer)); err != nil {
-		t.Fatalf("a peer's copy: %v", err)
-	}
-}

@@ -397,7 +397,7 @@ var settings = []setting{
 	boolKey("muster.xds.enabled", "Serve xDS (gRPC) on muster.xds.addr: every app to Envoy (CDS, EDS over ADS) and to proxyless gRPC (xds:///name) (docs/xds.md).", func(s *Settings) *bool { return &s.XDS.Enabled }),
 	strKey("muster.xds.addr", "Listen address of the xDS server (TLS and client certificates as server.ssl.*).", func(s *Settings) *string { return &s.XDS.Addr }),
 	intKey("muster.xds.max-streams", "Most xDS streams open on this node at once; one more is refused with RESOURCE_EXHAUSTED.", func(s *Settings) *int { return &s.XDS.MaxStreams }),
-	boolKey("muster.health-check.enabled", "Probe opted-in instances from the server and serve those that keep failing as DOWN (docs/health-checks.md).", func(s *Settings) *bool { return &s.HealthCheck.Enabled }),
+	boolKey("muster.health-check.enabled", "Probe opted-in instances from the server and serve those that keep failing as DOWN (docs/health-checks.md); off, only persistent instances are probed.", func(s *Settings) *bool { return &s.HealthCheck.Enabled }),
 	listKey("muster.health-check.apps", "Apps whose instances are probed (names, or * for all); an instance opts in or out with metadata muster.health-check: http, tcp or off.", func(s *Settings) *[]string { return &s.HealthCheck.Apps }),
 	msKey("muster.health-check.interval-ms", "Time between two probe rounds (jittered by ±10 %).", func(s *Settings) *time.Duration { return &s.HealthCheck.Interval }),
 	msKey("muster.health-check.timeout-ms", "Time one probe may take: connect, TLS, request and answer's headers; a 2xx within it passes.", func(s *Settings) *time.Duration { return &s.HealthCheck.Timeout }),
