@@ -101,4 +101,3 @@ func TestPersistent_capsAndRoles(t *testing.T) {
 		t.Fatalf("PersistentCount = %d, want 3", got)
 	}
 }
-

@@ -290,4 +290,3 @@ func TestRegistry_Register_persistentCaps(t *testing.T) {
 		t.Fatalf("per-user rejections = %d, want 1", got)
 	}
 }
-
