@@ -23,10 +23,14 @@ type watcher struct {
 	r *run
 	n int
 
-	mu         sync.Mutex
-	state      map[string]View
-	lastID     uint64
-	haveID     bool
+	mu     sync.Mutex
+	state  map[string]View
+	lastID uint64
+	haveID bool
+	// shown is the index of the last GET the state was read from: after a
+	// resync the stream goes on from the resync's id, and the events up
+	// to shown may already be in that read (docs/clients.md).
+	shown      uint64
 	events     int
 	reconnects int
 	resyncs    int
@@ -91,7 +95,7 @@ func (w *watcher) loop(ctx context.Context) {
 				continue
 			}
 			w.mu.Lock()
-			w.state, w.lastID, w.haveID = st, idx, true
+			w.state, w.lastID, w.shown, w.haveID = st, idx, idx, true
 			w.mu.Unlock()
 		}
 		_ = w.stream(ctx) // any end: reconnect and resume
@@ -177,7 +181,9 @@ func (w *watcher) dispatch(ctx context.Context, idStr, ev, data string, from uin
 		w.mu.Lock()
 		w.resyncs++
 		if err == nil {
-			w.state, w.lastID = st, idx
+			// Ids go on from the resync's (the stream's position), which
+			// the read may be past.
+			w.state, w.lastID, w.shown = st, id, idx
 		} else {
 			w.haveID = false // read again on the next connection
 		}
@@ -200,6 +206,9 @@ func (w *watcher) dispatch(ctx context.Context, idStr, ev, data string, from uin
 	w.events++
 	if id > w.lastID {
 		w.lastID = id
+	}
+	if id <= w.shown {
+		return // the state was read at or after it
 	}
 	switch ev {
 	case "DELETED":
