@@ -46,6 +46,10 @@ type lease struct {
 	// the app's leases, so a heartbeat counts it without a lookup.
 	appRenewals *shardedCounter
 	version     uint64 // inst.CopyVersion()
+	// drainVersion is the DrainVersion of inst's drain mark (0: not
+	// drained), and drainSeq the version at which this node applied it
+	// (noteDrainLocked): a read at that version or later saw it.
+	drainVersion, drainSeq uint64
 	// clientSeen is when a client last registered or renewed this lease
 	// through this node (Unix nanoseconds; 0 if never): what a peer's
 	// catch-up may replay (ClientLive).
@@ -288,6 +292,8 @@ func (r *Registry) apply(op Op, now time.Time) (*Instance, error) {
 		return r.updateMetadata(op, now)
 	case OpHealth:
 		return r.setHealth(op, now)
+	case OpDrain:
+		return r.setDrain(op, now)
 	}
 	return nil, fmt.Errorf("%w: operation %s cannot be applied", ErrInvalidOp, op.Kind)
 }
