@@ -89,21 +89,28 @@ func (r *Registry) setDrain(op Op, now time.Time) (*Instance, error) {
 	return in, nil
 }
 
-// noteDrainLocked keeps l's record of when this node applied the drain
-// now stored in in: the next event's Seq when the mark is new here (a
-// drain, or a newer one after an undrain), unchanged otherwise. Called
-// as in is stored, just before the event that makes it visible.
+// drainApplied is when this node applied a drain: the mark's DrainVersion
+// and the registry version (Seq) of the event that made it visible.
+type drainApplied struct{ version, seq uint64 }
+
+// noteDrainLocked keeps r.drains up to date as in is stored as l's
+// instance, just before the event that makes it visible: a drain new here
+// (or newer than the one held) is applied at the next Seq.
 func (r *Registry) noteDrainLocked(l *lease, in *Instance) {
-	var v uint64
-	if p := in.Pieces; p != nil && p.DrainedAt != 0 {
-		v = p.DrainVersion
-	}
-	if v != l.drainVersion {
-		l.drainVersion, l.drainSeq = v, 0
-		if v != 0 {
-			l.drainSeq = r.version + 1
+	p := in.Pieces
+	if p == nil || p.DrainedAt == 0 {
+		if len(r.drains) > 0 {
+			delete(r.drains, l)
 		}
+		return
 	}
+	if a, ok := r.drains[l]; ok && a.version == p.DrainVersion {
+		return
+	}
+	if r.drains == nil {
+		r.drains = map[*lease]drainApplied{}
+	}
+	r.drains[l] = drainApplied{version: p.DrainVersion, seq: r.version + 1}
 }
 
 // Drain returns the drain mark of app/id with the version at which this
@@ -117,7 +124,7 @@ func (r *Registry) Drain(app, id string) (DrainMark, *Instance, bool) {
 		return DrainMark{}, nil, false
 	}
 	m, ok := l.inst.Drain()
-	m.Seq = l.drainSeq
+	m.Seq = r.drains[l].seq
 	return m, l.inst, ok
 }
 
@@ -127,18 +134,15 @@ type DrainedInstance struct {
 	Mark DrainMark
 }
 
-// Drained lists the drained instances, in no particular order. It walks
-// the registry under the read lock: for the admin API, not a hot path.
+// Drained lists the drained instances, in no particular order.
 func (r *Registry) Drained() []DrainedInstance {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var out []DrainedInstance
-	for app, ls := range r.apps {
-		for id, l := range ls {
-			if m, ok := l.inst.Drain(); ok {
-				m.Seq = l.drainSeq
-				out = append(out, DrainedInstance{Key: InstanceKey{App: app, ID: id}, Mark: m})
-			}
+	out := make([]DrainedInstance, 0, len(r.drains))
+	for l, a := range r.drains {
+		if m, ok := l.inst.Drain(); ok {
+			m.Seq = a.seq
+			out = append(out, DrainedInstance{Key: l.key, Mark: m})
 		}
 	}
 	return out
