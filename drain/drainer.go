@@ -349,3 +349,41 @@ func (d *Drainer) Undrain(ctx context.Context, app, id string) (Receipt, error) 
 		Int("confirmed", rc.Confirmed).Msg("drain undone")
 	return rc, nil
 }
+
+// Knobs are the drain's settings (muster.drain.*, docs/configuration.md).
+type Knobs struct {
+	// ReaderWindow: a reader that read the app within it before the drain
+	// is waited for (muster.drain.reader-window-ms).
+	ReaderWindow time.Duration
+	// MaxWait bounds ?wait= (muster.drain.max-wait-ms).
+	MaxWait time.Duration
+	// PollInterval is how often a waiting drain asks every node again
+	// (muster.drain.poll-interval-ms).
+	PollInterval time.Duration
+	// MaxReaders caps each node's reader table (muster.drain.max-readers).
+	MaxReaders int
+}
+
+// DefaultKnobs are the defaults: three 30 s fetch intervals, five
+// minutes, a second, 10,000 readers.
+func DefaultKnobs() Knobs {
+	return Knobs{ReaderWindow: DefaultReaderWindow, MaxWait: DefaultMaxWait, PollInterval: DefaultPollInterval, MaxReaders: DefaultMaxReaders}
+}
+
+// MaxReadersLimit is the largest MaxReaders.
+const MaxReadersLimit = 10_000_000
+
+// Validate names the first knob that makes no sense.
+func (k Knobs) Validate() error {
+	switch {
+	case k.ReaderWindow < time.Second || k.ReaderWindow > 24*time.Hour:
+		return fmt.Errorf("drain: ReaderWindow must be from 1 s to 24 h, got %s", k.ReaderWindow)
+	case k.MaxWait < time.Second || k.MaxWait > time.Hour:
+		return fmt.Errorf("drain: MaxWait must be from 1 s to 1 h, got %s", k.MaxWait)
+	case k.PollInterval < 10*time.Millisecond || k.PollInterval > time.Minute:
+		return fmt.Errorf("drain: PollInterval must be from 10 ms to 1 min, got %s", k.PollInterval)
+	case k.MaxReaders < 1 || k.MaxReaders > MaxReadersLimit:
+		return fmt.Errorf("drain: MaxReaders must be from 1 to %d, got %d", MaxReadersLimit, k.MaxReaders)
+	}
+	return nil
+}

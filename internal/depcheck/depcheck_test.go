@@ -167,7 +167,7 @@ var allowed = map[string]rule{
 	},
 	// A node's configuration: every key, loaded as Spring Boot loads it.
 	"settings": {
-		imports: []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
+		imports: []string{"auth", "cluster", "dns", "drain", "healthcheck", "httpapi", "httpapi/ops", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
 		why:     "the typed configuration of a node: the packages' Configs (types and Validate only; it starts nothing), Spring's names, the loader, validation, config --check; never node, never the command line",
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
