@@ -72,13 +72,13 @@ type Node struct {
 	transport replication.Transport
 	// regNow is the registry's clock (nil: time.Now), for the drain's
 	// receipts.
-	regNow func() time.Time
-	receiver  *replication.Receiver
-	syncer    *replication.Syncer
-	cluster   *cluster.Cluster // nil when cluster.enabled is false
-	tls       *tlsconfig.Store // nil when TLS is off
-	security  *nodeSecurity
-	regions   *regions.Set // nil without remote regions
+	regNow   func() time.Time
+	receiver *replication.Receiver
+	syncer   *replication.Syncer
+	cluster  *cluster.Cluster // nil when cluster.enabled is false
+	tls      *tlsconfig.Store // nil when TLS is off
+	security *nodeSecurity
+	regions  *regions.Set // nil without remote regions
 
 	listener   net.Listener
 	httpServer *http.Server
