@@ -446,7 +446,12 @@ func withoutHealthMarks(snap *registry.Snapshot) ([]registry.AppView, string) {
 				apps[i].Instances, cloned = slices.Clone(app.Instances), true
 			}
 			in := iv.Instance.Clone()
-			in.Status, in.Health = iv.ClientStatus(), nil
+			if iv.Health.Hides {
+				// Only the health mark is undone: a drain under it
+				// (OUT_OF_SERVICE, which the mark never hides) stays.
+				in.Status = registry.StatusUp
+			}
+			in.Health = nil
 			apps[i].Instances[j].Instance = in
 		}
 	}
