@@ -421,6 +421,9 @@ func (s *Server) routes() {
 	}
 }
 
+// Drainer is the drain with a receipt the server serves (/admin/drain).
+func (s *Server) Drainer() *drain.Drainer { return s.cfg.Drain }
+
 // LastN is the /lastn recorder; the node runs it (Run(ctx)) for as long
 // as it serves.
 func (s *Server) LastN() *ops.LastNRecorder { return s.lastN }
