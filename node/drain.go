@@ -5,14 +5,38 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"time"
 
 	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/replication"
 )
 
-// newDrainer is the node's drain with a receipt: its reader table, fed by
-// the API's reads, and the receipt asking every replication peer for its
-// readers (POST peerreplication/drain-readers, signed as anti-entropy is).
+// drainer is the node's drain with a receipt, made on first use (the API
+// and DNS share it): its reader table, fed by the API's reads, DNS answers
+// and xDS acknowledgements, and the receipt asking every replication peer
+// for its readers (POST peerreplication/drain-readers, signed as
+// anti-entropy is).
+func (n *Node) drainer() *drain.Drainer {
+	if n.drain == nil {
+		n.drain = n.newDrainer()
+	}
+	return n.drain
+}
+
+// noteResolver records a DNS answer of app as a read by the resolver.
+func (n *Node) noteResolver(resolver netip.Addr, app string, version uint64) {
+	n.drainer().Readers().NoteApp(drain.Reader{Resolver: resolver}, app, version, n.now())
+}
+
+// now is the registry's clock.
+func (n *Node) now() time.Time {
+	if n.regNow != nil {
+		return n.regNow()
+	}
+	return time.Now()
+}
+
 func (n *Node) newDrainer() *drain.Drainer {
 	k := n.settings.Drain
 	peers := func() []drain.Peer {

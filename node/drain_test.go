@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	mdns "github.com/miekg/dns"
+
 	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/registry"
 )
@@ -174,5 +176,32 @@ func TestDrain_unreachablePeerIsPending(t *testing.T) {
 	if code != http.StatusAccepted || rc.Complete || len(rc.Pending) != 1 || rc.Pending[0].Client != drain.ClientUnreachable ||
 		!strings.Contains(rc.Pending[0].Node, "127.0.0.1") {
 		t.Fatalf("drain with a peer down: %d %+v", code, rc)
+	}
+}
+
+// A resolver that asked for the app's addresses is a reader; it confirms
+// by asking again after the drain.
+func TestDrain_dnsResolverIsAReader(t *testing.T) {
+	n := startTestNode(t, "dnsdrain", "z1", nil, "muster.dns.enabled=true", "muster.dns.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	if code := call(t, "POST", n.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
+		t.Fatalf("register: %d", code)
+	}
+	ask := func() {
+		t.Helper()
+		m := new(mdns.Msg)
+		m.SetQuestion("orders.app.muster.", mdns.TypeA)
+		if _, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, n.dnsListen()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask()
+	code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+	if code != http.StatusAccepted || len(rc.Pending) != 1 || rc.Pending[0].Client != "DNS resolver" || rc.Pending[0].Address != "127.0.0.1" {
+		t.Fatalf("drain after a DNS answer: %d %+v", code, rc)
+	}
+	ask()
+	if code, rc := drainCall(t, http.MethodGet, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1"); code != http.StatusOK || rc.Confirmed != 1 {
+		t.Fatalf("after the resolver asked again: %d %+v", code, rc)
 	}
 }
