@@ -37,17 +37,17 @@ type Nodes func() []Node
 
 // Server is the DNS interface of one node.
 type Server struct {
-	cfg     Config
-	domain  string // lower-cased
-	reg     Registry
-	nodes   Nodes
-	remote  func(region, app string) (registry.AppView, bool, bool)
+	cfg    Config
+	domain string // lower-cased
+	reg    Registry
+	nodes  Nodes
+	remote func(region, app string) (registry.AppView, bool, bool)
 	// onAnswer is Options.OnAnswer; nil: none.
 	onAnswer func(resolver netip.Addr, app string, version uint64)
-	allowed []netip.Prefix
-	limiter *limiter
-	m       *metrics
-	packed  packedCache
+	allowed  []netip.Prefix
+	limiter  *limiter
+	m        *metrics
+	packed   packedCache
 
 	// mu guards servers and addrs.
 	mu      sync.Mutex
