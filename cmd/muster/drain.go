@@ -51,9 +51,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	timeout := fs.Duration("timeout", 0, "give up on a node after this long (default: --wait plus 10s)")
 	fs.BoolVar(&undo, "undo", undo, "undrain: the instance is served with its own status again")
 	jsonOut := fs.Bool("json", false, "print the receipt as the node sent it")
-	caFile := fs.String("ca-cert", def.ca, "PEM CA bundle to verify an https node against (default: server.ssl.trust-certificate from the environment)")
-	certFile := fs.String("cert", def.cert, "PEM client certificate, for nodes with server.ssl.client-auth need (default: the node's own, from the environment)")
-	keyFile := fs.String("key", def.key, "PEM key of --cert")
+	clientTLS := clientTLSFlags(fs, def)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +66,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	if *timeout <= 0 {
 		*timeout = *wait + 10*time.Second
 	}
-	tlsCfg, err := def.clientTLS(*caFile, *certFile, *keyFile)
+	tlsCfg, err := clientTLS()
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
