@@ -3,6 +3,7 @@ package drain_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,11 +31,14 @@ func TestDrainer_receiptOfEveryNode(t *testing.T) {
 	readers := drain.NewReaders(0, time.Minute)
 	local := drain.Reader{Agent: "local-client", Address: "10.0.0.1"}
 	readers.NoteApp(local, "ORDERS", reg.Version(), clk.Now())
+	var mu sync.Mutex // peers are asked at once
 	var asked []drain.Query
 	d := drain.New(drain.Config{Registry: reg, Readers: readers, Node: "n1", Now: clk.Now, Window: time.Minute,
 		Peers: func() []drain.Peer { return []drain.Peer{{Name: "n2"}, {Name: "java"}, {Name: "n3"}} },
 		Ask: func(_ context.Context, p drain.Peer, q drain.Query) (drain.Answer, error) {
+			mu.Lock()
 			asked = append(asked, q)
+			mu.Unlock()
 			switch p.Name {
 			case "n2":
 				return drain.Answer{Node: "n2", Applied: true, Readers: []drain.ReaderState{
