@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/muster-registry/muster/drain"
@@ -27,6 +28,21 @@ func (n *Node) drainer() *drain.Drainer {
 // noteResolver records a DNS answer of app as a read by the resolver.
 func (n *Node) noteResolver(resolver netip.Addr, app string, version uint64) {
 	n.drainer().Readers().NoteApp(drain.Reader{Resolver: resolver}, app, version, n.now())
+}
+
+// noteXDSAck records an xDS client's acknowledgement of the EDS resources
+// names (xds.Name: an app's name in lower case) at version as its read of
+// those apps (of every app for a wildcard subscription).
+func (n *Node) noteXDSAck(node, addr string, names []string, version uint64) {
+	r, now := drain.Reader{Agent: "xds " + node, Address: addr}, n.now()
+	readers := n.drainer().Readers()
+	if len(names) == 0 {
+		readers.NoteAll(r, version, now)
+		return
+	}
+	for _, name := range names {
+		readers.NoteApp(r, strings.ToUpper(name), version, now)
+	}
 }
 
 // now is the registry's clock.
