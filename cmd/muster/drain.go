@@ -88,9 +88,13 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		code, body, err := callDrain(ctx, client, method, u)
 		cancel()
+		if err == nil && code >= 500 {
+			err = fmt.Errorf("%s %s: %d: %.200s", method, u.Redacted(), code, strings.TrimSpace(string(body)))
+		}
 		if err != nil {
-			// This node cannot be reached: the next one can drain as well
-			// (every node serves the drain cluster-wide).
+			// This node cannot be reached, or failed (a 5xx: stopping,
+			// say): the next one can drain as well (every node serves the
+			// drain cluster-wide). A 4xx is the request's fault: final.
 			lastErr = err
 			fmt.Fprintf(stdout, "%s: %v; trying the next node\n", name, err)
 			continue
@@ -100,7 +104,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	if lastErr == nil {
 		return fmt.Errorf("%s: --url names no node", name)
 	}
-	return fmt.Errorf("%s: no node could be reached: %w", name, lastErr)
+	return fmt.Errorf("%s: no node could drain (each unreachable or failing): %w", name, lastErr)
 }
 
 // drainURL is /admin/drain/APP/ID on the node raw names (host:port, a
