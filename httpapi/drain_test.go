@@ -77,6 +77,9 @@ func TestDrain_endpointsOnOneNode(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list.Drains) != 1 || list.Drains[0].InstanceID != "o-1" {
 		t.Fatalf("list: %d %s", r.code, r.body)
 	}
+	if r := n.do(t, http.MethodGet, "/metrics", ""); !strings.Contains(r.body, "muster_drain_readers 2") || !strings.Contains(r.body, "muster_drained_instances 1") {
+		t.Errorf("metrics while drained lack the drain's figures")
+	}
 	if r := n.do(t, http.MethodDelete, "/admin/drain/ORDERS/o-1", ""); r.code != http.StatusOK || receiptOf(t, r).InstanceID != "o-1" {
 		t.Fatalf("undrain: %d %s", r.code, r.body)
 	}
