@@ -12,7 +12,7 @@ import "time"
 //  2. else a drain serves OUT_OF_SERVICE, whatever the client says;
 //  3. else the health mark (health.go) may turn UP into DOWN.
 //
-// The mark is a piece of its own (Pieces.Drained, DrainVersion), so a
+// The mark is a piece of its own (Pieces.DrainedAt, DrainVersion), so a
 // later undrain wins over an earlier drain on every node after any
 // partition, and it ends with its incarnation: a cancel drops it like the
 // override (setPieces), and an undrain writes "not drained" at a newer
