@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/internal/redact"
@@ -70,12 +71,16 @@ type Node struct {
 	rep       *replication.Replicator
 	ae        *replication.AntiEntropy
 	transport replication.Transport
-	receiver  *replication.Receiver
-	syncer    *replication.Syncer
-	cluster   *cluster.Cluster // nil when cluster.enabled is false
-	tls       *tlsconfig.Store // nil when TLS is off
-	security  *nodeSecurity
-	regions   *regions.Set // nil without remote regions
+	// regNow is the registry's clock (nil: time.Now), for the drain's
+	// receipts; drain is the drain with a receipt (drain.go).
+	regNow   func() time.Time
+	drain    *drain.Drainer
+	receiver *replication.Receiver
+	syncer   *replication.Syncer
+	cluster  *cluster.Cluster // nil when cluster.enabled is false
+	tls      *tlsconfig.Store // nil when TLS is off
+	security *nodeSecurity
+	regions  *regions.Set // nil without remote regions
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -135,7 +140,7 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 	if err != nil {
 		return nil, err
 	}
-	n.reg = reg
+	n.reg, n.regNow = reg, rcfg.Now
 	if n.security, err = newNodeSecurity(s); err != nil {
 		return nil, err
 	}
@@ -333,6 +338,7 @@ func (n *Node) newAPI() error {
 	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
+	hcfg.Drain = n.drainer()
 	if n.regions != nil {
 		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regions.Report
 	}

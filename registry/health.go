@@ -52,9 +52,12 @@ func applyHealth(in *Instance) {
 	}
 }
 
-// ClientStatus is the status in would have without the health checks' mark:
-// the client's status or the override in force.
+// ClientStatus is the status in would have without the health checks' and
+// the drain's marks: the client's status or the override in force.
 func (in *Instance) ClientStatus() Status {
+	if p := in.Pieces; p != nil && p.drainHid != "" {
+		return p.drainHid
+	}
 	if in.Health != nil && in.Health.Hides {
 		return StatusUp
 	}
@@ -78,12 +81,9 @@ func (r *Registry) setHealth(op Op, now time.Time) (*Instance, error) {
 		return nil, ErrInvalidOp
 	}
 	app := upperASCII(op.App)
-	r.mu.Lock()
-	v0 := r.version
-	l := r.lookupLocked(app, op.ID)
-	if l == nil {
-		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+	l, v0, err := r.lockInstance(app, op.ID)
+	if err != nil {
+		return nil, err
 	}
 	old := l.inst
 	if sameHealth(old.Health, op.Health) {

@@ -63,6 +63,7 @@ type source struct {
 type built struct {
 	version      string // EDS version (registry version)
 	namesVersion string // LDS, RDS and CDS version
+	regVersion   uint64 // the registry version (Snapshot.Version) built
 	names        []string
 	sources      map[string]*source
 	zones        map[string]bool // zones with endpoints, at most MaxZones
@@ -80,7 +81,7 @@ type built struct {
 // whose version did not change and whose warming endpoints (if any) are
 // still at the same step.
 func (b *builder) update(snap *registry.Snapshot, now time.Time) *built {
-	bt := &built{version: b.epoch + "." + strconv.FormatUint(snap.Version, 10),
+	bt := &built{regVersion: snap.Version, version: b.epoch + "." + strconv.FormatUint(snap.Version, 10),
 		sources: map[string]*source{}, zones: map[string]bool{}, rebuilt: map[string]*appPiece{}}
 	live := make(map[string]bool, len(snap.Apps))
 	for _, app := range snap.Apps {

@@ -57,6 +57,12 @@ type Options struct {
 	// Clock times the warm-up ramps (nil: real time); tests move it to
 	// make a step due.
 	Clock Clock
+	// OnAck hears of each state-of-the-world EDS acknowledgement of a
+	// version this node published: the stream's node id and remote IP,
+	// the resource names it asked for (none: every one) and the registry
+	// version (Snapshot.Version) those resources are current at. A drain's
+	// reader (package drain). nil: none.
+	OnAck func(node, addr string, names []string, version uint64)
 }
 
 // Clock is the time warm-ups run on.
