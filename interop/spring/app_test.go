@@ -77,11 +77,17 @@ var readyLine = regexp.MustCompile(`MUSTER-READY port=(\d+) id=(\S+) transport=(
 // extra --key=value settings.
 func startApp(t *testing.T, c client, name string, urls []string, jvm []string, extra ...string) *app {
 	t.Helper()
+	return startAppAs(t, c, name, name+"-1", urls, jvm, extra...)
+}
+
+// startAppAs is startApp with the instance id given: a replacement of an
+// instance, as a Deployment's new pod, comes with an id of its own.
+func startAppAs(t *testing.T, c client, name, id string, urls []string, jvm []string, extra ...string) *app {
+	t.Helper()
 	dir := interoptest.Built(t, interoptest.Source(t, c.src))
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("SKIP: no java on PATH")
 	}
-	id := name + "-1"
 	args := append(append([]string{}, jvmFlags...), jvm...)
 	if c.main != "" {
 		args = append(args, "-cp", filepath.Join(dir, "target", "classes")+string(filepath.ListSeparator)+filepath.Join(dir, "target", "lib", "*"), c.main)

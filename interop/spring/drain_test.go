@@ -1,0 +1,339 @@
+package spring
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/internal/testwait"
+	"github.com/muster-registry/muster/interop/interoptest"
+)
+
+// The rolling restart's knobs. The fetch interval is the Eureka client's
+// real setting, shortened from its 30 s default so that a run takes a
+// minute; the control's failures last about that long per instance.
+const (
+	drainFetchInterval = "5"                   // eureka.client.registry-fetch-interval-seconds of every app
+	drainCallEvery     = 50 * time.Millisecond // 20 calls a second from the test to the caller
+	drainWait          = "60s"                 // muster drain --wait, as in the Kubernetes recipe
+	drainAdmin         = "admin"
+	drainPassword      = "drain-test-admin-pw"
+	drainPeerSecret    = "drain-test-peer-secret-0123456789abcdef"
+)
+
+// restartRun is what one rolling restart counted.
+type restartRun struct {
+	calls, failed int
+	took          time.Duration
+	answeredBy    map[string]int // instance id → calls it answered
+	failures      []string       // the first few failed calls, for the log
+	drains        []string       // each drain step: instance, exit status, how long it waited
+}
+
+func (r restartRun) String() string {
+	ids := make([]string, 0, len(r.answeredBy))
+	for id := range r.answeredBy {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var by []string
+	for _, id := range ids {
+		by = append(by, fmt.Sprintf("%s=%d", id, r.answeredBy[id]))
+	}
+	return fmt.Sprintf("%d calls, %d failed, in %s; answered by %s", r.calls, r.failed, r.took.Round(100*time.Millisecond), strings.Join(by, " "))
+}
+
+// TestBoot4RollingRestart_drainVersusControl is issue 45's acceptance
+// test, the promise of docs/traffic.md's Kubernetes recipe: a Spring Boot
+// 4 caller calls a two-instance Spring Boot 4 service by name (a
+// @LoadBalanced RestTemplate, no retries) at 20 calls a second while the
+// service is restarted one instance at a time, as a Deployment's rollout
+// does: stop (SIGTERM: Spring's graceful shutdown and the Eureka client's
+// cancel), start a replacement with a new instance id, wait until the
+// caller calls it, next. The service registers with one node and the
+// caller reads from the other, so the receipt is the cluster's.
+//
+// The control run has no preStop: the caller keeps calling each stopped
+// instance until its next fetch, and those calls fail. The drain run runs
+// the preStop hook first, `muster drain --wait 60s APP ID`, and stops the
+// instance only when it exits 0 (every reader of the app, the caller
+// included, has read the instance OUT_OF_SERVICE): no call fails. Both
+// runs' figures are logged side by side (go test -v).
+func TestBoot4RollingRestart_drainVersusControl(t *testing.T) {
+	c := clients[0]                                    // boot4-restclient
+	interoptest.Built(t, interoptest.Source(t, c.src)) // skips here, before any node starts
+	nodes := drainNodes(t)
+	runs := map[string]restartRun{}
+	t.Run("control", func(t *testing.T) {
+		runs["control"] = rollingRestart(t, nodes, c, "control", nil)
+	})
+	t.Run("drain", func(t *testing.T) {
+		runs["drain"] = rollingRestart(t, nodes, c, "drain", drainWithCLI)
+	})
+	control, haveControl := runs["control"]
+	drain, haveDrain := runs["drain"]
+	if haveControl {
+		t.Logf("control (no preStop):               %s", control)
+	}
+	if haveDrain {
+		t.Logf("drain (preStop muster drain --wait): %s; %s", drain, strings.Join(drain.drains, "; "))
+	}
+	if haveControl && control.failed == 0 {
+		t.Errorf("the control run had no failed call (%s): the caller's setup hides what the drain is for, so the drain run proves nothing", control)
+	}
+	if haveDrain && drain.failed != 0 {
+		t.Errorf("the drain run had %d failed calls, want 0 (%s):\n%s", drain.failed, drain, strings.Join(drain.failures, "\n"))
+	}
+}
+
+// drainNodes are two Muster nodes peered with each other (static peers,
+// signed replication), with authentication on as in production: the
+// service's instances register with the first, the caller reads the
+// second, and drains go to both.
+func drainNodes(t *testing.T) []*interoptest.Node {
+	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
+	var nodes []*interoptest.Node
+	for i := range ports {
+		n := interoptest.NewNode(t,
+			"spring.security.user.name="+drainAdmin, "spring.security.user.password="+drainPassword,
+			"cluster.peer-secret="+drainPeerSecret,
+			fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]),
+			// The first node starts while its peer is still down: it serves
+			// at once instead of waiting for a peer that knows the registry.
+			"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=0",
+			"eureka.server.registry-sync-retries=1", "eureka.server.registry-sync-retry-wait-ms=200")
+		n.Port = ports[i]
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		n.Start()
+	}
+	return nodes
+}
+
+// withCredentials is the node's Eureka URL as an app lists it.
+func withCredentials(n *interoptest.Node) string {
+	return strings.Replace(n.URL(), "://", "://"+drainAdmin+":"+drainPassword+"@", 1)
+}
+
+// drainStep is what runs before an instance is stopped: the preStop hook.
+// It returns a line for the log.
+type drainStep func(t *testing.T, nodes []*interoptest.Node, a *app) string
+
+// rollingRestart runs one rolling restart of a fresh two-instance service
+// (APP NAME-SVC) under a fresh caller, with drain (nil: none) before each
+// stop, and returns what the calls saw.
+func rollingRestart(t *testing.T, nodes []*interoptest.Node, c client, name string, drain drainStep) restartRun {
+	svcName := name + "-svc"
+	svcURLs := []string{withCredentials(nodes[0])}
+	svcArgs := []string{"--eureka.client.registry-fetch-interval-seconds=" + drainFetchInterval}
+	svcs := []*app{
+		startAppAs(t, c, svcName, svcName+"-1", svcURLs, nil, svcArgs...),
+		startAppAs(t, c, svcName, svcName+"-2", svcURLs, nil, svcArgs...),
+	}
+	// The caller as the recipe sets it up: the Eureka client hands out only
+	// UP instances (its default, which the shared properties turn off for
+	// the other scenarios), Spring Cloud LoadBalancer keeps no cache of its
+	// own (the shared properties) and does not retry.
+	caller := startApp(t, c, name+"-caller", []string{withCredentials(nodes[1])}, nil,
+		"--eureka.client.registry-fetch-interval-seconds="+drainFetchInterval,
+		"--eureka.client.filter-only-up-instances=true",
+		"--spring.cloud.loadbalancer.retry.enabled=false")
+	callerSees(t, caller, svcName, ids(svcs))
+
+	load := startCalls(caller, svcName)
+	start := time.Now()
+	for _, a := range svcs {
+		waitAnswered(t, caller, load, a.ID)
+	}
+	var drains []string
+	for i := range svcs {
+		old := svcs[i]
+		if drain != nil {
+			drains = append(drains, drain(t, nodes, old))
+		}
+		old.Stop()
+		svcs[i] = startAppAs(t, c, svcName, fmt.Sprintf("%s-%d", svcName, i+3), svcURLs, nil, svcArgs...)
+		callerSees(t, caller, svcName, ids(svcs))
+		// Seen is not yet called: wait for a call the replacement answered,
+		// so that the next stop leaves the caller one instance it uses.
+		waitAnswered(t, caller, load, svcs[i].ID)
+	}
+	run := load.stop()
+	run.took = time.Since(start)
+	run.drains = drains
+	for _, a := range append(svcs, caller) {
+		a.Stop()
+	}
+	t.Logf("%s: %s", name, run)
+	if run.failed > 0 {
+		t.Logf("%s: the first failed calls:\n%s", name, strings.Join(run.failures, "\n"))
+	}
+	if run.calls < 100 {
+		t.Fatalf("%s: only %d calls over the restart: the load did not run", name, run.calls)
+	}
+	return run
+}
+
+// waitAnswered waits until a call through the caller was answered by id.
+func waitAnswered(t *testing.T, caller *app, load *calls, id string) {
+	t.Helper()
+	testwait.For(t, 30*time.Second, caller.App+" calls "+id, func() error {
+		if load.answered(id) == 0 {
+			return errors.New("no call answered by it yet")
+		}
+		return nil
+	})
+}
+
+func ids(apps []*app) []string {
+	var out []string
+	for _, a := range apps {
+		out = append(out, a.ID)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// callerSees waits until the caller's Spring DiscoveryClient (what Spring
+// Cloud LoadBalancer picks from) lists exactly want for service.
+func callerSees(t *testing.T, caller *app, service string, want []string) {
+	t.Helper()
+	testwait.For(t, 60*time.Second, caller.App+" lists "+strings.Join(want, ", "), func() error {
+		st, err := caller.state()
+		if err != nil {
+			return err
+		}
+		for k, v := range st.Services {
+			if strings.EqualFold(k, service) {
+				got := slices.Clone(v)
+				sort.Strings(got)
+				if slices.Equal(got, want) {
+					return nil
+				}
+				return fmt.Errorf("it lists %v", got)
+			}
+		}
+		return fmt.Errorf("no %s among %d services", service, len(st.Services))
+	})
+}
+
+// calls is the steady stream of calls the test makes through the caller:
+// each one is the caller calling the service by name.
+type calls struct {
+	caller  *app
+	service string
+	done    chan struct{}
+	wg      sync.WaitGroup
+	http    *http.Client
+
+	// mu guards run.
+	mu  sync.Mutex
+	run restartRun
+}
+
+func startCalls(caller *app, service string) *calls {
+	l := &calls{caller: caller, service: service, done: make(chan struct{}),
+		http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		run:  restartRun{answeredBy: map[string]int{}}}
+	start := time.Now()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		tick := time.NewTicker(drainCallEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-tick.C:
+				// Each call on its own: a slow one must not delay the next,
+				// or the rate would drop just when instances stop.
+				l.wg.Add(1)
+				go func() {
+					defer l.wg.Done()
+					l.one(time.Since(start))
+				}()
+			}
+		}
+	}()
+	return l
+}
+
+func (l *calls) one(at time.Duration) {
+	code, body := 0, ""
+	resp, err := l.http.Get(l.caller.base() + "/control/lbcall?service=" + l.service)
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		code, body = resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.run.calls++
+	if err != nil || code != http.StatusOK {
+		l.run.failed++
+		if len(l.run.failures) < 10 {
+			l.run.failures = append(l.run.failures, fmt.Sprintf("  at %5.1fs: %d %s %v", at.Seconds(), code, interoptest.Tail(body, 300), err))
+		}
+		return
+	}
+	l.run.answeredBy[body]++
+}
+
+func (l *calls) answered(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.run.answeredBy[id]
+}
+
+// stop ends the stream, waits for the calls in flight and returns the count.
+func (l *calls) stop() restartRun {
+	close(l.done)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.run
+}
+
+// drainWithCLI is the recipe's preStop hook: the muster binary's drain
+// against both nodes, waiting for the receipt, which must be complete
+// (exit 0). It then checks that both nodes serve the instance
+// OUT_OF_SERVICE, as the drain promises from the moment of the call.
+func drainWithCLI(t *testing.T, nodes []*interoptest.Node, a *app) string {
+	t.Helper()
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, strings.Replace(n.Base(), "://", "://"+drainAdmin+":"+drainPassword+"@", 1))
+	}
+	cmd := exec.Command(interoptest.Binary(t), "drain", "--url", strings.Join(urls, ","), "--wait", drainWait, a.App, a.ID)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Fatalf("preStop `muster drain --wait %s %s %s` exited %d after %s (3: readers still pending), want 0:\n%s",
+			drainWait, a.App, a.ID, exit.ExitCode(), took.Round(time.Millisecond), out)
+	case err != nil:
+		t.Fatalf("muster drain: %v", err)
+	}
+	if strings.Contains(string(out), drainPassword) {
+		t.Fatalf("muster drain printed the admin password:\n%s", out)
+	}
+	for _, n := range nodes {
+		i, err := getInstance(n, withCredentials(n), a.App, a.ID)
+		if err != nil || i.Status != "OUT_OF_SERVICE" {
+			t.Fatalf("after the drain the node on port %d serves %s/%s as %q (%v), want OUT_OF_SERVICE", n.Port, a.App, a.ID, i.Status, err)
+		}
+	}
+	return fmt.Sprintf("%s: exit 0 after %s", a.ID, took.Round(time.Millisecond))
+}
