@@ -1,6 +1,7 @@
 package spring
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -335,5 +336,19 @@ func drainWithCLI(t *testing.T, nodes []*interoptest.Node, a *app) string {
 			t.Fatalf("after the drain the node on port %d serves %s/%s as %q (%v), want OUT_OF_SERVICE", n.Port, a.App, a.ID, i.Status, err)
 		}
 	}
-	return fmt.Sprintf("%s: exit 0 after %s", a.ID, took.Round(time.Millisecond))
+	// The receipt as the node keeps it: complete, and not vacuously so
+	// (the caller at least read the app before the drain).
+	var receipt struct {
+		Complete  bool `json:"complete"`
+		Readers   int  `json:"readers"`
+		Confirmed int  `json:"confirmed"`
+	}
+	code, b, err := nodeCall(nodes[0], http.MethodGet, strings.TrimSuffix(withCredentials(nodes[0]), "eureka/")+"admin/drain/"+a.App+"/"+a.ID)
+	if err == nil && code == http.StatusOK {
+		err = json.Unmarshal(b, &receipt)
+	}
+	if err != nil || code != http.StatusOK || !receipt.Complete || receipt.Readers < 1 || receipt.Confirmed != receipt.Readers {
+		t.Fatalf("GET /admin/drain/%s/%s after exit 0: %d %v %s; want 200, complete, at least the caller among the readers, all confirmed", a.App, a.ID, code, err, b)
+	}
+	return fmt.Sprintf("%s: exit 0 after %s, %d readers confirmed", a.ID, took.Round(time.Millisecond), receipt.Confirmed)
 }
