@@ -386,6 +386,27 @@ func nodeStatusIs(status string) func(instance) error {
 	}
 }
 
+// startPeeredPair starts two nodes made by newNode, each the other's
+// static peer, and returns them once both answer /readyz.
+func startPeeredPair(t *testing.T, newNode func(sets ...string) *interoptest.Node) []*interoptest.Node {
+	t.Helper()
+	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
+	var nodes []*interoptest.Node
+	for i := range ports {
+		// The first node starts while its peer is still down: it serves at
+		// once instead of waiting for a peer that knows the registry.
+		n := newNode(fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]),
+			"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=0",
+			"eureka.server.registry-sync-retries=1", "eureka.server.registry-sync-retry-wait-ms=200")
+		n.Port = ports[i]
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		n.Start()
+	}
+	return nodes
+}
+
 // poll runs cond until it returns nil or the time is up.
 func poll(timeout time.Duration, cond func() error) bool {
 	deadline := time.Now().Add(timeout)

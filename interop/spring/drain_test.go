@@ -100,24 +100,11 @@ func TestBoot4RollingRestart_drainVersusControl(t *testing.T) {
 // service's instances register with the first, the caller reads the
 // second, and drains go to both.
 func drainNodes(t *testing.T) []*interoptest.Node {
-	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
-	var nodes []*interoptest.Node
-	for i := range ports {
-		n := interoptest.NewNode(t,
-			"spring.security.user.name="+drainAdmin, "spring.security.user.password="+drainPassword,
-			"cluster.peer-secret="+drainPeerSecret,
-			fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]),
-			// The first node starts while its peer is still down: it serves
-			// at once instead of waiting for a peer that knows the registry.
-			"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=0",
-			"eureka.server.registry-sync-retries=1", "eureka.server.registry-sync-retry-wait-ms=200")
-		n.Port = ports[i]
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		n.Start()
-	}
-	return nodes
+	return startPeeredPair(t, func(sets ...string) *interoptest.Node {
+		return interoptest.NewNode(t, append([]string{
+			"spring.security.user.name=" + drainAdmin, "spring.security.user.password=" + drainPassword,
+			"cluster.peer-secret=" + drainPeerSecret}, sets...)...)
+	})
 }
 
 // withCredentials is the node's Eureka URL as an app lists it.
