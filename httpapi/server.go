@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/auth"
+	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/httpapi/console"
 	"github.com/muster-registry/muster/httpapi/edge"
 	"github.com/muster-registry/muster/httpapi/eureka"
@@ -36,6 +37,8 @@ type Registry interface {
 	ops.AdminRegistry
 	ops.MetricsRegistry
 	LimitRejections() map[registry.Limit]uint64
+	Drain(app, id string) (registry.DrainMark, *registry.Instance, bool)
+	Drained() []registry.DrainedInstance
 }
 
 var _ Registry = (*registry.Registry)(nil)
@@ -146,6 +149,9 @@ type Config struct {
 	// probe written for the root keeps working. "" serves at the root. It
 	// starts with / and has no trailing /.
 	ContextPath string
+	// Drain serves /admin/drain and notes the clients' reads (package
+	// drain); nil: a drainer of this node alone, with the defaults.
+	Drain *drain.Drainer
 }
 
 // DefaultConfig returns the defaults; Registry must still be set.
@@ -270,7 +276,12 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Peers == nil {
 		s.cfg.Peers = func() []PeerInfo { return nil }
 	}
-	s.api = eureka.New(eureka.Config{Registry: cfg.Registry, Node: cfg.Node, Logger: s.log,
+	if cfg.Drain == nil {
+		cfg.Drain = drain.New(drain.Config{Registry: cfg.Registry, Node: cfg.Node.Name, Now: s.now, Logger: cfg.Logger,
+			Readers: drain.NewReaders(drain.DefaultMaxReaders, drain.DefaultReaderWindow)})
+		s.cfg.Drain = cfg.Drain
+	}
+	s.api = eureka.New(eureka.Config{Drain: cfg.Drain, Registry: cfg.Registry, Node: cfg.Node, Logger: s.log,
 		Ready: s.cfg.Ready, ReadsAllowed: s.cfg.ReadsAllowed, Peers: s.cfg.Peers, Batch: cfg.Batch, Digests: cfg.Digests,
 		DisableDelta: cfg.DisableDelta, MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes,
 		WatchMaxWait: cfg.WatchMaxWait, WatchMaxWatchers: cfg.WatchMaxWatchers, WatchTimer: cfg.WatchTimer, Now: s.now,
@@ -380,6 +391,11 @@ func (s *Server) routes() {
 		}
 	}
 	get("/admin/status", s.admin.ServeStatus)
+	drains := ops.DrainEndpoints{Drainer: s.cfg.Drain}
+	get("/admin/drain", drains.List)
+	get("/admin/drain/:app/:id", drains.Receipt)
+	route(e.POST)("/admin/drain/:app/:id", drains.Drain)
+	route(e.DELETE)("/admin/drain/:app/:id", drains.Undrain)
 	get("/readyz", s.admin.Readyz)
 	get("/livez", s.admin.Livez)
 	get("/metrics", s.serveMetrics)

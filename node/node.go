@@ -70,12 +70,15 @@ type Node struct {
 	rep       *replication.Replicator
 	ae        *replication.AntiEntropy
 	transport replication.Transport
-	receiver  *replication.Receiver
-	syncer    *replication.Syncer
-	cluster   *cluster.Cluster // nil when cluster.enabled is false
-	tls       *tlsconfig.Store // nil when TLS is off
-	security  *nodeSecurity
-	regions   *regions.Set // nil without remote regions
+	// regNow is the registry's clock (nil: time.Now), for the drain's
+	// receipts.
+	regNow   func() time.Time
+	receiver *replication.Receiver
+	syncer   *replication.Syncer
+	cluster  *cluster.Cluster // nil when cluster.enabled is false
+	tls      *tlsconfig.Store // nil when TLS is off
+	security *nodeSecurity
+	regions  *regions.Set // nil without remote regions
 
 	listener   net.Listener
 	httpServer *http.Server
@@ -135,7 +138,7 @@ func New(s *settings.Settings, logger zerolog.Logger, opts ...Options) (*Node, e
 	if err != nil {
 		return nil, err
 	}
-	n.reg = reg
+	n.reg, n.regNow = reg, rcfg.Now
 	if n.security, err = newNodeSecurity(s); err != nil {
 		return nil, err
 	}
@@ -332,6 +335,7 @@ func (n *Node) newAPI() error {
 	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
+	hcfg.Drain = n.newDrainer()
 	if n.regions != nil {
 		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regions.Report
 	}

@@ -117,6 +117,9 @@ func InstanceDigest(in *Instance) uint64 {
 		d.str(string(p.OverrideValue))
 		d.u64(p.OverrideVersion)
 		d.u64(p.HealthVersion)
+		d.u64(uint64(p.DrainedAt))
+		d.str(p.DrainedBy)
+		d.u64(p.DrainVersion)
 		d.metadata(p.RegMetadata)
 		d.u64(uint64(len(p.Overlay)))
 		for _, w := range p.Overlay {
@@ -155,6 +158,7 @@ func (r *Registry) setInstLocked(l *lease, in *Instance) {
 	l.inst, l.digest = in, d
 	l.renewOutcome = [2]renewOutcome{renewOutcomeOf(in, false), renewOutcomeOf(in, true)}
 	l.lastDirty, l.version = in.LastDirtyTimestamp, in.CopyVersion()
+	r.noteDrainLocked(l, in)
 }
 
 // RootDigest is the sum of every instance's digest: equal on two nodes

@@ -52,9 +52,12 @@ func applyHealth(in *Instance) {
 	}
 }
 
-// ClientStatus is the status in would have without the health checks' mark:
-// the client's status or the override in force.
+// ClientStatus is the status in would have without the health checks' and
+// the drain's marks: the client's status or the override in force.
 func (in *Instance) ClientStatus() Status {
+	if p := in.Pieces; p != nil && p.drainHid != "" {
+		return p.drainHid
+	}
 	if in.Health != nil && in.Health.Hides {
 		return StatusUp
 	}

@@ -23,4 +23,5 @@ const (
 	logHealthMarked    = "health_marked"
 	logPeer            = "peer"
 	logHeld            = "held"
+	logDrained         = "drained"
 )

@@ -70,6 +70,7 @@ const (
 	OpMetadata                         // add or replace metadata (PUT …/metadata)
 	OpEvict                            // expired lease removed (never applied from outside)
 	OpHealth                           // set or lift the health checks' mark (health.go)
+	OpDrain                            // drain or undrain an instance (drain.go)
 )
 
 func (k OpKind) String() string {
@@ -90,6 +91,8 @@ func (k OpKind) String() string {
 		return "evict"
 	case OpHealth:
 		return "health"
+	case OpDrain:
+		return "drain"
 	}
 	return fmt.Sprintf("op(%d)", uint8(k))
 }
@@ -100,12 +103,13 @@ func (k OpKind) String() string {
 // (ARCHITECTURE.md decision 9). Metadata changes go as a Register of the
 // whole instance, as Eureka's InstanceResource#updateMetadata does, and so
 // do the health checks' marks: a Java Eureka peer stores the instance with
-// the status it carries (DOWN while marked) and needs no new action, and a
+// the status it carries (DOWN while marked, OUT_OF_SERVICE while drained)
+// and needs no new action, and a
 // Muster peer takes the copy whole, mark included (package replication
 // sends the mark beside the instance).
 func (k OpKind) Action() (Action, bool) {
 	switch k {
-	case OpRegister, OpMetadata, OpHealth:
+	case OpRegister, OpMetadata, OpHealth, OpDrain:
 		return ActionRegister, true
 	case OpRenew:
 		return ActionHeartbeat, true
@@ -185,6 +189,10 @@ type Op struct {
 	LeaseDuration time.Duration
 	// Health is the mark a health write sets (HealthOp); nil lifts it.
 	Health *HealthMark
+	// DrainedAt and DrainedBy are the drain a DrainOp sets (ms since epoch,
+	// the node's name); DrainedAt 0 undrains.
+	DrainedAt int64
+	DrainedBy string
 	// RenewedAt is, for an instance anti-entropy adopts, the holder's last
 	// renewal: the new lease counts as renewed then, not now, so a copy
 	// does not outlive its original. Zero means now.

@@ -13,6 +13,7 @@ import (
 //	override       the operator (PUT / DELETE status)  Pieces.OverrideVersion
 //	metadata keys  PUT …/metadata (per key)            MetaWrite.Version
 //	health mark    the node that probes it             Pieces.HealthVersion
+//	drain mark     the operator (POST /admin/drain)    Pieces.DrainVersion
 //	lease          renewals (only move forward)        —
 //	cancel         whoever cancels                     the tombstone's version
 //
@@ -53,6 +54,17 @@ type Pieces struct {
 	OverrideVersion uint64
 	// HealthVersion is the version of the last health mark set or lifted.
 	HealthVersion uint64
+	// DrainedAt is when the instance was drained (ms since epoch; drain.go),
+	// 0 when it is not (never drained, or undrained since); DrainedBy is
+	// the node that accepted the drain. DrainVersion is the version of the
+	// last drain or undrain.
+	DrainedAt    int64
+	DrainedBy    string
+	DrainVersion uint64
+	// drainHid is, while the drain decides the status, the status the
+	// instance would have without it (ClientStatus). Derived by
+	// resolvePieces, never sent.
+	drainHid Status
 	// RegMetadata is the registration's own metadata, while Overlay is not
 	// empty (Instance.Metadata is then both together).
 	RegMetadata Metadata
@@ -103,7 +115,7 @@ func (p *Pieces) overrideSet() bool {
 
 // maxVersion is the highest version of any piece.
 func (p *Pieces) maxVersion() uint64 {
-	v := max(p.OverrideVersion, p.HealthVersion)
+	v := max(p.OverrideVersion, p.HealthVersion, p.DrainVersion)
 	for _, w := range p.Overlay {
 		v = max(v, w.Version)
 	}
@@ -132,6 +144,9 @@ func setPieces(in *Instance, p Pieces) {
 		if p.HealthVersion < p.Since {
 			p.HealthVersion, in.Health = 0, nil
 		}
+		if p.DrainVersion < p.Since {
+			p.DrainedAt, p.DrainedBy, p.DrainVersion = 0, "", 0
+		}
 	}
 	// A new slice (p may share its overlay with a stored instance), sorted
 	// by key, one entry a key.
@@ -148,7 +163,7 @@ func setPieces(in *Instance, p Pieces) {
 		p.Override = StatusUnknown
 	}
 	if !p.overrideSet() && p.OverrideValue == "" && p.OverrideVersion == 0 && p.HealthVersion == 0 &&
-		len(p.Overlay) == 0 && in.Health == nil && p.Since == 0 {
+		p.DrainVersion == 0 && len(p.Overlay) == 0 && in.Health == nil && p.Since == 0 {
 		in.Pieces = nil
 		in.Status = p.RegStatus
 		in.OverriddenStatus = StatusUnknown
@@ -166,7 +181,8 @@ func setPieces(in *Instance, p Pieces) {
 //   - a removal newer than the registration leaves the status it set;
 //   - otherwise the registration's status stands;
 //
-// then the health mark may turn a UP into DOWN (applyHealth). Versions of
+// then a drain serves OUT_OF_SERVICE (drain.go), and the health mark may
+// turn a UP into DOWN (applyHealth). Versions of
 // 0 (writes relayed by a Java server) count as newest among themselves.
 func resolvePieces(in *Instance) {
 	p := in.Pieces
@@ -186,6 +202,10 @@ func resolvePieces(in *Instance) {
 			s = p.OverrideValue
 		}
 		in.OverriddenStatus = StatusUnknown
+	}
+	p.drainHid = ""
+	if p.drainHides() {
+		p.drainHid, s = s, StatusOutOfService
 	}
 	in.Status = s
 	if len(p.Overlay) > 0 {
@@ -286,6 +306,12 @@ func mergeCopies(ex, in *Instance) (merged *Instance, reregistered bool) {
 		merged.Health = &c
 	}
 
+	d := pe
+	if drainBeats(&pi, &pe) {
+		d = pi
+	}
+	p.DrainedAt, p.DrainedBy, p.DrainVersion = d.DrainedAt, d.DrainedBy, d.DrainVersion
+
 	p.Overlay = mergeOverlay(pe.Overlay, pi.Overlay)
 	p.Since = max(pe.Since, pi.Since)
 	merged.Pieces = nil
@@ -303,6 +329,18 @@ func overrideBeats(a, b *Pieces) bool {
 		return c > 0
 	}
 	return a.OverrideValue > b.OverrideValue
+}
+
+// drainBeats reports whether a's drain piece beats b's: the newer
+// version, on a tie the later drain, then the greater node name.
+func drainBeats(a, b *Pieces) bool {
+	if a.DrainVersion != b.DrainVersion {
+		return a.DrainVersion > b.DrainVersion
+	}
+	if a.DrainedAt != b.DrainedAt {
+		return a.DrainedAt > b.DrainedAt
+	}
+	return a.DrainedBy > b.DrainedBy
 }
 
 // regDigest is the digest of in's registration alone, for ties between

@@ -32,6 +32,12 @@ func randomCopy(rng *rand.Rand) *Instance {
 	} else if rng.IntN(2) == 0 {
 		p.HealthVersion = ver() // lifted
 	}
+	switch rng.IntN(3) {
+	case 1:
+		p.DrainedAt, p.DrainedBy, p.DrainVersion = int64(1+rng.IntN(2)), fmt.Sprintf("n%d", rng.IntN(2)), ver()
+	case 2:
+		p.DrainVersion = ver() // undrained
+	}
 	for range rng.IntN(3) {
 		p = withOverlay(p, p.regMetadata(in), map[string]string{fmt.Sprintf("k%d", rng.IntN(3)): fmt.Sprint(rng.IntN(3))}, ver())
 	}

@@ -134,13 +134,17 @@ type Registry struct {
 
 	// mu guards everything below it, up to snapMu. Heartbeats take one read
 	// stripe; writers take all of it.
-	mu             stripedRWMutex
-	apps           map[string]map[string]*lease // app → instance id → lease
-	byKey          map[uint64]*lease            // the key index (keyindex.go)
-	hashKey        keyHasher
-	instances      int
-	version        uint64 // Seq of the newest event: bumped by every visible change
-	deltaVersion   uint64 // bumped by every change of the delta's content
+	mu           stripedRWMutex
+	apps         map[string]map[string]*lease // app → instance id → lease
+	byKey        map[uint64]*lease            // the key index (keyindex.go)
+	hashKey      keyHasher
+	instances    int
+	version      uint64 // Seq of the newest event: bumped by every visible change
+	deltaVersion uint64 // bumped by every change of the delta's content
+	// drains holds, for each drained lease, when this node applied its
+	// drain (noteDrainLocked). Beside the leases, not in them: drains are
+	// rare and a lease must stay in its size class.
+	drains         map[*lease]drainApplied
 	deltas         deltaQueue
 	expected       float64    // expected renewals per minute
 	arrivals       arrivalLog // new leases of the last two windows (selfpreservation.go)
@@ -288,6 +292,8 @@ func (r *Registry) apply(op Op, now time.Time) (*Instance, error) {
 		return r.updateMetadata(op, now)
 	case OpHealth:
 		return r.setHealth(op, now)
+	case OpDrain:
+		return r.setDrain(op, now)
 	}
 	return nil, fmt.Errorf("%w: operation %s cannot be applied", ErrInvalidOp, op.Kind)
 }
@@ -801,6 +807,9 @@ func (r *Registry) cancelPiecesLocked(l *lease, op Op, now time.Time) {
 func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Origin, now time.Time, version uint64) *Instance {
 	r.swapDigestLocked(app, l.digest, 0)
 	l.removed = true
+	if len(r.drains) > 0 {
+		delete(r.drains, l)
+	}
 	byID := r.apps[app]
 	delete(byID, id)
 	r.unindexLocked(l)

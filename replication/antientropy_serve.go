@@ -219,3 +219,12 @@ func (t *HTTPTransport) postPeer(ctx context.Context, p Peer, path string, body 
 	}
 	return respBody, nil
 }
+
+// DrainReaders posts a drain's question to p (POST
+// {peer}peerreplication/drain-readers, signed like anti-entropy) and
+// returns its answer's body; a peer that does not serve it answers 404
+// (an error wrapping ErrNoAntiEntropy: a Java Eureka server, an older
+// Muster).
+func (t *HTTPTransport) DrainReaders(ctx context.Context, p Peer, query []byte) ([]byte, error) {
+	return t.postPeer(ctx, p, "peerreplication/drain-readers", query)
+}

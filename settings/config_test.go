@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/regions"
@@ -221,6 +222,7 @@ func TestSettings_defaultsAreThePackages(t *testing.T) {
 		XDS:         xds.DefaultConfig(),
 		HealthCheck: healthcheck.DefaultConfig(),
 		Regions:     regions.DefaultConfig(),
+		Drain:       drain.DefaultKnobs(),
 	}
 	for _, c := range packageConfigs {
 		got := reflect.ValueOf(s).Elem().FieldByName(c.field).Interface()

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/cluster"
 	"github.com/muster-registry/muster/dns"
+	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/httpapi/ops"
@@ -45,6 +46,8 @@ type Settings struct {
 	HealthCheck healthcheck.Config
 	// Regions are the remote regions (regions.go, docs/regions.md).
 	Regions regions.Config
+	// Drain is the drain with a receipt's knobs (docs/traffic.md).
+	Drain drain.Knobs
 
 	ServerPort    int
 	ServerAddress string
@@ -155,6 +158,7 @@ func defaultSettings() Settings {
 		XDS:         xds.DefaultConfig(),
 		HealthCheck: healthcheck.DefaultConfig(),
 		Regions:     regions.DefaultConfig(),
+		Drain:       drain.DefaultKnobs(),
 
 		ServerPort:    DefaultServerPort,
 		ClientEnabled: true,
@@ -351,6 +355,10 @@ var settings = []setting{
 	intKey("muster.max-metadata-bytes", "Bytes of one instance's metadata keys and values at most; beyond it 400.", func(s *Settings) *int { return &s.Registry.Limits.MaxMetadataBytes }),
 	intKey("muster.max-name-length", "Bytes of an app name, instance id, host name, VIP address or any other single-valued instance field at most; beyond it 400.", func(s *Settings) *int { return &s.Registry.Limits.MaxNameLength }),
 	msKey("muster.max-clock-skew-ms", "How far in the future a lastDirtyTimestamp may be; beyond it 400 (a far-future one would pin the record against its owner).", func(s *Settings) *time.Duration { return &s.Registry.Limits.MaxClockSkew }),
+	msKey("muster.drain.reader-window-ms", "A drain waits for the readers that read the drained instance's app within this long before it (three 30 s fetch intervals by default): a client that read longer ago is taken for gone.", func(s *Settings) *time.Duration { return &s.Drain.ReaderWindow }),
+	msKey("muster.drain.max-wait-ms", "Longest wait POST /admin/drain/{app}/{id}?wait= may ask for; a longer one is refused (400).", func(s *Settings) *time.Duration { return &s.Drain.MaxWait }),
+	msKey("muster.drain.poll-interval-ms", "How often a waiting drain asks every node again for its readers.", func(s *Settings) *time.Duration { return &s.Drain.PollInterval }),
+	intKey("muster.drain.max-readers", "Readers (client identity and address) each node tracks for drains; past it, readers idle for the reader window go, and if none is, a new reader is not tracked (the receipt counts its reads as untracked).", func(s *Settings) *int { return &s.Drain.MaxReaders }),
 	msKey("muster.watch.max-wait-ms", "Longest wait a blocking fetch may ask for (index and wait on GET apps, apps/delta, apps/{app}, vips, svips); a longer wait is clamped to it.", func(s *Settings) *time.Duration { return &s.HTTP.WatchMaxWait }),
 	intKey("muster.watch.max-watchers", "Blocking fetches held and watch streams open at once, at most; beyond it a blocking fetch is answered at once as if it had no wait, and a watch stream gets 503. 0: no limit.", func(s *Settings) *int { return &s.HTTP.WatchMaxWatchers }),
 	int64Key("muster.max-sync-body-bytes", "Largest registry read from a peer at start-up (syncUp); a larger one fails the attempt.", func(s *Settings) *int64 { return &s.Transport.MaxSyncBodyBytes }),
@@ -657,6 +665,7 @@ var packageConfigs = []packageConfig{
 	{"XDS", func(s *Settings) error { return s.XDS.Validate() }},
 	{"HealthCheck", func(s *Settings) error { return s.HealthCheck.Validate() }},
 	{"Regions", func(s *Settings) error { return s.Regions.Validate() }},
+	{"Drain", func(s *Settings) error { return s.Drain.Validate() }},
 }
 
 // blame names the key behind a package's validation error: the key the

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = statusCmd(args[1:], stdout)
 	case "members":
 		err = membersCmd(args[1:], stdout)
+	case "drain":
+		err = drainCmd("drain", args[1:], stdout, false)
+	case "undrain":
+		err = drainCmd("undrain", args[1:], stdout, true)
 	case "k8s-zone":
 		err = k8sZoneCmd(args[1:], stdout, stderr)
 	case "config":
@@ -67,6 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if helpRequested(err) {
 		return 0 // the command printed its usage
+	}
+	var exit *exitCodeError
+	if errors.As(err, &exit) {
+		if exit.msg != "" {
+			fmt.Fprintln(stderr, "muster:", exit.msg)
+		}
+		return exit.code
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "muster:", err)
@@ -84,6 +96,9 @@ Usage:
   muster health [--url 127.0.0.1:8761]                    exit 0 when the node is ready (container healthchecks)
   muster status [--url user:pass@127.0.0.1:8761]          the node's state, from its /admin/status
   muster members [--url user:pass@127.0.0.1:8761]         the node's peers and their replication
+  muster drain [--url URL,...] [--wait 30s] APP ID        serve an instance OUT_OF_SERVICE everywhere and wait for its readers
+                                                          (exit 0 complete, 3 readers pending, 1 error; preStop hooks)
+  muster undrain [--url URL,...] APP ID                   lift a drain (also: muster drain --undo)
   muster k8s-zone --out FILE                              write cluster.zone from the Kubernetes node's zone label (init container)
   muster config [--markdown]                              list every setting and its default
   muster config --check [--config FILE] [--profile P]     check a configuration: every problem, the effective settings and their origins

@@ -45,7 +45,8 @@ func accessFor(method, route string) access {
 	for _, base := range []string{"/eureka/v2/", "/eureka/", "/v2/"} {
 		if rest, ok := strings.CutPrefix(route, base); ok {
 			switch {
-			case rest == "peerreplication/batch", rest == "peerreplication/digest", rest == "peerreplication/copies":
+			case rest == "peerreplication/batch", rest == "peerreplication/digest", rest == "peerreplication/copies",
+				rest == "peerreplication/drain-readers":
 				return accessPeer
 			case method == http.MethodGet || method == http.MethodHead:
 				return accessRead

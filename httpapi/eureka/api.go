@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/httpapi/edge"
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/registry"
@@ -73,6 +74,10 @@ type Config struct {
 	// delta retention; 0: 3 min).
 	Regions        RemoteRegions
 	DeltaRetention time.Duration
+	// Drain notes the clients' reads in its reader table and answers
+	// peers' questions about them (POST /peerreplication/drain-readers);
+	// nil: no reads are noted and the endpoint answers 404.
+	Drain *drain.Drainer
 }
 
 // API is Eureka's REST API under /eureka/, /eureka/v2/ and /v2/, the peer
@@ -96,6 +101,8 @@ type API struct {
 	holds  *watches
 	remote *remoteReads
 	peers  peerEndpoints
+	// readers is Drain's reader table; nil when there is none.
+	readers *drain.Readers
 }
 
 // New builds the API over cfg.Registry, which must be set.
@@ -126,7 +133,10 @@ func New(cfg Config) *API {
 	if s.holds.watchTimer == nil {
 		s.holds.watchTimer = realTimer
 	}
-	s.peers = peerEndpoints{batchHandler: cfg.Batch, digests: cfg.Digests}
+	s.peers = peerEndpoints{batchHandler: cfg.Batch, digests: cfg.Digests, drain: cfg.Drain}
+	if cfg.Drain != nil {
+		s.readers = cfg.Drain.Readers()
+	}
 	return s
 }
 
@@ -161,6 +171,7 @@ func (s *API) Routes(group func(base string) (post, put, get, del Route), rootGe
 		post("/peerreplication/batch", peers.batch, edge.LimitBody(s.cfg.MaxBatchBodyBytes))
 		post("/peerreplication/digest", peers.digest, edge.LimitBody(s.cfg.MaxBodyBytes))
 		post("/peerreplication/copies", peers.copies, edge.LimitBody(s.cfg.MaxBodyBytes))
+		post(DrainReadersPath, peers.drainReaders, edge.LimitBody(s.cfg.MaxBodyBytes))
 	}
 	rootGet("/eureka/watch", s.holds.watchStream)
 }

@@ -404,6 +404,9 @@ func (s *API) getApps(c echo.Context) error {
 	}
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version+rs.versions)
+	// A payload served for snap holds every change up to snap.Version at
+	// least (payloadCache.get), so that is the version the reader read.
+	s.noteAll(c, snap.Version)
 	if len(rs.views) > 0 {
 		return s.remote.getAppsMerged(c, snap, rs)
 	}
@@ -431,12 +434,18 @@ func (s *API) getDelta(c echo.Context) error {
 	snap := s.reg.Snapshot()
 	setIndex(c, snap.Version+rs.versions)
 	if len(rs.views) > 0 {
+		s.noteAll(c, snap.Version)
 		return s.remote.getDeltaMerged(c, snap, rs)
 	}
 	f, gz, compact := formatOf(c), httpkit.AcceptsGzip(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadDelta, format: f, gzip: gz, compact: compact}, snap, func() payload {
-		return s.pieces.document(docKind{delta: true, compact: compact}, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
+		p := s.pieces.document(docKind{delta: true, compact: compact}, snap.Delta, strconv.FormatUint(snap.DeltaVersion, 10), snap.Hashcode, f, gz)
+		p.version = snap.Version
+		return p
 	})
+	// A delta may be served one build behind its snapshot (payloadCache):
+	// the reader read the version the body was built at.
+	s.noteAll(c, body.version)
 	return writePayload(c, f, gz, body)
 }
 
@@ -467,6 +476,7 @@ func (s *API) getApp(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound, "no application "+registry.QuotePrefix(strings.ToUpper(name)))
 	}
 	setIndex(c, app.Version)
+	s.noteApp(c, app.Name, snap.Version)
 	f, compact := formatOf(c), wantsCompact(c)
 	body := s.payloads.get(payloadKey{kind: payloadApp, name: app.Name, format: f, compact: compact}, snap, func() payload {
 		return s.pieces.appDocument(app, f, compact)
@@ -496,10 +506,12 @@ func (s *API) vipLookup(c echo.Context, kind payloadKind) error {
 	if len(rs.views) > 0 {
 		merged, _ := rs.mergedApps(snap)
 		apps := vipOf(merged, name, kind == payloadSVIP)
+		s.noteApps(c, apps, snap.Version)
 		f, compact := formatOf(c), wantsCompact(c)
 		return writePayload(c, f, false, encodeDocument(apps, "1", registry.HashcodeOf(apps), f, false, compact))
 	}
 	apps := snap.VIP(name, kind == payloadSVIP)
+	s.noteApps(c, apps, snap.Version)
 	f, compact := formatOf(c), wantsCompact(c)
 	build := func() payload { return s.pieces.vipDocument(snap, apps, f, compact) }
 	if len(apps) == 0 {

@@ -174,6 +174,9 @@ func (pc *payloadCache) buildCount() uint64 {
 type payload struct {
 	parts [][]byte
 	size  int
+	// version is, for a delta, the registry version (Snapshot.Version)
+	// it was built at; 0 for other kinds.
+	version uint64
 }
 
 func bytesPayload(b []byte) payload { return payload{parts: [][]byte{b}, size: len(b)} }

@@ -1,12 +1,20 @@
 package eureka
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/muster-registry/muster/drain"
+	"github.com/muster-registry/muster/httpapi/httpkit"
 	"github.com/muster-registry/muster/replication"
 )
+
+// DrainReadersPath is the peer endpoint a draining node asks for another
+// node's readers of the drained instance's app (replication's
+// HTTPTransport.DrainReaders), under each base.
+const DrainReadersPath = "/peerreplication/drain-readers"
 
 // peerEndpoints are the routes only peers call: replication batches and
 // anti-entropy. They share nothing with the client routes but the body
@@ -14,6 +22,26 @@ import (
 type peerEndpoints struct {
 	batchHandler BatchHandler
 	digests      replication.DigestSource
+	drain        *drain.Drainer
+}
+
+// drainReaders is POST /peerreplication/drain-readers: this node's readers
+// of a drained instance's app, judged on its own applied version of the
+// mark (drain.Drainer.Local).
+func (s peerEndpoints) drainReaders(c echo.Context) error {
+	if s.drain == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "drain receipts are not served by this node")
+	}
+	body, release, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var q drain.Query
+	if err := json.Unmarshal(body, &q); err != nil || q.App == "" || q.ID == "" {
+		return httpkit.BadRequest("drain-readers: want {\"app\",\"instanceId\",\"drainedAt\"}")
+	}
+	return c.JSON(http.StatusOK, s.drain.Local(q))
 }
 
 // batch is POST /peerreplication/batch.

@@ -66,8 +66,12 @@ var allowed = map[string]rule{
 	"auth": {
 		why: "users, passwords and peer signatures for the edges (httpapi, node); a leaf, so the registry never sees a credential",
 	},
+	"drain": {
+		imports: []string{"registry"},
+		why:     "the drain with a receipt: the reader table every read notes, and the receipt asked of every node; the HTTP layer and the node wire it",
+	},
 	"httpapi": {
-		imports:     []string{"auth", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
+		imports:     []string{"auth", "drain", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
 		testImports: []string{"internal/redact", "internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP server: mounts the Eureka API, the console and ops behind the edge, one lifecycle; knows nothing of cluster or cmd",
 	},
@@ -79,7 +83,7 @@ var allowed = map[string]rule{
 		// Its external tests of remote regions (regions_test.go) give the
 		// API a regions.Set fetching other instances of the API, as a node
 		// does: the one arrow to regions, in tests only.
-		imports:     []string{"httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
+		imports:     []string{"drain", "httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
 		testImports: []string{"internal/testhttp", "internal/testwait", "regions", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
@@ -99,7 +103,7 @@ var allowed = map[string]rule{
 		why:     "helpers the HTTP layer's parts share (the user on a request, gzip when asked, 400s, path parameters)",
 	},
 	"httpapi/ops": {
-		imports: []string{"registry", "replication", "report"},
+		imports: []string{"drain", "registry", "replication", "report"},
 		// Its tests drive the endpoints through the server that mounts them.
 		testImports: []string{"auth", "httpapi", "internal/testwait", "registry/registrytest"},
 		why:         "the operator endpoints: /admin/status types the CLI and the chaos runner read without linking the HTTP layer, the actuator and /lastn",
@@ -163,18 +167,18 @@ var allowed = map[string]rule{
 	},
 	// A node's configuration: every key, loaded as Spring Boot loads it.
 	"settings": {
-		imports: []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
+		imports: []string{"auth", "cluster", "dns", "drain", "healthcheck", "httpapi", "httpapi/ops", "internal/springconf", "registry", "registry/persist", "regions", "replication", "tlsconfig", "xds"},
 		why:     "the typed configuration of a node: the packages' Configs (types and Validate only; it starts nothing), Spring's names, the loader, validation, config --check; never node, never the command line",
 	},
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
-		imports:     []string{"auth", "cluster", "dns", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "report", "settings", "tlsconfig", "xds"},
+		imports:     []string{"auth", "cluster", "dns", "drain", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "report", "settings", "tlsconfig", "xds"},
 		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "registry/wire"},
 		why:         "the assembly of a node from the settings it is handed: every server package, no tool, never the command line",
 	},
 	// The server binary: the command line around the node package.
 	"cmd/muster": {
-		imports:     []string{"httpapi/ops", "internal/logging", "internal/redact", "node", "replication", "settings", "tlsconfig"},
+		imports:     []string{"drain", "httpapi/ops", "internal/logging", "internal/redact", "node", "replication", "settings", "tlsconfig"},
 		testImports: []string{"client", "httpapi", "internal/keystoretest", "internal/testwait"},
 		why:         "flags and subcommands; settings are package settings', a node is package node's; links no tool (tools/, scripts/)",
 	},

@@ -15,6 +15,9 @@ type Pieces struct {
 	RegMetadata     [][2]string `json:"regMetadata,omitempty"`
 	Overlay         []MetaWrite `json:"overlay,omitempty"`
 	Since           uint64      `json:"since,omitempty"`
+	DrainedAt       int64       `json:"drainedAt,omitempty"`
+	DrainedBy       string      `json:"drainedBy,omitempty"`
+	DrainVersion    uint64      `json:"drainVersion,omitempty"`
 }
 
 // MetaWrite is registry.MetaWrite on the wire.
@@ -32,6 +35,7 @@ func PiecesOf(p *registry.Pieces) *Pieces {
 	w := &Pieces{
 		RegStatus: string(p.RegStatus), Override: string(p.Override), OverrideValue: string(p.OverrideValue),
 		OverrideVersion: p.OverrideVersion, HealthVersion: p.HealthVersion, Since: p.Since,
+		DrainedAt: p.DrainedAt, DrainedBy: p.DrainedBy, DrainVersion: p.DrainVersion,
 	}
 	for _, kv := range p.RegMetadata {
 		w.RegMetadata = append(w.RegMetadata, [2]string{kv.Key, kv.Value})
@@ -52,6 +56,10 @@ func (w *Pieces) Registry() *registry.Pieces {
 	p := &registry.Pieces{
 		RegStatus: registry.LenientStatus(w.RegStatus), Override: registry.LenientStatus(w.Override),
 		OverrideVersion: w.OverrideVersion, HealthVersion: w.HealthVersion, Since: w.Since,
+		DrainVersion: w.DrainVersion, DrainedBy: w.DrainedBy,
+	}
+	if w.DrainedAt > 0 {
+		p.DrainedAt = w.DrainedAt
 	}
 	if w.Override == "" {
 		p.Override = registry.StatusUnknown

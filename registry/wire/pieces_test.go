@@ -18,10 +18,11 @@ func TestPieces_roundTrip(t *testing.T) {
 		RegMetadata: registry.NewMetadata(map[string]string{"zone": "a", "x": ""}),
 		Overlay:     []registry.MetaWrite{{Key: "weight", Value: "5", Version: 8 << 16}},
 		Since:       3 << 16,
+		DrainedAt:   1_700_000_000_000, DrainedBy: "node-1", DrainVersion: 10 << 16,
 	}
 	v := reflect.ValueOf(*p)
 	for i := range v.NumField() {
-		if v.Field(i).IsZero() {
+		if v.Type().Field(i).IsExported() && v.Field(i).IsZero() {
 			t.Fatalf("test leaves %s unset", v.Type().Field(i).Name)
 		}
 	}

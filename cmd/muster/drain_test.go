@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// fetchAs reads the registry through n as a Java client with identity id.
+func fetchAs(t *testing.T, addr, id string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/eureka/apps/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("DiscoveryIdentity-Name", "DefaultClient")
+	req.Header.Set("DiscoveryIdentity-Id", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("fetch: %d", resp.StatusCode)
+	}
+}
+
+// TestDrain_exitCodesAndFailover runs muster drain against a real node,
+// with a node that is down first in --url, as a preStop hook may meet.
+func TestDrain_exitCodesAndFailover(t *testing.T) {
+	n := startNode(t, "alpha")
+	register(t, n, "ORDERS", "orders-1")
+	fetchAs(t, n.Addr(), "10.9.0.1")
+	down := "127.0.0.1:" + strconv.Itoa(freeTCPPort(t))
+	urls := down + "," + n.Addr()
+
+	drain := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	// Readers pending: exit 3, the reader named; the dead node skipped.
+	code, out := drain("drain", "--url", urls, "--wait", "100ms", "ORDERS", "orders-1")
+	if code != 3 || !strings.Contains(out, "trying the next node") || !strings.Contains(out, "NOT complete, 0 of 1 readers confirmed, 1 pending") ||
+		!strings.Contains(out, "pending: DefaultClient (10.9.0.1) at 127.0.0.1 via alpha") {
+		t.Fatalf("drain with a reader pending: exit %d:\n%s", code, out)
+	}
+	// The reader reads again: complete, exit 0.
+	fetchAs(t, n.Addr(), "10.9.0.1")
+	if code, out := drain("drain", "--url", urls, "--wait", "5s", "ORDERS", "orders-1"); code != 0 || !strings.Contains(out, "complete, 1 of 1 readers confirmed on 1 node") {
+		t.Fatalf("drain with every reader confirmed: exit %d:\n%s", code, out)
+	}
+	// Errors: exit 1.
+	for _, args := range [][]string{
+		{"drain", "--url", down, "ORDERS", "orders-1"},                     // no node reachable
+		{"drain", "--url", n.Addr(), "ORDERS", "nope"},                     // 404
+		{"drain", "--url", n.Addr(), "--wait", "1h", "ORDERS", "orders-1"}, // 400: past the max wait
+		{"drain", "--url", n.Addr(), "ORDERS"},                             // usage
+	} {
+		if code, out := drain(args...); code != 1 {
+			t.Errorf("%v: exit %d, want 1:\n%s", args, code, out)
+		}
+	}
+	// Undrain, both spellings; the second finds nothing drained (exit 1).
+	if code, out := drain("undrain", "--url", n.Addr(), "ORDERS", "orders-1"); code != 0 || !strings.Contains(out, "undrained ORDERS/orders-1") {
+		t.Fatalf("undrain: exit %d:\n%s", code, out)
+	}
+	if code, out := drain("drain", "--undo", "--url", n.Addr(), "ORDERS", "orders-1"); code != 1 || !strings.Contains(out, "404") {
+		t.Fatalf("undrain again: exit %d:\n%s", code, out)
+	}
+}

@@ -1,0 +1,137 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/muster-registry/muster/drain"
+	"github.com/muster-registry/muster/registry"
+)
+
+func receiptOf(t *testing.T, r response) drain.Receipt {
+	t.Helper()
+	var rc drain.Receipt
+	if err := json.Unmarshal([]byte(r.body), &rc); err != nil {
+		t.Fatalf("not a receipt (%d): %v: %s", r.code, err, r.body)
+	}
+	return rc
+}
+
+// identity is the Eureka identity headers of a Java client.
+func identity(id string) []string {
+	return []string{"DiscoveryIdentity-Name", "DefaultClient", "DiscoveryIdentity-Version", "1.4", "DiscoveryIdentity-Id", id}
+}
+
+func TestDrain_endpointsOnOneNode(t *testing.T) {
+	n := newTestNode(t)
+	if r := n.do(t, http.MethodPost, "/eureka/apps/ORDERS", registerBody("ORDERS", "o-1"), jsonHeaders()...); r.code != http.StatusNoContent {
+		t.Fatalf("register: %d %s", r.code, r.body)
+	}
+	// Two readers: a full fetch and an app read; a peer's read is none.
+	n.do(t, http.MethodGet, "/eureka/apps", "", with(jsonHeaders(), identity("10.1.0.1"))...)
+	n.do(t, http.MethodGet, "/eureka/apps/ORDERS", "", "Accept", "application/json", "User-Agent", "fargo")
+	n.do(t, http.MethodGet, "/eureka/apps", "", with(jsonHeaders(), []string{"x-netflix-discovery-replication", "true"})...)
+
+	r := n.do(t, http.MethodPost, "/admin/drain/orders/o-1", "")
+	if r.code != http.StatusAccepted {
+		t.Fatalf("drain: %d %s, want 202 (readers pending)", r.code, r.body)
+	}
+	rc := receiptOf(t, r)
+	if rc.App != "ORDERS" || rc.InstanceID != "o-1" || rc.DrainedAt == 0 || rc.Complete || rc.Readers != 2 || rc.Confirmed != 0 || len(rc.Pending) != 2 {
+		t.Fatalf("receipt %+v, want 2 readers pending", rc)
+	}
+	clients := rc.Pending[0].Client + "|" + rc.Pending[1].Client
+	if !strings.Contains(clients, "DefaultClient/1.4 (10.1.0.1)") || !strings.Contains(clients, "fargo") || rc.Pending[0].Address != "127.0.0.1" || rc.Pending[0].Node != "node-a" {
+		t.Fatalf("pending %+v", rc.Pending)
+	}
+	// Clients see OUT_OF_SERVICE.
+	if r := n.do(t, http.MethodGet, "/eureka/apps/ORDERS/o-1", "", jsonHeaders()...); !strings.Contains(r.body, `"status":"OUT_OF_SERVICE"`) {
+		t.Fatalf("drained instance as a client reads it: %s", r.body)
+	}
+
+	// The full-fetch reader reads again (a delta): it confirms.
+	n.do(t, http.MethodGet, "/eureka/apps/delta", "", with(jsonHeaders(), identity("10.1.0.1"))...)
+	r = n.do(t, http.MethodGet, "/admin/drain/ORDERS/o-1", "")
+	if rc2 := receiptOf(t, r); r.code != http.StatusAccepted || rc2.Confirmed != 1 || len(rc2.Pending) != 1 || rc2.Pending[0].Client != "fargo" || rc2.DrainedAt != rc.DrainedAt {
+		t.Fatalf("after a delta: %d %+v", r.code, rc2)
+	}
+	// A waiting drain names the reader that did not read again, and
+	// re-draining keeps drainedAt.
+	r = n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1?wait=50ms", "")
+	if rc2 := receiptOf(t, r); r.code != http.StatusAccepted || rc2.DrainedAt != rc.DrainedAt || len(rc2.Pending) != 1 || rc2.Pending[0].Client != "fargo" {
+		t.Fatalf("waiting re-drain: %d %+v", r.code, rc2)
+	}
+	n.do(t, http.MethodGet, "/eureka/apps/ORDERS", "", "Accept", "application/json", "User-Agent", "fargo")
+	r = n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1?wait=30", "")
+	if rc2 := receiptOf(t, r); r.code != http.StatusOK || !rc2.Complete || rc2.Confirmed != 2 || len(rc2.Pending) != 0 {
+		t.Fatalf("all confirmed: %d %+v", r.code, rc2)
+	}
+
+	// Listed while drained; DELETE undrains and leaves nothing behind.
+	r = n.do(t, http.MethodGet, "/admin/drain", "")
+	var list struct{ Drains []drain.Receipt }
+	if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list.Drains) != 1 || list.Drains[0].InstanceID != "o-1" {
+		t.Fatalf("list: %d %s", r.code, r.body)
+	}
+	if r := n.do(t, http.MethodDelete, "/admin/drain/ORDERS/o-1", ""); r.code != http.StatusOK || receiptOf(t, r).InstanceID != "o-1" {
+		t.Fatalf("undrain: %d %s", r.code, r.body)
+	}
+	if iv, _ := n.reg.Instance("ORDERS", "o-1"); iv.Status != registry.StatusUp || (iv.Pieces != nil && iv.Pieces.DrainedAt != 0) {
+		t.Fatalf("undrained: %s %+v", iv.Status, iv.Pieces)
+	}
+	if r := n.do(t, http.MethodGet, "/admin/drain", ""); r.body != `{"drains":[]}`+"\n" {
+		t.Fatalf("list after undrain: %q", r.body)
+	}
+	for _, req := range [][2]string{{http.MethodDelete, "/admin/drain/ORDERS/o-1"}, {http.MethodGet, "/admin/drain/ORDERS/o-1"}} {
+		if r := n.do(t, req[0], req[1], ""); r.code != http.StatusNotFound {
+			t.Fatalf("%s of an undrained instance: %d %s", req[0], r.code, r.body)
+		}
+	}
+}
+
+func TestDrain_badInputChangesNothing(t *testing.T) {
+	n := newTestNode(t)
+	n.do(t, http.MethodPost, "/eureka/apps/ORDERS", registerBody("ORDERS", "o-1"), jsonHeaders()...)
+	v := n.reg.Version()
+	for _, path := range []string{"?wait=-1s", "?wait=6m", "?wait=301", "?wait=soon", "?wait=-5"} {
+		if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1"+path, ""); r.code != http.StatusBadRequest {
+			t.Errorf("wait %s: %d %s, want 400", path, r.code, r.body)
+		}
+	}
+	if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/nope", ""); r.code != http.StatusNotFound {
+		t.Errorf("unknown instance: %d %s", r.code, r.body)
+	}
+	if r := n.do(t, http.MethodPost, "/admin/drain/NOAPP/o-1", ""); r.code != http.StatusNotFound {
+		t.Errorf("unknown app: %d %s", r.code, r.body)
+	}
+	if n.reg.Version() != v || len(n.reg.Drained()) != 0 {
+		t.Fatal("bad input changed the registry")
+	}
+}
+
+func TestDrain_needsTheAdminRole(t *testing.T) {
+	n := newSecuredNode(t, peerSecret, true)
+	n.do(t, http.MethodPost, "/eureka/apps/ORDERS", registerBody("ORDERS", "o-1"), with(jsonHeaders(), basic("admin", adminPW))...)
+	for _, tc := range []struct {
+		who  []string
+		want int
+	}{
+		{nil, http.StatusUnauthorized},
+		{basic("reader", readerPW), http.StatusForbidden},
+		{basic("team", teamPW), http.StatusForbidden},
+		{basic("admin", adminPW), http.StatusOK},
+	} {
+		if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1", "", tc.who...); r.code != tc.want {
+			t.Errorf("POST as %v: %d, want %d", tc.who, r.code, tc.want)
+		}
+		if r := n.do(t, http.MethodGet, "/admin/drain", "", tc.who...); r.code != tc.want {
+			t.Errorf("GET as %v: %d, want %d", tc.who, r.code, tc.want)
+		}
+	}
+	// The peer endpoint wants a peer signature, whoever asks.
+	if r := n.do(t, http.MethodPost, "/eureka/peerreplication/drain-readers", `{"app":"ORDERS","instanceId":"o-1"}`, with(jsonHeaders(), basic("admin", adminPW))...); r.code != http.StatusForbidden {
+		t.Errorf("drain-readers with user credentials: %d %s", r.code, r.body)
+	}
+}

@@ -1,0 +1,178 @@
+package node
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-registry/muster/drain"
+	"github.com/muster-registry/muster/registry"
+)
+
+// readAs reads url as a Java client whose identity id is, as its
+// EurekaIdentityHeaderFilter sends it.
+func readAs(t *testing.T, url, id string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("DiscoveryIdentity-Name", "DefaultClient")
+	req.Header.Set("DiscoveryIdentity-Version", "1.4")
+	req.Header.Set("DiscoveryIdentity-Id", id)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+}
+
+func drainCall(t *testing.T, method, url string) (int, drain.Receipt) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rc drain.Receipt
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &rc); err != nil {
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, body)
+	}
+	return resp.StatusCode, rc
+}
+
+// TestDrain_threeNodes: a drain on one node of three reports the readers
+// of every node; those that read again (through any kind of read) confirm,
+// and the one that stopped reading is named when the wait ends. Readers
+// are real HTTP clients; only the poll interval is made short.
+func TestDrain_threeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	fast := []string{"muster.drain.poll-interval-ms=20"}
+	n1 := startTestNode(t, "n1", "zone-a", nil, fast...)
+	seed := n1.gossipAddr(t)
+	n2 := startTestNode(t, "n2", "zone-b", []string{seed}, fast...)
+	n3 := startTestNode(t, "n3", "zone-c", []string{seed}, fast...)
+	nodes := []*Node{n1, n2, n3}
+	waitOpened(t, nodes...)
+	waitFor(t, 15*time.Second, "every node to see two peers", func() bool {
+		for _, n := range nodes {
+			if len(n.rep.PeerList()) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if code := call(t, "POST", n1.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
+		t.Fatalf("register: %d", code)
+	}
+	waitFor(t, 10*time.Second, "the instance on every node", func() bool {
+		for _, n := range nodes {
+			if _, ok := n.reg.Instance("ORDERS", "o-1"); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	// One reader per node, each reading another way.
+	readAs(t, n1.URL()+"apps/", "full@n1")
+	readAs(t, n2.URL()+"apps/ORDERS", "app@n2")
+	readAs(t, n3.URL()+"vips/orders", "vip@n3")
+
+	code, rc := drainCall(t, http.MethodPost, "http://"+n2.Addr()+"/admin/drain/ORDERS/o-1")
+	if code != http.StatusAccepted || rc.Readers != 3 || rc.Confirmed != 0 || len(rc.Nodes) != 3 {
+		t.Fatalf("drain on n2: %d %+v, want 3 readers, one a node, none confirmed", code, rc)
+	}
+	byNode := map[string]string{}
+	for _, p := range rc.Pending {
+		byNode[p.Node] = p.Client
+	}
+	if byNode["n1"] != "DefaultClient/1.4 (full@n1)" || byNode["n2"] != "DefaultClient/1.4 (app@n2)" || byNode["n3"] != "DefaultClient/1.4 (vip@n3)" {
+		t.Fatalf("pending by node: %v", byNode)
+	}
+
+	// Every node serves the instance OUT_OF_SERVICE once the mark arrives.
+	waitFor(t, 10*time.Second, "the drain on every node", func() bool {
+		for _, n := range nodes {
+			if iv, _ := n.reg.Instance("ORDERS", "o-1"); iv.Status != registry.StatusOutOfService {
+				return false
+			}
+		}
+		return true
+	})
+	// Two readers read again (a delta, an app read); the third stopped.
+	readAs(t, n1.URL()+"apps/delta", "full@n1")
+	readAs(t, n2.URL()+"apps/ORDERS", "app@n2")
+	code, rc = drainCall(t, http.MethodPost, "http://"+n1.Addr()+"/admin/drain/ORDERS/o-1?wait=300ms")
+	if code != http.StatusAccepted || rc.Readers != 3 || rc.Confirmed != 2 || len(rc.Pending) != 1 {
+		t.Fatalf("after the wait: %d %+v, want 2 of 3 confirmed", code, rc)
+	}
+	if p := rc.Pending[0]; p.Client != "DefaultClient/1.4 (vip@n3)" || p.Node != "n3" || p.Address != "127.0.0.1" || p.LastRead == 0 {
+		t.Fatalf("pending reader %+v, want the VIP reader of n3", p)
+	}
+
+	// It reads again while a drain waits: complete, 200.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Most likely while the drain below waits; before it, the drain
+		// answers complete at once, which the test accepts as well.
+		time.Sleep(100 * time.Millisecond)
+		readAs(t, n3.URL()+"vips/orders", "vip@n3")
+	}()
+	code, rc = drainCall(t, http.MethodPost, "http://"+n3.Addr()+"/admin/drain/ORDERS/o-1?wait=20s")
+	<-done
+	if code != http.StatusOK || !rc.Complete || rc.Confirmed != 3 {
+		t.Fatalf("after the last read: %d %+v", code, rc)
+	}
+
+	// Undrained on one node: served UP everywhere, listed nowhere.
+	if code, _ := drainCall(t, http.MethodDelete, "http://"+n3.Addr()+"/admin/drain/ORDERS/o-1"); code != http.StatusOK {
+		t.Fatalf("undrain: %d", code)
+	}
+	waitFor(t, 10*time.Second, "the undrain on every node", func() bool {
+		for _, n := range nodes {
+			iv, _ := n.reg.Instance("ORDERS", "o-1")
+			if iv.Status != registry.StatusUp || len(n.reg.Drained()) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if code, _ := drainCall(t, http.MethodGet, "http://"+n1.Addr()+"/admin/drain"); code != http.StatusOK {
+		t.Fatalf("list: %d", code)
+	}
+}
+
+// A peer that cannot be asked is named, never left out.
+func TestDrain_unreachablePeerIsPending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	down := "http://127.0.0.1:" + strconv.Itoa(freeTCPPort(t)) + "/eureka/"
+	n := startTestNode(t, "solo", "zone-a", nil, "eureka.client.service-url.defaultZone="+down, "eureka.client.register-with-eureka=false")
+	waitOpened(t, n)
+	if code := call(t, "POST", n.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
+		t.Fatalf("register: %d", code)
+	}
+	code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+	if code != http.StatusAccepted || rc.Complete || len(rc.Pending) != 1 || rc.Pending[0].Client != drain.ClientUnreachable ||
+		!strings.Contains(rc.Pending[0].Node, "127.0.0.1") {
+		t.Fatalf("drain with a peer down: %d %+v", code, rc)
+	}
+}
