@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,16 @@ func TestSpringExample_problemsFound(t *testing.T) {
 		{"drained instances handed out", func(a *springApp) {
 			a.config.Data["application.yaml"] = strings.Replace(a.config.Data["application.yaml"], "filter-only-up-instances: true", "filter-only-up-instances: false", 1)
 		}, "filter-only-up-instances"},
+		{"credentials on the command line", func(a *springApp) {
+			c := &a.deployment.Spec.Template.Spec.Containers[0]
+			c.Lifecycle.PreStop.Exec.Command[2] = strings.Replace(c.Lifecycle.PreStop.Exec.Command[2], "drain ", "drain --url http://drainer:pw@muster.muster.svc:8761 ", 1)
+		}, "MUSTER_URL"},
+		{"URL before its credentials", func(a *springApp) {
+			c := &a.deployment.Spec.Template.Spec.Containers[0]
+			i := slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == "MUSTER_URL" })
+			u := c.Env[i]
+			c.Env = slices.Insert(slices.Delete(c.Env, i, i+1), 0, u)
+		}, "not defined before"},
 		{"wait shorter than a fetch", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			c.Lifecycle.PreStop.Exec.Command[2] = strings.Replace(c.Lifecycle.PreStop.Exec.Command[2], "--wait 60s", "--wait 20s", 1)
@@ -95,7 +106,7 @@ func TestSpringExample_problemsFound(t *testing.T) {
 		{"password in the manifest", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			for i := range c.Env {
-				if c.Env[i].Name == "MUSTER_DRAIN_PASSWORD" {
+				if c.Env[i].Name == "DRAIN_PASSWORD" {
 					c.Env[i].ValueFrom, c.Env[i].Value = nil, "hunter2"
 				}
 			}
@@ -114,6 +125,8 @@ func TestSpringExample_problemsFound(t *testing.T) {
 
 var (
 	shellVar = regexp.MustCompile(`\$\{(\w+)\}`)
+	// The kubelet's $(VAR) in an environment variable's value.
+	kubeVar = regexp.MustCompile(`\$\((\w+)\)`)
 	// Spring's ${…} placeholders in application.yaml, without a default.
 	springVar = regexp.MustCompile(`\$\{([A-Z_]+)\}`)
 )
@@ -226,8 +239,8 @@ func springExampleProblems(app springApp) []string {
 			wait = d
 		case "--url":
 			i++
-			if strings.Contains(words[i], "@") && !strings.Contains(words[i], "${MUSTER_DRAIN_PASSWORD}") {
-				fail("--url %q carries a password that is not the Secret's", words[i])
+			if strings.Contains(words[i], "@") {
+				fail("--url %q puts credentials on the hook's command line: use MUSTER_URL from the environment", words[i])
 			}
 		default:
 			positional = append(positional, words[i])
@@ -247,14 +260,27 @@ func springExampleProblems(app springApp) []string {
 		fail("terminationGracePeriodSeconds %d does not cover the hook's wait (%s) and Spring's shutdown (%s)", grace, wait, shutdown)
 	}
 	for _, m := range shellVar.FindAllStringSubmatch(cmd[2], -1) {
-		e, ok := env[m[1]]
-		if !ok {
+		if _, ok := env[m[1]]; !ok {
 			fail("the hook uses ${%s}, which the container's environment lacks", m[1])
-			continue
 		}
-		if strings.Contains(m[1], "PASSWORD") && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+	}
+	// Where the drain goes: MUSTER_URL, its credentials from the Secret
+	// by $(VAR), which the kubelet expands only from variables above it.
+	musterURL, ok := env["MUSTER_URL"]
+	if !ok || !strings.Contains(musterURL.Value, "@") {
+		fail("MUSTER_URL %q must name the nodes with the drain user's credentials", musterURL.Value)
+	}
+	for _, m := range kubeVar.FindAllStringSubmatch(musterURL.Value, -1) {
+		e, ok := env[m[1]]
+		switch {
+		case !ok || slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == m[1] }) > slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == "MUSTER_URL" }):
+			fail("MUSTER_URL uses $(%s), which is not defined before it", m[1])
+		case e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil:
 			fail("%s must come from a Secret, not the manifest", m[1])
 		}
+	}
+	if !strings.Contains(musterURL.Value, "$(") {
+		fail("MUSTER_URL %q holds the credentials in the manifest: take them from a Secret", musterURL.Value)
 	}
 	return problems
 }
