@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"sort"
@@ -28,6 +29,7 @@ const (
 	drainAdmin         = "admin"
 	drainPassword      = "drain-test-admin-pw"
 	drainPeerSecret    = "drain-test-peer-secret-0123456789abcdef"
+	drainAppPassword   = "drain-test-app-pw"
 )
 
 // restartRun is what one rolling restart counted.
@@ -71,13 +73,12 @@ func (r restartRun) String() string {
 func TestBoot4RollingRestart_drainVersusControl(t *testing.T) {
 	c := clients[0]                                    // boot4-restclient
 	interoptest.Built(t, interoptest.Source(t, c.src)) // skips here, before any node starts
-	nodes := drainNodes(t)
 	runs := map[string]restartRun{}
 	t.Run("control", func(t *testing.T) {
-		runs["control"] = rollingRestart(t, nodes, c, "control", nil)
+		runs["control"] = rollingRestart(t, c, "control", nil)
 	})
 	t.Run("drain", func(t *testing.T) {
-		runs["drain"] = rollingRestart(t, nodes, c, "drain", drainWithCLI)
+		runs["drain"] = rollingRestart(t, c, "drain", drainWithCLI)
 	})
 	control, haveControl := runs["control"]
 	drain, haveDrain := runs["drain"]
@@ -98,18 +99,35 @@ func TestBoot4RollingRestart_drainVersusControl(t *testing.T) {
 // drainNodes are two Muster nodes peered with each other (static peers,
 // signed replication), with authentication on as in production: the
 // service's instances register with the first, the caller reads the
-// second, and drains go to both.
-func drainNodes(t *testing.T) []*interoptest.Node {
+// second, and drains go to both. Every app process reads as a user of its
+// own (appUser): a node tells its readers apart by user and address, and
+// on one loopback address the user is what makes each process a reader
+// of its own, as each pod's IP does on Kubernetes.
+//
+// Each run has nodes of its own: a node takes a client that read within
+// muster.drain.reader-window-ms for a reader, so the other run's stopped
+// caller would be one that never reads again.
+func drainNodes(t *testing.T, run string) []*interoptest.Node {
+	users := []string{"spring.security.user.name=" + drainAdmin, "spring.security.user.password=" + drainPassword,
+		"cluster.peer-secret=" + drainPeerSecret}
+	for _, id := range []string{"svc-1", "svc-2", "svc-3", "svc-4", "caller-1"} {
+		users = append(users, "muster.auth.users."+run+"-"+id+".password={noop}"+drainAppPassword,
+			"muster.auth.users."+run+"-"+id+".role=write")
+	}
 	return startPeeredPair(t, func(sets ...string) *interoptest.Node {
-		return interoptest.NewNode(t, append([]string{
-			"spring.security.user.name=" + drainAdmin, "spring.security.user.password=" + drainPassword,
-			"cluster.peer-secret=" + drainPeerSecret}, sets...)...)
+		return interoptest.NewNode(t, append(slices.Clone(users), sets...)...)
 	})
 }
 
-// withCredentials is the node's Eureka URL as an app lists it.
-func withCredentials(n *interoptest.Node) string {
-	return strings.Replace(n.URL(), "://", "://"+drainAdmin+":"+drainPassword+"@", 1)
+// adminURL is the node's base URL with the admin's credentials.
+func adminURL(n *interoptest.Node) string {
+	return strings.Replace(n.Base(), "://", "://"+drainAdmin+":"+drainPassword+"@", 1)
+}
+
+// appURL is the node's Eureka URL as the app process with instance id
+// lists it: with the credentials of the user named like the instance.
+func appURL(n *interoptest.Node, id string) []string {
+	return []string{strings.Replace(n.URL(), "://", "://"+id+":"+drainAppPassword+"@", 1)}
 }
 
 // drainStep is what runs before an instance is stopped: the preStop hook.
@@ -117,21 +135,27 @@ func withCredentials(n *interoptest.Node) string {
 type drainStep func(t *testing.T, nodes []*interoptest.Node, a *app) string
 
 // rollingRestart runs one rolling restart of a fresh two-instance service
-// (APP NAME-SVC) under a fresh caller, with drain (nil: none) before each
+// (APP NAME-SVC) under a fresh caller on fresh nodes, with drain (nil: none) before each
 // stop, and returns what the calls saw.
-func rollingRestart(t *testing.T, nodes []*interoptest.Node, c client, name string, drain drainStep) restartRun {
+func rollingRestart(t *testing.T, c client, name string, drain drainStep) restartRun {
+	nodes := drainNodes(t, name)
 	svcName := name + "-svc"
-	svcURLs := []string{withCredentials(nodes[0])}
-	svcArgs := []string{"--eureka.client.registry-fetch-interval-seconds=" + drainFetchInterval}
+	// The service is a leaf: it calls nobody, so it does not fetch the
+	// registry. A service that fetches is a reader of its own app, and
+	// then the instance stopped before is a reader that never reads again:
+	// the drain of the next one waits for it until --wait ends (exit 3,
+	// no failed call, a slower rollout). docs/traffic.md says so; the
+	// drain does not yet forget a reader that cancelled its registration.
+	svcArgs := []string{"--eureka.client.fetch-registry=false"}
 	svcs := []*app{
-		startAppAs(t, c, svcName, svcName+"-1", svcURLs, nil, svcArgs...),
-		startAppAs(t, c, svcName, svcName+"-2", svcURLs, nil, svcArgs...),
+		startAppAs(t, c, svcName, svcName+"-1", appURL(nodes[0], svcName+"-1"), nil, svcArgs...),
+		startAppAs(t, c, svcName, svcName+"-2", appURL(nodes[0], svcName+"-2"), nil, svcArgs...),
 	}
 	// The caller as the recipe sets it up: the Eureka client hands out only
 	// UP instances (its default, which the shared properties turn off for
 	// the other scenarios), Spring Cloud LoadBalancer keeps no cache of its
 	// own (the shared properties) and does not retry.
-	caller := startApp(t, c, name+"-caller", []string{withCredentials(nodes[1])}, nil,
+	caller := startApp(t, c, name+"-caller", appURL(nodes[1], name+"-caller-1"), nil,
 		"--eureka.client.registry-fetch-interval-seconds="+drainFetchInterval,
 		"--eureka.client.filter-only-up-instances=true",
 		"--spring.cloud.loadbalancer.retry.enabled=false")
@@ -149,7 +173,8 @@ func rollingRestart(t *testing.T, nodes []*interoptest.Node, c client, name stri
 			drains = append(drains, drain(t, nodes, old))
 		}
 		old.Stop()
-		svcs[i] = startAppAs(t, c, svcName, fmt.Sprintf("%s-%d", svcName, i+3), svcURLs, nil, svcArgs...)
+		id := fmt.Sprintf("%s-%d", svcName, i+3)
+		svcs[i] = startAppAs(t, c, svcName, id, appURL(nodes[0], id), nil, svcArgs...)
 		callerSees(t, caller, svcName, ids(svcs))
 		// Seen is not yet called: wait for a call the replacement answered,
 		// so that the next stop leaves the caller one instance it uses.
@@ -300,9 +325,12 @@ func drainWithCLI(t *testing.T, nodes []*interoptest.Node, a *app) string {
 	t.Helper()
 	var urls []string
 	for _, n := range nodes {
-		urls = append(urls, strings.Replace(n.Base(), "://", "://"+drainAdmin+":"+drainPassword+"@", 1))
+		urls = append(urls, adminURL(n))
 	}
-	cmd := exec.Command(interoptest.Binary(t), "drain", "--url", strings.Join(urls, ","), "--wait", drainWait, a.App, a.ID)
+	// The nodes and the credentials come from MUSTER_URL, as in the
+	// recipe: a pod's environment, not the hook's command line.
+	cmd := exec.Command(interoptest.Binary(t), "drain", "--wait", drainWait, a.App, a.ID)
+	cmd.Env = append(os.Environ(), "MUSTER_URL="+strings.Join(urls, ","))
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)
@@ -318,7 +346,7 @@ func drainWithCLI(t *testing.T, nodes []*interoptest.Node, a *app) string {
 		t.Fatalf("muster drain printed the admin password:\n%s", out)
 	}
 	for _, n := range nodes {
-		i, err := getInstance(n, withCredentials(n), a.App, a.ID)
+		i, err := getInstance(n, adminURL(n)+"/eureka/", a.App, a.ID)
 		if err != nil || i.Status != "OUT_OF_SERVICE" {
 			t.Fatalf("after the drain the node on port %d serves %s/%s as %q (%v), want OUT_OF_SERVICE", n.Port, a.App, a.ID, i.Status, err)
 		}
@@ -330,12 +358,12 @@ func drainWithCLI(t *testing.T, nodes []*interoptest.Node, a *app) string {
 		Readers   int  `json:"readers"`
 		Confirmed int  `json:"confirmed"`
 	}
-	code, b, err := nodeCall(nodes[0], http.MethodGet, strings.TrimSuffix(withCredentials(nodes[0]), "eureka/")+"admin/drain/"+a.App+"/"+a.ID)
+	code, b, err := nodeCall(nodes[0], http.MethodGet, adminURL(nodes[0])+"/admin/drain/"+a.App+"/"+a.ID)
 	if err == nil && code == http.StatusOK {
 		err = json.Unmarshal(b, &receipt)
 	}
 	if err != nil || code != http.StatusOK || !receipt.Complete || receipt.Readers < 1 || receipt.Confirmed != receipt.Readers {
 		t.Fatalf("GET /admin/drain/%s/%s after exit 0: %d %v %s; want 200, complete, at least the caller among the readers, all confirmed", a.App, a.ID, code, err, b)
 	}
-	return fmt.Sprintf("%s: exit 0 after %s, %d readers confirmed", a.ID, took.Round(time.Millisecond), receipt.Confirmed)
+	return fmt.Sprintf("%s: exit 0 after %s, readers confirmed: %d", a.ID, took.Round(time.Millisecond), receipt.Confirmed)
 }
