@@ -98,7 +98,7 @@ func (pb *packedBuf) intN(n int) int {
 
 // serveFast answers q from the packed cache when it can, and says whether
 // it did (false: nothing written, nothing counted).
-func (s *Server) serveFast(w mdns.ResponseWriter, q *mdns.Msg, tcp bool, start time.Time) bool {
+func (s *Server) serveFast(w mdns.ResponseWriter, q *mdns.Msg, src netip.Addr, tcp bool, start time.Time) bool {
 	if q.Opcode != mdns.OpcodeQuery || len(q.Question) != 1 {
 		return false
 	}
@@ -222,6 +222,10 @@ func (s *Server) serveFast(w mdns.ResponseWriter, q *mdns.Msg, tcp bool, start t
 	pb.b = b
 
 	_, _ = w.Write(b)
+	if s.onAnswer != nil {
+		// The set is current at the version it was last checked at.
+		s.onAnswer(src, set.app, set.checked.Load())
+	}
 	if truncated {
 		s.m.truncated.Inc()
 	}

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"net"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func TestPacked_sameAnswersAsTheGeneralWay(t *testing.T) {
 					q.SetEdns0(edns, false)
 				}
 				w := &captureWriter{tcp: tcp}
-				if !s.serveFast(w, q, tcp, time.Now()) {
+				if !s.serveFast(w, q, netip.Addr{}, tcp, time.Now()) {
 					t.Fatalf("%s: not answered the packed way", c.name)
 				}
 				got := new(mdns.Msg)

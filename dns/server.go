@@ -37,15 +37,17 @@ type Nodes func() []Node
 
 // Server is the DNS interface of one node.
 type Server struct {
-	cfg     Config
-	domain  string // lower-cased
-	reg     Registry
-	nodes   Nodes
-	remote  func(region, app string) (registry.AppView, bool, bool)
-	allowed []netip.Prefix
-	limiter *limiter
-	m       *metrics
-	packed  packedCache
+	cfg    Config
+	domain string // lower-cased
+	reg    Registry
+	nodes  Nodes
+	remote func(region, app string) (registry.AppView, bool, bool)
+	// onAnswer is Options.OnAnswer; nil: none.
+	onAnswer func(resolver netip.Addr, app string, version uint64)
+	allowed  []netip.Prefix
+	limiter  *limiter
+	m        *metrics
+	packed   packedCache
 
 	// mu guards servers and addrs.
 	mu      sync.Mutex
@@ -63,6 +65,12 @@ type Options struct {
 	// <app>.app.<region>.<domain>: known reports whether the region is
 	// one of the node's remote regions (nil: none).
 	RemoteApp func(region, app string) (view registry.AppView, found, known bool)
+	// OnAnswer hears of each answer to a query of a local app's name (its
+	// addresses, SRV records, or that it has none) with the resolver that
+	// asked and the registry version the answer is current at: a drain's
+	// reader (package drain). It runs on the query's path: it must be
+	// cheap. nil: none.
+	OnAnswer func(resolver netip.Addr, app string, version uint64)
 }
 
 // New builds a server; Start listens.
@@ -80,7 +88,7 @@ func New(cfg Config, o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{cfg: cfg, domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), reg: o.Registry, nodes: o.Nodes, remote: o.RemoteApp,
+	s := &Server{cfg: cfg, domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), reg: o.Registry, nodes: o.Nodes, remote: o.RemoteApp, onAnswer: o.OnAnswer,
 		allowed: allowed, limiter: newLimiter(cfg.RateLimit, cfg.RateBurst, o.Now), m: newMetrics(o.Metrics)}
 	return s, nil
 }
@@ -173,11 +181,22 @@ func (s *Server) serve(w mdns.ResponseWriter, q *mdns.Msg, tcp bool) {
 		s.m.rateLimited.Inc()
 		return
 	}
-	if s.serveFast(w, q, tcp, start) {
+	if s.serveFast(w, q, src, tcp, start) {
 		return
+	}
+	var version uint64 // the answer is current at this version at least
+	if s.onAnswer != nil {
+		version = s.reg.Snapshot().Version
 	}
 	r := s.answer(q)
 	s.write(w, q, r, tcp, start)
+	if s.onAnswer != nil && len(q.Question) == 1 {
+		// An app's name answered the general way: no addresses (none UP,
+		// e.g. the one instance drained) or a type the fast path leaves.
+		if app, _, _, ok := s.packable(strings.ToLower(q.Question[0].Name)); ok {
+			s.onAnswer(src, strings.ToUpper(app), version)
+		}
+	}
 }
 
 func (s *Server) write(w mdns.ResponseWriter, q, r *mdns.Msg, tcp bool, start time.Time) {

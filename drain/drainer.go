@@ -300,6 +300,9 @@ func (rc *Receipt) add(a Answer, err error) {
 	rc.Nodes = append(rc.Nodes, np)
 }
 
+// maxLoggedComplete bounds the drains remembered as logged complete.
+const maxLoggedComplete = 10_000
+
 // noteComplete logs a drain's completion once.
 func (d *Drainer) noteComplete(rc Receipt) {
 	if !rc.Complete {
@@ -308,6 +311,11 @@ func (d *Drainer) noteComplete(rc Receipt) {
 	key := registry.InstanceKey{App: rc.App, ID: rc.InstanceID}
 	d.mu.Lock()
 	logged := d.complete[key] == rc.DrainedAt
+	if !logged && len(d.complete) >= maxLoggedComplete {
+		// Drained instances that were cancelled are never undrained: forget
+		// them all rather than grow (at worst a completion is logged twice).
+		clear(d.complete)
+	}
 	d.complete[key] = rc.DrainedAt
 	d.mu.Unlock()
 	if !logged {

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,19 @@ type Reader struct {
 	User string
 	// Agent is the User-Agent, when neither came.
 	Agent string
-	// Address is the reader's address: the remote IP, or a DNS resolver's.
+	// Address is the reader's remote IP.
 	Address string
+	// Resolver is, for a DNS query, the resolver that asked: its address is
+	// its identity (kept as netip.Addr: a query builds no string).
+	Resolver netip.Addr
+}
+
+// address is the address a receipt shows.
+func (r Reader) address() string {
+	if r.Resolver.IsValid() {
+		return r.Resolver.String()
+	}
+	return r.Address
 }
 
 // Client is the identity a receipt names: the Eureka identity headers if
@@ -40,6 +52,8 @@ func (r Reader) Client() string {
 		return "user " + r.User
 	case r.Agent != "":
 		return r.Agent
+	case r.Resolver.IsValid():
+		return "DNS resolver"
 	}
 	return "(anonymous)"
 }
@@ -218,7 +232,7 @@ func (t *Readers) Of(app string, since int64, seq uint64) []ReaderState {
 		if at == 0 || at < since {
 			continue
 		}
-		out = append(out, ReaderState{Client: r.Client(), Address: r.Address, LastRead: at, Confirmed: seq != 0 && version >= seq})
+		out = append(out, ReaderState{Client: r.Client(), Address: r.address(), LastRead: at, Confirmed: seq != 0 && version >= seq})
 	}
 	return out
 }

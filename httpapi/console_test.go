@@ -103,3 +103,37 @@ func TestConsole_actionsNeedAdmin(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 }
+
+// The console's Drain and Undrain: confirmed, CSRF-checked, and the
+// drained instance shown with its receipt.
+func TestConsole_drainAndUndrain(t *testing.T) {
+	n := newSecuredNode(t, "", true)
+	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP-00", "app-00-i000"))); err != nil {
+		t.Fatal(err)
+	}
+	admin := &consoleClient{t: t, n: n, headers: basic("admin", adminPW)}
+	if r := admin.get("/console/apps/APP-00"); !strings.Contains(r.body, `data-action="drain"`) {
+		t.Fatal("app page lacks the drain action")
+	}
+	if r := admin.post(url.Values{"action": {"drain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {"x"}}); r.code != http.StatusForbidden {
+		t.Fatalf("drain without the form's token: %d", r.code)
+	}
+	token := admin.confirm("drain", "APP-00", "app-00-i000")
+	if r := admin.post(url.Values{"action": {"drain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}); r.code != http.StatusSeeOther {
+		t.Fatalf("drain: %d %s", r.code, r.body)
+	}
+	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusOutOfService {
+		t.Fatalf("drained: %s", st)
+	}
+	r := admin.get("/console/apps/APP-00")
+	if !strings.Contains(r.body, "drained ") || !strings.Contains(r.body, "readers confirmed on 1 nodes") || !strings.Contains(r.body, `data-action="undrain"`) {
+		t.Fatalf("app page of a drained instance:\n%s", r.body)
+	}
+	token = admin.confirm("undrain", "APP-00", "app-00-i000")
+	if r := admin.post(url.Values{"action": {"undrain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}); r.code != http.StatusSeeOther {
+		t.Fatalf("undrain: %d %s", r.code, r.body)
+	}
+	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusUp || len(n.reg.Drained()) != 0 {
+		t.Fatalf("undrained: %s", st)
+	}
+}

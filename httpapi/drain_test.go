@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-registry/muster/drain"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 )
 
@@ -75,6 +77,9 @@ func TestDrain_endpointsOnOneNode(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list.Drains) != 1 || list.Drains[0].InstanceID != "o-1" {
 		t.Fatalf("list: %d %s", r.code, r.body)
 	}
+	if r := n.do(t, http.MethodGet, "/metrics", ""); !strings.Contains(r.body, "muster_drain_readers 2") || !strings.Contains(r.body, "muster_drained_instances 1") {
+		t.Errorf("metrics while drained lack the drain's figures")
+	}
 	if r := n.do(t, http.MethodDelete, "/admin/drain/ORDERS/o-1", ""); r.code != http.StatusOK || receiptOf(t, r).InstanceID != "o-1" {
 		t.Fatalf("undrain: %d %s", r.code, r.body)
 	}
@@ -133,5 +138,35 @@ func TestDrain_needsTheAdminRole(t *testing.T) {
 	// The peer endpoint wants a peer signature, whoever asks.
 	if r := n.do(t, http.MethodPost, "/eureka/peerreplication/drain-readers", `{"app":"ORDERS","instanceId":"o-1"}`, with(jsonHeaders(), basic("admin", adminPW))...); r.code != http.StatusForbidden {
 		t.Errorf("drain-readers with user credentials: %d %s", r.code, r.body)
+	}
+}
+
+// A watch stream is a reader: it confirms once the drain's change was
+// delivered to it.
+func TestDrain_watchStreamConfirms(t *testing.T) {
+	n := newTestNode(t)
+	t.Cleanup(n.srv.StopWatches)
+	n.do(t, http.MethodPost, "/eureka/apps/ORDERS", registerBody("ORDERS", "o-1"), jsonHeaders()...)
+	events := openStream(t, n.http.URL+"/eureka/watch?app=ORDERS", identity("watcher")...)
+	if ev := nextEvent(t, events); ev != "open" {
+		t.Fatalf("first event %q", ev)
+	}
+	var rc drain.Receipt
+	testwait.True(t, 10*time.Second, "the stream noted as a reader", func() bool {
+		return len(n.srv.Drainer().Readers().Of("ORDERS", 0, 0)) == 1
+	})
+	if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1", ""); r.code != http.StatusAccepted {
+		t.Fatalf("drain: %d %s", r.code, r.body)
+	}
+	if ev := nextEvent(t, events); ev != "MODIFIED" {
+		t.Fatalf("the drain's event: %q", ev)
+	}
+	testwait.True(t, 10*time.Second, "the stream's reader to confirm", func() bool {
+		r := n.do(t, http.MethodGet, "/admin/drain/ORDERS/o-1", "")
+		rc = receiptOf(t, r)
+		return r.code == http.StatusOK
+	})
+	if rc.Readers != 1 || rc.Confirmed != 1 {
+		t.Fatalf("receipt %+v", rc)
 	}
 }

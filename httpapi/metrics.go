@@ -18,6 +18,7 @@ func newMetrics(cfg Config, s *Server) (*ops.Metrics, error) {
 		newLimitsCollector(s),
 	}
 	extra = append(extra, s.api.Collectors()...)
+	extra = append(extra, drainCollectors(cfg)...)
 	return ops.NewMetrics(ops.MetricsConfig{Registry: cfg.Registry, Registerer: cfg.Metrics, Gatherer: cfg.Gatherer,
 		Ready: s.cfg.Ready, Peers: s.cfg.Peers, Replication: cfg.Replication, AntiEntropy: cfg.AntiEntropy, Extra: extra})
 }
@@ -84,4 +85,18 @@ func (lc *limitsCollector) Collect(ch chan<- prometheus.Metric) {
 	emit("max-body-bytes", c.BodyBytes)
 	emit("body-read-timeout-ms", c.BodyReadTimeout)
 	emit("max-connections", c.Connections)
+}
+
+// drainCollectors are the drain's figures (docs/traffic.md): what the
+// reader table holds, what it could not, and the instances drained.
+func drainCollectors(cfg Config) []prometheus.Collector {
+	readers := cfg.Drain.Readers()
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_drain_readers", Help: "Readers (client identity and address) this node tracks for drains (muster.drain.max-readers at most)."},
+			func() float64 { return float64(readers.Len()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_drain_untracked_reads_total", Help: "Reads of new readers not tracked because the reader table was full: readers a drain cannot wait for."},
+			func() float64 { return float64(readers.Untracked()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_drained_instances", Help: "Instances drained (served OUT_OF_SERVICE until undrained or cancelled)."},
+			func() float64 { return float64(len(cfg.Registry.Drained())) }),
+	}
 }

@@ -305,7 +305,7 @@ func New(cfg Config) (*Server, error) {
 	s.console = console.New(console.Config{Registry: cfg.Registry, Node: cfg.Node, Security: cfg.Security,
 		Logger: cfg.Logger, Ready: s.cfg.Ready, Peers: s.cfg.Peers, XDSClients: cfg.XDSClients, AuthEnabled: s.guard.AuthEnabled(),
 		Actions: cfg.ConsoleActions, LimitBody: edge.LimitBody, Now: s.now, BasePath: cfg.ContextPath, HealthChecks: cfg.HealthChecks,
-		RemoteRegions: cfg.RemoteRegionInfo})
+		RemoteRegions: cfg.RemoteRegionInfo, Drains: consoleDrains{cfg.Drain}})
 
 	e := echo.New()
 	e.HideBanner = true
@@ -420,6 +420,9 @@ func (s *Server) routes() {
 		actGet(r.Path, r.Handler)
 	}
 }
+
+// Drainer is the drain with a receipt the server serves (/admin/drain).
+func (s *Server) Drainer() *drain.Drainer { return s.cfg.Drain }
 
 // LastN is the /lastn recorder; the node runs it (Run(ctx)) for as long
 // as it serves.

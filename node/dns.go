@@ -16,7 +16,8 @@ func (n *Node) newDNS() (part, error) {
 	if !cfg.Enabled {
 		return nil, nil
 	}
-	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics, RemoteApp: n.remoteApp})
+	srv, err := dns.New(cfg, dns.Options{Registry: n.reg, Nodes: n.dnsNodes, Metrics: n.metrics, RemoteApp: n.remoteApp,
+		OnAnswer: n.noteResolver})
 	if err != nil {
 		return nil, err
 	}

@@ -5,14 +5,54 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
+	"time"
 
 	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/replication"
 )
 
-// newDrainer is the node's drain with a receipt: its reader table, fed by
-// the API's reads, and the receipt asking every replication peer for its
-// readers (POST peerreplication/drain-readers, signed as anti-entropy is).
+// drainer is the node's drain with a receipt, made on first use (the API
+// and DNS share it): its reader table, fed by the API's reads, DNS answers
+// and xDS acknowledgements, and the receipt asking every replication peer
+// for its readers (POST peerreplication/drain-readers, signed as
+// anti-entropy is).
+func (n *Node) drainer() *drain.Drainer {
+	if n.drain == nil {
+		n.drain = n.newDrainer()
+	}
+	return n.drain
+}
+
+// noteResolver records a DNS answer of app as a read by the resolver.
+func (n *Node) noteResolver(resolver netip.Addr, app string, version uint64) {
+	n.drainer().Readers().NoteApp(drain.Reader{Resolver: resolver}, app, version, n.now())
+}
+
+// noteXDSAck records an xDS client's acknowledgement of the EDS resources
+// names (xds.Name: an app's name in lower case) at version as its read of
+// those apps (of every app for a wildcard subscription).
+func (n *Node) noteXDSAck(node, addr string, names []string, version uint64) {
+	r, now := drain.Reader{Agent: "xds " + node, Address: addr}, n.now()
+	readers := n.drainer().Readers()
+	if len(names) == 0 {
+		readers.NoteAll(r, version, now)
+		return
+	}
+	for _, name := range names {
+		readers.NoteApp(r, strings.ToUpper(name), version, now)
+	}
+}
+
+// now is the registry's clock.
+func (n *Node) now() time.Time {
+	if n.regNow != nil {
+		return n.regNow()
+	}
+	return time.Now()
+}
+
 func (n *Node) newDrainer() *drain.Drainer {
 	k := n.settings.Drain
 	peers := func() []drain.Peer {

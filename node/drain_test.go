@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	mdns "github.com/miekg/dns"
+
 	"github.com/muster-registry/muster/drain"
+	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 )
 
@@ -175,4 +178,54 @@ func TestDrain_unreachablePeerIsPending(t *testing.T) {
 		!strings.Contains(rc.Pending[0].Node, "127.0.0.1") {
 		t.Fatalf("drain with a peer down: %d %+v", code, rc)
 	}
+}
+
+// A resolver that asked for the app's addresses is a reader; it confirms
+// by asking again after the drain.
+func TestDrain_dnsResolverIsAReader(t *testing.T) {
+	n := startTestNode(t, "dnsdrain", "z1", nil, "muster.dns.enabled=true", "muster.dns.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	if code := call(t, "POST", n.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
+		t.Fatalf("register: %d", code)
+	}
+	ask := func() {
+		t.Helper()
+		m := new(mdns.Msg)
+		m.SetQuestion("orders.app.muster.", mdns.TypeA)
+		if _, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, n.dnsListen()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask()
+	code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+	if code != http.StatusAccepted || len(rc.Pending) != 1 || rc.Pending[0].Client != "DNS resolver" || rc.Pending[0].Address != "127.0.0.1" {
+		t.Fatalf("drain after a DNS answer: %d %+v", code, rc)
+	}
+	ask()
+	if code, rc := drainCall(t, http.MethodGet, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1"); code != http.StatusOK || rc.Confirmed != 1 {
+		t.Fatalf("after the resolver asked again: %d %+v", code, rc)
+	}
+}
+
+// An xDS client that acknowledged the app's endpoints is a reader; it
+// confirms by acknowledging the version without the drained instance.
+func TestDrain_xdsClientIsAReader(t *testing.T) {
+	n := startTestNode(t, "xdsdrain", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
+	waitOpened(t, n)
+	registerOrder(t, n, "o-1", 7001, "z1")
+	registerOrder(t, n, "o-2", 7002, "z1")
+	ch := adsWatch(t, n.xdsListen(), "orders")
+	waitEndpoints(t, ch, "both instances", "127.0.0.1:7001", "127.0.0.1:7002")
+	testwait.True(t, 10*time.Second, "the acknowledgement noted", func() bool {
+		return len(n.drainer().Readers().Of("ORDERS", 0, 0)) == 1
+	})
+	code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+	if code != http.StatusAccepted || len(rc.Pending) != 1 || !strings.HasPrefix(rc.Pending[0].Client, "xds ads-") || rc.Pending[0].Address != "127.0.0.1" {
+		t.Fatalf("drain with an xDS client: %d %+v", code, rc)
+	}
+	waitEndpoints(t, ch, "the drained instance gone", "127.0.0.1:7002")
+	testwait.True(t, 10*time.Second, "the xDS client to confirm", func() bool {
+		code, _ := drainCall(t, http.MethodGet, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+		return code == http.StatusOK
+	})
 }

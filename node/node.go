@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/drain"
 	"github.com/muster-registry/muster/healthcheck"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/internal/redact"
@@ -71,8 +72,9 @@ type Node struct {
 	ae        *replication.AntiEntropy
 	transport replication.Transport
 	// regNow is the registry's clock (nil: time.Now), for the drain's
-	// receipts.
+	// receipts; drain is the drain with a receipt (drain.go).
 	regNow   func() time.Time
+	drain    *drain.Drainer
 	receiver *replication.Receiver
 	syncer   *replication.Syncer
 	cluster  *cluster.Cluster // nil when cluster.enabled is false
@@ -335,7 +337,7 @@ func (n *Node) newAPI() error {
 	}
 	hcfg.Batch = n.receiver.Handle
 	hcfg.Digests = n.reg
-	hcfg.Drain = n.newDrainer()
+	hcfg.Drain = n.drainer()
 	if n.regions != nil {
 		hcfg.Regions, hcfg.RemoteRegionInfo = n.regions, n.regions.Report
 	}

@@ -21,7 +21,7 @@ func (n *Node) newXDS() (part, error) {
 		tcfg = n.tls.ServerConfig()
 	}
 	srv, err := xds.New(cfg, xds.Options{Registry: n.reg, Opened: n.opened, Ready: n.readsAllowed,
-		Users: n.security.users, TLS: tcfg, Metrics: n.metrics, Logger: n.log})
+		Users: n.security.users, TLS: tcfg, Metrics: n.metrics, Logger: n.log, OnAck: n.noteXDSAck})
 	if err != nil {
 		return nil, err
 	}

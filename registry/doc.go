@@ -91,8 +91,8 @@
 // # Writes: one operation type
 //
 // Every write is an Op given to Apply: register, renew, cancel, status,
-// override removal, metadata and the health checks' mark (health.go), each
-// with its Origin (client, peer, sync, anti-entropy; evictions come from
+// override removal, metadata, the health checks' mark (health.go) and the
+// operator's drain (drain.go), each with its Origin (client, peer, sync, anti-entropy; evictions come from
 // the node itself, marks from its health checks). A client request, a
 // replicated item, a syncUp copy and a 409 repair take the same path and
 // the same rules; the origin decides only what Eureka's "isReplication"
@@ -155,8 +155,8 @@
 //
 // A version belongs to the piece of the instance its writer owns
 // (pieces.go): the client's registration (Instance.WriteVersion), the
-// operator's override, each metadata key written by PUT …/metadata, and
-// the health mark (Instance.Pieces). Two copies of an instance, wherever
+// operator's override, each metadata key written by PUT …/metadata, the
+// health mark and the drain (Instance.Pieces). Two copies of an instance, wherever
 // they meet (a replicated item, a 409 answer, a syncUp copy, an
 // anti-entropy repair), are merged piece by piece, the higher version of
 // each winning (mergeCopies); what readers see is derived from the pieces

@@ -12,7 +12,7 @@ import "time"
 //  2. else a drain serves OUT_OF_SERVICE, whatever the client says;
 //  3. else the health mark (health.go) may turn UP into DOWN.
 //
-// The mark is a piece of its own (Pieces.Drained, DrainVersion), so a
+// The mark is a piece of its own (Pieces.DrainedAt, DrainVersion), so a
 // later undrain wins over an earlier drain on every node after any
 // partition, and it ends with its incarnation: a cancel drops it like the
 // override (setPieces), and an undrain writes "not drained" at a newer
@@ -54,44 +54,53 @@ func DrainOp(app, id string, at int64, by string) Op {
 }
 
 // setDrain applies a DrainOp. Like the health mark it does not renew the
-// lease. Draining a drained instance, or undraining one that is not
-// drained, changes nothing and is no new version: the first drain's time
-// stands, which is what makes a repeated POST idempotent.
+// lease. Draining a drained instance keeps the first drain's time and
+// node (what makes a repeated POST idempotent) but is still a new version
+// of the piece, like an override that changes nothing: it is the
+// operator's latest word, and must win over an undrain made earlier on
+// the other side of a partition. Undraining an instance that is not
+// drained writes nothing (the API answers 404: nothing was undone).
 func (r *Registry) setDrain(op Op, now time.Time) (*Instance, error) {
 	if op.Origin != OriginClient || op.DrainedAt < 0 {
 		return nil, ErrInvalidOp
 	}
 	app := upperASCII(op.App)
-	r.mu.Lock()
-	v0 := r.version
-	l := r.lookupLocked(app, op.ID)
-	if l == nil {
-		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+	l, v0, err := r.lockInstance(app, op.ID)
+	if err != nil {
+		return nil, err
 	}
 	old := l.inst
 	p := old.pieces()
-	if (p.DrainedAt != 0) == (op.DrainedAt != 0) {
+	if p.DrainedAt == 0 && op.DrainedAt == 0 {
 		r.mu.Unlock()
 		return old, nil
 	}
 	in := old.Clone()
 	p.DrainVersion = r.clock.next(now)
-	p.DrainedAt, p.DrainedBy = op.DrainedAt, op.DrainedBy
-	if op.DrainedAt == 0 {
-		p.DrainedBy = ""
+	switch {
+	case op.DrainedAt == 0:
+		p.DrainedAt, p.DrainedBy = 0, ""
+	case p.DrainedAt == 0:
+		p.DrainedAt, p.DrainedBy = op.DrainedAt, op.DrainedBy
 	}
 	setPieces(in, p)
 	r.writePieceLocked(l, in, OpDrain, op.Origin, now)
 	r.unlock(v0)
-	r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
-		Str(logTo, string(in.Status)).Bool(logDrained, op.DrainedAt != 0).Msg("drain set")
+	if old.Status != in.Status || (old.Pieces == nil || old.Pieces.DrainedAt == 0) != (op.DrainedAt == 0) {
+		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
+			Str(logTo, string(in.Status)).Bool(logDrained, op.DrainedAt != 0).Msg("drain set")
+	}
 	return in, nil
 }
 
-// drainApplied is when this node applied a drain: the mark's DrainVersion
+// drainApplied is when this node applied a drain: the drain (its time and
+// node: a re-drain, a newer version of the same drain, is not a new one)
 // and the registry version (Seq) of the event that made it visible.
-type drainApplied struct{ version, seq uint64 }
+type drainApplied struct {
+	at  int64
+	by  string
+	seq uint64
+}
 
 // noteDrainLocked keeps r.drains up to date as in is stored as l's
 // instance, just before the event that makes it visible: a drain new here
@@ -104,13 +113,13 @@ func (r *Registry) noteDrainLocked(l *lease, in *Instance) {
 		}
 		return
 	}
-	if a, ok := r.drains[l]; ok && a.version == p.DrainVersion {
+	if a, ok := r.drains[l]; ok && a.at == p.DrainedAt && a.by == p.DrainedBy {
 		return
 	}
 	if r.drains == nil {
 		r.drains = map[*lease]drainApplied{}
 	}
-	r.drains[l] = drainApplied{version: p.DrainVersion, seq: r.version + 1}
+	r.drains[l] = drainApplied{at: p.DrainedAt, by: p.DrainedBy, seq: r.version + 1}
 }
 
 // Drain returns the drain mark of app/id with the version at which this

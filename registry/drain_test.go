@@ -36,11 +36,14 @@ func TestRegistry_Drain_servesOutOfServiceAndUndrainsBack(t *testing.T) {
 		t.Fatalf("snapshot at %d does not include the mark applied at %d", snap.Version, mark.Seq)
 	}
 
-	// Idempotent: the first drain's time stands and nothing changes.
+	// Idempotent: the first drain's time stands, and so does the version
+	// at which it was applied (readers who confirmed stay confirmed); the
+	// piece still gets a new version (the operator's latest word).
 	clk.Advance(time.Second)
-	mustDrain(t, r, "a", clk.Now().UnixMilli())
-	if again, _, _ := r.Drain("APP", "a"); again != mark || r.Version() != v0+1 {
-		t.Fatalf("re-drain: %+v at version %d, want %+v unchanged", again, r.Version(), mark)
+	before := mustStatus(t, r, "a", registry.StatusOutOfService).Pieces.DrainVersion
+	again := mustDrain(t, r, "a", clk.Now().UnixMilli())
+	if m, _, _ := r.Drain("APP", "a"); m != mark || again.Pieces.DrainVersion <= before {
+		t.Fatalf("re-drain: %+v (piece version %d → %d), want %+v and a newer piece", m, before, again.Pieces.DrainVersion, mark)
 	}
 	if got := r.Drained(); len(got) != 1 || got[0].Key != (registry.InstanceKey{App: "APP", ID: "a"}) || got[0].Mark != mark {
 		t.Fatalf("Drained() = %+v", got)
@@ -145,6 +148,9 @@ func TestRegistry_Drain_badInput(t *testing.T) {
 	if _, err := r.Apply(registry.DrainOp("APP", "a", 0, "")); err != nil || r.Version() != v {
 		t.Fatalf("undrain of an instance not drained: %v, version %d → %d", err, v, r.Version())
 	}
+	if _, ok := r.Instance("APP", "a"); !ok {
+		t.Fatal("instance gone")
+	}
 }
 
 // Two nodes drain and undrain in a partition; the copies meet in both
@@ -171,9 +177,7 @@ func TestRegistry_Drain_laterWriteWinsAcrossCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a never heard of the undrain and drains again (a no-op there): its
-	// copy meets b's undrain both ways.
-	mustDrain(t, a, "x", clkA.Now().UnixMilli())
+	// a never heard of the undrain; its copy meets b's undrain both ways.
 	aCopy, _ := a.Instance("APP", "x")
 	if _, err := a.Apply(registry.RegisterOp(undrained.Clone()).From(registry.OriginAntiEntropy)); err != nil {
 		t.Fatal(err)

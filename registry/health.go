@@ -81,12 +81,9 @@ func (r *Registry) setHealth(op Op, now time.Time) (*Instance, error) {
 		return nil, ErrInvalidOp
 	}
 	app := upperASCII(op.App)
-	r.mu.Lock()
-	v0 := r.version
-	l := r.lookupLocked(app, op.ID)
-	if l == nil {
-		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+	l, v0, err := r.lockInstance(app, op.ID)
+	if err != nil {
+		return nil, err
 	}
 	old := l.inst
 	if sameHealth(old.Health, op.Health) {

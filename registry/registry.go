@@ -642,13 +642,23 @@ func boolIndex(b bool) int {
 	return 0
 }
 
-func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Instance, error) {
+// lockInstance takes the write lock and looks app/id up (app upper-cased
+// already): the lease and the version before the write, or
+// ErrInstanceNotFound with the lock released.
+func (r *Registry) lockInstance(app, id string) (*lease, uint64, error) {
 	r.mu.Lock()
-	v0 := r.version
-	l := r.lookupLocked(app, op.ID)
+	l := r.lookupLocked(app, id)
 	if l == nil {
 		r.mu.Unlock()
-		return nil, ErrInstanceNotFound
+		return nil, 0, ErrInstanceNotFound
+	}
+	return l, r.version, nil
+}
+
+func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Instance, error) {
+	l, v0, err := r.lockInstance(app, op.ID)
+	if err != nil {
+		return nil, err
 	}
 	in := l.inst
 	resolved := resolveStatus(in.Status, in.OverriddenStatus, in, op.Origin.fromPeer())

@@ -50,6 +50,7 @@ type source struct {
 type built struct {
 	version      string // EDS version (registry version)
 	namesVersion string // LDS, RDS and CDS version
+	regVersion   uint64 // the registry version (Snapshot.Version) built
 	names        []string
 	sources      map[string]*source
 	zones        map[string]bool // zones with endpoints, at most MaxZones
@@ -60,7 +61,7 @@ type built struct {
 // update builds the xDS view of snap, reusing the pieces of apps whose
 // version did not change.
 func (b *builder) update(snap *registry.Snapshot) *built {
-	bt := &built{version: b.epoch + "." + strconv.FormatUint(snap.Version, 10),
+	bt := &built{regVersion: snap.Version, version: b.epoch + "." + strconv.FormatUint(snap.Version, 10),
 		sources: map[string]*source{}, zones: map[string]bool{}}
 	live := make(map[string]bool, len(snap.Apps))
 	for _, app := range snap.Apps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -30,13 +31,20 @@ type caches struct {
 	log           libLogger
 	cds, lds, rds *cache.LinearCache
 
-	// mu guards eds, last, names, open and held.
-	mu    sync.RWMutex
-	eds   map[string]*cache.LinearCache        // by zone key, "" for none
-	last  map[string]map[string]types.Resource // by zone key: the assignments set
-	names map[string]bool                      // names set in cds, lds, rds
-	open  bool
-	held  map[*heldWatch]struct{}
+	// mu guards eds, edsVersions, acked, last, names, open and held.
+	mu  sync.RWMutex
+	eds map[string]*cache.LinearCache // by zone key, "" for none
+	// edsVersions counts each EDS cache's UpdateResources, as the linear
+	// cache counts its version; acked maps the version string a client
+	// acknowledges (prefix and count) to the registry version published
+	// then, for a drain's readers (the newest maxAckedVersions).
+	edsVersions map[string]uint64
+	acked       map[string]uint64
+	ackedOrder  []string
+	last        map[string]map[string]types.Resource // by zone key: the assignments set
+	names       map[string]bool                      // names set in cds, lds, rds
+	open        bool
+	held        map[*heldWatch]struct{}
 }
 
 // heldWatch is a watch that arrived before the first publish.
@@ -54,6 +62,7 @@ var _ cache.Cache = (*caches)(nil)
 func newCaches(epoch string, logger zerolog.Logger) *caches {
 	c := &caches{epoch: epoch, log: libLogger{logger.With().Str("component", "xds").Logger()},
 		eds: map[string]*cache.LinearCache{}, last: map[string]map[string]types.Resource{},
+		edsVersions: map[string]uint64{}, acked: map[string]uint64{},
 		names: map[string]bool{}, held: map[*heldWatch]struct{}{}}
 	c.cds = cache.NewLinearCache(resource.ClusterType, cache.WithVersionPrefix(epoch+"-c-"), cache.WithLogger(c.log))
 	c.lds = cache.NewLinearCache(resource.ListenerType, cache.WithVersionPrefix(epoch+"-l-"), cache.WithLogger(c.log))
@@ -63,7 +72,36 @@ func newCaches(epoch string, logger zerolog.Logger) *caches {
 }
 
 func (c *caches) newEDS(zone string) *cache.LinearCache {
-	return cache.NewLinearCache(resource.EndpointType, cache.WithVersionPrefix(c.epoch+"-e-"+zone+"-"), cache.WithLogger(c.log))
+	return cache.NewLinearCache(resource.EndpointType, cache.WithVersionPrefix(c.edsPrefix(zone)), cache.WithLogger(c.log))
+}
+
+func (c *caches) edsPrefix(zone string) string { return c.epoch + "-e-" + zone + "-" }
+
+// maxAckedVersions bounds the EDS versions remembered for acknowledgements:
+// a client that acknowledges one older than that is not noted as a reader.
+const maxAckedVersions = 4096
+
+// noteEDSVersionLocked records that zone's EDS cache moved to its next
+// version with the registry at regVersion (one UpdateResources: the linear
+// cache counts one version a call).
+func (c *caches) noteEDSVersionLocked(zone string, regVersion uint64) {
+	c.edsVersions[zone]++
+	v := c.edsPrefix(zone) + strconv.FormatUint(c.edsVersions[zone], 10)
+	c.acked[v] = regVersion
+	c.ackedOrder = append(c.ackedOrder, v)
+	if len(c.ackedOrder) > maxAckedVersions {
+		delete(c.acked, c.ackedOrder[0])
+		c.ackedOrder = c.ackedOrder[1:]
+	}
+}
+
+// registryVersionOf is the registry version an acknowledged EDS version
+// was published at; false for one not known (too old, or not EDS).
+func (c *caches) registryVersionOf(version string) (uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.acked[version]
+	return v, ok
 }
 
 // libLogger passes go-control-plane's warnings and errors to the node's
@@ -119,6 +157,7 @@ func (c *caches) publish(bt *built) error {
 		}
 		if len(update) > 0 {
 			errs = append(errs, lc.UpdateResources(update, nil))
+			c.noteEDSVersionLocked(z, bt.regVersion)
 		}
 	}
 	if upd, gone := c.nameChanges(bt); len(upd) > 0 || len(gone) > 0 {

@@ -52,6 +52,12 @@ type Options struct {
 	TLS     *tls.Config
 	Metrics prometheus.Registerer // nil: not registered
 	Logger  zerolog.Logger
+	// OnAck hears of each state-of-the-world EDS acknowledgement of a
+	// version this node published: the stream's node id and remote IP,
+	// the resource names it asked for (none: every one) and the registry
+	// version (Snapshot.Version) those resources are current at. A drain's
+	// reader (package drain). nil: none.
+	OnAck func(node, addr string, names []string, version uint64)
 }
 
 // StreamWindow is the HTTP/2 receive window of an xDS connection and of

@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"encoding/base64"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -158,6 +159,7 @@ func (st *streams) callbacks(s *Server) xdsserver.Callbacks {
 		DeltaStreamClosedFunc: func(id int64, _ *corev3.Node) { st.closed(streamKey{true, id}) },
 		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
 			st.request(streamKey{false, id}, req.GetNode(), req.GetTypeUrl(), req.GetVersionInfo(), req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil)
+			st.acked(s, streamKey{false, id}, req)
 			return nil
 		},
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
@@ -217,6 +219,30 @@ func (st *streams) request(k streamKey, node *corev3.Node, typeURL, version, nac
 	case version != "" && (t == "eds" || c.Version == ""):
 		c.Version = version
 	}
+}
+
+// acked passes an EDS acknowledgement of a known version to
+// Options.OnAck. (Incremental streams acknowledge by nonce, without a
+// version: they are not noted.)
+func (st *streams) acked(s *Server, k streamKey, req *discovery.DiscoveryRequest) {
+	if s.opts.OnAck == nil || req.GetErrorDetail() != nil || req.GetVersionInfo() == "" || typeLabel(req.GetTypeUrl()) != "eds" {
+		return
+	}
+	v, ok := s.caches.registryVersionOf(req.GetVersionInfo())
+	if !ok {
+		return
+	}
+	st.mu.Lock()
+	c := st.open[k]
+	var node, addr string
+	if c != nil {
+		node, addr = c.Node, c.Addr
+	}
+	st.mu.Unlock()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	s.opts.OnAck(node, addr, req.GetResourceNames(), v)
 }
 
 // response counts a response; one to a subscription that already had

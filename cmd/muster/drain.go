@@ -51,9 +51,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	timeout := fs.Duration("timeout", 0, "give up on a node after this long (default: --wait plus 10s)")
 	fs.BoolVar(&undo, "undo", undo, "undrain: the instance is served with its own status again")
 	jsonOut := fs.Bool("json", false, "print the receipt as the node sent it")
-	caFile := fs.String("ca-cert", def.ca, "PEM CA bundle to verify an https node against (default: server.ssl.trust-certificate from the environment)")
-	certFile := fs.String("cert", def.cert, "PEM client certificate, for nodes with server.ssl.client-auth need (default: the node's own, from the environment)")
-	keyFile := fs.String("key", def.key, "PEM key of --cert")
+	clientTLS := clientTLSFlags(fs, def)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +66,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	if *timeout <= 0 {
 		*timeout = *wait + 10*time.Second
 	}
-	tlsCfg, err := def.clientTLS(*caFile, *certFile, *keyFile)
+	tlsCfg, err := clientTLS()
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -90,9 +88,13 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		code, body, err := callDrain(ctx, client, method, u)
 		cancel()
+		if err == nil && code >= 500 {
+			err = fmt.Errorf("%s %s: %d: %.200s", method, u.Redacted(), code, strings.TrimSpace(string(body)))
+		}
 		if err != nil {
-			// This node cannot be reached: the next one can drain as well
-			// (every node serves the drain cluster-wide).
+			// This node cannot be reached, or failed (a 5xx: stopping,
+			// say): the next one can drain as well (every node serves the
+			// drain cluster-wide). A 4xx is the request's fault: final.
 			lastErr = err
 			fmt.Fprintf(stdout, "%s: %v; trying the next node\n", name, err)
 			continue
@@ -102,7 +104,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	if lastErr == nil {
 		return fmt.Errorf("%s: --url names no node", name)
 	}
-	return fmt.Errorf("%s: no node could be reached: %w", name, lastErr)
+	return fmt.Errorf("%s: no node could drain (each unreachable or failing): %w", name, lastErr)
 }
 
 // drainURL is /admin/drain/APP/ID on the node raw names (host:port, a

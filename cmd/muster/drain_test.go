@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,5 +71,26 @@ func TestDrain_exitCodesAndFailover(t *testing.T) {
 	}
 	if code, out := drain("drain", "--undo", "--url", n.Addr(), "ORDERS", "orders-1"); code != 1 || !strings.Contains(out, "404") {
 		t.Fatalf("undrain again: exit %d:\n%s", code, out)
+	}
+}
+
+// A node that answers 5xx (one stopping, say) is skipped like one that
+// cannot be reached; when none is left the last error is reported (exit 1).
+func TestDrain_skipsANodeThatFails(t *testing.T) {
+	n := startNode(t, "beta")
+	register(t, n, "ORDERS", "orders-1")
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"drain", "--url", failing.URL + "," + n.Addr(), "ORDERS", "orders-1"}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "503") || !strings.Contains(out.String(), "complete, 0 of 0 readers confirmed") {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"drain", "--url", failing.URL, "ORDERS", "orders-1"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "no node could drain") {
+		t.Fatalf("only a failing node: exit %d:\n%s%s", code, out.String(), errOut.String())
 	}
 }

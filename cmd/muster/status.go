@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -60,9 +61,7 @@ func fetchStatus(name string, args []string, out io.Writer) (st ops.AdminStatus,
 	rawURL := fs.String("url", strings.TrimSuffix(def.url, "/readyz"), "the node: its base URL or Eureka URL, with user:pass@ when auth is on")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	jsonOut := fs.Bool("json", false, "print /admin/status as the node sent it")
-	caFile := fs.String("ca-cert", def.ca, "PEM CA bundle to verify an https node against (default: server.ssl.trust-certificate from the environment)")
-	certFile := fs.String("cert", def.cert, "PEM client certificate, for nodes with server.ssl.client-auth need (default: the node's own, from the environment)")
-	keyFile := fs.String("key", def.key, "PEM key of --cert")
+	clientTLS := clientTLSFlags(fs, def)
 	if err = fs.Parse(args); err != nil {
 		return st, nil, false, err
 	}
@@ -75,7 +74,7 @@ func fetchStatus(name string, args []string, out io.Writer) (st ops.AdminStatus,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	tlsCfg, err := def.clientTLS(*caFile, *certFile, *keyFile)
+	tlsCfg, err := clientTLS()
 	if err != nil {
 		return st, nil, false, fmt.Errorf("%s: %w", name, err)
 	}
@@ -87,6 +86,17 @@ func fetchStatus(name string, args []string, out io.Writer) (st ops.AdminStatus,
 		return st, nil, false, fmt.Errorf("%s: %s did not answer with a Muster status: %w", name, u.Redacted(), err)
 	}
 	return st, raw, *jsonOut, nil
+}
+
+// clientTLSFlags adds the TLS flags of the commands that call a node
+// (--ca-cert, --cert, --key, defaulting to the node's own settings from
+// the environment); the function returned builds the TLS config once fs
+// is parsed.
+func clientTLSFlags(fs *flag.FlagSet, def probe) func() (*tls.Config, error) {
+	caFile := fs.String("ca-cert", def.ca, "PEM CA bundle to verify an https node against (default: server.ssl.trust-certificate from the environment)")
+	certFile := fs.String("cert", def.cert, "PEM client certificate, for nodes with server.ssl.client-auth need (default: the node's own, from the environment)")
+	keyFile := fs.String("key", def.key, "PEM key of --cert")
+	return func() (*tls.Config, error) { return def.clientTLS(*caFile, *certFile, *keyFile) }
 }
 
 // statusURL turns what a user types (host:port, a base URL, or a Eureka

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -56,6 +57,8 @@ const (
 	actionUp             consoleAction = "up"
 	actionRemoveOverride consoleAction = "remove-override"
 	actionCancel         consoleAction = "cancel"
+	actionDrain          consoleAction = "drain"
+	actionUndrain        consoleAction = "undrain"
 )
 
 func (a consoleAction) describe() string {
@@ -68,24 +71,40 @@ func (a consoleAction) describe() string {
 		return "remove its status override (its status becomes UNKNOWN until its next registration, as in Eureka)"
 	case actionCancel:
 		return "cancel it (remove it from the registry; it comes back when it registers again)"
+	case actionDrain:
+		return "drain it (served OUT_OF_SERVICE on every node unless an override says otherwise; the receipt then shows which of its readers have read the change)"
+	case actionUndrain:
+		return "undrain it (served with its own status again)"
 	}
 	return ""
 }
 
 func parseConsoleAction(s string) (consoleAction, error) {
 	switch a := consoleAction(s); a {
-	case actionOutOfService, actionUp, actionRemoveOverride, actionCancel:
+	case actionOutOfService, actionUp, actionRemoveOverride, actionCancel, actionDrain, actionUndrain:
 		return a, nil
 	}
-	return "", httpkit.BadRequest("action: want out-of-service, up, remove-override or cancel")
+	return "", httpkit.BadRequest("action: want out-of-service, up, remove-override, cancel, drain or undrain")
 }
 
 // applyConsoleAction applies an action as the matching Eureka request from
 // a client would be: the same operation, through the same Apply, so it is
 // replicated exactly as the API's.
-func (s *Console) applyConsoleAction(a consoleAction, app, id string) error {
+func (s *Console) applyConsoleAction(ctx context.Context, a consoleAction, app, id string) error {
 	var op registry.Op
 	switch a {
+	case actionDrain, actionUndrain:
+		if s.cfg.Drains == nil {
+			return httpkit.BadRequest("drains are not served by this node")
+		}
+		err := s.cfg.Drains.Drain(ctx, app, id)
+		if a == actionUndrain {
+			err = s.cfg.Drains.Undrain(ctx, app, id)
+		}
+		if err != nil {
+			return echo.NewHTTPError(http.StatusNotFound, err.Error())
+		}
+		return nil
 	case actionOutOfService:
 		op = registry.StatusOp(app, id, registry.StatusOutOfService)
 	case actionUp:

@@ -63,6 +63,19 @@ type Config struct {
 	// HealthChecks shows the probe state in the instance tables and the
 	// guard's banner; nil while health checks are off.
 	HealthChecks ops.HealthCheckSource
+	// Drains drains and undrains instances (the Drain and Undrain actions)
+	// and reports a drained instance's receipt; nil: no drain actions.
+	Drains Drains
+}
+
+// Drains is the drain with a receipt as the console uses it (package
+// drain, through httpapi).
+type Drains interface {
+	Drain(ctx context.Context, app, id string) error
+	Undrain(ctx context.Context, app, id string) error
+	// Progress is a drained instance's receipt in words ("2 of 3 readers
+	// confirmed; pending: …") and whether it is complete.
+	Progress(ctx context.Context, app, id string) (text string, complete bool)
 }
 
 // Console serves the dashboard's pages, actions and assets. New starts

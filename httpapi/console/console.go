@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -116,6 +117,11 @@ type instanceRow struct {
 	// node's) and, where this node probes it, the probe state.
 	Health      string
 	HealthClass string
+	// Drained is set for a drained instance, Drain its receipt in words,
+	// DrainComplete when every reader confirmed; CanDrain when the node
+	// serves drains.
+	Drained, DrainComplete, CanDrain bool
+	Drain                            string
 }
 
 type episodeView struct {
@@ -465,6 +471,18 @@ func (s *Console) instanceRow(iv *registry.InstanceView, now time.Time) instance
 		r.Link = in.StatusPageURL
 	}
 	r.Health, r.HealthClass = s.healthText(in, now)
+	r.CanDrain = s.cfg.Drains != nil
+	if m, ok := in.Drain(); ok {
+		r.Drained = true
+		r.Drain = "drained " + formatAge(now.Sub(time.UnixMilli(m.At))) + " ago by " + clip(m.By)
+		if s.cfg.Drains != nil {
+			// Asks every node: rare rows (drained instances), and bounded
+			// by the drain's peer timeout.
+			progress, complete := s.cfg.Drains.Progress(context.Background(), in.App, in.ID())
+			r.Drain += ": " + clip(progress)
+			r.DrainComplete = complete
+		}
+	}
 	return r
 }
 
@@ -566,7 +584,7 @@ func (s *Console) consoleAction(c echo.Context) error {
 	if app == "" || id == "" || len(app) > maxFilterLen || len(id) > maxFilterLen {
 		return httpkit.BadRequest("app and id are required")
 	}
-	if err := s.applyConsoleAction(a, app, id); err != nil {
+	if err := s.applyConsoleAction(c.Request().Context(), a, app, id); err != nil {
 		return err
 	}
 	user := "(no auth)"

@@ -129,7 +129,7 @@ func New(cfg Config) *API {
 	s.remote = newRemoteReads(cfg.Regions, cfg.DeltaRetention)
 	s.holds = &watches{reg: cfg.Registry, watch: s.watch, watchTimer: cfg.WatchTimer,
 		maxWait: cfg.WatchMaxWait, maxWatchers: cfg.WatchMaxWatchers, remote: s.remote,
-		readsAllowed: s.readsAllowed, streamRun: strconv.FormatUint(rand.Uint64()>>16, 36)}
+		readsAllowed: s.readsAllowed, streamRun: strconv.FormatUint(rand.Uint64()>>16, 36), noteStream: s.noteStream}
 	if s.holds.watchTimer == nil {
 		s.holds.watchTimer = realTimer
 	}

@@ -76,3 +76,17 @@ func (s *API) noteApps(c echo.Context, views []registry.AppView, version uint64)
 		s.readers.NoteApp(r, v.Name, version, now)
 	}
 }
+
+// noteStream records what a watch stream delivered: every change up to
+// version, of app or ("") of every app. Called after each write the reader
+// took, keep-alives included, so an idle open stream stays a reader.
+func (s *API) noteStream(c echo.Context, app string, version uint64) {
+	if s.readers == nil || isReplication(c) {
+		return
+	}
+	if app == "" {
+		s.readers.NoteAll(readerOf(c), version, s.now())
+		return
+	}
+	s.readers.NoteApp(readerOf(c), app, version, s.now())
+}

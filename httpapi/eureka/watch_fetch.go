@@ -39,6 +39,9 @@ type watches struct {
 	// streamRun tells this run of the node apart in watch stream cursors
 	// with remote regions (whose versions are per node and per run).
 	streamRun string
+	// noteStream records what a watch stream's reader has been sent: app
+	// ("" for every app) up to version (the drain's reader table).
+	noteStream func(c echo.Context, app string, version uint64)
 }
 
 // watchParams reads index and wait. ok is false when the request is not a

@@ -139,6 +139,7 @@ func (s *watches) watchStream(c echo.Context) error {
 	if err := w.flush(res); err != nil {
 		return nil
 	}
+	s.noteStream(c, app, w.local)
 	var remoteChanged <-chan struct{}
 	if rw != nil {
 		remoteChanged = s.remote.regions.Changed()
@@ -193,6 +194,7 @@ func (s *watches) watchStream(c echo.Context) error {
 		if err := w.flush(res); err != nil {
 			return nil // the reader went away or stopped reading (write deadline)
 		}
+		s.noteStream(c, app, w.local)
 	}
 }
 

@@ -46,3 +46,35 @@ func TestWrite_healthMarkIsNotKept(t *testing.T) {
 		t.Fatal("the marked instance was not written")
 	}
 }
+
+// A drained instance is written with its client's status too: restored
+// OUT_OF_SERVICE without its drain mark, it could not be undrained. A lone
+// node forgets the drain; a node with peers takes their drained copy.
+func TestWrite_drainIsNotKept(t *testing.T) {
+	clock := registrytest.NewClock()
+	src := newRegistry(t, clock)
+	fill(t, src, 10)
+	if _, err := src.Apply(registry.DrainOp("APP-1", "i-1", 1, "n1")); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := persist.Write(dir, "prod", "node-a", src.Snapshot(), nil, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if iv, _ := src.Instance("APP-1", "i-1"); iv.Status != registry.StatusOutOfService {
+		t.Fatalf("writing changed the stored instance: %s", iv.Status)
+	}
+	_, instances, err := readSnapshot(dir, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range instances {
+		if in.App == "APP-1" && in.ID() == "i-1" {
+			if in.Status != registry.StatusUp || in.WriteVersion != 0 {
+				t.Fatalf("restored %s version %d, want UP, unversioned", in.Status, in.WriteVersion)
+			}
+			return
+		}
+	}
+	t.Fatal("the drained instance was not written")
+}

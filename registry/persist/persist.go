@@ -107,7 +107,7 @@ func Write(dir, cluster, node string, snap *registry.Snapshot, tombs []registry.
 		magic, formatVersion, cluster, oneLine(node), now.UTC().Format(time.RFC3339Nano), snap.Instances); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
-	apps, hashcode := withoutHealthMarks(snap)
+	apps, hashcode := withoutMarks(snap)
 	if err := wire.WriteApplicationsJSON(body, apps, strconv.FormatUint(snap.Version, 10), hashcode); err != nil {
 		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmpName, err)
 	}
@@ -425,18 +425,21 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// withoutHealthMarks is snap's apps with every instance the health checks
-// marked written as its client left it (its status without the mark): the
-// file keeps no marks (Eureka's JSON has no place for them), and an
-// instance restored as DOWN without its mark would stay DOWN, since only
-// marked or UP instances are probed. Restored UP and unversioned
-// (writeVersions), it takes a peer's marked copy, or is probed again.
-func withoutHealthMarks(snap *registry.Snapshot) ([]registry.AppView, string) {
+// withoutMarks is snap's apps with every instance the health checks
+// marked, or that is drained, written as its client left it (its status
+// without the marks): the file keeps no marks (Eureka's JSON has no place
+// for them), and an instance restored as DOWN without its mark would stay
+// DOWN, since only marked or UP instances are probed; one restored as
+// OUT_OF_SERVICE without its drain could not be undrained. Restored
+// unversioned (writeVersions), it takes a peer's marked or drained copy;
+// a lone node forgets the drain, or probes the instance again.
+func withoutMarks(snap *registry.Snapshot) ([]registry.AppView, string) {
 	var apps []registry.AppView // a copy, once a mark is found
 	for i, app := range snap.Apps {
 		cloned := false
 		for j, iv := range app.Instances {
-			if iv.Health == nil {
+			_, drained := iv.Drain()
+			if iv.Health == nil && !drained {
 				continue
 			}
 			if apps == nil {
@@ -470,7 +473,7 @@ func writeVersions(w io.Writer, snap *registry.Snapshot) error {
 	for _, app := range snap.Apps {
 		for _, iv := range app.Instances {
 			if iv.WriteVersion == 0 || iv.Health != nil || iv.Pieces != nil {
-				// Neither the mark (withoutHealthMarks) nor the other
+				// Neither the marks (withoutMarks) nor the other
 				// pieces' versions (an override, metadata writes) are kept
 				// on disk: without its version the restored copy loses to
 				// the one a peer holds, and a lone node serves what it
