@@ -68,37 +68,22 @@ func TestSpringExample_problemsFound(t *testing.T) {
 			g := int64(60)
 			a.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds = &g
 		}, "terminationGracePeriodSeconds"},
-		{"instance id not the pod name", func(a *springApp) {
-			a.config.Data["application.yaml"] = strings.Replace(a.config.Data["application.yaml"], "instance-id: ${POD_NAME}", "instance-id: ${HOSTNAME}:orders:8080", 1)
-		}, "instance-id"},
-		{"load balancer cache on", func(a *springApp) {
-			a.config.Data["application.yaml"] = strings.Replace(a.config.Data["application.yaml"], "enabled: false", "enabled: true", 1)
-		}, "loadbalancer"},
-		{"drained instances handed out", func(a *springApp) {
-			a.config.Data["application.yaml"] = strings.Replace(a.config.Data["application.yaml"], "filter-only-up-instances: true", "filter-only-up-instances: false", 1)
-		}, "filter-only-up-instances"},
-		{"credentials on the command line", func(a *springApp) {
-			c := &a.deployment.Spec.Template.Spec.Containers[0]
-			c.Lifecycle.PreStop.Exec.Command[2] = strings.Replace(c.Lifecycle.PreStop.Exec.Command[2], "drain ", "drain --url http://drainer:pw@muster.muster.svc:8761 ", 1)
-		}, "MUSTER_URL"},
+		{"instance id not the pod name", configEdit("instance-id: ${POD_NAME}", "instance-id: ${HOSTNAME}:orders:8080"), "instance-id"},
+		{"load balancer cache on", configEdit("enabled: false", "enabled: true"), "loadbalancer"},
+		{"drained instances handed out", configEdit("filter-only-up-instances: true", "filter-only-up-instances: false"), "filter-only-up-instances"},
+		{"credentials on the command line", hookEdit("drain ", "drain --url http://drainer:pw@muster.muster.svc:8761 "), "MUSTER_URL"},
 		{"URL before its credentials", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			i := slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == "MUSTER_URL" })
 			u := c.Env[i]
 			c.Env = slices.Insert(slices.Delete(c.Env, i, i+1), 0, u)
 		}, "not defined before"},
-		{"wait shorter than a fetch", func(a *springApp) {
-			c := &a.deployment.Spec.Template.Spec.Containers[0]
-			c.Lifecycle.PreStop.Exec.Command[2] = strings.Replace(c.Lifecycle.PreStop.Exec.Command[2], "--wait 60s", "--wait 20s", 1)
-		}, "--wait"},
+		{"wait shorter than a fetch", hookEdit("--wait 60s", "--wait 20s"), "--wait"},
 		{"variables left to the kubelet", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			c.Lifecycle.PreStop.Exec.Command = append([]string{"/opt/muster/muster", "drain", "--wait", "60s", "ORDERS"}, "$(POD_NAME)")
 		}, "shell"},
-		{"wrong app", func(a *springApp) {
-			c := &a.deployment.Spec.Template.Spec.Containers[0]
-			c.Lifecycle.PreStop.Exec.Command[2] = strings.Replace(c.Lifecycle.PreStop.Exec.Command[2], " ORDERS ", " PAYMENTS ", 1)
-		}, "app"},
+		{"wrong app", hookEdit(" ORDERS ", " PAYMENTS "), "app"},
 		{"binary not mounted", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			c.VolumeMounts = c.VolumeMounts[:1]
@@ -120,6 +105,21 @@ func TestSpringExample_problemsFound(t *testing.T) {
 				t.Errorf("problems %q, want one about %q", problems, tc.want)
 			}
 		})
+	}
+}
+
+// configEdit replaces old with new in the ConfigMap's application.yaml.
+func configEdit(old, new string) func(*springApp) {
+	return func(a *springApp) {
+		a.config.Data["application.yaml"] = strings.Replace(a.config.Data["application.yaml"], old, new, 1)
+	}
+}
+
+// hookEdit replaces old with new in the preStop hook's script.
+func hookEdit(old, new string) func(*springApp) {
+	return func(a *springApp) {
+		cmd := a.deployment.Spec.Template.Spec.Containers[0].Lifecycle.PreStop.Exec.Command
+		cmd[2] = strings.Replace(cmd[2], old, new, 1)
 	}
 }
 
