@@ -20,10 +20,10 @@ import (
 )
 
 // The rolling restart's knobs. The fetch interval is the Eureka client's
-// real setting, shortened from its 30 s default so that a run takes a
-// minute; the control's failures last about that long per instance.
+// real setting, shortened from its 30 s default so that a run takes under
+// a minute; the control's failures last up to that long per instance.
 const (
-	drainFetchInterval = "5"                   // eureka.client.registry-fetch-interval-seconds of every app
+	drainFetchInterval = "5"                   // the caller's eureka.client.registry-fetch-interval-seconds
 	drainCallEvery     = 50 * time.Millisecond // 20 calls a second from the test to the caller
 	drainWait          = "60s"                 // muster drain --wait, as in the Kubernetes recipe
 	drainAdmin         = "admin"
@@ -99,10 +99,11 @@ func TestBoot4RollingRestart_drainVersusControl(t *testing.T) {
 // drainNodes are two Muster nodes peered with each other (static peers,
 // signed replication), with authentication on as in production: the
 // service's instances register with the first, the caller reads the
-// second, and drains go to both. Every app process reads as a user of its
-// own (appUser): a node tells its readers apart by user and address, and
-// on one loopback address the user is what makes each process a reader
-// of its own, as each pod's IP does on Kubernetes.
+// second, and a drain names both (the first that answers drains
+// cluster-wide). Every app process reads as a user of its own (appURL):
+// a node tells its readers apart by user and address, and on one
+// loopback address the user is what makes each process a reader of its
+// own, as each pod's IP does on Kubernetes.
 //
 // Each run has nodes of its own: a node takes a client that read within
 // muster.drain.reader-window-ms for a reader, so the other run's stopped
@@ -135,8 +136,8 @@ func appURL(n *interoptest.Node, id string) []string {
 type drainStep func(t *testing.T, nodes []*interoptest.Node, a *app) string
 
 // rollingRestart runs one rolling restart of a fresh two-instance service
-// (APP NAME-SVC) under a fresh caller on fresh nodes, with drain (nil: none) before each
-// stop, and returns what the calls saw.
+// (APP NAME-SVC) under a fresh caller on fresh nodes, with drain (nil:
+// none) before each stop, and returns what the calls saw.
 func rollingRestart(t *testing.T, c client, name string, drain drainStep) restartRun {
 	nodes := drainNodes(t, name)
 	svcName := name + "-svc"
@@ -162,6 +163,7 @@ func rollingRestart(t *testing.T, c client, name string, drain drainStep) restar
 	callerSees(t, caller, svcName, ids(svcs))
 
 	load := startCalls(caller, svcName)
+	t.Cleanup(func() { load.stop() }) // a failed step leaves no calls running
 	start := time.Now()
 	for _, a := range svcs {
 		waitAnswered(t, caller, load, a.ID)
@@ -245,6 +247,7 @@ type calls struct {
 	caller  *app
 	service string
 	done    chan struct{}
+	halt    sync.Once
 	wg      sync.WaitGroup
 	http    *http.Client
 
@@ -308,9 +311,10 @@ func (l *calls) answered(id string) int {
 	return l.run.answeredBy[id]
 }
 
-// stop ends the stream, waits for the calls in flight and returns the count.
+// stop ends the stream, waits for the calls in flight and returns the
+// count; it may be called again.
 func (l *calls) stop() restartRun {
-	close(l.done)
+	l.halt.Do(func() { close(l.done) })
 	l.wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
