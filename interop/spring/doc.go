@@ -42,7 +42,7 @@
 // at 20 calls a second while the service restarts one instance at a time,
 // once without a preStop (the control: failed calls) and once with
 // `muster drain --wait` before each stop (none). The package takes about
-// seven minutes on two cores (at most three JVMs at once; the rolling
+// six minutes on two cores (at most three JVMs at once; the rolling
 // restart about three of them).
 //
 // The apps are steered over their own HTTP port: /control/state (the
