@@ -184,17 +184,21 @@ func (s *Server) serve(w mdns.ResponseWriter, q *mdns.Msg, tcp bool) {
 	if s.serveFast(w, q, src, tcp, start) {
 		return
 	}
-	var version uint64 // the answer is current at this version at least
+	var snap *registry.Snapshot // the answer is current at its version at least
 	if s.onAnswer != nil {
-		version = s.reg.Snapshot().Version
+		snap = s.reg.Snapshot()
 	}
 	r := s.answer(q)
 	s.write(w, q, r, tcp, start)
 	if s.onAnswer != nil && len(q.Question) == 1 {
 		// An app's name answered the general way: no addresses (none UP,
 		// e.g. the one instance drained) or a type the fast path leaves.
+		// Only an app that exists: random names must not grow the
+		// resolver's record.
 		if app, _, _, ok := s.packable(strings.ToLower(q.Question[0].Name)); ok {
-			s.onAnswer(src, strings.ToUpper(app), version)
+			if view, ok := snap.App(app); ok {
+				s.onAnswer(src, view.Name, snap.Version)
+			}
 		}
 	}
 }

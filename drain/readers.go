@@ -2,6 +2,7 @@ package drain
 
 import (
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,34 @@ type Reader struct {
 	// Resolver is, for a DNS query, the resolver that asked: its address is
 	// its identity (kept as netip.Addr: a query builds no string).
 	Resolver netip.Addr
+}
+
+// MaxFieldLen is the longest identity field a reader keeps (bytes); the
+// read path cuts longer ones (Clip), so a reader costs a bounded amount of
+// memory whatever headers a client sends.
+const MaxFieldLen = 200
+
+// Clip cuts s to MaxFieldLen bytes, without copying.
+func Clip(s string) string {
+	if len(s) > MaxFieldLen {
+		return s[:MaxFieldLen]
+	}
+	return s
+}
+
+// clipped is r with every field cut to MaxFieldLen (no copy).
+func (r Reader) clipped() Reader {
+	r.IdentityName, r.IdentityVersion, r.IdentityID = Clip(r.IdentityName), Clip(r.IdentityVersion), Clip(r.IdentityID)
+	r.User, r.Agent, r.Address = Clip(r.User), Clip(r.Agent), Clip(r.Address)
+	return r
+}
+
+// owned is r with its strings copied: a reader the table keeps must not
+// hold on to the request it came from.
+func (r Reader) owned() Reader {
+	r.IdentityName, r.IdentityVersion, r.IdentityID = strings.Clone(r.IdentityName), strings.Clone(r.IdentityVersion), strings.Clone(r.IdentityID)
+	r.User, r.Agent, r.Address = strings.Clone(r.User), strings.Clone(r.Agent), strings.Clone(r.Address)
+	return r
 }
 
 // address is the address a receipt shows.
@@ -154,6 +183,7 @@ func (t *Readers) NoteApp(r Reader, app string, version uint64, now time.Time) {
 
 // find returns r's record, adding it when there is room.
 func (t *Readers) find(r Reader, now time.Time) *reads {
+	r = r.clipped()
 	t.mu.RLock()
 	rd := t.byReader[r]
 	t.mu.RUnlock()
@@ -173,7 +203,7 @@ func (t *Readers) find(r Reader, now time.Time) *reads {
 		}
 	}
 	rd = &reads{}
-	t.byReader[r] = rd
+	t.byReader[r.owned()] = rd
 	return rd
 }
 

@@ -2,6 +2,7 @@ package drain
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,5 +93,18 @@ func BenchmarkReaders_note(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		rs.NoteAll(readers[i%len(readers)], uint64(i), now)
+	}
+}
+
+// A client's headers cannot make a reader large: identity fields are cut
+// (the same cut on every read, so the reader stays one).
+func TestReaders_longIdentityIsCut(t *testing.T) {
+	rs := NewReaders(0, time.Minute)
+	long := strings.Repeat("x", 60_000)
+	rs.NoteAll(Reader{IdentityName: long, Address: "10.0.0.1"}, 1, time.Now())
+	rs.NoteAll(Reader{IdentityName: long + "y", Address: "10.0.0.1"}, 2, time.Now())
+	got := rs.Of("X", 0, 2)
+	if len(got) != 1 || len(got[0].Client) != MaxFieldLen || !got[0].Confirmed {
+		t.Fatalf("readers %d, client of %d bytes", len(got), len(got[0].Client))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/muster-registry/muster/drain"
@@ -40,8 +39,13 @@ func (n *Node) noteXDSAck(node, addr string, names []string, version uint64) {
 		readers.NoteAll(r, version, now)
 		return
 	}
+	// Only names of apps: the names are the client's, and a reader's apps
+	// must stay bounded by the registry's.
+	snap := n.reg.Snapshot()
 	for _, name := range names {
-		readers.NoteApp(r, strings.ToUpper(name), version, now)
+		if app, ok := snap.App(name); ok {
+			readers.NoteApp(r, app.Name, version, now)
+		}
 	}
 }
 

@@ -88,5 +88,9 @@ func (s *API) noteStream(c echo.Context, app string, version uint64) {
 		s.readers.NoteAll(readerOf(c), version, s.now())
 		return
 	}
-	s.readers.NoteApp(readerOf(c), app, version, s.now())
+	// The stream's app is the client's word: only one that exists is noted,
+	// so made-up names cannot grow the reader's record.
+	if view, ok := s.reg.Snapshot().App(app); ok {
+		s.readers.NoteApp(readerOf(c), view.Name, version, s.now())
+	}
 }
