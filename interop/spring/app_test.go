@@ -77,11 +77,17 @@ var readyLine = regexp.MustCompile(`MUSTER-READY port=(\d+) id=(\S+) transport=(
 // extra --key=value settings.
 func startApp(t *testing.T, c client, name string, urls []string, jvm []string, extra ...string) *app {
 	t.Helper()
+	return startAppAs(t, c, name, name+"-1", urls, jvm, extra...)
+}
+
+// startAppAs is startApp with the instance id given: a replacement of an
+// instance, as a Deployment's new pod, comes with an id of its own.
+func startAppAs(t *testing.T, c client, name, id string, urls []string, jvm []string, extra ...string) *app {
+	t.Helper()
 	dir := interoptest.Built(t, interoptest.Source(t, c.src))
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("SKIP: no java on PATH")
 	}
-	id := name + "-1"
 	args := append(append([]string{}, jvmFlags...), jvm...)
 	if c.main != "" {
 		args = append(args, "-cp", filepath.Join(dir, "target", "classes")+string(filepath.ListSeparator)+filepath.Join(dir, "target", "lib", "*"), c.main)
@@ -378,6 +384,27 @@ func nodeStatusIs(status string) func(instance) error {
 		}
 		return nil
 	}
+}
+
+// startPeeredPair starts two nodes made by newNode, each the other's
+// static peer, and returns them once both answer /readyz.
+func startPeeredPair(t *testing.T, newNode func(sets ...string) *interoptest.Node) []*interoptest.Node {
+	t.Helper()
+	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
+	var nodes []*interoptest.Node
+	for i := range ports {
+		// The first node starts while its peer is still down: it serves at
+		// once instead of waiting for a peer that knows the registry.
+		n := newNode(fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]),
+			"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=0",
+			"eureka.server.registry-sync-retries=1", "eureka.server.registry-sync-retry-wait-ms=200")
+		n.Port = ports[i]
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		n.Start()
+	}
+	return nodes
 }
 
 // poll runs cond until it returns nil or the time is up.

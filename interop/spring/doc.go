@@ -36,8 +36,14 @@
 // springpeer_test.go puts Spring apps on both sides of a Spring Cloud
 // Eureka Server 5.0 (interop/spring/eureka-server) peered with a Muster
 // node: a Boot 4 app on the Spring server and a Boot 3 app on Muster find
-// and call each other, and each sees the other gone when it stops. About four minutes on two cores (at most three
-// JVMs at once).
+// and call each other, and each sees the other gone when it stops.
+// drain_test.go is issue 45's rolling restart: a Boot 4 caller calls a
+// two-instance Boot 4 service (a @LoadBalanced RestTemplate, /control/lbcall)
+// at 20 calls a second while the service restarts one instance at a time,
+// once without a preStop (the control: failed calls) and once with
+// `muster drain --wait` before each stop (none). The package takes about
+// six minutes on two cores (at most three JVMs at once; the rolling
+// restart about three of them).
 //
 // The apps are steered over their own HTTP port: /control/state (the
 // registry as the client fetched it, Spring's DiscoveryClient view, the

@@ -21,20 +21,7 @@ func TestBoot4AndBoot3_findEachOther(t *testing.T) {
 	for _, c := range []client{clients[0], clients[2]} {
 		interoptest.Built(t, interoptest.Source(t, c.src)) // skips here, before any node starts
 	}
-	ports := []int{interoptest.FreePort(t), interoptest.FreePort(t)}
-	var nodes []*interoptest.Node
-	for i := range ports {
-		// The first node starts while its peer is still down: it serves at
-		// once instead of waiting for a peer that knows the registry.
-		n := evictingNode(t, fmt.Sprintf("eureka.client.service-url.defaultZone=http://127.0.0.1:%d/eureka/", ports[1-i]),
-			"eureka.server.wait-time-in-ms-when-sync-empty=0", "muster.cold-start-wait-ms=0",
-			"eureka.server.registry-sync-retries=1", "eureka.server.registry-sync-retry-wait-ms=200")
-		n.Port = ports[i]
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		n.Start()
-	}
+	nodes := startPeeredPair(t, func(sets ...string) *interoptest.Node { return evictingNode(t, sets...) })
 	// Each app has its own taps, so that one can be cut off alone; the
 	// Boot 4 app lists node 0 first, the Boot 3 app node 1.
 	tapsFor := func(order ...int) ([]*interoptest.WireTap, []string) {

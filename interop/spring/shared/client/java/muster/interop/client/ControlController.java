@@ -31,6 +31,8 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.client.RestClientResponseException;
+import org.springframework.web.client.RestTemplate;
 
 /**
  * The test's window into the app: the registry as this client fetched it, its re-registration and
@@ -45,18 +47,20 @@ public class ControlController {
     private final ObjectProvider<AbstractDiscoveryClientOptionalArgs<?>> transport;
     private final Environment env;
     private final LoadBalancerClient loadBalancer;
+    private final RestTemplate loadBalanced;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     public ControlController(EurekaClient eureka, ApplicationInfoManager infoManager,
             org.springframework.cloud.client.discovery.DiscoveryClient discovery,
             ObjectProvider<AbstractDiscoveryClientOptionalArgs<?>> transport, Environment env,
-            LoadBalancerClient loadBalancer) {
+            LoadBalancerClient loadBalancer, RestTemplate loadBalanced) {
         this.eureka = eureka;
         this.infoManager = infoManager;
         this.discovery = discovery;
         this.transport = transport;
         this.env = env;
         this.loadBalancer = loadBalancer;
+        this.loadBalanced = loadBalanced;
     }
 
     /** One line the test waits for: the port to steer the app on and the transport in use. */
@@ -127,6 +131,22 @@ public class ControlController {
             return ResponseEntity.status(r.statusCode()).body(r.body());
         } catch (Exception e) {
             return ResponseEntity.status(502).body(si.getUri() + ": " + e);
+        }
+    }
+
+    /**
+     * The same call through the @LoadBalanced RestTemplate (ClientApp), as application code makes
+     * it: http://SERVICE/control/whoami. Any failure (no instance, a refused connection, a
+     * timeout, an error status) answers non-2xx, so the caller of this endpoint counts it.
+     */
+    @GetMapping("/control/lbcall")
+    public ResponseEntity<String> lbcall(@RequestParam("service") String service) {
+        try {
+            return ResponseEntity.ok(loadBalanced.getForObject("http://" + service + "/control/whoami", String.class));
+        } catch (RestClientResponseException e) {
+            return ResponseEntity.status(e.getStatusCode()).body(e.getResponseBodyAsString());
+        } catch (RuntimeException e) {
+            return ResponseEntity.status(502).body(String.valueOf(e));
         }
     }
 
