@@ -207,6 +207,19 @@ func (t *Readers) find(r Reader, now time.Time) *reads {
 	return rd
 }
 
+// Forget drops r from the table: it is gone (it cancelled its own
+// instance), so a drain does not wait for it to read again. It is added
+// back if it reads again.
+func (t *Readers) Forget(r Reader) {
+	if t == nil {
+		return
+	}
+	r = r.clipped()
+	t.mu.Lock()
+	delete(t.byReader, r)
+	t.mu.Unlock()
+}
+
 // sweepLocked drops the readers idle for longer than the window.
 func (t *Readers) sweepLocked(now time.Time) {
 	cutoff := now.Add(-t.window).UnixMilli()

@@ -170,3 +170,34 @@ func TestDrain_watchStreamConfirms(t *testing.T) {
 		t.Fatalf("receipt %+v", rc)
 	}
 }
+
+// A client that cancels its own instance is a reader that left: in a
+// rolling restart the pod stopped before the one now draining read the app
+// too, and will never read again. Its cancel takes it out of the reader
+// table, so the next drain does not wait for it; a reader that merely
+// stopped reading (no cancel) is still waited for.
+func TestDrain_aReaderThatCancelsIsNotWaitedFor(t *testing.T) {
+	n := newTestNode(t)
+	for _, id := range []string{"o-1", "o-2", "o-3"} {
+		if r := n.do(t, http.MethodPost, "/eureka/apps/ORDERS", registerBody("ORDERS", id), jsonHeaders()...); r.code != http.StatusNoContent {
+			t.Fatalf("register %s: %d %s", id, r.code, r.body)
+		}
+	}
+	// o-1's and o-3's clients read the registry, as Spring apps do.
+	n.do(t, http.MethodGet, "/eureka/apps", "", with(jsonHeaders(), identity("o-1"))...)
+	n.do(t, http.MethodGet, "/eureka/apps", "", with(jsonHeaders(), identity("o-3"))...)
+	// o-1 stops: it cancels from the client it read with.
+	if r := n.do(t, http.MethodDelete, "/eureka/apps/ORDERS/o-1", "", identity("o-1")...); r.code != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.code, r.body)
+	}
+	r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-2?wait=50ms", "")
+	rc := receiptOf(t, r)
+	if r.code != http.StatusAccepted || rc.Readers != 1 || len(rc.Pending) != 1 || rc.Pending[0].Client != "DefaultClient/1.4 (o-3)" {
+		t.Fatalf("drain after o-1 left: %d %+v, want o-3's reader alone pending", r.code, rc)
+	}
+	// A replicated cancel is a peer's, not the reader's: o-3's reader stays.
+	n.do(t, http.MethodDelete, "/eureka/apps/ORDERS/o-3", "", with(identity("o-3"), []string{"x-netflix-discovery-replication", "true"})...)
+	if rc := receiptOf(t, n.do(t, http.MethodGet, "/admin/drain/ORDERS/o-2", "")); rc.Readers != 1 {
+		t.Fatalf("after a replicated cancel: %+v, want o-3's reader still waited for", rc)
+	}
+}

@@ -125,7 +125,7 @@ func New(cfg Config) *API {
 	s.payloads = newPayloadCache(defaultPayloadCacheEntries)
 	s.pieces = newPieceStore()
 	s.watch = newWatchHub(cfg.Registry, s.log)
-	s.writes = clientWrites{reg: cfg.Registry}
+	s.writes = clientWrites{reg: cfg.Registry, leaving: s.forgetReader}
 	s.remote = newRemoteReads(cfg.Regions, cfg.DeltaRetention)
 	s.holds = &watches{reg: cfg.Registry, watch: s.watch, watchTimer: cfg.WatchTimer,
 		maxWait: cfg.WatchMaxWait, maxWatchers: cfg.WatchMaxWatchers, remote: s.remote,

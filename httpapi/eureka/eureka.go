@@ -234,7 +234,12 @@ func decodeInstanceBody(c echo.Context) (*registry.Instance, error) {
 
 // clientWrites are the writes of clients and, with the replication
 // header, of Java peers: each one operation applied to the registry.
-type clientWrites struct{ reg Registry }
+type clientWrites struct {
+	reg Registry
+	// leaving hears of a client's own cancel: the reader that sends it is
+	// going away (reads.go).
+	leaving func(echo.Context)
+}
 
 // register is POST /apps/{app}: 204 on success, as the Java client demands.
 func (w clientWrites) register(c echo.Context) error {
@@ -314,6 +319,9 @@ func (w clientWrites) cancel(c echo.Context) error {
 	}
 	if _, err := w.reg.Apply(registry.CancelOp(app, id).From(originOf(c))); err != nil {
 		return err
+	}
+	if w.leaving != nil {
+		w.leaving(c)
 	}
 	return c.NoContent(http.StatusOK)
 }

@@ -49,6 +49,19 @@ func readerOf(c echo.Context) drain.Reader {
 	return r
 }
 
+// forgetReader drops the reader that sends a client's cancel from the
+// drain's reader table: an app that stops cancels its registration from
+// the Eureka client it reads with (same identity, same address), and will
+// not read again. Kept, it would hold up every drain for the reader window
+// after it left: in a rolling restart, each drain but the first would wait
+// out its whole wait for the pod stopped before it.
+func (s *API) forgetReader(c echo.Context) {
+	if s.readers == nil || isReplication(c) {
+		return
+	}
+	s.readers.Forget(readerOf(c))
+}
+
 // noteAll records a client's read of every app (a full fetch, a delta) at
 // version; a peer's reads (syncUp) are not a reader's.
 func (s *API) noteAll(c echo.Context, version uint64) {

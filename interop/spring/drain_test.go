@@ -141,13 +141,11 @@ type drainStep func(t *testing.T, nodes []*interoptest.Node, a *app) string
 func rollingRestart(t *testing.T, c client, name string, drain drainStep) restartRun {
 	nodes := drainNodes(t, name)
 	svcName := name + "-svc"
-	// The service is a leaf: it calls nobody, so it does not fetch the
-	// registry. A service that fetches is a reader of its own app, and
-	// then the instance stopped before is a reader that never reads again:
-	// the drain of the next one waits for it until --wait ends (exit 3,
-	// no failed call, a slower rollout). docs/traffic.md says so; the
-	// drain does not yet forget a reader that cancelled its registration.
-	svcArgs := []string{"--eureka.client.fetch-registry=false"}
+	// The service fetches the registry, as Spring apps do by default: each
+	// instance is a reader of its own app, and the one stopped before the
+	// second drain never reads again. Its cancel at shutdown takes it out
+	// of the reader table, so that drain does not wait for it.
+	var svcArgs []string
 	svcs := []*app{
 		startAppAs(t, c, svcName, svcName+"-1", appURL(nodes[0], svcName+"-1"), nil, svcArgs...),
 		startAppAs(t, c, svcName, svcName+"-2", appURL(nodes[0], svcName+"-2"), nil, svcArgs...),
