@@ -116,23 +116,36 @@ func TestDrain_badInputChangesNothing(t *testing.T) {
 	}
 }
 
-func TestDrain_needsTheAdminRole(t *testing.T) {
+// A drain is the app's write: the admin, or a write user of the app (the
+// app's own credentials in a preStop hook); the list of every drain is the
+// admin's alone.
+func TestDrain_needsTheAppsWriteRole(t *testing.T) {
 	n := newSecuredNode(t, peerSecret, true)
-	n.do(t, http.MethodPost, "/eureka/apps/ORDERS", registerBody("ORDERS", "o-1"), with(jsonHeaders(), basic("admin", adminPW))...)
+	for _, app := range []string{"ORDERS", "BILLING"} {
+		n.do(t, http.MethodPost, "/eureka/apps/"+app, registerBody(app, "x-1"), with(jsonHeaders(), basic("admin", adminPW))...)
+	}
 	for _, tc := range []struct {
-		who  []string
-		want int
+		who                    []string
+		orders, billing, list int
 	}{
-		{nil, http.StatusUnauthorized},
-		{basic("reader", readerPW), http.StatusForbidden},
-		{basic("team", teamPW), http.StatusForbidden},
-		{basic("admin", adminPW), http.StatusOK},
+		{nil, http.StatusUnauthorized, http.StatusUnauthorized, http.StatusUnauthorized},
+		{basic("reader", readerPW), http.StatusForbidden, http.StatusForbidden, http.StatusForbidden},
+		{basic("team", teamPW), http.StatusOK, http.StatusForbidden, http.StatusForbidden}, // write, orders only
+		{basic("admin", adminPW), http.StatusOK, http.StatusOK, http.StatusOK},
 	} {
-		if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1", "", tc.who...); r.code != tc.want {
-			t.Errorf("POST as %v: %d, want %d", tc.who, r.code, tc.want)
+		for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			for app, want := range map[string]int{"ORDERS": tc.orders, "BILLING": tc.billing} {
+				r := n.do(t, m, "/admin/drain/"+app+"/x-1", "", tc.who...)
+				if want == http.StatusOK && (r.code == http.StatusNotFound || r.code == http.StatusAccepted) {
+					r.code = http.StatusOK // allowed: 202 pending, 404 once undrained
+				}
+				if r.code != want {
+					t.Errorf("%s %s as %v: %d, want %d", m, app, tc.who, r.code, want)
+				}
+			}
 		}
-		if r := n.do(t, http.MethodGet, "/admin/drain", "", tc.who...); r.code != tc.want {
-			t.Errorf("GET as %v: %d, want %d", tc.who, r.code, tc.want)
+		if r := n.do(t, http.MethodGet, "/admin/drain", "", tc.who...); r.code != tc.list {
+			t.Errorf("GET /admin/drain as %v: %d, want %d", tc.who, r.code, tc.list)
 		}
 	}
 	// The peer endpoint wants a peer signature, whoever asks.

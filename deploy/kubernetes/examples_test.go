@@ -71,7 +71,7 @@ func TestSpringExample_problemsFound(t *testing.T) {
 		{"instance id not the pod name", configEdit("instance-id: ${POD_NAME}", "instance-id: ${HOSTNAME}:orders:8080"), "instance-id"},
 		{"load balancer cache on", configEdit("enabled: false", "enabled: true"), "loadbalancer"},
 		{"drained instances handed out", configEdit("filter-only-up-instances: true", "filter-only-up-instances: false"), "filter-only-up-instances"},
-		{"credentials on the command line", hookEdit("drain ", "drain --url http://drainer:pw@muster.muster.svc:8761 "), "MUSTER_URL"},
+		{"credentials on the command line", hookEdit("drain ", "drain --url http://orders:pw@muster.muster.svc:8761 "), "MUSTER_URL"},
 		{"URL before its credentials", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			i := slices.IndexFunc(c.Env, func(v corev1.EnvVar) bool { return v.Name == "MUSTER_URL" })
@@ -91,7 +91,7 @@ func TestSpringExample_problemsFound(t *testing.T) {
 		{"password in the manifest", func(a *springApp) {
 			c := &a.deployment.Spec.Template.Spec.Containers[0]
 			for i := range c.Env {
-				if c.Env[i].Name == "DRAIN_PASSWORD" {
+				if c.Env[i].Name == "EUREKA_PASSWORD" {
 					c.Env[i].ValueFrom, c.Env[i].Value = nil, "hunter2"
 				}
 			}

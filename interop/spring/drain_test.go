@@ -327,7 +327,9 @@ func drainWithCLI(t *testing.T, nodes []*interoptest.Node, a *app) string {
 	t.Helper()
 	var urls []string
 	for _, n := range nodes {
-		urls = append(urls, adminURL(n))
+		// The instance's own write user, as the recipe's hook uses the
+		// app's: a drain is a write of the app, no admin needed.
+		urls = append(urls, strings.Replace(n.Base(), "://", "://"+a.ID+":"+drainAppPassword+"@", 1))
 	}
 	// The nodes and the credentials come from MUSTER_URL, as in the
 	// recipe: a pod's environment, not the hook's command line.
