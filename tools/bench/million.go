@@ -32,6 +32,13 @@ func benchMillionLabel(n int) string {
 	return benchSize(n)
 }
 
+// benchMillionLimit raises muster.max-instances (1,000,000 by default)
+// above the fleet: each node registers itself too, so a fleet of exactly
+// the default would have its last registration refused with 503.
+func benchMillionLimit(n int) string {
+	return fmt.Sprintf("muster.max-instances=%d", max(n+16, 1_000_000))
+}
+
 // benchRun is one side of an alternation: load cfg against target (or
 // drive runs it), CPU summed over the processes in cpuOf (target alone when
 // empty).
@@ -101,7 +108,7 @@ func (e millionBench) run() error {
 
 	// 1. Registration from cold. Bodies are made as they are sent (a
 	// million of them would take 1.1 GB in this process).
-	mu, err := e.startChild("million-muster", "muster",
+	mu, err := e.startChild("million-muster", "muster", "--set", benchMillionLimit(n),
 		"--set", "eureka.server.retention-time-in-m-s-in-delta-queue=3000",
 		"--set", "eureka.server.delta-retention-timer-interval-in-ms=500")
 	if err != nil {
@@ -459,7 +466,7 @@ func (e millionBench) millionSync(mu *benchChild, n int, label string) error {
 	}
 	cpu0 := mu.cpu()
 	t0 := time.Now()
-	args := []string{"--set", "eureka.client.service-url.defaultZone=http://" + mu.API + "/eureka/"}
+	args := []string{"--set", benchMillionLimit(n), "--set", "eureka.client.service-url.defaultZone=http://" + mu.API + "/eureka/"}
 	if e.profileDir != "" {
 		args = append(args, "--start-profile", filepath.Join(e.profileDir, "million-sync-"+label+".cpu.pprof"))
 	}
