@@ -2,7 +2,7 @@ package registry
 
 import (
 	"reflect"
-	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -39,26 +39,29 @@ const (
 	packByteStep = 32 // byte arrays are rounded up to this, to bound the types
 )
 
-type packKey struct{ kvs, bytes int }
-
-// packTypes caches the pack types by packKey.
-var packTypes sync.Map
+// packTypes holds the pack types made so far, by entries and by byte
+// steps: a lookup is two indexes and an atomic load, no allocation.
+var packTypes [packMaxKVs + 1][packMaxBytes/packByteStep + 1]atomic.Pointer[reflect.Type]
 
 var (
 	kvType   = reflect.TypeFor[KV]()
 	byteType = reflect.TypeFor[byte]()
 )
 
-func packType(k packKey) reflect.Type {
-	if t, ok := packTypes.Load(k); ok {
-		return t.(reflect.Type)
+// packType returns the pack type of kvs entries and steps × packByteStep
+// bytes.
+func packType(kvs, steps int) reflect.Type {
+	slot := &packTypes[kvs][steps]
+	if t := slot.Load(); t != nil {
+		return *t
 	}
 	t := reflect.StructOf([]reflect.StructField{
-		{Name: "KVs", Type: reflect.ArrayOf(k.kvs, kvType)},
-		{Name: "Bytes", Type: reflect.ArrayOf(k.bytes, byteType)},
+		{Name: "KVs", Type: reflect.ArrayOf(kvs, kvType)},
+		{Name: "Bytes", Type: reflect.ArrayOf(steps*packByteStep, byteType)},
 	})
-	actual, _ := packTypes.LoadOrStore(k, t)
-	return actual.(reflect.Type)
+	// Two writers may race to make the same type: either is right.
+	slot.CompareAndSwap(nil, &t)
+	return *slot.Load()
 }
 
 // packer hands out the parts of one pack.
@@ -72,7 +75,7 @@ func (p *packer) str(s string) string {
 	if s == "" {
 		return ""
 	}
-	if c, ok := commonStrings[s]; ok {
+	if c, ok := common(s); ok {
 		return c
 	}
 	n := copy(p.bytes, s)
@@ -83,10 +86,26 @@ func (p *packer) str(s string) string {
 
 // packedLen is how many bytes the pack of s takes.
 func packedLen(s string) int {
-	if _, ok := commonStrings[s]; ok {
+	if _, ok := common(s); ok {
 		return 0
 	}
 	return len(s)
+}
+
+// common returns the constant equal to s, if there is one. Ids, host
+// names and URLs are longer than the constants (but for the data center
+// classes, compared on their own), so most strings are not looked up.
+func common(s string) (string, bool) {
+	switch {
+	case s == DataCenterClassDefault:
+		return DataCenterClassDefault, true
+	case s == DataCenterClassAmazon:
+		return DataCenterClassAmazon, true
+	case len(s) > commonMaxLen:
+		return "", false
+	}
+	c, ok := commonStrings[s]
+	return c, ok
 }
 
 // packInstance points in's variable strings and metadata into one new
@@ -109,7 +128,7 @@ func packInstance(in *Instance) {
 	case kvs == 0:
 		p.bytes = make([]byte, size)
 	case kvs <= packMaxKVs && size <= packMaxBytes:
-		t := packType(packKey{kvs, (size + packByteStep - 1) / packByteStep * packByteStep})
+		t := packType(kvs, (size+packByteStep-1)/packByteStep)
 		base := reflect.New(t).UnsafePointer()
 		md = unsafe.Slice((*KV)(base), kvs)
 		if size > 0 {
@@ -159,12 +178,12 @@ func (in *Instance) eachPackedString(f func(*string)) {
 }
 
 // commonStrings are values many instances carry, by themselves: data
-// center names and classes, the metadata keys Spring Cloud, the Eureka
+// center names, the metadata keys Spring Cloud, the Eureka
 // clients and AWS set, and the values they usually have.
 var commonStrings = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{
-		DataCenterClassDefault, DataCenterClassAmazon, "MyOwn", "Amazon", "Netflix",
+		"MyOwn", "Amazon", "Netflix",
 		"true", "false", "http", "https", "8080", "8081", "8443", "9090",
 		"management.port", "management.context-path", "management.address", "zone", "instanceId",
 		"version", "profile", "secure", "jmx.port", "grpc.port", "gRPC_port", "configPath",
@@ -174,9 +193,13 @@ var commonStrings = func() map[string]string {
 		"public-ipv4", "vpc-id", "accountId", "mac", "kernel-id", "ramdisk-id",
 	} {
 		m[s] = s
+		commonMaxLen = max(commonMaxLen, len(s))
 	}
 	return m
 }()
+
+// commonMaxLen is the length of the longest of commonStrings.
+var commonMaxLen int
 
 func canonicalStatus(s Status) Status {
 	switch s {
