@@ -9,19 +9,27 @@ import (
 // Packing: what the collector has to follow of a stored instance.
 //
 // Every GC cycle marks every live instance, and at a million of them the
-// cost is set by how many distinct objects it reaches and how many heap
-// pointers it follows to get there: each is a lookup of its span, a cache
-// and TLB miss once the registry outgrows the caches. Decoded as it comes,
-// an instance is three objects besides its lease: the Instance, its
-// metadata array and its strings (the decoders copy those into one block so
-// that they do not pin the request body). packInstance makes the metadata
-// array and the strings one object, so an instance is the Instance (480 B,
-// small enough for the collector's span-at-a-time scan, which it would lose
-// if the metadata joined it) and one pack; the metadata's pointers then
-// point into the object being scanned. Values every instance shares (the
-// statuses, the data center names, the usual metadata keys) are pointed at
-// constants, which the collector skips without a lookup, and empty strings
-// hold no pointer at all.
+// cost is set by how many objects it reaches and how many heap pointers it
+// follows to get there: each is a lookup of the target's span, a cache and
+// TLB miss once the registry outgrows the caches. Decoded as it comes, an
+// instance is three objects besides its lease: the Instance, its metadata
+// array and its strings (the decoders copy those into one block so that
+// they do not pin the request body). packInstance makes the metadata array
+// and the strings one object, so an instance is the Instance and one pack,
+// and the metadata's pointers point into the object being scanned, which
+// the collector skips. The Instance stays apart: at 480 B it is scanned by
+// the collector's span-at-a-time path for small objects (≤ 512 B), which
+// it would leave if the metadata joined it. Values every instance shares
+// (the statuses, the data center names, the usual metadata keys) are
+// pointed at constants, which need no span lookup, and empty strings hold
+// no pointer at all. That is one object and ~57 B an instance less. It
+// did not measurably change the cost of a cycle at a million (within the
+// noise of the machine it was measured on, ±20 %): a pack is larger than
+// 512 B, which the collector scans object by object, and what costs most
+// are the pointers from object to object (indexes to leases, leases and
+// views to instances, instances to packs); see docs/performance.md,
+// "A light collector at 1M". Packs capped at 512 B (two small objects
+// beyond) measured no better.
 //
 // A pack is a struct of a [k]KV array followed by a [n]byte array, its type
 // made by reflect once per (k, n rounded up) and kept: the collector knows
