@@ -474,6 +474,10 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 // renewed at renewedAt, as a visible change, and lifts the key's
 // tombstone: the instance is back for real.
 func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) {
+	packInstance(in)
+	if id := in.ID(); id == key.ID {
+		key.ID = id // the packed copy: the app's map and the lease keep no other
+	}
 	rate := r.renewsPerMin(in)
 	was, reregistered := false, true
 	if l != nil {
@@ -912,6 +916,7 @@ func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin 
 		r.modifyLocked(l, in, kind, origin, now)
 		return
 	}
+	packInstance(in)
 	r.setInstLocked(l, in)
 	r.eventLocked(kind, origin, in, now)
 }
@@ -921,6 +926,7 @@ func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin 
 func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
 	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = now.UnixMilli()
+	packInstance(in)
 	r.setInstLocked(l, in)
 	r.changeLocked(kind, origin, in, now)
 }

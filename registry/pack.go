@@ -1,0 +1,238 @@
+package registry
+
+import (
+	"reflect"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Packing: what the collector has to follow of a stored instance.
+//
+// Every GC cycle marks every live instance, and at a million of them the
+// cost is set by how many objects it reaches and how many heap pointers it
+// follows to get there: each is a lookup of the target's span, a cache and
+// TLB miss once the registry outgrows the caches. Decoded as it comes, an
+// instance is three objects besides its lease: the Instance, its metadata
+// array and its strings (the decoders copy those into one block so that
+// they do not pin the request body). packInstance makes the metadata array
+// and the strings one object, so an instance is the Instance and one pack,
+// and the metadata's pointers point into the object being scanned, which
+// the collector skips. The Instance stays apart: at 480 B it is scanned by
+// the collector's span-at-a-time path for small objects (≤ 512 B), which
+// it would leave if the metadata joined it. Values every instance shares
+// (the statuses, the data center names, the usual metadata keys) are
+// pointed at constants, which need no span lookup, and empty strings hold
+// no pointer at all. That is one object and ~57 B an instance less. It
+// did not measurably change the cost of a cycle at a million (within the
+// noise of the machine it was measured on, ±20 %): a pack is larger than
+// 512 B, which the collector scans object by object, and what costs most
+// are the pointers from object to object (indexes to leases, leases and
+// views to instances, instances to packs); see docs/performance.md,
+// "A light collector at 1M". Packs capped at 512 B (two small objects
+// beyond) measured no better.
+//
+// A pack is a struct of a [k]KV array followed by a [n]byte array, its type
+// made by reflect once per (k, n rounded up) and kept: the collector knows
+// from the type that only the first part holds pointers. The strings are
+// views of the byte array (unsafe.String); they keep the pack alive like
+// any interior pointer, and nothing writes the bytes once the strings
+// exist, so the instance stays immutable as before.
+
+// Pack sizes: beyond these the metadata array and the strings are two
+// objects, as the decoders make them (a rare instance; the number of pack
+// types stays bounded whatever clients send).
+const (
+	packMaxKVs   = 16
+	packMaxBytes = 4096
+	packByteStep = 32 // byte arrays are rounded up to this, to bound the types
+)
+
+// packTypes holds the pack types made so far, by entries and by byte
+// steps: a lookup is two indexes and an atomic load, no allocation.
+var packTypes [packMaxKVs + 1][packMaxBytes/packByteStep + 1]atomic.Pointer[reflect.Type]
+
+var (
+	kvType   = reflect.TypeFor[KV]()
+	byteType = reflect.TypeFor[byte]()
+)
+
+// packType returns the pack type of kvs entries and steps × packByteStep
+// bytes.
+func packType(kvs, steps int) reflect.Type {
+	slot := &packTypes[kvs][steps]
+	if t := slot.Load(); t != nil {
+		return *t
+	}
+	t := reflect.StructOf([]reflect.StructField{
+		{Name: "KVs", Type: reflect.ArrayOf(kvs, kvType)},
+		{Name: "Bytes", Type: reflect.ArrayOf(steps*packByteStep, byteType)},
+	})
+	// Two writers may race to make the same type: either is right.
+	slot.CompareAndSwap(nil, &t)
+	return *slot.Load()
+}
+
+// packer hands out the parts of one pack.
+type packer struct {
+	bytes []byte // what is left of the byte array
+}
+
+// str returns s as a constant when it is a common value, else as a copy
+// in the pack's bytes. An empty string comes back as "", no pointer.
+func (p *packer) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	if c, ok := common(s); ok {
+		return c
+	}
+	n := copy(p.bytes, s)
+	out := unsafe.String(&p.bytes[0], n)
+	p.bytes = p.bytes[n:]
+	return out
+}
+
+// packedLen is how many bytes the pack of s takes.
+func packedLen(s string) int {
+	if _, ok := common(s); ok {
+		return 0
+	}
+	return len(s)
+}
+
+// common returns the constant equal to s, if there is one. Ids, host
+// names and URLs are longer than the constants (but for the data center
+// classes, compared on their own), so most strings are not looked up.
+func common(s string) (string, bool) {
+	switch {
+	case s == DataCenterClassDefault:
+		return DataCenterClassDefault, true
+	case s == DataCenterClassAmazon:
+		return DataCenterClassAmazon, true
+	case len(s) > commonMaxLen:
+		return "", false
+	}
+	c, ok := commonStrings[s]
+	return c, ok
+}
+
+// packInstance points in's variable strings and metadata into one new
+// allocation, and its common values at constants. Field values, metadata
+// order and lengths are unchanged; in must not have been published yet
+// (it is the fresh copy a write is about to store). Nothing in it refers
+// to the memory it was decoded from afterwards.
+func packInstance(in *Instance) {
+	in.Status = canonicalStatus(in.Status)
+	in.OverriddenStatus = canonicalStatus(in.OverriddenStatus)
+	in.ActionType = canonicalAction(in.ActionType)
+	dc := &in.DataCenterInfo
+	kvs := len(in.Metadata) + len(dc.Metadata)
+	size := 0
+	in.eachPackedString(func(s *string) { size += packedLen(*s) })
+	var p packer
+	var md []KV
+	switch {
+	case kvs == 0 && size == 0:
+	case kvs == 0:
+		p.bytes = make([]byte, size)
+	case kvs <= packMaxKVs && size <= packMaxBytes:
+		t := packType(kvs, (size+packByteStep-1)/packByteStep)
+		base := reflect.New(t).UnsafePointer()
+		md = unsafe.Slice((*KV)(base), kvs)
+		if size > 0 {
+			p.bytes = unsafe.Slice((*byte)(unsafe.Add(base, t.Field(1).Offset)), size)
+		}
+	default:
+		md = make([]KV, kvs)
+		p.bytes = make([]byte, size)
+	}
+	if kvs > 0 {
+		n := copy(md, in.Metadata)
+		copy(md[n:], dc.Metadata)
+		// Full slice expressions: appending to one can never write into
+		// the other.
+		in.Metadata, dc.Metadata = nilIfEmpty(md[:n:n]), nilIfEmpty(md[n:])
+	}
+	in.eachPackedString(func(s *string) { *s = p.str(*s) })
+}
+
+func nilIfEmpty(md Metadata) Metadata {
+	if len(md) == 0 {
+		return nil
+	}
+	return md
+}
+
+// eachPackedString visits the instance's strings that packInstance
+// copies: every string field but the statuses, and every metadata key and
+// value.
+func (in *Instance) eachPackedString(f func(*string)) {
+	for _, s := range [...]*string{
+		&in.InstanceID, &in.HostName, &in.App, &in.IPAddr, &in.Sid,
+		&in.AppGroupName, &in.HomePageURL, &in.StatusPageURL, &in.HealthCheckURL,
+		&in.SecureHealthCheckURL, &in.VIPAddress, &in.SecureVIPAddress, &in.ASGName,
+		&in.DataCenterInfo.Class, &in.DataCenterInfo.Name,
+	} {
+		f(s)
+	}
+	for i := range in.Metadata {
+		f(&in.Metadata[i].Key)
+		f(&in.Metadata[i].Value)
+	}
+	for i := range in.DataCenterInfo.Metadata {
+		f(&in.DataCenterInfo.Metadata[i].Key)
+		f(&in.DataCenterInfo.Metadata[i].Value)
+	}
+}
+
+// commonStrings are values many instances carry, by themselves: data
+// center names, the metadata keys Spring Cloud, the Eureka
+// clients and AWS set, and the values they usually have.
+var commonStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{
+		"MyOwn", "Amazon", "Netflix",
+		"true", "false", "http", "https", "8080", "8081", "8443", "9090",
+		"management.port", "management.context-path", "management.address", "zone", "instanceId",
+		"version", "profile", "secure", "jmx.port", "grpc.port", "gRPC_port", "configPath",
+		"prometheus.scrape", "prometheus.path", "prometheus.port", "/actuator", "/actuator/prometheus",
+		"ami-id", "ami-launch-index", "ami-manifest-path", "availability-zone", "hostname",
+		"instance-id", "instance-type", "local-hostname", "local-ipv4", "public-hostname",
+		"public-ipv4", "vpc-id", "accountId", "mac", "kernel-id", "ramdisk-id",
+	} {
+		m[s] = s
+		commonMaxLen = max(commonMaxLen, len(s))
+	}
+	return m
+}()
+
+// commonMaxLen is the length of the longest of commonStrings.
+var commonMaxLen int
+
+func canonicalStatus(s Status) Status {
+	switch s {
+	case StatusUp:
+		return StatusUp
+	case StatusDown:
+		return StatusDown
+	case StatusStarting:
+		return StatusStarting
+	case StatusOutOfService:
+		return StatusOutOfService
+	case StatusUnknown:
+		return StatusUnknown
+	}
+	return s // "", or not a status (never stored: Validate refuses it)
+}
+
+func canonicalAction(a ActionType) ActionType {
+	switch a {
+	case ActionAdded:
+		return ActionAdded
+	case ActionModified:
+		return ActionModified
+	case ActionDeleted:
+		return ActionDeleted
+	}
+	return a
+}
