@@ -66,21 +66,8 @@ func TestDrain_threeNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	fast := []string{"muster.drain.poll-interval-ms=20"}
-	n1 := startTestNode(t, "n1", "zone-a", nil, fast...)
-	seed := n1.gossipAddr(t)
-	n2 := startTestNode(t, "n2", "zone-b", []string{seed}, fast...)
-	n3 := startTestNode(t, "n3", "zone-c", []string{seed}, fast...)
-	nodes := []*Node{n1, n2, n3}
-	waitOpened(t, nodes...)
-	waitFor(t, 15*time.Second, "every node to see two peers", func() bool {
-		for _, n := range nodes {
-			if len(n.rep.PeerList()) != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	nodes := startThreeNodes(t, "muster.drain.poll-interval-ms=20")
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	if code := call(t, "POST", n1.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
 		t.Fatalf("register: %d", code)
 	}

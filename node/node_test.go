@@ -56,6 +56,26 @@ func (n *Node) gossipAddr(t *testing.T) string {
 	return addr
 }
 
+// startThreeNodes starts n1, n2 and n3 in zones a, b and c, the last two
+// joining the first by gossip, with sets on each, and waits until each is
+// open and replicates to the other two.
+func startThreeNodes(t *testing.T, sets ...string) []*Node {
+	t.Helper()
+	n1 := startTestNode(t, "n1", "zone-a", nil, sets...)
+	seed := n1.gossipAddr(t)
+	nodes := []*Node{n1, startTestNode(t, "n2", "zone-b", []string{seed}, sets...), startTestNode(t, "n3", "zone-c", []string{seed}, sets...)}
+	waitOpened(t, nodes...)
+	waitFor(t, 15*time.Second, "every node to see two peers", func() bool {
+		for _, n := range nodes {
+			if len(n.currentPeers()) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
 func waitOpened(t *testing.T, nodes ...*Node) {
 	t.Helper()
 	for _, n := range nodes {
@@ -105,21 +125,8 @@ func TestCluster_threeNodes(t *testing.T) {
 	}
 	// Short leases and eviction runs, self-preservation off: if heartbeats
 	// sent only to node 1 did not reach the others, they would evict.
-	fast := []string{"eureka.server.enable-self-preservation=false", "eureka.server.eviction-interval-timer-in-ms=500"}
-	n1 := startTestNode(t, "n1", "zone-a", nil, fast...)
-	seed := n1.gossipAddr(t)
-	n2 := startTestNode(t, "n2", "zone-b", []string{seed}, fast...)
-	n3 := startTestNode(t, "n3", "zone-c", []string{seed}, fast...)
-	nodes := []*Node{n1, n2, n3}
-	waitOpened(t, nodes...)
-	waitFor(t, 15*time.Second, "every node to see two peers", func() bool {
-		for _, n := range nodes {
-			if len(n.currentPeers()) != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	nodes := startThreeNodes(t, "eureka.server.enable-self-preservation=false", "eureka.server.eviction-interval-timer-in-ms=500")
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 
 	const count = 200
 	var wg sync.WaitGroup

@@ -28,6 +28,9 @@ if ! command -v ip >/dev/null 2>&1 || ! ip netns list >/dev/null 2>&1; then
   echo "== checker SKIPPED: ip netns (iproute2) does not work here"
   exit 0
 fi
+# The switches of the scripts are not settings of the nodes it starts
+# (they read MUSTER_* from the environment and refuse unknown keys).
+unset MUSTER_NO_INSTALL MUSTER_NO_INTEROP
 bin="$(mktemp -d /tmp/mchk-bin.XXXXXX)"
 cleanup() {
   # The checker removes what it made; this is the backstop for a kill.

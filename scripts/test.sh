@@ -71,6 +71,11 @@ else
   go run ./interop/interoptest/prebuild
 fi
 
+# This script's own switches are not settings: a node started by a test
+# reads MUSTER_* from the environment as configuration and refuses unknown
+# keys of its namespace.
+unset MUSTER_NO_INSTALL MUSTER_NO_INTEROP
+
 go vet ./...
 go test -race -count=1 -timeout 25m ./...
 # deploy/kubernetes is a module of its own (the Kubernetes and kustomize
