@@ -125,7 +125,7 @@ func TestDrain_needsTheAppsWriteRole(t *testing.T) {
 		n.do(t, http.MethodPost, "/eureka/apps/"+app, registerBody(app, "x-1"), with(jsonHeaders(), basic("admin", adminPW))...)
 	}
 	for _, tc := range []struct {
-		who                    []string
+		who                   []string
 		orders, billing, list int
 	}{
 		{nil, http.StatusUnauthorized, http.StatusUnauthorized, http.StatusUnauthorized},
