@@ -168,7 +168,18 @@ type Receipt struct {
 	// Untracked counts reads the nodes could not track (their reader
 	// tables were full): readers the receipt may be missing.
 	Untracked uint64 `json:"untracked,omitempty"`
+	// Ended says why a drain being waited for stopped being a drain before
+	// every reader confirmed: EndedCancelled (the instance cancelled, or
+	// was removed) or EndedUndrained (someone undrained it). The receipt is
+	// then the last one taken while it was drained.
+	Ended string `json:"ended,omitempty"`
 }
+
+// The values of Receipt.Ended.
+const (
+	EndedCancelled = "cancelled"
+	EndedUndrained = "undrained"
+)
 
 // Local is this node's answer to q: its readers of the app since the
 // drain less the window, judged on its own applied version of the mark.
@@ -222,9 +233,22 @@ func (d *Drainer) Drain(ctx context.Context, app, id string, wait time.Duration)
 			return rc, nil
 		case <-d.cfg.After(d.cfg.PollInterval):
 		}
-		if rc, err = d.Receipt(ctx, app, id); err != nil {
+		next, err := d.Receipt(ctx, app, id)
+		if errors.Is(err, ErrNotDrained) {
+			// Not an error of the request: the drain ended under it. The
+			// caller learns how from the last receipt, not a bare 404 or 500.
+			rc.Ended = EndedUndrained
+			if _, in, _ := d.cfg.Registry.Drain(app, id); in == nil {
+				rc.Ended = EndedCancelled
+			}
+			d.log.Warn().Str("app", rc.App).Str("instance_id", id).Str("ended", rc.Ended).Int("readers", rc.Readers).
+				Int("confirmed", rc.Confirmed).Msg("drain ended during its wait")
+			return rc, nil
+		}
+		if err != nil {
 			return Receipt{}, err
 		}
+		rc = next
 	}
 	return rc, nil
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // Exit codes of muster drain: 0 complete, 3 the wait ended with readers
-// pending, 1 any error (run's default).
+// pending (or the instance cancelled during it), 1 any error, an undrain
+// by someone else during the wait included (run's default).
 const exitDrainPending = 3
 
 // exitCodeError is an error that ends the command with its own exit code
@@ -38,7 +39,7 @@ func drainCmd(name string, args []string, stdout io.Writer, undo bool) error {
 	fs.SetOutput(stdout)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: muster %s [--url URL[,URL...]] [--wait DURATION] APP INSTANCE_ID\n\n", name)
-		fmt.Fprintln(fs.Output(), "Exit 0 when every reader confirmed, 3 when the wait ended with readers pending, 1 on any error.")
+		fmt.Fprintln(fs.Output(), "Exit 0 when every reader confirmed, 3 when the wait ended with readers pending or the instance cancelled during it, 1 on any error (an undrain during the wait included).")
 		fs.PrintDefaults()
 	}
 	def := probeDefaults(os.Environ())
@@ -157,10 +158,28 @@ func callDrain(ctx context.Context, client *http.Client, method string, u *url.U
 func reportDrain(stdout io.Writer, name string, u *url.URL, code int, body []byte, asJSON, undo bool) error {
 	switch code {
 	case http.StatusOK, http.StatusAccepted:
+	case http.StatusConflict:
+		// The drain ended during the wait; the body is its last receipt.
+		var rc drain.Receipt
+		if err := json.Unmarshal(body, &rc); err != nil || rc.Ended == "" {
+			return fmt.Errorf("%s: %s: 409: %.300s", name, u.Redacted(), strings.TrimSpace(string(body)))
+		}
+		if asJSON {
+			fmt.Fprintf(stdout, "%s\n", body)
+		} else {
+			fmt.Fprintf(stdout, "drain of %s/%s ended during the wait: the instance was %s (%d of %d readers had confirmed)\n",
+				rc.App, rc.InstanceID, rc.Ended, rc.Confirmed, rc.Readers)
+		}
+		if rc.Ended == drain.EndedCancelled {
+			// Gone from the registry: readers drop it on their next read,
+			// which the drain could not wait for any more.
+			return &exitCodeError{code: exitDrainPending}
+		}
+		return fmt.Errorf("%s: %s/%s was undrained by someone else during the wait: it is in service again", name, rc.App, rc.InstanceID)
 	case http.StatusUnauthorized:
 		return fmt.Errorf("%s: %s: 401: the node wants credentials it accepts: --url http://USER:PASSWORD@%s", name, u.Redacted(), u.Host)
 	case http.StatusForbidden:
-		return fmt.Errorf("%s: %s: 403: this user may not drain (it needs the admin role)", name, u.Redacted())
+		return fmt.Errorf("%s: %s: 403: this user may not drain this instance (it needs the admin role, or the write role of the instance's app)", name, u.Redacted())
 	default:
 		return fmt.Errorf("%s: %s: %d: %.300s", name, u.Redacted(), code, strings.TrimSpace(string(body)))
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fetchAs reads the registry through n as a Java client with identity id.
@@ -93,4 +95,72 @@ func TestDrain_skipsANodeThatFails(t *testing.T) {
 	if code := run([]string{"drain", "--url", failing.URL, "ORDERS", "orders-1"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "no node could drain") {
 		t.Fatalf("only a failing node: exit %d:\n%s%s", code, out.String(), errOut.String())
 	}
+}
+
+// A drain whose instance cancels during the wait ends at once with its
+// last receipt (409, exit 3: nobody can confirm any more); one undrained by
+// someone else during the wait is an error (exit 1: it is in service
+// again). Neither is a 5xx that would send the command to the next node.
+func TestDrain_endsWhenTheDrainEndsUnderIt(t *testing.T) {
+	n := startNode(t, "alpha")
+	for _, tc := range []struct {
+		id, end  string
+		wantCode int
+		wantOut  string
+	}{
+		{"orders-1", http.MethodDelete + " /eureka/apps/ORDERS/orders-1", 3, "ended during the wait: the instance was cancelled (0 of 1 readers had confirmed)"},
+		{"orders-2", http.MethodDelete + " /admin/drain/ORDERS/orders-2", 1, "was undrained by someone else during the wait"},
+	} {
+		register(t, n, "ORDERS", tc.id)
+		fetchAs(t, n.Addr(), "10.9.0.1") // a reader that never reads again
+		type result struct {
+			code int
+			out  string
+		}
+		done := make(chan result, 1)
+		go func() {
+			var out bytes.Buffer
+			code := run([]string{"drain", "--url", n.Addr(), "--wait", "2m", "ORDERS", tc.id}, &out, &out)
+			done <- result{code, out.String()}
+		}()
+		// The drain is in force (the instance OUT_OF_SERVICE) before the
+		// end comes, so the end lands during the wait.
+		waitFor(t, 10*time.Second, "the drain in force", func() bool { return instanceStatus(t, n.Addr(), "ORDERS", tc.id) == "OUT_OF_SERVICE" })
+		method, path, _ := strings.Cut(tc.end, " ")
+		req, _ := http.NewRequest(method, "http://"+n.Addr()+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", tc.end, resp.StatusCode)
+		}
+		r := <-done
+		if r.code != tc.wantCode || !strings.Contains(r.out, tc.wantOut) || strings.Contains(r.out, "trying the next node") {
+			t.Fatalf("%s during the wait: exit %d (want %d):\n%s", tc.end, r.code, tc.wantCode, r.out)
+		}
+	}
+}
+
+// instanceStatus is the status GET /eureka/apps/APP/ID shows on addr ("" if
+// it cannot be read).
+func instanceStatus(t *testing.T, addr, app, id string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/eureka/apps/"+app+"/"+id, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Instance struct {
+			Status string `json:"status"`
+		} `json:"instance"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return ""
+	}
+	return body.Instance.Status
 }

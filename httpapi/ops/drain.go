@@ -55,9 +55,13 @@ func drainTarget(c echo.Context) (app, id string, err error) {
 	return app, id, nil
 }
 
-// receiptCode is 200 for a complete receipt, 202 while readers are pending.
+// receiptCode is 200 for a complete receipt, 202 while readers are
+// pending, 409 for a drain that ended (cancelled, undrained) during its wait.
 func receiptCode(rc drain.Receipt) int {
-	if rc.Complete {
+	switch {
+	case rc.Ended != "":
+		return http.StatusConflict // the drain ended under the wait
+	case rc.Complete:
 		return http.StatusOK
 	}
 	return http.StatusAccepted
