@@ -12,6 +12,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/regions"
+	"github.com/muster-registry/muster/regions/regionstest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -37,7 +38,7 @@ func (r *clusterRegion) remove(i int) {
 	r.order = append(r.order[:i], r.order[i+1:]...)
 }
 
-// ids is the region's live instances as clientCopy.ids spells them, marked
+// ids is the region's live instances as regionstest.ClientCopy.ids spells them, marked
 // with region (the view of a remote) and filtered by allowed (nil: all).
 func (r *clusterRegion) ids(region string, allowed map[string]bool) []string {
 	out := []string{}
@@ -74,7 +75,7 @@ func (r *clusterRegion) settled(t *testing.T) {
 	})
 }
 
-// viewIDs is a fetcher's view as clientCopy.ids spells it.
+// viewIDs is a fetcher's view as regionstest.ClientCopy.ids spells it.
 func viewIDs(v *regions.View) []string {
 	out := []string{}
 	for _, a := range v.Apps {
@@ -145,7 +146,7 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 	}
 	docOf := func(n *Node, path, q string) *wire.Applications {
 		t.Helper()
-		doc, _ := fetchDoc(t, "http://"+n.Addr()+"/eureka"+path+q, false, nil)
+		doc, _ := regionstest.FetchDoc(t, "http://"+n.Addr()+"/eureka"+path+q, false, nil)
 		return doc
 	}
 
@@ -176,15 +177,15 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 	}
 	for _, n := range []*Node{a1, a2} {
 		doc := docOf(n, "/apps", "?regions=b")
-		if got := copyOf(doc); fmt.Sprint(got.ids()) != fmt.Sprint(want) || got.hashcode() != doc.Hashcode || doc.Hashcode != "UP_4_" {
-			t.Fatalf("%s regions=b: %v %q, want %v", n.name, got.ids(), doc.Hashcode, want)
+		if got := regionstest.CopyOf(doc); fmt.Sprint(got.IDs()) != fmt.Sprint(want) || got.Hashcode() != doc.Hashcode || doc.Hashcode != "UP_4_" {
+			t.Fatalf("%s regions=b: %v %q, want %v", n.name, got.IDs(), doc.Hashcode, want)
 		}
 	}
 	for _, n := range []*Node{b1, b2} {
 		doc := docOf(n, "/apps", "?regions=a")
 		w := append(rb.ids("", nil), ra.ids("a", nil)...)
 		sort.Strings(w)
-		if got := copyOf(doc).ids(); fmt.Sprint(got) != fmt.Sprint(w) {
+		if got := regionstest.CopyOf(doc).IDs(); fmt.Sprint(got) != fmt.Sprint(w) {
 			t.Fatalf("%s regions=a: %v, want %v", n.name, got, w)
 		}
 	}
@@ -260,14 +261,14 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 	}
 
 	type client struct {
-		copy clientCopy
+		copy regionstest.ClientCopy
 		n    *Node
 		q    string
 	}
 	clients := []*client{
-		{copyOf(docOf(a1, "/apps", "?regions=b")), a1, "?regions=b"},
-		{copyOf(docOf(b2, "/apps", "?regions=a")), b2, "?regions=a"},
-		{copyOf(docOf(a2, "/apps", "")), a2, ""},
+		{regionstest.CopyOf(docOf(a1, "/apps", "?regions=b")), a1, "?regions=b"},
+		{regionstest.CopyOf(docOf(b2, "/apps", "?regions=a")), b2, "?regions=a"},
+		{regionstest.CopyOf(docOf(a2, "/apps", "")), a2, ""},
 	}
 	mismatches, fallbackServed := 0, 0
 	const failAt = 10
@@ -301,14 +302,14 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 		checkViews(round)
 		for _, c := range clients {
 			d := docOf(c.n, "/apps/delta", c.q)
-			c.copy.apply(d, false)
-			if c.copy.hashcode() != d.Hashcode {
+			c.copy.Apply(d, false)
+			if c.copy.Hashcode() != d.Hashcode {
 				mismatches++
-				t.Errorf("round %d %s%s: copy %q, delta %q", round, c.n.name, c.q, c.copy.hashcode(), d.Hashcode)
+				t.Errorf("round %d %s%s: copy %q, delta %q", round, c.n.name, c.q, c.copy.Hashcode(), d.Hashcode)
 			}
-			if f := copyOf(docOf(c.n, "/apps", c.q)); fmt.Sprint(f.ids()) != fmt.Sprint(c.copy.ids()) {
+			if f := regionstest.CopyOf(docOf(c.n, "/apps", c.q)); fmt.Sprint(f.IDs()) != fmt.Sprint(c.copy.IDs()) {
 				mismatches++
-				t.Errorf("round %d %s%s: copy after delta\n%v\nfull\n%v", round, c.n.name, c.q, c.copy.ids(), f.ids())
+				t.Errorf("round %d %s%s: copy after delta\n%v\nfull\n%v", round, c.n.name, c.q, c.copy.IDs(), f.IDs())
 			}
 		}
 		// Either node of a asked regions=b: a's own and b's whitelisted,
@@ -317,13 +318,13 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 		sort.Strings(want)
 		for _, n := range []*Node{a1, a2} {
 			doc := docOf(n, "/apps", "?regions=b")
-			if got := copyOf(doc); fmt.Sprint(got.ids()) != fmt.Sprint(want) || got.hashcode() != doc.Hashcode {
-				t.Errorf("round %d: %s regions=b\n%v %q\nwant\n%v", round, n.name, got.ids(), doc.Hashcode, want)
+			if got := regionstest.CopyOf(doc); fmt.Sprint(got.IDs()) != fmt.Sprint(want) || got.Hashcode() != doc.Hashcode {
+				t.Errorf("round %d: %s regions=b\n%v %q\nwant\n%v", round, n.name, got.IDs(), doc.Hashcode, want)
 			}
 		}
 		// The plain client of a2 (transparent fallback) gets b's apps
 		// unknown in a, whitelisted ones only.
-		for _, id := range clients[2].copy.ids() {
+		for _, id := range clients[2].copy.IDs() {
 			if strings.HasSuffix(id, "@b") && !allowedB[id[:strings.IndexByte(id, '/')]] {
 				t.Errorf("round %d: a2 serves %s off the whitelist", round, id)
 			}
@@ -351,7 +352,7 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 		q            string
 		local, other string
 	}{{a1, "?regions=b", "a", "b"}, {a2, "?regions=b", "a", "b"}, {b2, "?regions=a", "b", "a"}} {
-		for _, id := range copyOf(docOf(c.n, "/apps", c.q)).ids() {
+		for _, id := range regionstest.CopyOf(docOf(c.n, "/apps", c.q)).IDs() {
 			region := id[strings.LastIndexByte(id, '@')+1:]
 			registeredIn := id[strings.IndexByte(id, '/')+1:][:1]
 			if (region == "" && registeredIn != c.local) || (region != "" && (region != c.other || registeredIn != c.other)) {

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,9 +20,7 @@ import (
 	mdns "github.com/miekg/dns"
 
 	"github.com/muster-registry/muster/httpapi/ops"
-	"github.com/muster-registry/muster/regions"
-	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/wire"
+	"github.com/muster-registry/muster/regions/regionstest"
 )
 
 // manualClock is a regions.Clock that moves only when the test says:
@@ -103,87 +100,6 @@ func regionNode(t *testing.T, name string, port int, clock *manualClock, remotes
 	return n
 }
 
-// fetchDoc GETs an applications document (JSON unless xml) with headers.
-func fetchDoc(t *testing.T, u string, xml bool, hdr map[string]string) (*wire.Applications, http.Header) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", u, nil)
-	if !xml {
-		req.Header.Set("Accept", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
-	}
-	var doc *wire.Applications
-	if xml {
-		doc, err = wire.DecodeApplicationsXML(b)
-	} else {
-		doc, err = wire.DecodeApplicationsJSON(b)
-	}
-	if err != nil {
-		t.Fatalf("GET %s: %v\n%s", u, err, b)
-	}
-	return doc, resp.Header
-}
-
-// clientCopy is what a Eureka client keeps: app → id → instance.
-type clientCopy map[string]map[string]*registry.Instance
-
-func copyOf(doc *wire.Applications) clientCopy {
-	c := clientCopy{}
-	c.apply(doc, true)
-	return c
-}
-
-// apply is DiscoveryClient#updateDelta (or a full replace).
-func (c clientCopy) apply(doc *wire.Applications, full bool) {
-	for _, a := range doc.Apps {
-		for _, iv := range a.Instances {
-			m := c[a.Name]
-			if m == nil {
-				m = map[string]*registry.Instance{}
-				c[a.Name] = m
-			}
-			if !full && iv.ActionType == registry.ActionDeleted {
-				delete(m, iv.ID())
-				continue
-			}
-			m[iv.ID()] = iv.Instance
-		}
-	}
-}
-
-func (c clientCopy) hashcode() string {
-	var counts registry.StatusCounts
-	for _, m := range c {
-		for _, in := range m {
-			counts.Add(in.Status)
-		}
-	}
-	return counts.Hashcode()
-}
-
-// ids lists app/id=STATUS@region of the copy, sorted.
-func (c clientCopy) ids() []string {
-	var out []string
-	for app, m := range c {
-		for id, in := range m {
-			r, _ := in.Metadata.Get(regions.MetadataKey)
-			out = append(out, app+"/"+id+"="+string(in.Status)+"@"+r)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 func register(t *testing.T, n *Node, app, id string) {
 	t.Helper()
 	if code := call(t, "POST", "http://"+n.Addr()+"/eureka/apps/"+app, instanceBody(app, id, 3600)); code != 204 {
@@ -247,8 +163,8 @@ func TestRegions_nodeServesRemoteRegions(t *testing.T) {
 	register(t, a, "ORDERS", "a1")
 	tr.step(t)
 
-	doc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-	if ids := copyOf(doc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ ORDERS/o1=UP@b PAYMENTS/p1=UP@b]" || doc.Hashcode != "UP_3_" {
+	doc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	if ids := regionstest.CopyOf(doc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ ORDERS/o1=UP@b PAYMENTS/p1=UP@b]" || doc.Hashcode != "UP_3_" {
 		t.Fatalf("a's regions=b: %v %q", ids, doc.Hashcode)
 	}
 	if _, ok := a.reg.Instance("ORDERS", "o1"); ok {
@@ -322,8 +238,8 @@ func TestRegions_clusterEachNodeFetches(t *testing.T) {
 		return a1.regions.Views()[0].Instances == 2 && a2.regions.Views()[0].Instances == 2
 	})
 	for _, n := range []*Node{a1, a2} {
-		doc, _ := fetchDoc(t, "http://"+n.Addr()+"/eureka/apps?regions=b", false, nil)
-		if ids := copyOf(doc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b ORDERS/x1=UP@ PAYMENTS/p1=UP@b]" {
+		doc, _ := regionstest.FetchDoc(t, "http://"+n.Addr()+"/eureka/apps?regions=b", false, nil)
+		if ids := regionstest.CopyOf(doc).IDs(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b ORDERS/x1=UP@ PAYMENTS/p1=UP@b]" {
 			t.Fatalf("%s regions=b: %v", n.name, ids)
 		}
 		if _, ok := n.reg.Instance("ORDERS", "o1"); ok || n.reg.Len() != 1 {
@@ -335,8 +251,8 @@ func TestRegions_clusterEachNodeFetches(t *testing.T) {
 	}
 	// A peer's syncUp read (the replication header) gets local data only,
 	// where a client's plain read gets b's PAYMENTS by the fallback.
-	if plain, _ := fetchDoc(t, "http://"+a1.Addr()+"/eureka/apps", false, nil); !strings.Contains(fmt.Sprint(copyOf(plain).ids()), "PAYMENTS/p1") {
-		t.Fatalf("a1's plain read lacks the fallback: %v", copyOf(plain).ids())
+	if plain, _ := regionstest.FetchDoc(t, "http://"+a1.Addr()+"/eureka/apps", false, nil); !strings.Contains(fmt.Sprint(regionstest.CopyOf(plain).IDs()), "PAYMENTS/p1") {
+		t.Fatalf("a1's plain read lacks the fallback: %v", regionstest.CopyOf(plain).IDs())
 	}
 	req, _ := http.NewRequest("GET", "http://"+a1.Addr()+"/eureka/apps", nil)
 	req.Header.Set("Accept", "application/json")
@@ -351,8 +267,8 @@ func TestRegions_clusterEachNodeFetches(t *testing.T) {
 		t.Fatalf("a peer's read of a1: %d %s", resp.StatusCode, body)
 	}
 	// b holds a's instance once, fetched from either node.
-	bdoc, _ := fetchDoc(t, "http://"+b.Addr()+"/eureka/apps?regions=a", false, nil)
-	if ids := copyOf(bdoc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@ ORDERS/x1=UP@a PAYMENTS/p1=UP@]" {
+	bdoc, _ := regionstest.FetchDoc(t, "http://"+b.Addr()+"/eureka/apps?regions=a", false, nil)
+	if ids := regionstest.CopyOf(bdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/o1=UP@ ORDERS/x1=UP@a PAYMENTS/p1=UP@]" {
 		t.Fatalf("b regions=a: %v", ids)
 	}
 }

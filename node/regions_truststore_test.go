@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/muster-registry/muster/internal/keystoretest"
+	"github.com/muster-registry/muster/regions/regionstest"
 )
 
 // TestRegions_trustStoreJavaKeystores: region a fetches an HTTPS region b
@@ -53,8 +54,8 @@ func TestRegions_trustStoreJavaKeystores(t *testing.T) {
 				waitFor(t, 20*time.Second, tc.what+": region a fetched https region b", func() bool {
 					return a.regions.Fetchers()[0].View().HasData
 				})
-				doc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-				if ids := copyOf(doc).ids(); strings.Join(ids, ",") != "ORDERS/o1=UP@b" {
+				doc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+				if ids := regionstest.CopyOf(doc).IDs(); strings.Join(ids, ",") != "ORDERS/o1=UP@b" {
 					t.Errorf("%s: region a serves %v of b, want ORDERS/o1", tc.what, ids)
 				}
 				_ = a.Shutdown(context.Background())

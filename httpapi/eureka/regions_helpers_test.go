@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +26,6 @@ import (
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
-	"github.com/muster-registry/muster/registry/wire"
 )
 
 // The remote regions as the Eureka API serves them: regions=, the
@@ -198,87 +196,6 @@ func (c *manualClock) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.waiters)
-}
-
-// fetchDoc GETs an applications document (JSON unless xml) with headers.
-func fetchDoc(t *testing.T, u string, xml bool, hdr map[string]string) (*wire.Applications, http.Header) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", u, nil)
-	if !xml {
-		req.Header.Set("Accept", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
-	}
-	var doc *wire.Applications
-	if xml {
-		doc, err = wire.DecodeApplicationsXML(b)
-	} else {
-		doc, err = wire.DecodeApplicationsJSON(b)
-	}
-	if err != nil {
-		t.Fatalf("GET %s: %v\n%s", u, err, b)
-	}
-	return doc, resp.Header
-}
-
-// clientCopy is what a Eureka client keeps: app → id → instance.
-type clientCopy map[string]map[string]*registry.Instance
-
-func copyOf(doc *wire.Applications) clientCopy {
-	c := clientCopy{}
-	c.apply(doc, true)
-	return c
-}
-
-// apply is DiscoveryClient#updateDelta (or a full replace).
-func (c clientCopy) apply(doc *wire.Applications, full bool) {
-	for _, a := range doc.Apps {
-		for _, iv := range a.Instances {
-			m := c[a.Name]
-			if m == nil {
-				m = map[string]*registry.Instance{}
-				c[a.Name] = m
-			}
-			if !full && iv.ActionType == registry.ActionDeleted {
-				delete(m, iv.ID())
-				continue
-			}
-			m[iv.ID()] = iv.Instance
-		}
-	}
-}
-
-func (c clientCopy) hashcode() string {
-	var counts registry.StatusCounts
-	for _, m := range c {
-		for _, in := range m {
-			counts.Add(in.Status)
-		}
-	}
-	return counts.Hashcode()
-}
-
-// ids lists app/id=STATUS@region of the copy, sorted.
-func (c clientCopy) ids() []string {
-	var out []string
-	for app, m := range c {
-		for id, in := range m {
-			r, _ := in.Metadata.Get(regions.MetadataKey)
-			out = append(out, app+"/"+id+"="+string(in.Status)+"@"+r)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func register(t *testing.T, n *regionNode, app, id string) {

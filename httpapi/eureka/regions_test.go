@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/regions"
+	"github.com/muster-registry/muster/regions/regionstest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -25,34 +26,34 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 
 	// A client of a asking regions=b: b's whitelisted instances merged
 	// into a's same-named app, marked; SECRET not served.
-	doc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-	got := copyOf(doc)
+	doc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	got := regionstest.CopyOf(doc)
 	want := []string{"ORDERS/a1=UP@", "ORDERS/o1=UP@b"}
-	if fmt.Sprint(got.ids()) != fmt.Sprint(want) {
-		t.Fatalf("a's regions=b: %v, want %v", got.ids(), want)
+	if fmt.Sprint(got.IDs()) != fmt.Sprint(want) {
+		t.Fatalf("a's regions=b: %v, want %v", got.IDs(), want)
 	}
-	if doc.Hashcode != "UP_2_" || got.hashcode() != doc.Hashcode {
-		t.Fatalf("hashcode %q, copy's %q", doc.Hashcode, got.hashcode())
+	if doc.Hashcode != "UP_2_" || got.Hashcode() != doc.Hashcode {
+		t.Fatalf("hashcode %q, copy's %q", doc.Hashcode, got.Hashcode())
 	}
 	// The same in XML.
-	xdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", true, nil)
-	if x := copyOf(xdoc); fmt.Sprint(x.ids()) != fmt.Sprint(want) || xdoc.Hashcode != "UP_2_" {
-		t.Fatalf("XML: %v %q", x.ids(), xdoc.Hashcode)
+	xdoc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", true, nil)
+	if x := regionstest.CopyOf(xdoc); fmt.Sprint(x.IDs()) != fmt.Sprint(want) || xdoc.Hashcode != "UP_2_" {
+		t.Fatalf("XML: %v %q", x.IDs(), xdoc.Hashcode)
 	}
 	// b serves a's own instance only: a never hands b what it fetched
 	// from b (no mirror of a mirror), and b's view of a holds a1 alone.
-	bdoc, _ := fetchDoc(t, "http://"+b.Addr()+"/eureka/apps?regions=a", false, nil)
-	if ids := copyOf(bdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@a ORDERS/o1=UP@ SECRET/s1=UP@]" {
+	bdoc, _ := regionstest.FetchDoc(t, "http://"+b.Addr()+"/eureka/apps?regions=a", false, nil)
+	if ids := regionstest.CopyOf(bdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@a ORDERS/o1=UP@ SECRET/s1=UP@]" {
 		t.Fatalf("b's regions=a: %v", ids)
 	}
 	// A server (DefaultServer) asking a plainly gets a's local instances.
-	sdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, map[string]string{regions.HeaderIdentityName: regions.ServerIdentityName})
-	if ids := copyOf(sdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
+	sdoc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, map[string]string{regions.HeaderIdentityName: regions.ServerIdentityName})
+	if ids := regionstest.CopyOf(sdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
 		t.Fatalf("a to a server: %v", ids)
 	}
 	// Even when a server names a region: a server gets local data only.
-	sdoc, _ = fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, map[string]string{regions.HeaderIdentityName: regions.ServerIdentityName})
-	if ids := copyOf(sdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
+	sdoc, _ = regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, map[string]string{regions.HeaderIdentityName: regions.ServerIdentityName})
+	if ids := regionstest.CopyOf(sdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
 		t.Fatalf("a to a server naming b: %v", ids)
 	}
 
@@ -60,8 +61,8 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	// client; one a knows is not merged.
 	register(t, b, "PAYMENTS", "p1")
 	tr.step(t)
-	pdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, nil)
-	if ids := copyOf(pdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ PAYMENTS/p1=UP@b]" || pdoc.Hashcode != "UP_2_" {
+	pdoc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, nil)
+	if ids := regionstest.CopyOf(pdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ PAYMENTS/p1=UP@b]" || pdoc.Hashcode != "UP_2_" {
 		t.Fatalf("a's plain fetch: %v %q", ids, pdoc.Hashcode)
 	}
 	// App and instance lookups fall back; a status write on a remote
@@ -85,7 +86,7 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 		t.Fatal("a remote instance reached a's registry")
 	}
 	// A blocking fetch of regions=b wakes on a change in b.
-	_, hdr := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	_, hdr := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
 	index := hdr.Get("X-Muster-Index")
 	held := make(chan *wire.Applications, 1)
 	go func() {
@@ -108,7 +109,7 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 	tr.step(t)
 	select {
 	case doc := <-held:
-		if doc == nil || !strings.Contains(fmt.Sprint(copyOf(doc).ids()), "ORDERS/o2=UP@b") {
+		if doc == nil || !strings.Contains(fmt.Sprint(regionstest.CopyOf(doc).IDs()), "ORDERS/o2=UP@b") {
 			t.Fatalf("the held regions=b fetch answered %v", doc)
 		}
 	case <-time.After(20 * time.Second):
@@ -121,13 +122,13 @@ func TestRegions_twoRegionsServeEachOther(t *testing.T) {
 
 	// VIP lookups merge the same way (instanceBody's vipAddress is the
 	// lower-cased app name).
-	vdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/vips/orders?regions=b", false, nil)
-	if ids := copyOf(vdoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ ORDERS/o1=UP@b]" || vdoc.Hashcode != "UP_2_" {
+	vdoc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/vips/orders?regions=b", false, nil)
+	if ids := regionstest.CopyOf(vdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@ ORDERS/o1=UP@b]" || vdoc.Hashcode != "UP_2_" {
 		t.Fatalf("VIP orders with regions=b: %v %q", ids, vdoc.Hashcode)
 	}
 	// A region not configured is ignored; the own region adds nothing.
-	odoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=a,zz", false, nil)
-	if ids := copyOf(odoc).ids(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
+	odoc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=a,zz", false, nil)
+	if ids := regionstest.CopyOf(odoc).IDs(); fmt.Sprint(ids) != "[ORDERS/a1=UP@]" {
 		t.Fatalf("regions=a,zz: %v", ids)
 	}
 }
@@ -140,20 +141,20 @@ func TestRegions_gzipAndCompactAndShadowing(t *testing.T) {
 	register(t, b, "ORDERS", "same")
 	register(t, a, "ORDERS", "same") // a local instance takes the id: a's wins
 	tr.step(t)
-	doc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-	if ids := copyOf(doc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b ORDERS/same=UP@]" || doc.Hashcode != "UP_2_" {
+	doc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	if ids := regionstest.CopyOf(doc).IDs(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b ORDERS/same=UP@]" || doc.Hashcode != "UP_2_" {
 		t.Fatalf("shadowed: %v %q", ids, doc.Hashcode)
 	}
-	client := copyOf(doc)
+	client := regionstest.CopyOf(doc)
 	// The local one goes: b's instance of that id is served again, and
 	// the delta says so after the local DELETED.
 	if code := call(t, "DELETE", "http://"+a.Addr()+"/eureka/apps/ORDERS/same", ""); code != 200 {
 		t.Fatal(code)
 	}
-	d, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", false, nil)
-	client.apply(d, false)
-	if fmt.Sprint(client.ids()) != "[ORDERS/o1=UP@b ORDERS/same=UP@b]" || client.hashcode() != d.Hashcode {
-		t.Fatalf("after the local one went: %v %q vs %q", client.ids(), client.hashcode(), d.Hashcode)
+	d, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", false, nil)
+	client.Apply(d, false)
+	if fmt.Sprint(client.IDs()) != "[ORDERS/o1=UP@b ORDERS/same=UP@b]" || client.Hashcode() != d.Hashcode {
+		t.Fatalf("after the local one went: %v %q vs %q", client.IDs(), client.Hashcode(), d.Hashcode)
 	}
 	req, _ := http.NewRequest("GET", "http://"+a.Addr()+"/eureka/apps?regions=b", nil)
 	req.Header.Set("Accept", "application/json")
@@ -173,7 +174,7 @@ func TestRegions_gzipAndCompactAndShadowing(t *testing.T) {
 	}
 	body, _ := io.ReadAll(zr)
 	cdoc, err := wire.DecodeApplicationsJSON(body)
-	if err != nil || len(copyOf(cdoc).ids()) != 2 || strings.Contains(string(body), "metadata") {
+	if err != nil || len(regionstest.CopyOf(cdoc).IDs()) != 2 || strings.Contains(string(body), "metadata") {
 		t.Fatalf("compact gzip: %v %s", err, body)
 	}
 	_ = b
@@ -214,14 +215,14 @@ func TestRegions_deltasReconcileUnderChurn(t *testing.T) {
 	churn(b, "b", 0)
 	tr.step(t)
 	full := func(n *regionNode, q string) *wire.Applications {
-		doc, _ := fetchDoc(t, "http://"+n.Addr()+"/eureka/apps"+q, false, nil)
+		doc, _ := regionstest.FetchDoc(t, "http://"+n.Addr()+"/eureka/apps"+q, false, nil)
 		return doc
 	}
 	delta := func(n *regionNode, q string) *wire.Applications {
-		doc, _ := fetchDoc(t, "http://"+n.Addr()+"/eureka/apps/delta"+q, false, nil)
+		doc, _ := regionstest.FetchDoc(t, "http://"+n.Addr()+"/eureka/apps/delta"+q, false, nil)
 		return doc
 	}
-	clientA, clientB, clientPlain := copyOf(full(a, "?regions=b")), copyOf(full(b, "?regions=a")), copyOf(full(a, ""))
+	clientA, clientB, clientPlain := regionstest.CopyOf(full(a, "?regions=b")), regionstest.CopyOf(full(b, "?regions=a")), regionstest.CopyOf(full(a, ""))
 	mismatches := 0
 	// 20 rounds of one fetch interval: 10 minutes of churn on the clock.
 	for round := 1; round <= 20; round++ {
@@ -229,18 +230,18 @@ func TestRegions_deltasReconcileUnderChurn(t *testing.T) {
 		churn(b, "b", round)
 		tr.step(t)
 		for _, c := range []struct {
-			copy clientCopy
+			copy regionstest.ClientCopy
 			n    *regionNode
 			q    string
 		}{{clientA, a, "?regions=b"}, {clientB, b, "?regions=a"}, {clientPlain, a, ""}} {
 			d := delta(c.n, c.q)
-			c.copy.apply(d, false)
-			if c.copy.hashcode() != d.Hashcode {
+			c.copy.Apply(d, false)
+			if c.copy.Hashcode() != d.Hashcode {
 				mismatches++
-				t.Errorf("round %d %s%s: copy %q, delta %q", round, c.n.name, c.q, c.copy.hashcode(), d.Hashcode)
+				t.Errorf("round %d %s%s: copy %q, delta %q", round, c.n.name, c.q, c.copy.Hashcode(), d.Hashcode)
 			}
-			if f := copyOf(full(c.n, c.q)); fmt.Sprint(f.ids()) != fmt.Sprint(c.copy.ids()) {
-				t.Errorf("round %d %s%s: copy after delta\n%v\nfull\n%v", round, c.n.name, c.q, c.copy.ids(), f.ids())
+			if f := regionstest.CopyOf(full(c.n, c.q)); fmt.Sprint(f.IDs()) != fmt.Sprint(c.copy.IDs()) {
+				t.Errorf("round %d %s%s: copy after delta\n%v\nfull\n%v", round, c.n.name, c.q, c.copy.IDs(), f.IDs())
 			}
 		}
 	}
@@ -251,7 +252,7 @@ func TestRegions_deltasReconcileUnderChurn(t *testing.T) {
 	}
 	// Neither region serves the other's copy of itself: every instance a
 	// shows as b's was registered on b.
-	for _, id := range copyOf(full(a, "?regions=b")).ids() {
+	for _, id := range regionstest.CopyOf(full(a, "?regions=b")).IDs() {
 		if strings.HasSuffix(id, "@b") != strings.Contains(id, "/b-") {
 			t.Errorf("a serves %s", id)
 		}
@@ -266,19 +267,19 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 	a, b := tr.a, tr.b
 	register(t, b, "ORDERS", "o1")
 	tr.step(t)
-	if doc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil); len(copyOf(doc).ids()) != 1 {
-		t.Fatalf("before the cut: %v", copyOf(doc).ids())
+	if doc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil); len(regionstest.CopyOf(doc).IDs()) != 1 {
+		t.Fatalf("before the cut: %v", regionstest.CopyOf(doc).IDs())
 	}
-	plain, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, nil)
-	client := copyOf(plain)
-	named, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-	namedClient := copyOf(named)
+	plain, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps", false, nil)
+	client := regionstest.CopyOf(plain)
+	named, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	namedClient := regionstest.CopyOf(named)
 
 	tr.cut.Store(true)
 	tr.step(t) // one failure: the data stays
-	doc, hdr := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-	if len(copyOf(doc).ids()) != 1 || hdr.Get("X-Muster-Regions-Missing") != "" {
-		t.Fatalf("after one failure: %v %v", copyOf(doc).ids(), hdr)
+	doc, hdr := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	if len(regionstest.CopyOf(doc).IDs()) != 1 || hdr.Get("X-Muster-Regions-Missing") != "" {
+		t.Fatalf("after one failure: %v %v", regionstest.CopyOf(doc).IDs(), hdr)
 	}
 	if v := metricValue(t, a, `muster_region_fetch_errors_total{region="b"}`); v < 1 {
 		t.Fatalf("fetch errors metric %v", v)
@@ -295,20 +296,20 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 		waitFor(t, 10*time.Second, "fetchers waiting again", func() bool { return tr.clock.Waiting() >= w })
 	}
 	waitFor(t, 10*time.Second, "b's data dropped", func() bool { return !a.regions.Views()[0].HasData })
-	doc, hdr = fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
-	if len(copyOf(doc).ids()) != 0 || hdr.Get("X-Muster-Regions-Missing") != "b" {
-		t.Fatalf("after max staleness: %v, header %q", copyOf(doc).ids(), hdr.Get("X-Muster-Regions-Missing"))
+	doc, hdr = regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	if len(regionstest.CopyOf(doc).IDs()) != 0 || hdr.Get("X-Muster-Regions-Missing") != "b" {
+		t.Fatalf("after max staleness: %v, header %q", regionstest.CopyOf(doc).IDs(), hdr.Get("X-Muster-Regions-Missing"))
 	}
 	// A plain client's delta carries the drop: its copy stays consistent.
-	d, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta", false, nil)
-	client.apply(d, false)
-	if client.hashcode() != d.Hashcode || len(client.ids()) != 0 {
-		t.Fatalf("plain client after the drop: %v, hashcode %q vs %q", client.ids(), client.hashcode(), d.Hashcode)
+	d, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta", false, nil)
+	client.Apply(d, false)
+	if client.Hashcode() != d.Hashcode || len(client.IDs()) != 0 {
+		t.Fatalf("plain client after the drop: %v, hashcode %q vs %q", client.IDs(), client.Hashcode(), d.Hashcode)
 	}
-	d, _ = fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", false, nil)
-	namedClient.apply(d, false)
-	if namedClient.hashcode() != d.Hashcode || len(namedClient.ids()) != 0 {
-		t.Fatalf("regions=b client after the drop: %v, hashcode %q vs %q", namedClient.ids(), namedClient.hashcode(), d.Hashcode)
+	d, _ = regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", false, nil)
+	namedClient.Apply(d, false)
+	if namedClient.Hashcode() != d.Hashcode || len(namedClient.IDs()) != 0 {
+		t.Fatalf("regions=b client after the drop: %v, hashcode %q vs %q", namedClient.IDs(), namedClient.Hashcode(), d.Hashcode)
 	}
 	if v := metricValue(t, a, `muster_region_has_data{region="b"}`); v != 0 {
 		t.Fatalf("has_data %v", v)
@@ -327,11 +328,11 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 		waitFor(t, 10*time.Second, "fetch done", func() bool { return tr.clock.Waiting() == 2 || a.regions.Views()[0].HasData })
 	}
 	waitFor(t, 10*time.Second, "b's data back", func() bool { return a.regions.Views()[0].HasData })
-	doc, hdr = fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
+	doc, hdr = regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", false, nil)
 	if hdr.Get("X-Muster-Regions-Missing") != "" {
 		t.Fatalf("after recovery: %v", hdr)
 	}
-	if ids := copyOf(doc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b]" {
+	if ids := regionstest.CopyOf(doc).IDs(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b]" {
 		t.Fatalf("after recovery: %v (b is %s)", ids, b.name)
 	}
 }

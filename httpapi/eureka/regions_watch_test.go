@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/regions"
+	"github.com/muster-registry/muster/regions/regionstest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -341,16 +342,16 @@ func TestRegions_xmlDeltaSecureVIPAndSlowRemote(t *testing.T) {
 		t.Fatalf("a's fetcher after the failover: %+v", st)
 	}
 
-	sdoc, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/svips/orders-secure?regions=b", true, nil)
-	if ids := copyOf(sdoc).ids(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b]" || sdoc.Hashcode != "UP_1_" {
+	sdoc, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/svips/orders-secure?regions=b", true, nil)
+	if ids := regionstest.CopyOf(sdoc).IDs(); fmt.Sprint(ids) != "[ORDERS/o1=UP@b]" || sdoc.Hashcode != "UP_1_" {
 		t.Fatalf("XML svips with regions=b: %v %q", ids, sdoc.Hashcode)
 	}
-	if none, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/svips/orders-secure", true, map[string]string{"Accept": "application/xml"}); len(copyOf(none).ids()) != 1 {
+	if none, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/svips/orders-secure", true, map[string]string{"Accept": "application/xml"}); len(regionstest.CopyOf(none).IDs()) != 1 {
 		// The plain request: transparent fallback, ORDERS unknown in a.
-		t.Fatalf("plain XML svips: %v", copyOf(none).ids())
+		t.Fatalf("plain XML svips: %v", regionstest.CopyOf(none).IDs())
 	}
-	full, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", true, nil)
-	client := copyOf(full)
+	full, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps?regions=b", true, nil)
+	client := regionstest.CopyOf(full)
 	register(t, b, "ORDERS", "o2")
 	if code := call(t, "PUT", "http://"+b.Addr()+"/eureka/apps/ORDERS/o1/status?value=OUT_OF_SERVICE", ""); code != 200 {
 		t.Fatalf("status on b: %d", code)
@@ -358,10 +359,10 @@ func TestRegions_xmlDeltaSecureVIPAndSlowRemote(t *testing.T) {
 	waitFor(t, 10*time.Second, "a's fetcher waiting", func() bool { return clock.Waiting() >= 1 })
 	clock.Advance(30 * time.Second)
 	waitFor(t, 15*time.Second, "a's second fetch", func() bool { return a.regions.Views()[0].Instances == 2 })
-	d, _ := fetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", true, nil)
-	client.apply(d, false)
-	if fmt.Sprint(client.ids()) != "[ORDERS/o1=OUT_OF_SERVICE@b ORDERS/o2=UP@b]" || client.hashcode() != d.Hashcode || d.Hashcode != "OUT_OF_SERVICE_1_UP_1_" {
-		t.Fatalf("XML delta with regions=b: %v, copy %q, delta %q", client.ids(), client.hashcode(), d.Hashcode)
+	d, _ := regionstest.FetchDoc(t, "http://"+a.Addr()+"/eureka/apps/delta?regions=b", true, nil)
+	client.Apply(d, false)
+	if fmt.Sprint(client.IDs()) != "[ORDERS/o1=OUT_OF_SERVICE@b ORDERS/o2=UP@b]" || client.Hashcode() != d.Hashcode || d.Hashcode != "OUT_OF_SERVICE_1_UP_1_" {
+		t.Fatalf("XML delta with regions=b: %v, copy %q, delta %q", client.IDs(), client.Hashcode(), d.Hashcode)
 	}
 	if st := a.regions.Fetchers()[0].Stats(); st.DeltaFetches != 0 || st.FullFetches != 2 {
 		t.Fatalf("with disable-delta-for-remote-regions every fetch is full: %+v", st)

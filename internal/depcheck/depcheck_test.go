@@ -86,7 +86,7 @@ var allowed = map[string]rule{
 		// API a regions.Set fetching other instances of the API, as a node
 		// does: the one arrow to regions, in tests only.
 		imports:     []string{"drain", "httpapi/edge", "httpapi/httpkit", "httpapi/ops", "internal/gzjoin", "registry", "registry/wire", "replication"},
-		testImports: []string{"internal/testhttp", "internal/testwait", "regions", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
+		testImports: []string{"internal/testhttp", "internal/testwait", "regions", "regions/regionstest", "registry/registrytest", "replication/replicationtest"}, // the API alone; the assembled server is httpapi's
 		why:         "Eureka's REST API: handlers, payloads assembled from per-app pieces, blocking fetches and the watch stream, the peer endpoints",
 	},
 	"httpapi/console": {
@@ -114,6 +114,10 @@ var allowed = map[string]rule{
 		imports:     []string{"internal/clock", "internal/redact", "registry", "registry/wire", "report"},
 		testImports: []string{"internal/testwait", "registry/registrytest"},
 		why:         "remote regions: their config, one fetcher per region, the immutable views the Eureka API merges; the registry never sees them",
+	},
+	"regions/regionstest": {
+		imports: []string{"registry", "registry/wire", "regions"},
+		why:     "what the remote-region tests of the Eureka API and of the node share: a client's fetch and the copy it keeps",
 	},
 	"dns": {
 		imports:     []string{"registry"},
@@ -178,7 +182,7 @@ var allowed = map[string]rule{
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
 		imports:     []string{"auth", "cluster", "dns", "drain", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "report", "settings", "tlsconfig", "xds"},
-		testImports: []string{"internal/keystoretest", "internal/testwait", "registry/registrytest", "registry/wire"},
+		testImports: []string{"internal/keystoretest", "internal/testwait", "regions/regionstest", "registry/registrytest", "registry/wire"},
 		why:         "the assembly of a node from the settings it is handed: every server package, no tool, never the command line",
 	},
 	// The server binary: the command line around the node package.
