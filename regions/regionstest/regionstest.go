@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
-	"github.com/muster-registry/muster/regions"
 )
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
