@@ -26,7 +26,7 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 	n := newSecuredNode(t, peerSecret, false)
 	good := newSignedClient(t, n, peerSecret)
 	for _, tc := range []struct {
-		name, path, body string
+		name, path, Body string
 		signed           bool
 		want             int
 	}{
@@ -49,12 +49,12 @@ func TestAntiEntropy_endpointsAreGuardedAndBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var req *http.Request
 			if tc.signed {
-				req = good.request("POST", tc.path, tc.body)
+				req = good.request("POST", tc.path, tc.Body)
 			} else {
 				req, _ = http.NewRequest("POST", n.http.URL+tc.path, nil)
 				req.Header.Set("Content-Type", "application/json")
 			}
-			if code, b := send(t, req, tc.body); code != tc.want {
+			if code, b := send(t, req, tc.Body); code != tc.want {
 				t.Fatalf("= %d %q, want %d", code, b, tc.want)
 			}
 		})

@@ -113,7 +113,7 @@ func TestAuth_rolesAndRoutes(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		method, path string
-		body         string
+		Body         string
 		headers      []string
 		want         int
 	}{
@@ -166,20 +166,20 @@ func TestAuth_rolesAndRoutes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := n.reg.Snapshot().Version
-			r := n.do(t, tc.method, tc.path, tc.body, tc.headers...)
-			if r.code != tc.want {
-				t.Fatalf("%s %s = %d %q, want %d", tc.method, tc.path, r.code, r.body, tc.want)
+			r := n.do(t, tc.method, tc.path, tc.Body, tc.headers...)
+			if r.Code != tc.want {
+				t.Fatalf("%s %s = %d %q, want %d", tc.method, tc.path, r.Code, r.Body, tc.want)
 			}
-			if r.code == 401 && r.header.Get("WWW-Authenticate") != `Basic realm="muster"` {
-				t.Errorf("401 with WWW-Authenticate %q", r.header.Get("WWW-Authenticate"))
+			if r.Code == 401 && r.Header.Get("WWW-Authenticate") != `Basic realm="muster"` {
+				t.Errorf("401 with WWW-Authenticate %q", r.Header.Get("WWW-Authenticate"))
 			}
-			if r.code >= 400 {
+			if r.Code >= 400 {
 				if after := n.reg.Snapshot().Version; after != before {
 					t.Errorf("refused request changed the registry (version %d → %d)", before, after)
 				}
 				for _, secret := range []string{adminPW, readerPW, writerPW, teamPW, hashedPW} {
-					if strings.Contains(r.body, secret) {
-						t.Errorf("answer %q holds a password", r.body)
+					if strings.Contains(r.Body, secret) {
+						t.Errorf("answer %q holds a password", r.Body)
 					}
 				}
 			}
@@ -189,11 +189,11 @@ func TestAuth_rolesAndRoutes(t *testing.T) {
 		t.Error("BILLING/b1 gone: a team user's cancel of another team's app went through")
 	}
 	// Allowed writes do go through.
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "o2"), with(jsonHeaders(), team)...); r.code != 204 {
-		t.Fatalf("team register own app = %d %q", r.code, r.body)
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "o2"), with(jsonHeaders(), team)...); r.Code != 204 {
+		t.Fatalf("team register own app = %d %q", r.Code, r.Body)
 	}
-	if r := n.do(t, "DELETE", "/eureka/apps/ORDERS/o2", "", team...); r.code != 200 {
-		t.Fatalf("team cancel own app = %d %q", r.code, r.body)
+	if r := n.do(t, "DELETE", "/eureka/apps/ORDERS/o2", "", team...); r.Code != 200 {
+		t.Fatalf("team cancel own app = %d %q", r.Code, r.Body)
 	}
 
 	m := n.do(t, "GET", "/metrics", "", admin...)
@@ -204,8 +204,8 @@ func TestAuth_rolesAndRoutes(t *testing.T) {
 		`muster_auth_failures_total{reason="bad_password"} 3`,
 		`muster_auth_failures_total{reason="forbidden"} 13`,
 	} {
-		if !strings.Contains(m.body, want) {
-			t.Errorf("/metrics lacks %s:\n%s", want, failureLines(m.body))
+		if !strings.Contains(m.Body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, failureLines(m.Body))
 		}
 	}
 }
@@ -218,11 +218,11 @@ func TestAuth_replicationHeader_noPeerSecret(t *testing.T) {
 	origins := n.reg.Subscribe()
 	defer origins.Close()
 	rep := []string{"X-Netflix-Discovery-Replication", "true"}
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "w1"), with(jsonHeaders(), rep, basic("writer", writerPW))...); r.code != 204 {
-		t.Fatalf("writer register = %d", r.code)
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "w1"), with(jsonHeaders(), rep, basic("writer", writerPW))...); r.Code != 204 {
+		t.Fatalf("writer register = %d", r.Code)
 	}
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "a1"), with(jsonHeaders(), rep, basic("admin", adminPW))...); r.code != 204 {
-		t.Fatalf("admin register = %d", r.code)
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "a1"), with(jsonHeaders(), rep, basic("admin", adminPW))...); r.Code != 204 {
+		t.Fatalf("admin register = %d", r.Code)
 	}
 	replicated := replicatedFlags(origins)
 	if len(replicated) != 2 || replicated[0] || !replicated[1] {
@@ -330,7 +330,7 @@ func TestAuth_peerBatch(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		req  func() *http.Request
-		body string
+		Body string
 		want int
 	}{
 		{"replayed", func() *http.Request { return req.Clone(context.Background()) }, body, 401},
@@ -369,7 +369,7 @@ func TestAuth_peerBatch(t *testing.T) {
 		}, registerBody("EVIL", "e1"), 403},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, b := send(t, tc.req(), tc.body)
+			code, b := send(t, tc.req(), tc.Body)
 			if code != tc.want {
 				t.Fatalf("= %d %q, want %d", code, b, tc.want)
 			}
@@ -395,7 +395,7 @@ func TestAuth_peerBatch(t *testing.T) {
 		`muster_auth_failures_total{reason="peer_signature_required"} 2`,
 		`muster_auth_failures_total{reason="forbidden"} 1`,
 	} {
-		if !strings.Contains(m.body, want) {
+		if !strings.Contains(m.Body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
@@ -434,11 +434,11 @@ func TestAuth_replicationHeaderNeedsSignature(t *testing.T) {
 			defer origins.Close()
 			creds := basic("admin", adminPW)
 			rep := []string{"X-Netflix-Discovery-Replication", "true"}
-			if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "o1"), with(jsonHeaders(), rep, creds)...); r.code != 204 {
-				t.Fatalf("register = %d %q", r.code, r.body)
+			if r := n.do(t, "POST", "/eureka/apps/ORDERS", registerBody("ORDERS", "o1"), with(jsonHeaders(), rep, creds)...); r.Code != 204 {
+				t.Fatalf("register = %d %q", r.Code, r.Body)
 			}
-			if r := n.do(t, "DELETE", "/eureka/apps/ORDERS/o1", "", with(rep, creds)...); r.code != 200 {
-				t.Fatalf("cancel = %d %q", r.code, r.body)
+			if r := n.do(t, "DELETE", "/eureka/apps/ORDERS/o1", "", with(rep, creds)...); r.Code != 200 {
+				t.Fatalf("cancel = %d %q", r.Code, r.Body)
 			}
 			replicated := replicatedFlags(origins)
 			if len(replicated) != 2 || replicated[0] || replicated[1] {
@@ -483,16 +483,16 @@ func TestAuth_securityReported(t *testing.T) {
 	open := newTestNode(t)
 	var st ops.AdminStatus
 	r := open.do(t, "GET", "/admin/status", "")
-	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
+	if err := json.Unmarshal([]byte(r.Body), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Security != (httpapi.Security{ClientAuth: "none"}) {
 		t.Errorf("open node security = %+v", st.Security)
 	}
-	if !strings.Contains(r.body, `"security": {`) || !strings.Contains(r.body, `"gossipEncrypted": false`) {
-		t.Errorf("/admin/status lacks the security object:\n%s", r.body)
+	if !strings.Contains(r.Body, `"security": {`) || !strings.Contains(r.Body, `"gossipEncrypted": false`) {
+		t.Errorf("/admin/status lacks the security object:\n%s", r.Body)
 	}
-	if d := open.do(t, "GET", "/", ""); !strings.Contains(d.body, "THIS REGISTRY IS OPEN") {
+	if d := open.do(t, "GET", "/", ""); !strings.Contains(d.Body, "THIS REGISTRY IS OPEN") {
 		t.Error("dashboard of an open node does not say it is open")
 	}
 
@@ -501,14 +501,14 @@ func TestAuth_securityReported(t *testing.T) {
 	})
 	r = secured.do(t, "GET", "/admin/status", "", basic("admin", adminPW)...)
 	st = ops.AdminStatus{}
-	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
+	if err := json.Unmarshal([]byte(r.Body), &st); err != nil {
 		t.Fatal(err)
 	}
 	if want := (httpapi.Security{Auth: true, ClientAuth: "none", PeerAuth: true, GossipEncrypted: true}); st.Security != want {
 		t.Errorf("secured node security = %+v, want %+v", st.Security, want)
 	}
-	if d := secured.do(t, "GET", "/", "", basic("reader", readerPW)...); d.code != 200 || strings.Contains(d.body, "THIS REGISTRY IS OPEN") {
-		t.Errorf("dashboard of a secured node: %d, open banner shown: %v", d.code, strings.Contains(d.body, "THIS REGISTRY IS OPEN"))
+	if d := secured.do(t, "GET", "/", "", basic("reader", readerPW)...); d.Code != 200 || strings.Contains(d.Body, "THIS REGISTRY IS OPEN") {
+		t.Errorf("dashboard of a secured node: %d, open banner shown: %v", d.Code, strings.Contains(d.Body, "THIS REGISTRY IS OPEN"))
 	}
 }
 

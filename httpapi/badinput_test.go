@@ -23,17 +23,17 @@ func TestHeartbeat404_isEmpty(t *testing.T) {
 				wantType = "application/json"
 			}
 			r := n.do(t, "PUT", base+"/apps/ORDERS/gone?status=UP&lastDirtyTimestamp=1", "", headers...)
-			if r.code != 404 || r.body != "" || r.header.Get("Content-Type") != wantType {
+			if r.Code != 404 || r.Body != "" || r.Header.Get("Content-Type") != wantType {
 				t.Errorf("%s heartbeat of an unknown instance (Accept %q): %d %q %q, want an empty %s 404",
-					base, accept, r.code, r.header.Get("Content-Type"), r.body, wantType)
+					base, accept, r.Code, r.Header.Get("Content-Type"), r.Body, wantType)
 			}
-			if r.reason() == "" {
+			if r.Reason() == "" {
 				t.Errorf("%s: no X-Muster-Error reason", base)
 			}
 		}
 	}
 	// Routes outside Eureka's keep a readable text body.
-	if r := n.do(t, "GET", "/console/apps/NOPE", ""); r.code != 404 || r.body == "" {
-		t.Errorf("console 404: %d %q, want a text reason", r.code, r.body)
+	if r := n.do(t, "GET", "/console/apps/NOPE", ""); r.Code != 404 || r.Body == "" {
+		t.Errorf("console 404: %d %q, want a text reason", r.Code, r.Body)
 	}
 }

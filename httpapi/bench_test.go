@@ -84,8 +84,8 @@ func BenchmarkServer_fullFetchCached(b *testing.B) {
 			for b.Loop() {
 				w := &discardWriter{h: http.Header{}}
 				srv.ServeHTTP(w, req)
-				if w.code != http.StatusOK {
-					b.Fatalf("fetch: %d", w.code)
+				if w.Code != http.StatusOK {
+					b.Fatalf("fetch: %d", w.Code)
 				}
 			}
 			b.ReportMetric(float64(size)/float64(n), "gzipB/instance")
@@ -110,8 +110,8 @@ func BenchmarkServer_fullFetchAfterChange(b *testing.B) {
 				}
 				w := &discardWriter{h: http.Header{}}
 				srv.ServeHTTP(w, req)
-				if w.code != http.StatusOK {
-					b.Fatalf("fetch: %d", w.code)
+				if w.Code != http.StatusOK {
+					b.Fatalf("fetch: %d", w.Code)
 				}
 			}
 		})
@@ -143,20 +143,20 @@ func BenchmarkServer_register(b *testing.B) {
 // of a large payload measures the server, not a recorder's buffer.
 type discardWriter struct {
 	h    http.Header
-	code int
+	Code int
 }
 
 func (w *discardWriter) Header() http.Header { return w.h }
 
 func (w *discardWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+	if w.Code == 0 {
+		w.Code = code
 	}
 }
 
 func (w *discardWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
+	if w.Code == 0 {
+		w.Code = http.StatusOK
 	}
 	return len(b), nil
 }
@@ -177,8 +177,8 @@ func BenchmarkServer_deltaAfterChange(b *testing.B) {
 		}
 		w := &discardWriter{h: http.Header{}}
 		srv.ServeHTTP(w, req)
-		if w.code != http.StatusOK {
-			b.Fatalf("delta: %d", w.code)
+		if w.Code != http.StatusOK {
+			b.Fatalf("delta: %d", w.Code)
 		}
 	}
 }

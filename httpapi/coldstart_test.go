@@ -31,41 +31,41 @@ func TestColdStart_readsRefusedUntilClientsReRegister(t *testing.T) {
 	replication := []string{"x-netflix-discovery-replication", "true", "Accept", "application/json"}
 	refused := func(when string) {
 		t.Helper()
-		if r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json"); r.code != 403 {
-			t.Fatalf("%s: a client's fetch answered %d %s, want 403", when, r.code, r.body)
+		if r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json"); r.Code != 403 {
+			t.Fatalf("%s: a client's fetch answered %d %s, want 403", when, r.Code, r.Body)
 		}
-		if r := n.do(t, "GET", "/eureka/apps/delta", "", "Accept", "application/json"); r.code != 403 {
-			t.Fatalf("%s: a client's delta answered %d, want 403", when, r.code)
+		if r := n.do(t, "GET", "/eureka/apps/delta", "", "Accept", "application/json"); r.Code != 403 {
+			t.Fatalf("%s: a client's delta answered %d, want 403", when, r.Code)
 		}
-		if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
-			t.Fatalf("%s: a peer's syncUp fetch answered %d, want 503 (this node has no registry to give)", when, r.code)
+		if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.Code != 503 {
+			t.Fatalf("%s: a peer's syncUp fetch answered %d, want 503 (this node has no registry to give)", when, r.Code)
 		}
-		if r := n.do(t, "GET", "/readyz", ""); r.code != 503 {
-			t.Fatalf("%s: /readyz %d, want 503", when, r.code)
+		if r := n.do(t, "GET", "/readyz", ""); r.Code != 503 {
+			t.Fatalf("%s: /readyz %d, want 503", when, r.Code)
 		}
 	}
 	refused("at open")
 
 	// A live client's heartbeat finds nothing, so it registers again.
-	if r := n.do(t, "PUT", "/eureka/apps/ORDERS/host-a:orders:8080", ""); r.code != 404 {
-		t.Fatalf("heartbeat of an instance the cold node does not know: %d, want 404", r.code)
+	if r := n.do(t, "PUT", "/eureka/apps/ORDERS/host-a:orders:8080", ""); r.Code != 404 {
+		t.Fatalf("heartbeat of an instance the cold node does not know: %d, want 404", r.Code)
 	}
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", springBody, "Content-Type", "application/json"); r.code != 204 {
-		t.Fatalf("re-registration during the cold start: %d %s", r.code, r.body)
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", springBody, "Content-Type", "application/json"); r.Code != 204 {
+		t.Fatalf("re-registration during the cold start: %d %s", r.Code, r.Body)
 	}
 	n.clock.Advance(wait - time.Millisecond)
 	refused("just before the wait is over")
 
 	n.clock.Advance(time.Millisecond)
 	r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json")
-	if r.code != 200 || !strings.Contains(r.body, "host-a:orders:8080") {
-		t.Fatalf("after the wait: %d %s, want 200 with the re-registered instance", r.code, r.body)
+	if r.Code != 200 || !strings.Contains(r.Body, "host-a:orders:8080") {
+		t.Fatalf("after the wait: %d %s, want 200 with the re-registered instance", r.Code, r.Body)
 	}
-	if r := n.do(t, "GET", "/readyz", ""); r.code != 200 {
-		t.Fatalf("/readyz after the wait: %d", r.code)
+	if r := n.do(t, "GET", "/readyz", ""); r.Code != 200 {
+		t.Fatalf("/readyz after the wait: %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
-		t.Fatalf("a peer's syncUp fetch after the wait: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.Code != 200 {
+		t.Fatalf("a peer's syncUp fetch after the wait: %d", r.Code)
 	}
 }
 
@@ -84,8 +84,8 @@ func TestColdStart_peerSyncUp503IsNotAnError(t *testing.T) {
 	reg = n.reg
 	reg.RefuseReadsFor(time.Minute)
 	for range 3 {
-		if r := n.do(t, "GET", "/eureka/apps", "", "x-netflix-discovery-replication", "true", "Accept", "application/json"); r.code != 503 {
-			t.Fatalf("a peer's syncUp fetch answered %d, want 503", r.code)
+		if r := n.do(t, "GET", "/eureka/apps", "", "x-netflix-discovery-replication", "true", "Accept", "application/json"); r.Code != 503 {
+			t.Fatalf("a peer's syncUp fetch answered %d, want 503", r.Code)
 		}
 	}
 	lines := 0

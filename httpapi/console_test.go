@@ -10,62 +10,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/muster-registry/muster/internal/testhttp"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
 
-// consoleClient keeps the console's cookie, as a browser does.
-type consoleClient struct {
-	t       *testing.T
-	n       *testNode
-	cookie  string
-	headers []string
-}
-
-func (cc *consoleClient) get(path string) response {
-	cc.t.Helper()
-	h := append([]string{}, cc.headers...)
-	if cc.cookie != "" {
-		h = append(h, "Cookie", cc.cookie)
-	}
-	r := cc.n.do(cc.t, "GET", path, "", h...)
-	if sc := r.header.Get("Set-Cookie"); sc != "" {
-		cc.cookie = strings.SplitN(sc, ";", 2)[0]
-	}
-	return r
-}
-
-var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
-
-// confirm opens the confirmation page and returns its CSRF token.
-func (cc *consoleClient) confirm(action, app, id string) string {
-	cc.t.Helper()
-	r := cc.get("/console/confirm?action=" + action + "&app=" + app + "&id=" + id)
-	m := csrfRE.FindStringSubmatch(r.body)
-	if r.code != 200 || m == nil {
-		cc.t.Fatalf("confirm page: %d %s", r.code, r.body)
-	}
-	return m[1]
-}
-
-func (cc *consoleClient) post(form url.Values, extra ...string) response {
-	cc.t.Helper()
-	h := append(append([]string{"Content-Type", "application/x-www-form-urlencoded"}, cc.headers...), extra...)
-	if cc.cookie != "" {
-		h = append(h, "Cookie", cc.cookie)
-	}
-	return cc.n.do(cc.t, "POST", "/console/actions", form.Encode(), h...)
+// newConsoleClient is a browser on n's console (headers: its
+// credentials, say).
+func newConsoleClient(t *testing.T, n *testNode, headers ...string) *testhttp.Browser {
+	return &testhttp.Browser{TB: t, Base: n.http.URL, Headers: headers}
 }
 
 func statusOf(t *testing.T, n *testNode, app, id string) registry.Status {
 	t.Helper()
 	r := n.do(t, "GET", "/eureka/apps/"+app+"/"+id, "", append([]string{"Accept", "application/json"}, basic("admin", adminPW)...)...)
-	if r.code == 404 {
+	if r.Code == 404 {
 		return ""
 	}
-	m := regexp.MustCompile(`"status":"([A-Z_]+)"`).FindStringSubmatch(r.body)
-	if r.code != 200 || m == nil {
-		t.Fatalf("GET instance: %d %s", r.code, r.body)
+	m := regexp.MustCompile(`"status":"([A-Z_]+)"`).FindStringSubmatch(r.Body)
+	if r.Code != 200 || m == nil {
+		t.Fatalf("GET instance: %d %s", r.Code, r.Body)
 	}
 	return registry.Status(m[1])
 }
@@ -76,28 +40,28 @@ func TestConsole_actionsNeedAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []struct{ name, pw string }{{"reader", readerPW}, {"writer", writerPW}} {
-		cc := &consoleClient{t: t, n: n, headers: basic(u.name, u.pw)}
-		if r := cc.get("/console/apps/APP-00"); r.code != 200 || strings.Contains(r.body, `class="act"`) {
-			t.Errorf("%s: app page %d, or it shows actions", u.name, r.code)
+		cc := newConsoleClient(t, n, basic(u.name, u.pw)...)
+		if r := cc.Get("/console/apps/APP-00"); r.Code != 200 || strings.Contains(r.Body, `class="act"`) {
+			t.Errorf("%s: app page %d, or it shows actions", u.name, r.Code)
 		}
-		if r := cc.get("/console/confirm?action=cancel&app=APP-00&id=app-00-i000"); r.code != http.StatusForbidden {
-			t.Errorf("%s: confirm %d, want 403", u.name, r.code)
+		if r := cc.Get("/console/confirm?action=cancel&app=APP-00&id=app-00-i000"); r.Code != http.StatusForbidden {
+			t.Errorf("%s: confirm %d, want 403", u.name, r.Code)
 		}
-		if r := cc.post(url.Values{"action": {"cancel"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {"x"}}); r.code != http.StatusForbidden {
-			t.Errorf("%s: POST %d, want 403", u.name, r.code)
+		if r := cc.PostForm("/console/actions", url.Values{"action": {"cancel"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {"x"}}); r.Code != http.StatusForbidden {
+			t.Errorf("%s: POST %d, want 403", u.name, r.Code)
 		}
 	}
-	if r := n.do(t, "GET", "/", ""); r.code != http.StatusUnauthorized {
-		t.Errorf("dashboard without credentials: %d", r.code)
+	if r := n.do(t, "GET", "/", ""); r.Code != http.StatusUnauthorized {
+		t.Errorf("dashboard without credentials: %d", r.Code)
 	}
-	admin := &consoleClient{t: t, n: n, headers: basic("admin", adminPW)}
-	if r := admin.get("/console/apps/APP-00"); !strings.Contains(r.body, `class="act"`) || strings.Contains(r.body, `id="open-banner"`) {
+	admin := newConsoleClient(t, n, basic("admin", adminPW)...)
+	if r := admin.Get("/console/apps/APP-00"); !strings.Contains(r.Body, `class="act"`) || strings.Contains(r.Body, `id="open-banner"`) {
 		t.Error("admin: app page lacks the actions, or shows the open banner on a secured node")
 	}
-	token := admin.confirm("out-of-service", "APP-00", "app-00-i000")
+	token := admin.ConsoleCSRF("out-of-service", "APP-00", "app-00-i000")
 	form := url.Values{"action": {"out-of-service"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}
-	if r := admin.post(form); r.code != http.StatusSeeOther {
-		t.Fatalf("admin action: %d %s", r.code, r.body)
+	if r := admin.PostForm("/console/actions", form); r.Code != http.StatusSeeOther {
+		t.Fatalf("admin action: %d %s", r.Code, r.Body)
 	}
 	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusOutOfService {
 		t.Fatalf("status %s", st)
@@ -111,27 +75,27 @@ func TestConsole_drainAndUndrain(t *testing.T) {
 	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("APP-00", "app-00-i000"))); err != nil {
 		t.Fatal(err)
 	}
-	admin := &consoleClient{t: t, n: n, headers: basic("admin", adminPW)}
-	if r := admin.get("/console/apps/APP-00"); !strings.Contains(r.body, `data-action="drain"`) {
+	admin := newConsoleClient(t, n, basic("admin", adminPW)...)
+	if r := admin.Get("/console/apps/APP-00"); !strings.Contains(r.Body, `data-action="drain"`) {
 		t.Fatal("app page lacks the drain action")
 	}
-	if r := admin.post(url.Values{"action": {"drain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {"x"}}); r.code != http.StatusForbidden {
-		t.Fatalf("drain without the form's token: %d", r.code)
+	if r := admin.PostForm("/console/actions", url.Values{"action": {"drain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {"x"}}); r.Code != http.StatusForbidden {
+		t.Fatalf("drain without the form's token: %d", r.Code)
 	}
-	token := admin.confirm("drain", "APP-00", "app-00-i000")
-	if r := admin.post(url.Values{"action": {"drain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}); r.code != http.StatusSeeOther {
-		t.Fatalf("drain: %d %s", r.code, r.body)
+	token := admin.ConsoleCSRF("drain", "APP-00", "app-00-i000")
+	if r := admin.PostForm("/console/actions", url.Values{"action": {"drain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}); r.Code != http.StatusSeeOther {
+		t.Fatalf("drain: %d %s", r.Code, r.Body)
 	}
 	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusOutOfService {
 		t.Fatalf("drained: %s", st)
 	}
-	r := admin.get("/console/apps/APP-00")
-	if !strings.Contains(r.body, "drained ") || !strings.Contains(r.body, "readers confirmed on 1 nodes") || !strings.Contains(r.body, `data-action="undrain"`) {
-		t.Fatalf("app page of a drained instance:\n%s", r.body)
+	r := admin.Get("/console/apps/APP-00")
+	if !strings.Contains(r.Body, "drained ") || !strings.Contains(r.Body, "readers confirmed on 1 nodes") || !strings.Contains(r.Body, `data-action="undrain"`) {
+		t.Fatalf("app page of a drained instance:\n%s", r.Body)
 	}
-	token = admin.confirm("undrain", "APP-00", "app-00-i000")
-	if r := admin.post(url.Values{"action": {"undrain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}); r.code != http.StatusSeeOther {
-		t.Fatalf("undrain: %d %s", r.code, r.body)
+	token = admin.ConsoleCSRF("undrain", "APP-00", "app-00-i000")
+	if r := admin.PostForm("/console/actions", url.Values{"action": {"undrain"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}); r.Code != http.StatusSeeOther {
+		t.Fatalf("undrain: %d %s", r.Code, r.Body)
 	}
 	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusUp || len(n.reg.Drained()) != 0 {
 		t.Fatalf("undrained: %s", st)

@@ -13,8 +13,8 @@ import (
 // links, assets and pages carry the path.
 func TestServer_contextPath(t *testing.T) {
 	n := newTestNode(t, func(_ *registry.Config, h *httpapi.Config) { h.ContextPath = "/register" })
-	if r := n.do(t, "POST", "/register/eureka/apps/ORDERS", springBody, jsonHeaders()...); r.code != 204 {
-		t.Fatalf("register under the path: %d %s", r.code, r.reason())
+	if r := n.do(t, "POST", "/register/eureka/apps/ORDERS", springBody, jsonHeaders()...); r.Code != 204 {
+		t.Fatalf("register under the path: %d %s", r.Code, r.Reason())
 	}
 	for path, want := range map[string]int{
 		"/register/eureka/apps/ORDERS":                        200,
@@ -31,11 +31,11 @@ func TestServer_contextPath(t *testing.T) {
 		"/metrics":                                            404,
 		"/registerx":                                          404,
 	} {
-		if r := n.do(t, "GET", path, "", "Accept", "application/json"); r.code != want {
-			t.Errorf("GET %s: %d, want %d", path, r.code, want)
+		if r := n.do(t, "GET", path, "", "Accept", "application/json"); r.Code != want {
+			t.Errorf("GET %s: %d, want %d", path, r.Code, want)
 		}
 	}
-	page := n.do(t, "GET", "/register/console/instances", "").body
+	page := n.do(t, "GET", "/register/console/instances", "").Body
 	for _, want := range []string{`href="/register/static/muster.css"`, `src="/register/static/console.js"`, `data-base="/register"`,
 		`href="/register/console/apps/ORDERS"`, `action="/register/console/instances"`} {
 		if !strings.Contains(page, want) {

@@ -17,22 +17,22 @@ func TestReads_gatedUntilOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/eureka/apps", "/eureka/apps/delta", "/eureka/apps/ORDERS", "/eureka/vips/orders", "/eureka/svips/orders"} {
-		if r := n.do(t, "GET", path, ""); r.code != 403 {
-			t.Errorf("GET %s while syncing: %d, want 403", path, r.code)
+		if r := n.do(t, "GET", path, ""); r.Code != 403 {
+			t.Errorf("GET %s while syncing: %d, want 403", path, r.Code)
 		}
 	}
-	if r := n.do(t, "GET", "/eureka/apps/ORDERS/o1", ""); r.code != 200 {
-		t.Errorf("instance GET is not gated in Eureka: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/apps/ORDERS/o1", ""); r.Code != 200 {
+		t.Errorf("instance GET is not gated in Eureka: %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/readyz", ""); r.code != 503 {
-		t.Errorf("/readyz while syncing: %d, want 503", r.code)
+	if r := n.do(t, "GET", "/readyz", ""); r.Code != 503 {
+		t.Errorf("/readyz while syncing: %d, want 503", r.Code)
 	}
 	open = true
-	if r := n.do(t, "GET", "/eureka/apps", ""); r.code != 200 {
-		t.Errorf("GET /eureka/apps after open: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", ""); r.Code != 200 {
+		t.Errorf("GET /eureka/apps after open: %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/readyz", ""); r.code != 200 {
-		t.Errorf("/readyz after open: %d", r.code)
+	if r := n.do(t, "GET", "/readyz", ""); r.Code != 200 {
+		t.Errorf("/readyz after open: %d", r.Code)
 	}
 }
 
@@ -43,8 +43,8 @@ func TestAdminStatus(t *testing.T) {
 	}
 	r := n.do(t, "GET", "/admin/status", "")
 	var st map[string]any
-	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
-		t.Fatalf("%v: %s", err, r.body)
+	if err := json.Unmarshal([]byte(r.Body), &st); err != nil {
+		t.Fatalf("%v: %s", err, r.Body)
 	}
 	for _, key := range []string{"node", "zone", "openForTraffic", "selfPreservation", "registry", "peers"} {
 		if _, ok := st[key]; !ok {
@@ -64,8 +64,8 @@ func TestAdminStatus(t *testing.T) {
 	if sp["expectedRenewsPerMin"].(float64) != 2 || sp["renewsThreshold"].(float64) != 1 {
 		t.Errorf("selfPreservation = %v", sp)
 	}
-	if r := n.do(t, "GET", "/livez", ""); r.code != 200 {
-		t.Errorf("/livez: %d", r.code)
+	if r := n.do(t, "GET", "/livez", ""); r.Code != 200 {
+		t.Errorf("/livez: %d", r.Code)
 	}
 }
 
@@ -75,7 +75,7 @@ func TestMetrics(t *testing.T) {
 	n.do(t, "PUT", "/eureka/apps/ORDERS/host-a:orders:8080", "")
 	n.do(t, "POST", "/eureka/apps/ORDERS", strings.ReplaceAll(springBody, "host-a:orders:8080", "host-b:orders:8080"), jsonHeaders()...)
 	n.do(t, "DELETE", "/eureka/apps/ORDERS/host-b:orders:8080", "")
-	body := n.do(t, "GET", "/metrics", "").body
+	body := n.do(t, "GET", "/metrics", "").Body
 	for _, want := range []string{
 		"muster_registrations_total 2", "muster_renewals_total 1", "muster_cancels_total 1", "muster_evictions_total 0",
 		"muster_tombstones 1", "muster_tombstones_dropped_total 0",
@@ -96,31 +96,31 @@ func TestReads_peersCopyOnlyFromOpenNodes(t *testing.T) {
 		h.ReadsAllowed = func() bool { return open && readsOK }
 	})
 	replication := []string{"x-netflix-discovery-replication", "true", "Accept", "application/json"}
-	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
-		t.Fatalf("a peer's sync fetch from a node still syncing: %d, want 503", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.Code != 503 {
+		t.Fatalf("a peer's sync fetch from a node still syncing: %d, want 503", r.Code)
 	}
 	// Opened without the registry (no peer had it): clients are refused a
 	// while, and so are peers, which must not copy an empty registry as if
 	// it had data.
 	open = true
-	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 503 {
-		t.Fatalf("a peer's sync fetch while reads are refused: %d, want 503", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.Code != 503 {
+		t.Fatalf("a peer's sync fetch while reads are refused: %d, want 503", r.Code)
 	}
-	if r := n.do(t, "GET", "/eureka/apps", ""); r.code != 403 {
-		t.Fatalf("a client's fetch while reads are refused: %d, want 403", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", ""); r.Code != 403 {
+		t.Fatalf("a client's fetch while reads are refused: %d, want 403", r.Code)
 	}
-	if r := n.do(t, "GET", "/readyz", ""); r.code != 503 {
-		t.Fatalf("/readyz while reads are refused: %d, want 503", r.code)
+	if r := n.do(t, "GET", "/readyz", ""); r.Code != 503 {
+		t.Fatalf("/readyz while reads are refused: %d, want 503", r.Code)
 	}
 	if r := n.do(t, "POST", "/eureka/apps/WEB", `{"instance":{"instanceId":"w1","hostName":"h","app":"WEB","ipAddr":"10.0.0.1","status":"UP","dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"}}}`,
-		"Content-Type", "application/json"); r.code != 204 {
-		t.Fatalf("a registration while reads are refused: %d %s, want 204", r.code, r.body)
+		"Content-Type", "application/json"); r.Code != 204 {
+		t.Fatalf("a registration while reads are refused: %d %s, want 204", r.Code, r.Body)
 	}
 	readsOK = true
-	if r := n.do(t, "GET", "/readyz", ""); r.code != 200 {
-		t.Fatalf("/readyz: %d", r.code)
+	if r := n.do(t, "GET", "/readyz", ""); r.Code != 200 {
+		t.Fatalf("/readyz: %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.code != 200 {
-		t.Fatalf("a peer's sync fetch from an open node: %d, want 200", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", "", replication...); r.Code != 200 {
+		t.Fatalf("a peer's sync fetch from an open node: %d, want 200", r.Code)
 	}
 }

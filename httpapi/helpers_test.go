@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"math/rand/v2"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -66,26 +65,13 @@ func newTestNode(t *testing.T, opts ...func(*registry.Config, *httpapi.Config)) 
 	return &testNode{srv: srv, reg: reg, clock: clk, http: ts}
 }
 
-type response struct {
-	code   int
-	header http.Header
-	body   string
-}
-
-// reason is an error answer's reason: the X-Muster-Error header on the
-// Eureka client routes (their error bodies are empty), else the body.
-func (r response) reason() string {
-	if v := r.header.Get("X-Muster-Error"); v != "" {
-		return v
-	}
-	return r.body
-}
+// response is an answer as the tests read it.
+type response = testhttp.Response
 
 // do sends a request (testhttp.Do); headers alternate name, value.
 func (n *testNode) do(t *testing.T, method, path, body string, headers ...string) response {
 	t.Helper()
-	r := testhttp.Do(t, n.http.URL, method, path, body, headers...)
-	return response{r.Code, r.Header, r.Body}
+	return testhttp.Do(t, n.http.URL, method, path, body, headers...)
 }
 
 // springBody and jsonHeaders are testhttp's.

@@ -62,7 +62,7 @@ func heapInUse() uint64 {
 
 func metricLine(t *testing.T, n *testNode, prefix string) float64 {
 	t.Helper()
-	body := n.do(t, "GET", "/metrics", "").body
+	body := n.do(t, "GET", "/metrics", "").Body
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, prefix+" ") {
 			v, _ := strconv.ParseFloat(strings.TrimPrefix(line, prefix+" "), 64)
@@ -191,8 +191,8 @@ func TestHostile_registrationFloodCannotSwitchOnSelfPreservation(t *testing.T) {
 	}
 	renewFleet := func() {
 		for _, id := range fleet {
-			if r := n.do(t, "PUT", "/eureka/apps/FLEET/"+id, ""); r.code != 200 {
-				t.Fatalf("heartbeat %s: %d", id, r.code)
+			if r := n.do(t, "PUT", "/eureka/apps/FLEET/"+id, ""); r.Code != 200 {
+				t.Fatalf("heartbeat %s: %d", id, r.Code)
 			}
 		}
 	}
@@ -204,8 +204,8 @@ func TestHostile_registrationFloodCannotSwitchOnSelfPreservation(t *testing.T) {
 	body := floodBatch("FLOOD", 0, 50_000)
 	t.Logf("flood batch: %.1f MB", float64(len(body))/(1<<20))
 	r := n.do(t, "POST", "/eureka/peerreplication/batch", body, "Content-Type", "application/json")
-	if r.code != 200 || batchStatuses(t, r.body)[200] != 50_000 {
-		t.Fatalf("flood batch: %d %v", r.code, batchStatuses(t, r.body))
+	if r.Code != 200 || batchStatuses(t, r.Body)[200] != 50_000 {
+		t.Fatalf("flood batch: %d %v", r.Code, batchStatuses(t, r.Body))
 	}
 	evicted := 0
 	for step := range 12 { // 6 minutes of the fleet renewing every 30 s
@@ -217,13 +217,13 @@ func TestHostile_registrationFloodCannotSwitchOnSelfPreservation(t *testing.T) {
 				Unproven float64 `json:"unprovenRenewsPerMin"`
 			} `json:"selfPreservation"`
 		}
-		if err := json.Unmarshal([]byte(n.do(t, "GET", "/admin/status", "").body), &st); err != nil {
+		if err := json.Unmarshal([]byte(n.do(t, "GET", "/admin/status", "").Body), &st); err != nil {
 			t.Fatal(err)
 		}
 		if st.SelfPreservation.Active {
 			t.Fatalf("step %d: self-preservation active after a registration flood", step)
 		}
-		if strings.Contains(n.do(t, "GET", "/", "").body, "EMERGENCY") {
+		if strings.Contains(n.do(t, "GET", "/", "").Body, "EMERGENCY") {
 			t.Fatalf("step %d: EMERGENCY banner after a registration flood", step)
 		}
 		evicted += len(n.reg.EvictExpired())
@@ -236,8 +236,8 @@ func TestHostile_registrationFloodCannotSwitchOnSelfPreservation(t *testing.T) {
 func mustRegisterInstance(t *testing.T, n *testNode, app, id string) {
 	t.Helper()
 	body := strings.NewReplacer("host-a:orders:8080", id, `"app":"ORDERS"`, `"app":"`+app+`"`).Replace(springBody)
-	if r := n.do(t, "POST", "/eureka/apps/"+app, body, jsonHeaders()...); r.code != 204 {
-		t.Fatalf("register %s/%s: %d %s", app, id, r.code, r.body)
+	if r := n.do(t, "POST", "/eureka/apps/"+app, body, jsonHeaders()...); r.Code != 204 {
+		t.Fatalf("register %s/%s: %d %s", app, id, r.Code, r.Body)
 	}
 }
 
@@ -253,11 +253,11 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 	mustRegisterInstance(t, n, "LEGIT", "legit-1")
 
 	r := n.do(t, "POST", "/eureka/peerreplication/batch", floodBatch("FLOOD", 0, 2500), "Content-Type", "application/json")
-	if got := batchStatuses(t, r.body); got[200] != 2000 || got[403] != 500 {
+	if got := batchStatuses(t, r.Body); got[200] != 2000 || got[403] != 500 {
 		t.Fatalf("2500 in one app: %v, want 2000 × 200 and 500 × 403 (max-instances-per-app)", got)
 	}
 	r = n.do(t, "POST", "/eureka/peerreplication/batch", floodBatch("FLOOD2", 0, 1500), "Content-Type", "application/json")
-	if got := batchStatuses(t, r.body); got[200] != 999 || got[503] != 501 {
+	if got := batchStatuses(t, r.Body); got[200] != 999 || got[503] != 501 {
 		t.Fatalf("1500 more: %v, want 999 × 200 and 501 × 503 (max-instances)", got)
 	}
 	if n.reg.Len() != 3000 {
@@ -265,16 +265,16 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 	}
 	// A client's own new registration now gets 503 naming the limit.
 	body := strings.Replace(springBody, "host-a:orders:8080", "late", 1)
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...); r.code != 503 || !strings.Contains(r.reason(), "muster.max-instances") {
-		t.Fatalf("registration at capacity: %d %q, want 503 naming muster.max-instances", r.code, r.reason())
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...); r.Code != 503 || !strings.Contains(r.Reason(), "muster.max-instances") {
+		t.Fatalf("registration at capacity: %d %q, want 503 naming muster.max-instances", r.Code, r.Reason())
 	}
 	// The node still serves heartbeats, re-registrations and fetches.
-	if r := n.do(t, "PUT", "/eureka/apps/LEGIT/legit-1", ""); r.code != 200 {
-		t.Fatalf("heartbeat at capacity: %d", r.code)
+	if r := n.do(t, "PUT", "/eureka/apps/LEGIT/legit-1", ""); r.Code != 200 {
+		t.Fatalf("heartbeat at capacity: %d", r.Code)
 	}
 	mustRegisterInstance(t, n, "LEGIT", "legit-1")
-	if r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json"); r.code != 200 || !strings.Contains(r.body, "legit-1") {
-		t.Fatalf("fetch at capacity: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json"); r.Code != 200 || !strings.Contains(r.Body, "legit-1") {
+		t.Fatalf("fetch at capacity: %d", r.Code)
 	}
 
 	// 60,000 metadata keys on one instance.
@@ -286,8 +286,8 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 		fmt.Fprintf(&md, `"k%d":"v"`, i)
 	}
 	big := strings.Replace(springBody, `"metadata":{"management.port":"8080"}`, `"metadata":{`+md.String()+`}`, 1)
-	if r := n.do(t, "POST", "/eureka/apps/ORDERS", big, jsonHeaders()...); r.code != 400 || !strings.Contains(r.reason(), "muster.max-metadata-entries") {
-		t.Fatalf("60000 metadata keys: %d %.200q", r.code, r.reason())
+	if r := n.do(t, "POST", "/eureka/apps/ORDERS", big, jsonHeaders()...); r.Code != 400 || !strings.Contains(r.Reason(), "muster.max-metadata-entries") {
+		t.Fatalf("60000 metadata keys: %d %.200q", r.Code, r.Reason())
 	}
 	// Instances of ~1 MB: a metadata value, or a host name.
 	huge := strings.Repeat("x", 900_000)
@@ -296,15 +296,15 @@ func TestHostile_floodsStopAtTheLimits(t *testing.T) {
 		"max-name-length":    strings.Replace(springBody, `"hostName":"host-a"`, `"hostName":"`+huge+`"`, 1),
 	} {
 		r := n.do(t, "POST", "/eureka/apps/ORDERS", body, jsonHeaders()...)
-		if r.code != 400 || !strings.Contains(r.reason(), "muster."+field) || len(r.body)+len(r.reason()) > 400 {
-			t.Fatalf("1 MB instance (%s): %d, %d-byte answer %.200q", field, r.code, len(r.reason()), r.reason())
+		if r.Code != 400 || !strings.Contains(r.Reason(), "muster."+field) || len(r.Body)+len(r.Reason()) > 400 {
+			t.Fatalf("1 MB instance (%s): %d, %d-byte answer %.200q", field, r.Code, len(r.Reason()), r.Reason())
 		}
 	}
 	if n.reg.Len() != 3000 {
 		t.Fatalf("refused writes changed the registry: Len %d", n.reg.Len())
 	}
 	// /apps grew to 23 MB before; now it is what 3000 small instances make.
-	if size := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").body); size > 3000*1500 {
+	if size := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").Body); size > 3000*1500 {
 		t.Fatalf("/apps is %d bytes for 3000 instances", size)
 	}
 	for limit, want := range map[string]float64{"max-instances-per-app": 500, "max-instances": 502, "max-metadata-entries": 1, "max-metadata-bytes": 1, "max-name-length": 1} {
@@ -393,7 +393,7 @@ func TestHostile_writeDeadlineFollowsProgress(t *testing.T) {
 	fetch := func(pause time.Duration, readEach int) (int, error) {
 		return fetchSlowly(t, &net.Dialer{}, addr, pause, readEach)
 	}
-	full := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").body)
+	full := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").Body)
 	// Slow but honest: 4 MB per 600 ms, well over a chunk per deadline;
 	// the whole takes longer than one deadline.
 	start := time.Now()

@@ -23,7 +23,7 @@ func TestMetrics_clusterPeersByState(t *testing.T) {
 	})
 	check := func(want map[string]string) {
 		t.Helper()
-		body := n.do(t, "GET", "/metrics", "").body
+		body := n.do(t, "GET", "/metrics", "").Body
 		for state, value := range want {
 			line := `muster_cluster_peers{state="` + state + `"} ` + value
 			if !strings.Contains(body, line+"\n") {
@@ -71,7 +71,7 @@ func TestAntiEntropy_shown(t *testing.T) {
 			{Peer: "e", Failing: true, Divergent: 3, RoundsFailed: 9},
 		}}
 	})
-	status := n.do(t, "GET", "/admin/status", "").body
+	status := n.do(t, "GET", "/admin/status", "").Body
 	for _, want := range []string{
 		`"name": "b"`, `"antiEntropy": "in-sync"`, `"inSync": true`, `"lastAntiEntropy": "2024-06-10T06:00:00Z"`, `"repairs": 4`,
 		`"antiEntropy": "divergent"`, `"inSync": false`, `"antiEntropy": "unsupported"`, `"antiEntropy": "failing"`,
@@ -90,7 +90,7 @@ func TestAntiEntropy_shown(t *testing.T) {
 	if strings.Count(status, `"inSync"`) != 3 {
 		t.Errorf("inSync shown for a Eureka peer: %s", status)
 	}
-	page := n.do(t, "GET", "/", "").body
+	page := n.do(t, "GET", "/", "").Body
 	for _, want := range []string{
 		`"sync ok" title="last anti-entropy round 2024-06-10T06:00:00Z; 4 repairs from this peer">in sync</td>`,
 		`"sync bad" title="no anti-entropy round yet; 0 repairs from this peer">not in sync</td>`,
@@ -101,7 +101,7 @@ func TestAntiEntropy_shown(t *testing.T) {
 			t.Errorf("dashboard lacks %q", want)
 		}
 	}
-	metrics := n.do(t, "GET", "/metrics", "").body
+	metrics := n.do(t, "GET", "/metrics", "").Body
 	for _, want := range []string{
 		`muster_anti_entropy_repairs_total{kind="missing"} 3`, `muster_anti_entropy_repairs_total{kind="stale"} 2`,
 		`muster_anti_entropy_repairs_total{kind="cancelled"} 1`,

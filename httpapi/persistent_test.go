@@ -21,45 +21,45 @@ func persistentBody(app, id, lease string) string {
 // 400s that change nothing; cancel removes it.
 func TestPersistent_registerOverHTTP(t *testing.T) {
 	n := newTestNode(t)
-	if r := n.do(t, "POST", "/eureka/apps/DB", persistentBody("DB", "db-1", "PERSISTENT"), jsonHeaders()...); r.code != 204 {
-		t.Fatalf("register = %d %q", r.code, r.reason())
+	if r := n.do(t, "POST", "/eureka/apps/DB", persistentBody("DB", "db-1", "PERSISTENT"), jsonHeaders()...); r.Code != 204 {
+		t.Fatalf("register = %d %q", r.Code, r.Reason())
 	}
-	if r := n.do(t, "POST", "/eureka/apps/DB", registerBody("DB", "db-0"), jsonHeaders()...); r.code != 204 {
-		t.Fatalf("ordinary register = %d %q", r.code, r.reason())
+	if r := n.do(t, "POST", "/eureka/apps/DB", registerBody("DB", "db-0"), jsonHeaders()...); r.Code != 204 {
+		t.Fatalf("ordinary register = %d %q", r.Code, r.Reason())
 	}
 	before := n.reg.Snapshot().Version
-	if r := n.do(t, "POST", "/eureka/apps/DB", persistentBody("DB", "db-2", "persistant"), jsonHeaders()...); r.code != 400 ||
-		!strings.Contains(r.reason(), "muster.lease") {
-		t.Fatalf("misspelt marker = %d %q, want 400 naming muster.lease", r.code, r.reason())
+	if r := n.do(t, "POST", "/eureka/apps/DB", persistentBody("DB", "db-2", "persistant"), jsonHeaders()...); r.Code != 400 ||
+		!strings.Contains(r.Reason(), "muster.lease") {
+		t.Fatalf("misspelt marker = %d %q, want 400 naming muster.lease", r.Code, r.Reason())
 	}
-	if r := n.do(t, "PUT", "/eureka/apps/DB/db-1/metadata?muster.lease=persistent", "", jsonHeaders()...); r.code != 400 {
-		t.Fatalf("metadata write of the marker = %d %q, want 400", r.code, r.reason())
+	if r := n.do(t, "PUT", "/eureka/apps/DB/db-1/metadata?muster.lease=persistent", "", jsonHeaders()...); r.Code != 400 {
+		t.Fatalf("metadata write of the marker = %d %q, want 400", r.Code, r.Reason())
 	}
 	if after := n.reg.Snapshot().Version; after != before {
 		t.Fatal("a refused write changed the registry")
 	}
-	if r := n.do(t, "GET", "/admin/status", ""); !strings.Contains(r.body, `"persistentInstances": 1`) {
-		t.Errorf("/admin/status does not count the persistent instance: %s", r.body)
+	if r := n.do(t, "GET", "/admin/status", ""); !strings.Contains(r.Body, `"persistentInstances": 1`) {
+		t.Errorf("/admin/status does not count the persistent instance: %s", r.Body)
 	}
-	if r := n.do(t, "GET", "/console/apps/DB", ""); r.code != 200 || !strings.Contains(r.body, "none needed (persistent)") {
-		t.Errorf("console app page: %d, no persistent label", r.code)
+	if r := n.do(t, "GET", "/console/apps/DB", ""); r.Code != 200 || !strings.Contains(r.Body, "none needed (persistent)") {
+		t.Errorf("console app page: %d, no persistent label", r.Code)
 	}
 	n.clock.Advance(3*90*time.Second + time.Minute)
 	n.reg.EvictExpired()
 	n.clock.Advance(time.Minute)
 	n.reg.EvictExpired()
-	if r := n.do(t, "GET", "/eureka/apps/DB/db-0", "", jsonHeaders()...); r.code != 404 {
-		t.Fatalf("the ordinary instance that never renewed: %d, want 404 (evicted)", r.code)
+	if r := n.do(t, "GET", "/eureka/apps/DB/db-0", "", jsonHeaders()...); r.Code != 404 {
+		t.Fatalf("the ordinary instance that never renewed: %d, want 404 (evicted)", r.Code)
 	}
 	r := n.do(t, "GET", "/eureka/apps/DB/db-1", "", jsonHeaders()...)
-	if r.code != 200 || !strings.Contains(r.body, `"muster.lease":"PERSISTENT"`) || !strings.Contains(r.body, `"durationInSecs":90`) {
-		t.Fatalf("after 3 leases without heartbeats: %d %s", r.code, r.body)
+	if r.Code != 200 || !strings.Contains(r.Body, `"muster.lease":"PERSISTENT"`) || !strings.Contains(r.Body, `"durationInSecs":90`) {
+		t.Fatalf("after 3 leases without heartbeats: %d %s", r.Code, r.Body)
 	}
-	if r := n.do(t, "DELETE", "/eureka/apps/DB/db-1", "", jsonHeaders()...); r.code != 200 {
-		t.Fatalf("cancel = %d", r.code)
+	if r := n.do(t, "DELETE", "/eureka/apps/DB/db-1", "", jsonHeaders()...); r.Code != 200 {
+		t.Fatalf("cancel = %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/eureka/apps/DB/db-1", "", jsonHeaders()...); r.code != 404 {
-		t.Fatalf("after cancel: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/apps/DB/db-1", "", jsonHeaders()...); r.Code != 404 {
+		t.Fatalf("after cancel: %d", r.Code)
 	}
 }
 
@@ -75,27 +75,27 @@ func TestPersistent_capsAndRoles(t *testing.T) {
 	reg := func(app, id string, user []string) response {
 		return n.do(t, "POST", "/eureka/apps/"+app, persistentBody(app, id, "persistent"), with(jsonHeaders(), user)...)
 	}
-	if r := reg("DB", "db-1", reader); r.code != 403 {
-		t.Fatalf("reader = %d, want 403", r.code)
+	if r := reg("DB", "db-1", reader); r.Code != 403 {
+		t.Fatalf("reader = %d, want 403", r.Code)
 	}
 	for _, id := range []string{"db-1", "db-2", "db-1"} { // the repeat counts once
-		if r := reg("DB", id, writer); r.code != 204 {
-			t.Fatalf("writer %s = %d %q", id, r.code, r.reason())
+		if r := reg("DB", id, writer); r.Code != 204 {
+			t.Fatalf("writer %s = %d %q", id, r.Code, r.Reason())
 		}
 	}
-	if r := reg("DB", "db-3", hashed); r.code != 403 || !strings.Contains(r.reason(), "muster.max-persistent-per-app") {
-		t.Fatalf("third of the app = %d %q, want 403 naming the key", r.code, r.reason())
+	if r := reg("DB", "db-3", hashed); r.Code != 403 || !strings.Contains(r.Reason(), "muster.max-persistent-per-app") {
+		t.Fatalf("third of the app = %d %q, want 403 naming the key", r.Code, r.Reason())
 	}
-	if r := reg("CACHE", "c-1", writer); r.code != 403 || !strings.Contains(r.reason(), "muster.max-persistent-per-user") ||
-		!strings.Contains(r.reason(), `user "writer"`) {
-		t.Fatalf("writer's third = %d %q, want 403 naming the key and the user", r.code, r.reason())
+	if r := reg("CACHE", "c-1", writer); r.Code != 403 || !strings.Contains(r.Reason(), "muster.max-persistent-per-user") ||
+		!strings.Contains(r.Reason(), `user "writer"`) {
+		t.Fatalf("writer's third = %d %q, want 403 naming the key and the user", r.Code, r.Reason())
 	}
-	if r := reg("CACHE", "c-1", hashed); r.code != 204 {
-		t.Fatalf("another user = %d %q", r.code, r.reason())
+	if r := reg("CACHE", "c-1", hashed); r.Code != 204 {
+		t.Fatalf("another user = %d %q", r.Code, r.Reason())
 	}
 	// An ordinary registration is held to neither cap.
-	if r := n.do(t, "POST", "/eureka/apps/DB", registerBody("DB", "db-9"), with(jsonHeaders(), writer)...); r.code != 204 {
-		t.Fatalf("ordinary registration = %d %q", r.code, r.reason())
+	if r := n.do(t, "POST", "/eureka/apps/DB", registerBody("DB", "db-9"), with(jsonHeaders(), writer)...); r.Code != 204 {
+		t.Fatalf("ordinary registration = %d %q", r.Code, r.Reason())
 	}
 	if got := n.reg.PersistentCount(); got != 3 {
 		t.Fatalf("PersistentCount = %d, want 3", got)

@@ -80,7 +80,7 @@ func TestHostile_largeResponsesInFewWritesKeepTheDeadlineRule(t *testing.T) {
 		_ = hs.Close()
 		<-done
 	})
-	full := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").body)
+	full := len(n.do(t, "GET", "/eureka/apps", "", "Accept", "application/json").Body)
 
 	// fetch reads the registry readEach bytes at a time with pause before
 	// each read, from a client whose receive buffer is small, so that the

@@ -81,7 +81,7 @@ scrape_configs:
 func badPasswords(t *testing.T, n *testNode) float64 {
 	t.Helper()
 	m := n.do(t, "GET", "/metrics", "", basic("admin", adminPW)...)
-	for _, l := range strings.Split(m.body, "\n") {
+	for _, l := range strings.Split(m.Body, "\n") {
 		if v, ok := strings.CutPrefix(l, `muster_auth_failures_total{reason="bad_password"} `); ok {
 			var f float64
 			fmt.Sscan(v, &f)

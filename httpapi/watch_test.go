@@ -24,18 +24,18 @@ import (
 func TestWatchStream_authAsReads(t *testing.T) {
 	n := newSecuredNode(t, "", true)
 	t.Cleanup(n.srv.StopWatches)
-	if r := n.do(t, "GET", "/eureka/watch", ""); r.code != 401 {
-		t.Fatalf("no credentials: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/watch", ""); r.Code != 401 {
+		t.Fatalf("no credentials: %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/eureka/watch", "", basic("reader", "wrong")...); r.code != 401 {
-		t.Fatalf("wrong password: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/watch", "", basic("reader", "wrong")...); r.Code != 401 {
+		t.Fatalf("wrong password: %d", r.Code)
 	}
 	events := openStream(t, n.http.URL+"/eureka/watch", basic("reader", readerPW)...)
 	if ev := nextEvent(t, events); ev != "open" {
 		t.Fatalf("reader's stream: first event %q", ev)
 	}
-	if r := n.do(t, "GET", "/eureka/apps?index=0&wait=1s", "", basic("reader", "wrong")...); r.code != 401 {
-		t.Fatalf("blocking fetch without valid credentials: %d", r.code)
+	if r := n.do(t, "GET", "/eureka/apps?index=0&wait=1s", "", basic("reader", "wrong")...); r.Code != 401 {
+		t.Fatalf("blocking fetch without valid credentials: %d", r.Code)
 	}
 }
 
@@ -61,7 +61,7 @@ func TestWatch_httpServerShutdownReleasesWatchers(t *testing.T) {
 	}()
 	events := openStream(t, other.http.URL+"/eureka/watch")
 	testwait.True(t, 10*time.Second, "the request is held", func() bool {
-		return strings.Contains(n.do(t, "GET", "/metrics", "").body, "\nmuster_watch_held_requests 1\n")
+		return strings.Contains(n.do(t, "GET", "/metrics", "").Body, "\nmuster_watch_held_requests 1\n")
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -261,7 +261,7 @@ func (c *cdp) waitFor(what, expr string) {
 		}
 		if time.Now().After(deadline) {
 			var html string
-			c.eval("document.body ? document.body.innerText.slice(0, 2000) : ''", &html)
+			c.eval("document.Body ? document.Body.innerText.slice(0, 2000) : ''", &html)
 			c.t.Fatalf("waiting for %s (%s): not true after 20 s; page text:\n%s", what, expr, html)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/internal/testhttp"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 )
@@ -48,37 +49,37 @@ func TestConsole_overviewFiltersAndPages(t *testing.T) {
 	fillConsole(t, n.reg, 60, 3)
 
 	r := n.do(t, "GET", "/", "")
-	if r.code != 200 || rows(r.body) != 50 || !strings.Contains(r.body, "page 1 of 2 (60)") {
-		t.Fatalf("overview: %d, %d rows", r.code, rows(r.body))
+	if r.Code != 200 || rows(r.Body) != 50 || !strings.Contains(r.Body, "page 1 of 2 (60)") {
+		t.Fatalf("overview: %d, %d rows", r.Code, rows(r.Body))
 	}
 	for _, want := range []string{"DS Replicas", "General Info", `id="open-banner"`, `id="sp-chart"`, `href="/console/apps/APP-00"`,
 		`<span class="ok"><b>UP</b> (2)</span>`, `<span class="bad"><b>DOWN</b> (1)</span>`, "a (1), b (1), c (1)"} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("overview lacks %q", want)
 		}
 	}
-	if p2 := n.do(t, "GET", "/?page=2", ""); rows(p2.body) != 10 || !strings.Contains(p2.body, "APP-59") || strings.Contains(p2.body, ">APP-00<") {
-		t.Errorf("page 2: %d rows", rows(p2.body))
+	if p2 := n.do(t, "GET", "/?page=2", ""); rows(p2.Body) != 10 || !strings.Contains(p2.Body, "APP-59") || strings.Contains(p2.Body, ">APP-00<") {
+		t.Errorf("page 2: %d rows", rows(p2.Body))
 	}
 	// App search is a case-insensitive substring.
-	if r := n.do(t, "GET", "/?app=app-1", ""); rows(r.body) != 10 || !strings.Contains(r.body, "APP-19") {
-		t.Errorf("app=app-1: %d rows", rows(r.body))
+	if r := n.do(t, "GET", "/?app=app-1", ""); rows(r.Body) != 10 || !strings.Contains(r.Body, "APP-19") {
+		t.Errorf("app=app-1: %d rows", rows(r.Body))
 	}
 	// Instance-level filters count the matching instances only.
 	r = n.do(t, "GET", "/?status=DOWN&zone=b", "")
-	if rows(r.body) != 50 || !strings.Contains(r.body, `<span class="bad"><b>DOWN</b> (1)</span>`) || strings.Contains(r.body, "<b>UP</b>") ||
-		!strings.Contains(r.body, "60 matching instances") {
-		t.Errorf("status=DOWN&zone=b: %d rows", rows(r.body))
+	if rows(r.Body) != 50 || !strings.Contains(r.Body, `<span class="bad"><b>DOWN</b> (1)</span>`) || strings.Contains(r.Body, "<b>UP</b>") ||
+		!strings.Contains(r.Body, "60 matching instances") {
+		t.Errorf("status=DOWN&zone=b: %d rows", rows(r.Body))
 	}
-	if r := n.do(t, "GET", "/?host=10.0.7.", ""); rows(r.body) != 1 || !strings.Contains(r.body, "APP-07") {
-		t.Errorf("host=10.0.7.: %d rows", rows(r.body))
+	if r := n.do(t, "GET", "/?host=10.0.7.", ""); rows(r.Body) != 1 || !strings.Contains(r.Body, "APP-07") {
+		t.Errorf("host=10.0.7.: %d rows", rows(r.Body))
 	}
-	if r := n.do(t, "GET", "/?meta=version%3D3", ""); rows(r.body) != 0 || !strings.Contains(r.body, `id="no-apps"`) {
-		t.Errorf("meta=version=3: %d rows", rows(r.body))
+	if r := n.do(t, "GET", "/?meta=version%3D3", ""); rows(r.Body) != 0 || !strings.Contains(r.Body, `id="no-apps"`) {
+		t.Errorf("meta=version=3: %d rows", rows(r.Body))
 	}
 	// The old route and the new one serve the same page.
-	if r := n.do(t, "GET", "/dashboard", ""); r.code != 200 || !strings.Contains(r.body, "System Status") {
-		t.Errorf("/dashboard: %d", r.code)
+	if r := n.do(t, "GET", "/dashboard", ""); r.Code != 200 || !strings.Contains(r.Body, "System Status") {
+		t.Errorf("/dashboard: %d", r.Code)
 	}
 }
 
@@ -87,18 +88,18 @@ func TestConsole_instancesFiltersAndPages(t *testing.T) {
 	fillConsole(t, n.reg, 3, 30)
 
 	r := n.do(t, "GET", "/console/apps/app-01?size=10&page=2", "")
-	if r.code != 200 || rows(r.body) != 10 || !strings.Contains(r.body, "page 2 of 3 (30)") ||
-		!strings.Contains(r.body, "app-01-i010") || strings.Contains(r.body, "app-01-i009") {
-		t.Fatalf("app page 2: %d, %d rows", r.code, rows(r.body))
+	if r.Code != 200 || rows(r.Body) != 10 || !strings.Contains(r.Body, "page 2 of 3 (30)") ||
+		!strings.Contains(r.Body, "app-01-i010") || strings.Contains(r.Body, "app-01-i009") {
+		t.Fatalf("app page 2: %d, %d rows", r.Code, rows(r.Body))
 	}
 	for _, want := range []string{"host-app-01-i010:8080", "10.0.1.10", "zone=b", "version=1", "Lease age", "Last renewal", "this node"} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("app page lacks %q", want)
 		}
 	}
 	// A page past the end shows the last page.
-	if r := n.do(t, "GET", "/console/apps/APP-01?size=10&page=99", ""); rows(r.body) != 10 || !strings.Contains(r.body, "page 3 of 3") {
-		t.Errorf("page 99: %d rows", rows(r.body))
+	if r := n.do(t, "GET", "/console/apps/APP-01?size=10&page=99", ""); rows(r.Body) != 10 || !strings.Contains(r.Body, "page 3 of 3") {
+		t.Errorf("page 99: %d rows", rows(r.Body))
 	}
 	cases := []struct {
 		query string
@@ -117,19 +118,19 @@ func TestConsole_instancesFiltersAndPages(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := n.do(t, "GET", "/console/instances?"+c.query, "")
-		if r.code != 200 {
-			t.Errorf("%s: %d %s", c.query, r.code, r.body)
+		if r.Code != 200 {
+			t.Errorf("%s: %d %s", c.query, r.Code, r.Body)
 			continue
 		}
-		if got := rows(r.body); got != min(c.want, 50) && !strings.Contains(c.query, "size=3") {
+		if got := rows(r.Body); got != min(c.want, 50) && !strings.Contains(c.query, "size=3") {
 			t.Errorf("%s: %d rows, want %d", c.query, got, c.want)
 		}
 	}
-	if r := n.do(t, "GET", "/console/instances?host=10.0.0.&meta=zone%3Dc&size=3", ""); !strings.Contains(r.body, "page 1 of 4 (10)") {
+	if r := n.do(t, "GET", "/console/instances?host=10.0.0.&meta=zone%3Dc&size=3", ""); !strings.Contains(r.Body, "page 1 of 4 (10)") {
 		t.Error("host+meta: want 10 matches over 4 pages of 3")
 	}
-	if r := n.do(t, "GET", "/console/apps/NOPE", ""); r.code != 404 {
-		t.Errorf("unknown app: %d", r.code)
+	if r := n.do(t, "GET", "/console/apps/NOPE", ""); r.Code != 404 {
+		t.Errorf("unknown app: %d", r.Code)
 	}
 }
 
@@ -141,15 +142,15 @@ func TestConsole_badInput(t *testing.T) {
 		"/console/instances?meta=%3Dx", "/console/instances?host=" + strings.Repeat("x", 300),
 		"/console/confirm?action=explode&app=APP-00&id=app-00-i000",
 	} {
-		if r := n.do(t, "GET", path, ""); r.code != 400 {
-			t.Errorf("%s: %d, want 400", path, r.code)
+		if r := n.do(t, "GET", path, ""); r.Code != 400 {
+			t.Errorf("%s: %d, want 400", path, r.Code)
 		}
 	}
-	if r := n.do(t, "GET", "/console/confirm?action=cancel&app=APP-00&id=nobody", ""); r.code != 404 {
-		t.Errorf("confirm of an unknown instance: %d", r.code)
+	if r := n.do(t, "GET", "/console/confirm?action=cancel&app=APP-00&id=nobody", ""); r.Code != 404 {
+		t.Errorf("confirm of an unknown instance: %d", r.Code)
 	}
-	if r := n.do(t, "GET", "/static/nothing.js", ""); r.code != 404 {
-		t.Errorf("unknown asset: %d", r.code)
+	if r := n.do(t, "GET", "/static/nothing.js", ""); r.Code != 404 {
+		t.Errorf("unknown asset: %d", r.Code)
 	}
 }
 
@@ -158,15 +159,15 @@ func TestConsole_gzipWhenAsked(t *testing.T) {
 	fillConsole(t, n.reg, 20, 5)
 	for _, path := range []string{"/", "/console/apps/APP-03", "/static/console.js", "/static/muster.css"} {
 		plain := n.do(t, "GET", path, "")
-		if plain.code != 200 || plain.header.Get("Content-Encoding") != "" {
-			t.Errorf("%s without Accept-Encoding: %d %q", path, plain.code, plain.header.Get("Content-Encoding"))
+		if plain.Code != 200 || plain.Header.Get("Content-Encoding") != "" {
+			t.Errorf("%s without Accept-Encoding: %d %q", path, plain.Code, plain.Header.Get("Content-Encoding"))
 		}
 		zipped := n.do(t, "GET", path, "", "Accept-Encoding", "gzip, deflate")
-		if zipped.header.Get("Content-Encoding") != "gzip" || !strings.Contains(zipped.header.Get("Vary"), "Accept-Encoding") {
-			t.Errorf("%s with Accept-Encoding gzip: %q", path, zipped.header.Get("Content-Encoding"))
+		if zipped.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(zipped.Header.Get("Vary"), "Accept-Encoding") {
+			t.Errorf("%s with Accept-Encoding gzip: %q", path, zipped.Header.Get("Content-Encoding"))
 		}
-		if len(zipped.body) != len(plain.body) && path != "/" { // "/" shows the current memory use
-			t.Errorf("%s: gzipped body decodes to %d bytes, plain is %d", path, len(zipped.body), len(plain.body))
+		if len(zipped.Body) != len(plain.Body) && path != "/" { // "/" shows the current memory use
+			t.Errorf("%s: gzipped body decodes to %d bytes, plain is %d", path, len(zipped.Body), len(plain.Body))
 		}
 	}
 }
@@ -175,71 +176,34 @@ func TestConsole_summaryIsVersioned(t *testing.T) {
 	n := newTestNode(t)
 	fillConsole(t, n.reg, 1, 2)
 	r := n.do(t, "GET", "/console/api/summary", "")
-	m := regexp.MustCompile(`"index":"([0-9.]+)"`).FindStringSubmatch(r.body)
-	if r.code != 200 || m == nil || !strings.Contains(r.body, `"instances":2`) {
-		t.Fatalf("summary: %d %s", r.code, r.body)
+	m := regexp.MustCompile(`"index":"([0-9.]+)"`).FindStringSubmatch(r.Body)
+	if r.Code != 200 || m == nil || !strings.Contains(r.Body, `"instances":2`) {
+		t.Fatalf("summary: %d %s", r.Code, r.Body)
 	}
-	if again := n.do(t, "GET", "/console/api/summary?index="+m[1], ""); again.code != http.StatusNotModified {
-		t.Fatalf("unchanged registry: %d, want 304", again.code)
+	if again := n.do(t, "GET", "/console/api/summary?index="+m[1], ""); again.Code != http.StatusNotModified {
+		t.Fatalf("unchanged registry: %d, want 304", again.Code)
 	}
 	// The page's live part carries the same index.
-	if p := n.do(t, "GET", "/?partial=1", ""); p.header.Get("X-Console-Index") != m[1] || strings.Contains(p.body, "<html") {
-		t.Errorf("partial: index %q, want %q", p.header.Get("X-Console-Index"), m[1])
+	if p := n.do(t, "GET", "/?partial=1", ""); p.Header.Get("X-Console-Index") != m[1] || strings.Contains(p.Body, "<html") {
+		t.Errorf("partial: index %q, want %q", p.Header.Get("X-Console-Index"), m[1])
 	}
 	fillConsole(t, n.reg, 2, 2) // one app more
-	if changed := n.do(t, "GET", "/console/api/summary?index="+m[1], ""); changed.code != 200 || !strings.Contains(changed.body, `"instances":4`) {
-		t.Fatalf("after a register: %d %s", changed.code, changed.body)
+	if changed := n.do(t, "GET", "/console/api/summary?index="+m[1], ""); changed.Code != 200 || !strings.Contains(changed.Body, `"instances":4`) {
+		t.Fatalf("after a register: %d %s", changed.Code, changed.Body)
 	}
 	// A sample of the chart changes it too.
 	r = n.do(t, "GET", "/console/api/summary", "")
-	idx := regexp.MustCompile(`"index":"([0-9.]+)"`).FindStringSubmatch(r.body)[1]
+	idx := regexp.MustCompile(`"index":"([0-9.]+)"`).FindStringSubmatch(r.Body)[1]
 	n.console.Sample()
-	if r := n.do(t, "GET", "/console/api/summary?index="+idx, ""); r.code != 200 {
-		t.Errorf("after a sample: %d, want 200", r.code)
+	if r := n.do(t, "GET", "/console/api/summary?index="+idx, ""); r.Code != 200 {
+		t.Errorf("after a sample: %d, want 200", r.Code)
 	}
 }
 
-// consoleClient keeps the console's cookie, as a browser does.
-type consoleClient struct {
-	t       *testing.T
-	n       *testNode
-	cookie  string
-	headers []string
-}
-
-func (cc *consoleClient) get(path string) response {
-	cc.t.Helper()
-	h := append([]string{}, cc.headers...)
-	if cc.cookie != "" {
-		h = append(h, "Cookie", cc.cookie)
-	}
-	r := cc.n.do(cc.t, "GET", path, "", h...)
-	if sc := r.header.Get("Set-Cookie"); sc != "" {
-		cc.cookie = strings.SplitN(sc, ";", 2)[0]
-	}
-	return r
-}
-
-var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
-
-// confirm opens the confirmation page and returns its CSRF token.
-func (cc *consoleClient) confirm(action, app, id string) string {
-	cc.t.Helper()
-	r := cc.get("/console/confirm?action=" + action + "&app=" + app + "&id=" + id)
-	m := csrfRE.FindStringSubmatch(r.body)
-	if r.code != 200 || m == nil {
-		cc.t.Fatalf("confirm page: %d %s", r.code, r.body)
-	}
-	return m[1]
-}
-
-func (cc *consoleClient) post(form url.Values, extra ...string) response {
-	cc.t.Helper()
-	h := append(append([]string{"Content-Type", "application/x-www-form-urlencoded"}, cc.headers...), extra...)
-	if cc.cookie != "" {
-		h = append(h, "Cookie", cc.cookie)
-	}
-	return cc.n.do(cc.t, "POST", "/console/actions", form.Encode(), h...)
+// newConsoleClient is a browser on n's console (headers: its
+// credentials, say).
+func newConsoleClient(t *testing.T, n *testNode, headers ...string) *testhttp.Browser {
+	return &testhttp.Browser{TB: t, Base: n.http.URL, Headers: headers}
 }
 
 func TestConsole_actionsOpenNodeFromLoopback(t *testing.T) {
@@ -253,35 +217,35 @@ func TestConsole_actionsOpenNodeFromLoopback(t *testing.T) {
 		evs, _ := cur.Read(nil)
 		changes = append(changes, evs...)
 	}
-	cc := &consoleClient{t: t, n: n}
-	token := cc.confirm("out-of-service", "APP-00", "app-00-i000")
+	cc := newConsoleClient(t, n)
+	token := cc.ConsoleCSRF("out-of-service", "APP-00", "app-00-i000")
 	form := url.Values{"action": {"out-of-service"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {token}}
 
 	// Refusals change nothing.
 	noToken := url.Values{"action": {"out-of-service"}, "app": {"APP-00"}, "id": {"app-00-i000"}}
 	for name, r := range map[string]response{
-		"no token":           cc.post(noToken),
-		"wrong token":        cc.post(url.Values{"action": {"out-of-service"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {strings.Repeat("0", 64)}}),
-		"cross-site fetch":   cc.post(form, "Sec-Fetch-Site", "cross-site"),
-		"foreign origin":     cc.post(form, "Origin", "https://evil.example"),
-		"token, no cookie":   (&consoleClient{t: t, n: n}).post(form),
-		"token, new session": (&consoleClient{t: t, n: n, cookie: "muster_console=" + strings.Repeat("ab", 32)}).post(form),
+		"no token":           cc.PostForm("/console/actions", noToken),
+		"wrong token":        cc.PostForm("/console/actions", url.Values{"action": {"out-of-service"}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {strings.Repeat("0", 64)}}),
+		"cross-site fetch":   cc.PostForm("/console/actions", form, "Sec-Fetch-Site", "cross-site"),
+		"foreign origin":     cc.PostForm("/console/actions", form, "Origin", "https://evil.example"),
+		"token, no cookie":   newConsoleClient(t, n).PostForm("/console/actions", form),
+		"token, new session": (&testhttp.Browser{TB: t, Base: n.http.URL, Cookie: "muster_console=" + strings.Repeat("ab", 32)}).PostForm("/console/actions", form),
 	} {
-		if r.code != http.StatusForbidden {
-			t.Errorf("%s: %d, want 403", name, r.code)
+		if r.Code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, r.Code)
 		}
 	}
 	readChanges()
 	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusUp || len(changes) != 0 {
 		t.Fatalf("a refused action changed the registry: %s, %d changes", st, len(changes))
 	}
-	if r := n.do(t, "GET", "/console/actions", ""); r.code != http.StatusMethodNotAllowed && r.code != http.StatusNotFound {
-		t.Errorf("GET /console/actions: %d", r.code)
+	if r := n.do(t, "GET", "/console/actions", ""); r.Code != http.StatusMethodNotAllowed && r.Code != http.StatusNotFound {
+		t.Errorf("GET /console/actions: %d", r.Code)
 	}
 
-	r := cc.post(form, "Origin", n.http.URL, "Sec-Fetch-Site", "same-origin")
-	if r.code != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/console/apps/APP-00?done=out-of-service") {
-		t.Fatalf("action: %d %s %s", r.code, r.header.Get("Location"), r.body)
+	r := cc.PostForm("/console/actions", form, "Origin", n.http.URL, "Sec-Fetch-Site", "same-origin")
+	if r.Code != http.StatusSeeOther || !strings.HasPrefix(r.Header.Get("Location"), "/console/apps/APP-00?done=out-of-service") {
+		t.Fatalf("action: %d %s %s", r.Code, r.Header.Get("Location"), r.Body)
 	}
 	if st := statusOf(t, n, "APP-00", "app-00-i000"); st != registry.StatusOutOfService {
 		t.Fatalf("status after out-of-service: %s", st)
@@ -292,11 +256,11 @@ func TestConsole_actionsOpenNodeFromLoopback(t *testing.T) {
 	if len(changes) != 1 || changes[0].Kind != registry.OpStatus || changes[0].Origin != registry.OriginClient {
 		t.Fatalf("changes: %+v", changes)
 	}
-	if page := cc.get(r.header.Get("Location")); !strings.Contains(page.body, `id="flash"`) || !strings.Contains(page.body, "OUT_OF_SERVICE") {
+	if page := cc.Get(r.Header.Get("Location")); !strings.Contains(page.Body, `id="flash"`) || !strings.Contains(page.Body, "OUT_OF_SERVICE") {
 		t.Error("app page after the action lacks the flash or the new status")
 	}
 	// A link cannot make the page claim an action: the flash is signed.
-	if page := cc.get("/console/apps/APP-00?done=cancel&id=app-00-i001&sig=00"); strings.Contains(page.body, `id="flash"`) {
+	if page := cc.Get("/console/apps/APP-00?done=cancel&id=app-00-i001&sig=00"); strings.Contains(page.Body, `id="flash"`) {
 		t.Error("an unsigned flash was shown")
 	}
 
@@ -304,9 +268,9 @@ func TestConsole_actionsOpenNodeFromLoopback(t *testing.T) {
 		action string
 		want   registry.Status
 	}{{"up", registry.StatusUp}, {"remove-override", registry.StatusUnknown}, {"cancel", ""}} {
-		tok := cc.confirm(step.action, "APP-00", "app-00-i000")
-		if r := cc.post(url.Values{"action": {step.action}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {tok}}); r.code != http.StatusSeeOther {
-			t.Fatalf("%s: %d %s", step.action, r.code, r.body)
+		tok := cc.ConsoleCSRF(step.action, "APP-00", "app-00-i000")
+		if r := cc.PostForm("/console/actions", url.Values{"action": {step.action}, "app": {"APP-00"}, "id": {"app-00-i000"}, "csrf": {tok}}); r.Code != http.StatusSeeOther {
+			t.Fatalf("%s: %d %s", step.action, r.Code, r.Body)
 		}
 		if st := statusOf(t, n, "APP-00", "app-00-i000"); st != step.want {
 			t.Fatalf("after %s: %q, want %q", step.action, st, step.want)
@@ -340,11 +304,11 @@ func TestConsole_actionsPolicyWithoutAuth(t *testing.T) {
 
 	none := newTestNode(t, func(_ *registry.Config, h *Config) { h.Actions = ActionsNobody })
 	fillConsole(t, none.reg, 1, 1)
-	if r := none.do(t, "GET", "/console/confirm?action=cancel&app=APP-00&id=app-00-i000", ""); r.code != http.StatusForbidden {
-		t.Errorf("policy none: %d", r.code)
+	if r := none.do(t, "GET", "/console/confirm?action=cancel&app=APP-00&id=app-00-i000", ""); r.Code != http.StatusForbidden {
+		t.Errorf("policy none: %d", r.Code)
 	}
-	if r := none.do(t, "POST", "/console/actions", "action=cancel&app=APP-00&id=app-00-i000", "Content-Type", "application/x-www-form-urlencoded"); r.code != http.StatusForbidden {
-		t.Errorf("policy none, POST: %d", r.code)
+	if r := none.do(t, "POST", "/console/actions", "action=cancel&app=APP-00&id=app-00-i000", "Content-Type", "application/x-www-form-urlencoded"); r.Code != http.StatusForbidden {
+		t.Errorf("policy none, POST: %d", r.Code)
 	}
 	if none.reg.Len() != 1 {
 		t.Error("refused action cancelled the instance")
@@ -363,7 +327,7 @@ func TestConsole_originOfInstances(t *testing.T) {
 	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("ORDERS", "remote-1")).From(registry.OriginPeer)); err != nil {
 		t.Fatal(err)
 	}
-	body := n.do(t, "GET", "/console/apps/ORDERS", "").body
+	body := n.do(t, "GET", "/console/apps/ORDERS", "").Body
 	local := regexp.MustCompile(`(?s)data-id="local-1">.*?</tr>`).FindString(body)
 	remote := regexp.MustCompile(`(?s)data-id="remote-1">.*?</tr>`).FindString(body)
 	if !strings.Contains(local, "<td>this node</td>") || !strings.Contains(remote, "<td>a peer</td>") {
@@ -399,7 +363,7 @@ func TestConsole_selfPreservationHistory(t *testing.T) {
 		}
 		n.console.Sample()
 	}
-	body := n.do(t, "GET", "/", "").body
+	body := n.do(t, "GET", "/", "").Body
 	if !strings.Contains(body, `id="self-preservation">ACTIVE`) {
 		t.Fatal("self-preservation is not active at the end of the scenario")
 	}
@@ -431,7 +395,7 @@ func TestConsole_selfPreservationHistory(t *testing.T) {
 		n.clock.Advance(10 * time.Second)
 		n.console.Sample()
 	}
-	body = n.do(t, "GET", "/", "").body
+	body = n.do(t, "GET", "/", "").Body
 	m := regexp.MustCompile(`<path id="chart-renews" class="\w+" d="(M[0-9. L]+)"/>`).FindStringSubmatch(body)
 	if m == nil || strings.Count(m[1], "L") != 359 {
 		t.Errorf("after 460 samples the chart should hold 360")
@@ -444,23 +408,23 @@ func TestConsole_selfPreservationHistory(t *testing.T) {
 func TestConsole_largeRegistryViewsCatchUp(t *testing.T) {
 	n := newTestNode(t)
 	fillConsole(t, n.reg, 100, 100)
-	if r := n.do(t, "GET", "/?partial=1", ""); r.code != 200 || !strings.HasPrefix(r.header.Get("X-Console-Index"), fmt.Sprint(n.reg.Version())+".") {
-		t.Fatalf("first view: %d, index %q at version %d", r.code, r.header.Get("X-Console-Index"), n.reg.Version())
+	if r := n.do(t, "GET", "/?partial=1", ""); r.Code != 200 || !strings.HasPrefix(r.Header.Get("X-Console-Index"), fmt.Sprint(n.reg.Version())+".") {
+		t.Fatalf("first view: %d, index %q at version %d", r.Code, r.Header.Get("X-Console-Index"), n.reg.Version())
 	}
 	if _, err := n.reg.Apply(registry.RegisterOp(registrytest.NewInstance("LATECOMER", "l-1"))); err != nil {
 		t.Fatal(err)
 	}
 	r := n.do(t, "GET", "/?partial=1", "")
-	shown := r.header.Get("X-Console-Index")
+	shown := r.Header.Get("X-Console-Index")
 	current := fmt.Sprint(n.reg.Version()) + "."
 	if !strings.HasPrefix(shown, current) {
 		// The previous version: the live endpoint must not call it current.
-		if s := n.do(t, "GET", "/console/api/summary?index="+shown, ""); s.code != 200 {
-			t.Fatalf("page shows %s, registry is at %s: summary answered %d, want 200", shown, current, s.code)
+		if s := n.do(t, "GET", "/console/api/summary?index="+shown, ""); s.Code != 200 {
+			t.Fatalf("page shows %s, registry is at %s: summary answered %d, want 200", shown, current, s.Code)
 		}
 	}
-	if r := n.do(t, "GET", "/console/apps/LATECOMER", ""); r.code != 200 || !strings.Contains(r.body, `data-id="l-1"`) {
-		t.Fatalf("the new app's page: %d", r.code)
+	if r := n.do(t, "GET", "/console/apps/LATECOMER", ""); r.Code != 200 || !strings.Contains(r.Body, `data-id="l-1"`) {
+		t.Fatalf("the new app's page: %d", r.Code)
 	}
 }
 
@@ -468,8 +432,8 @@ func TestConsole_actionFormIsBounded(t *testing.T) {
 	n := newTestNode(t)
 	fillConsole(t, n.reg, 1, 1)
 	body := "action=cancel&app=APP-00&id=app-00-i000&pad=" + strings.Repeat("x", 64<<10)
-	if r := n.do(t, "POST", "/console/actions", body, "Content-Type", "application/x-www-form-urlencoded"); r.code != http.StatusRequestEntityTooLarge {
-		t.Errorf("64 KiB action form: %d, want 413", r.code)
+	if r := n.do(t, "POST", "/console/actions", body, "Content-Type", "application/x-www-form-urlencoded"); r.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("64 KiB action form: %d, want 413", r.Code)
 	}
 	if n.reg.Len() != 1 {
 		t.Error("a refused action changed the registry")
@@ -495,7 +459,7 @@ func TestConsole_metaFilterIsExact(t *testing.T) {
 		"meta=a%3Db%3D":  {},
 		"meta=x%3Dy":     {"other"},
 	} {
-		body := n.do(t, "GET", "/console/apps/META?"+query, "").body
+		body := n.do(t, "GET", "/console/apps/META?"+query, "").Body
 		var got []string
 		for _, m := range regexp.MustCompile(`data-id="(\w+)"`).FindAllStringSubmatch(body, -1) {
 			got = append(got, m[1])
@@ -509,7 +473,7 @@ func TestConsole_metaFilterIsExact(t *testing.T) {
 func TestConsole_linksKeepTheSearch(t *testing.T) {
 	n := newTestNode(t)
 	fillConsole(t, n.reg, 60, 3)
-	body := n.do(t, "GET", "/?status=DOWN&zone=b", "").body
+	body := n.do(t, "GET", "/?status=DOWN&zone=b", "").Body
 	if !strings.Contains(body, `href="/console/instances?status=DOWN&amp;zone=b"`) {
 		t.Errorf("the matching-instances link lost the search: %s", regexp.MustCompile(`<a id="matching"[^>]*>`).FindString(body))
 	}
@@ -535,17 +499,17 @@ func TestConsole_pagesStaySmallWithHostileMetadata(t *testing.T) {
 		}
 	}
 	r := n.do(t, "GET", "/console/apps/BIG", "")
-	if r.code != 200 || len(r.body) > 100<<10 {
-		t.Fatalf("app page: %d, %d bytes", r.code, len(r.body))
+	if r.Code != 200 || len(r.Body) > 100<<10 {
+		t.Fatalf("app page: %d, %d bytes", r.Code, len(r.Body))
 	}
-	if !strings.Contains(r.body, `<input name="zone"`) || strings.Contains(r.body, `<select name="zone"`) {
+	if !strings.Contains(r.Body, `<input name="zone"`) || strings.Contains(r.Body, `<select name="zone"`) {
 		t.Error("200 zones: want a text field for the zone")
 	}
-	if !strings.Contains(r.body, "…") || !strings.Contains(r.body, "+5 more") {
+	if !strings.Contains(r.Body, "…") || !strings.Contains(r.Body, "+5 more") {
 		t.Error("long metadata not clipped, or entries beyond 6 not summed up")
 	}
-	if r := n.do(t, "GET", "/console/apps/BIG?zone=zone-007", ""); rows(r.body) != 1 {
-		t.Errorf("zone typed in: %d rows", rows(r.body))
+	if r := n.do(t, "GET", "/console/apps/BIG?zone=zone-007", ""); rows(r.Body) != 1 {
+		t.Errorf("zone typed in: %d rows", rows(r.Body))
 	}
 }
 
@@ -561,7 +525,7 @@ func TestConsole_lastRenewalIsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := n.do(t, "GET", "/console/apps/APP-00", "")
-	if r.code != 200 || !strings.Contains(r.body, "0s ago") || strings.Contains(r.body, "10m ago") {
-		t.Fatalf("app page after a heartbeat: %d, want the renewal 0s ago:\n%s", r.code, r.body)
+	if r.Code != 200 || !strings.Contains(r.Body, "0s ago") || strings.Contains(r.Body, "10m ago") {
+		t.Fatalf("app page after a heartbeat: %d, want the renewal 0s ago:\n%s", r.Code, r.Body)
 	}
 }

@@ -27,21 +27,21 @@ func TestDashboard_instancesAndNoBanner(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := n.do(t, "GET", "/", "")
-	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
-		t.Fatalf("dashboard: %d %s", r.code, r.header.Get("Content-Type"))
+	if r.Code != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("dashboard: %d %s", r.Code, r.Header.Get("Content-Type"))
 	}
 	for _, want := range []string{"System Status", "Renews threshold", "Renews (last min)", "Lease expiration enabled",
 		"DS Replicas", "General Info", "<b>ORDERS</b>", `<span class="ok"><b>UP</b> (1)</span>`,
 		`<span class="bad"><b>DOWN</b> (1)</span>`, "node-a", "/static/muster.css", "/static/console.js"} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("dashboard lacks %q", want)
 		}
 	}
-	if strings.Contains(r.body, `id="banner"`) {
+	if strings.Contains(r.Body, `id="banner"`) {
 		t.Error("banner shown while self-preservation is enabled and not active")
 	}
-	if css := n.do(t, "GET", "/static/muster.css", ""); css.code != 200 || !strings.Contains(css.body, "banner") {
-		t.Errorf("stylesheet: %d", css.code)
+	if css := n.do(t, "GET", "/static/muster.css", ""); css.Code != 200 || !strings.Contains(css.Body, "banner") {
+		t.Errorf("stylesheet: %d", css.Code)
 	}
 }
 
@@ -52,7 +52,7 @@ func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if body := n.do(t, "GET", "/", "").body; strings.Contains(body, emergencyBanner) {
+	if body := n.do(t, "GET", "/", "").Body; strings.Contains(body, emergencyBanner) {
 		t.Fatal("EMERGENCY shown during the first window, before the count can know")
 	}
 	// They renew once (instances that never renewed are not held to the
@@ -64,7 +64,7 @@ func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 		}
 	}
 	n.clock.Advance(2 * time.Minute) // nobody renews
-	body := n.do(t, "GET", "/", "").body
+	body := n.do(t, "GET", "/", "").Body
 	if !strings.Contains(body, emergencyBanner) {
 		t.Fatal("no EMERGENCY banner while self-preservation is active")
 	}
@@ -80,14 +80,14 @@ func TestDashboard_emergencyBannerWhenActive(t *testing.T) {
 			}
 		}
 	}
-	if body := n.do(t, "GET", "/", "").body; strings.Contains(body, emergencyBanner) {
+	if body := n.do(t, "GET", "/", "").Body; strings.Contains(body, emergencyBanner) {
 		t.Fatal("EMERGENCY banner still shown after renewals recovered")
 	}
 }
 
 func TestDashboard_selfPreservationOffBanners(t *testing.T) {
 	n := newTestNode(t, func(c *registry.Config, _ *Config) { c.SelfPreservation = false })
-	body := n.do(t, "GET", "/", "").body
+	body := n.do(t, "GET", "/", "").Body
 	if !strings.Contains(body, offBanner) || strings.Contains(body, emergencyBanner) {
 		t.Fatal("self-preservation disabled: want the TURNED OFF banner only")
 	}
@@ -98,7 +98,7 @@ func TestDashboard_selfPreservationOffBanners(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.clock.Advance(2 * time.Minute)
-	if body := n.do(t, "GET", "/", "").body; !strings.Contains(body, belowOffBanner) {
+	if body := n.do(t, "GET", "/", "").Body; !strings.Contains(body, belowOffBanner) {
 		t.Fatal("renewals below threshold with self-preservation off: want the RENEWALS ARE LESSER banner")
 	}
 }
@@ -113,8 +113,8 @@ func TestDashboard_remoteRegions(t *testing.T) {
 	})
 	r := n.do(t, "GET", "/", "")
 	for _, want := range []string{`<table id="regions">`, "served", "dropped as stale"} {
-		if !strings.Contains(r.body, want) {
-			t.Errorf("dashboard lacks %q:\n%s", want, r.body)
+		if !strings.Contains(r.Body, want) {
+			t.Errorf("dashboard lacks %q:\n%s", want, r.Body)
 		}
 	}
 }

@@ -82,17 +82,13 @@ func mount(cfg Config) (*Console, http.Handler) {
 	})
 }
 
-type response struct {
-	code   int
-	header http.Header
-	body   string
-}
+// response is an answer as the tests read it.
+type response = testhttp.Response
 
 // do sends a request (testhttp.Do); headers alternate name, value.
 func (n *testNode) do(t *testing.T, method, path, body string, headers ...string) response {
 	t.Helper()
-	r := testhttp.Do(t, n.http.URL, method, path, body, headers...)
-	return response{r.Code, r.Header, r.Body}
+	return testhttp.Do(t, n.http.URL, method, path, body, headers...)
 }
 
 // statusOf is the instance's status in the registry, "" when it is gone.

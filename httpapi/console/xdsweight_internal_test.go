@@ -34,7 +34,7 @@ func TestConsole_xdsWeight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	body := n.do(t, "GET", "/console/apps/ORDERS", "").body
+	body := n.do(t, "GET", "/console/apps/ORDERS", "").Body
 	row := func(id string) string {
 		return regexp.MustCompile(`(?s)data-id="` + id + `">.*?</tr>`).FindString(body)
 	}

@@ -8,6 +8,8 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -18,6 +20,16 @@ type Response struct {
 	Code   int
 	Header http.Header
 	Body   string
+}
+
+// Reason is an error answer's reason: the X-Muster-Error header on the
+// Eureka client routes (their error bodies are empty, as the Java
+// server's), else the body.
+func (r Response) Reason() string {
+	if v := r.Header.Get("X-Muster-Error"); v != "" {
+		return v
+	}
+	return r.Body
 }
 
 // Do sends method base+path with body; headers alternate name, value. It
@@ -73,4 +85,55 @@ const SpringBody = `{"instance":{
 // JSONHeaders are the headers of a JSON request that wants JSON back.
 func JSONHeaders() []string {
 	return []string{"Content-Type", "application/json", "Accept", "application/json"}
+}
+
+// Browser sends requests as a browser does for the console's tests: it
+// keeps the session cookie the server sets and sends it back, with Headers
+// (name, value pairs: credentials, say) on every request.
+type Browser struct {
+	TB      testing.TB
+	Base    string
+	Headers []string
+	// Cookie is the session cookie as "name=value" ("": none yet).
+	Cookie string
+}
+
+func (b *Browser) do(method, path, body string, extra ...string) Response {
+	b.TB.Helper()
+	h := append(append([]string{}, b.Headers...), extra...)
+	if b.Cookie != "" {
+		h = append(h, "Cookie", b.Cookie)
+	}
+	r := Do(b.TB, b.Base, method, path, body, h...)
+	if sc := r.Header.Get("Set-Cookie"); sc != "" {
+		b.Cookie, _, _ = strings.Cut(sc, ";")
+	}
+	return r
+}
+
+// Get is GET path.
+func (b *Browser) Get(path string) Response {
+	b.TB.Helper()
+	return b.do(http.MethodGet, path, "")
+}
+
+// PostForm posts form to path, with the extra headers.
+func (b *Browser) PostForm(path string, form url.Values, extra ...string) Response {
+	b.TB.Helper()
+	return b.do(http.MethodPost, path, form.Encode(), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, extra...)...)
+}
+
+var consoleCSRF = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// ConsoleCSRF opens the console's confirmation page of action on app/id
+// and returns the CSRF token its form carries; no page or no token fails
+// the test.
+func (b *Browser) ConsoleCSRF(action, app, id string) string {
+	b.TB.Helper()
+	r := b.Get("/console/confirm?action=" + url.QueryEscape(action) + "&app=" + url.QueryEscape(app) + "&id=" + url.QueryEscape(id))
+	m := consoleCSRF.FindStringSubmatch(r.Body)
+	if r.Code != http.StatusOK || m == nil {
+		b.TB.Fatalf("confirm page: %d %s", r.Code, r.Body)
+	}
+	return m[1]
 }
