@@ -13,6 +13,7 @@ import (
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/regions/regionstest"
+	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -99,7 +100,7 @@ func TestRegions_twoClustersAsRegions(t *testing.T) {
 		t.Skip("multi-node test")
 	}
 	start := time.Now()
-	clock := newManualClock()
+	clock := registrytest.NewClock()
 	pa1, pa2, pb1, pb2 := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	both := func(p1, p2 int) string {
 		return "http://127.0.0.1:" + strconv.Itoa(p1) + "/eureka,http://127.0.0.1:" + strconv.Itoa(p2) + "/eureka"

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,61 +20,12 @@ import (
 
 	"github.com/muster-registry/muster/httpapi/ops"
 	"github.com/muster-registry/muster/regions/regionstest"
+	"github.com/muster-registry/muster/registry/registrytest"
 )
-
-// manualClock is a regions.Clock that moves only when the test says:
-// After's channels fire when Advance passes their deadline.
-type manualClock struct {
-	mu      sync.Mutex // guards now and waiters
-	now     time.Time
-	waiters []clockWaiter
-}
-
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.UnixMilli(1718000000000)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, clockWaiter{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-			continue
-		}
-		kept = append(kept, w)
-	}
-	c.waiters = kept
-}
-
-func (c *manualClock) Waiting() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
-}
 
 // regionNode starts a standalone node of region name whose remote regions
 // are remotes (region → base URL).
-func regionNode(t *testing.T, name string, port int, clock *manualClock, remotes map[string]string, sets ...string) *Node {
+func regionNode(t *testing.T, name string, port int, clock *registrytest.Clock, remotes map[string]string, sets ...string) *Node {
 	t.Helper()
 	base := []string{
 		"eureka.client.register-with-eureka=false", // tests count the instances they register
@@ -111,13 +61,13 @@ func register(t *testing.T, n *Node, app, id string) {
 // reaches b through a switch that can cut it off.
 type twoRegions struct {
 	a, b  *Node
-	clock *manualClock
+	clock *registrytest.Clock
 	cut   atomic.Bool
 }
 
 func startTwoRegions(t *testing.T, setsA ...string) *twoRegions {
 	t.Helper()
-	tr := &twoRegions{clock: newManualClock()}
+	tr := &twoRegions{clock: registrytest.NewClock()}
 	pa, pb := freeTCPPort(t), freeTCPPort(t)
 	bURL, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(pb))
 	proxy := httputil.NewSingleHostReverseProxy(bURL)
@@ -220,7 +170,7 @@ func TestRegions_clusterEachNodeFetches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	clock := newManualClock()
+	clock := registrytest.NewClock()
 	pa1, pa2, pb := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	bURL := "http://127.0.0.1:" + strconv.Itoa(pb) + "/eureka"
 	a1 := regionNode(t, "a", pa1, clock, map[string]string{"b": bURL}, regionClusterSets("a1")...)

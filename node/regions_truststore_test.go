@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/keystoretest"
 	"github.com/muster-registry/muster/regions/regionstest"
+	"github.com/muster-registry/muster/registry/registrytest"
 )
 
 // TestRegions_trustStoreJavaKeystores: region a fetches an HTTPS region b
@@ -26,7 +27,7 @@ import (
 func TestRegions_trustStoreJavaKeystores(t *testing.T) {
 	for name, set := range keystoretest.Sets(t) {
 		t.Run(name, func(t *testing.T) {
-			clock := newManualClock()
+			clock := registrytest.NewClock()
 			pb := freeTCPPort(t)
 			b := regionNode(t, "b", pb, clock, nil,
 				"server.ssl.key-store="+set.Path("node.p12"),
@@ -47,7 +48,7 @@ func TestRegions_trustStoreJavaKeystores(t *testing.T) {
 				{"JKS as classpath:", "classpath:remote-trust.jks", keystoretest.TrustPassword},
 				{"PEM bundle", set.Path("ca.pem"), ""},
 			} {
-				a := regionNode(t, "a", freeTCPPort(t), newManualClock(), map[string]string{"b": bURL},
+				a := regionNode(t, "a", freeTCPPort(t), registrytest.NewClock(), map[string]string{"b": bURL},
 					"muster.classpath="+classpath,
 					"eureka.server.remote-region-trust-store="+tc.store,
 					"eureka.server.remote-region-trust-store-password="+tc.password)
@@ -63,7 +64,7 @@ func TestRegions_trustStoreJavaKeystores(t *testing.T) {
 
 			// Without the trust store: the system roots, which do not hold
 			// the set's CA.
-			a := regionNode(t, "a", freeTCPPort(t), newManualClock(), map[string]string{"b": bURL})
+			a := regionNode(t, "a", freeTCPPort(t), registrytest.NewClock(), map[string]string{"b": bURL})
 			waitFor(t, 20*time.Second, "region a's fetch of b without the trust store fails", func() bool {
 				return a.regions.Fetchers()[0].Stats().Errors > 0
 			})

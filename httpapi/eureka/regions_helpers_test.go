@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/registrytest"
 )
 
 // The remote regions as the Eureka API serves them: regions=, the
@@ -67,7 +67,7 @@ func newRegionServer(t *testing.T, name string) *regionNode {
 // mount builds the region's registry, its remote regions (region → comma-
 // separated base URLs, as eureka.server.remote-region-urls-with-name) and
 // the API over both, serves them and starts the fetchers on clock.
-func (n *regionNode) mount(t *testing.T, clock *manualClock, remotes map[string]string, configs ...func(*regions.Config)) *regionNode {
+func (n *regionNode) mount(t *testing.T, clock *registrytest.Clock, remotes map[string]string, configs ...func(*regions.Config)) *regionNode {
 	t.Helper()
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel).With().Str("region", n.name).Logger()
 	rcfg := registry.DefaultConfig()
@@ -135,7 +135,7 @@ func (n *regionNode) mount(t *testing.T, clock *manualClock, remotes map[string]
 }
 
 // regionNodeOf starts and mounts region name.
-func regionNodeOf(t *testing.T, name string, clock *manualClock, remotes map[string]string, configs ...func(*regions.Config)) *regionNode {
+func regionNodeOf(t *testing.T, name string, clock *registrytest.Clock, remotes map[string]string, configs ...func(*regions.Config)) *regionNode {
 	t.Helper()
 	return newRegionServer(t, name).mount(t, clock, remotes, configs...)
 }
@@ -146,56 +146,6 @@ func (n *regionNode) Addr() string { return n.srv.Listener.Addr().String() }
 // whitelist is eureka.server.remote-region-app-whitelist.<region>.
 func whitelist(region string, apps ...string) func(*regions.Config) {
 	return func(c *regions.Config) { c.Whitelist[region] = apps }
-}
-
-// manualClock is a regions.Clock that moves only when the test says:
-// After's channels fire when Advance passes their deadline.
-type manualClock struct {
-	mu      sync.Mutex // guards now and waiters
-	now     time.Time
-	waiters []clockWaiter
-}
-
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.UnixMilli(1718000000000)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, clockWaiter{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-			continue
-		}
-		kept = append(kept, w)
-	}
-	c.waiters = kept
-}
-
-func (c *manualClock) Waiting() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
 }
 
 func register(t *testing.T, n *regionNode, app, id string) {
@@ -268,13 +218,13 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // reaches b through a switch that can cut it off.
 type twoRegions struct {
 	a, b  *regionNode
-	clock *manualClock
+	clock *registrytest.Clock
 	cut   atomic.Bool
 }
 
 func startTwoRegions(t *testing.T, configA ...func(*regions.Config)) *twoRegions {
 	t.Helper()
-	tr := &twoRegions{clock: newManualClock()}
+	tr := &twoRegions{clock: registrytest.NewClock()}
 	a, b := newRegionServer(t, "a"), newRegionServer(t, "b")
 	bURL, _ := url.Parse(b.srv.URL)
 	proxy := httputil.NewSingleHostReverseProxy(bURL)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/regions/regionstest"
+	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -340,7 +341,7 @@ func TestRegions_cutOffStaleAndRecover(t *testing.T) {
 // With require-all, a regions= request naming a region without data is
 // 403, as in Eureka.
 func TestRegions_requireAll(t *testing.T) {
-	clock := newManualClock()
+	clock := registrytest.NewClock()
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) }))
 	t.Cleanup(dead.Close)
 	a := regionNodeOf(t, "a", clock, map[string]string{"b": dead.URL + "/eureka"}, func(c *regions.Config) { c.RequireAll = true })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/muster-registry/muster/regions"
 	"github.com/muster-registry/muster/regions/regionstest"
+	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/registry/wire"
 )
 
@@ -316,7 +317,7 @@ func utoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // remote-region-read-timeout-ms for the region's next URL, and with
 // disable-delta-for-remote-regions every fetch is a full one.
 func TestRegions_xmlDeltaSecureVIPAndSlowRemote(t *testing.T) {
-	clock := newManualClock()
+	clock := registrytest.NewClock()
 	b := regionNodeOf(t, "b", clock, nil)
 	hang := make(chan struct{})
 	var slowAsked atomic.Int32

@@ -81,6 +81,14 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// Waiting is how many After channels are not yet due: a test knows a
+// goroutine is parked on the clock before it moves it.
+func (c *Clock) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
+
 // fireLocked sends the time to every After that is due. The caller holds mu.
 func (c *Clock) fireLocked() {
 	kept := c.waiters[:0]
