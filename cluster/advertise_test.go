@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 )
 
@@ -65,7 +66,7 @@ func TestChooseAdvertise(t *testing.T) {
 // start) starts, advertises loopback with one warning, and a second node
 // joins it there.
 func TestCluster_Start_noPrivateIPv4(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	a := mustStart(t, testConfig(t, "a", withLogs(t, &logs), func(c *cluster.Config) {
 		c.BindAddr = "0.0.0.0"
 		c.InterfaceAddrs = func() ([]net.Addr, error) { return addrs("127.0.0.1/8", "::1/128", "fe80::1/64"), nil }

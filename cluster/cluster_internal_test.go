@@ -1,37 +1,19 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/rs/zerolog"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newTestCluster is an unstarted Cluster named "self" logging to buf.
-func newTestCluster(t *testing.T, buf *lockedBuffer) *Cluster {
+func newTestCluster(t *testing.T, buf *testlog.Buffer) *Cluster {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NodeName = "self"
@@ -120,7 +102,7 @@ func TestParseMemberlistLine(t *testing.T) {
 }
 
 func TestMemberlistWriter_Write_keyMismatchHint(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	w := &memberlistWriter{log: zerolog.New(&buf), gate: &logGate{}}
 	_, _ = w.Write([]byte("[ERR] memberlist: failed to receive: No installed keys could decrypt the message from=127.0.0.1:1\n"))
 	_, _ = w.Write([]byte("[DEBUG] memberlist: Stream connection\n"))
@@ -206,7 +188,7 @@ func TestDelegate_NodeMeta(t *testing.T) {
 }
 
 func TestEventDelegate_NotifyJoin_unparsableMeta(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	c := newTestCluster(t, &buf)
 	ev := &eventDelegate{c: c}
 	ev.NotifyJoin(node("peer", memberlist.StateAlive, "garbage"))
@@ -228,7 +210,7 @@ func TestEventDelegate_NotifyJoin_unparsableMeta(t *testing.T) {
 }
 
 func TestEventDelegate_NotifyLeave_deadOrLeft(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	c := newTestCluster(t, &buf)
 	ev := &eventDelegate{c: c}
 	meta := `{"zone":"z1","url":"http://p/eureka/"}`
@@ -261,7 +243,7 @@ func TestEventDelegate_NotifyLeave_deadOrLeft(t *testing.T) {
 }
 
 func TestCluster_Changes_coalesces(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	c := newTestCluster(t, &buf)
 	ev := &eventDelegate{c: c}
 	ev.NotifyJoin(node("p1", memberlist.StateAlive, "{}"))
@@ -281,7 +263,7 @@ func TestCluster_Changes_coalesces(t *testing.T) {
 }
 
 func TestCluster_ReconcileLocked(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	c := newTestCluster(t, &buf) // DefaultLocalConfig: probe 1 s, suspicion mult 3, max mult 6
 	ev := &eventDelegate{c: c}
 	t0 := time.Unix(1000, 0)
@@ -333,7 +315,7 @@ func TestCluster_ReconcileLocked(t *testing.T) {
 }
 
 func TestMemberlistWriter_Write_suspect(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	c := newTestCluster(t, &buf)
 	(&eventDelegate{c: c}).NotifyJoin(node("peer 1", memberlist.StateAlive, `{"zone":"z","url":"http://p/eureka/"}`))
 	<-c.Changes()
@@ -396,7 +378,7 @@ func TestMaxSuspicion(t *testing.T) {
 }
 
 func TestCluster_Shutdown_beforeStart(t *testing.T) {
-	var buf lockedBuffer
+	var buf testlog.Buffer
 	c := newTestCluster(t, &buf)
 	if err := c.Shutdown(time.Second); err != nil {
 		t.Fatalf("Shutdown before Start = %v", err)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 )
 
@@ -23,24 +23,6 @@ import (
 // They poll with testwait.For; nothing sleeps.
 
 const converge = 10 * time.Second // generous: -race on a loaded 2-core machine
-
-// syncBuffer is a goroutine-safe log sink for asserting on log output.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func urlOf(name string) string  { return "http://" + name + ".test:8761/eureka/" }
 func zoneOf(name string) string { return "zone-" + name }
@@ -71,7 +53,7 @@ func withJoin(seeds ...string) func(*cluster.Config) {
 }
 
 // withLogs also writes the node's log to buf.
-func withLogs(t *testing.T, buf *syncBuffer) func(*cluster.Config) {
+func withLogs(t *testing.T, buf *testlog.Buffer) func(*cluster.Config) {
 	return func(c *cluster.Config) {
 		w := zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), buf)
 		c.Logger = zerolog.New(w).With().Str("test_node", c.NodeName).Logger()
@@ -196,7 +178,7 @@ func TestCluster_Join_seedStartsLater(t *testing.T) {
 	port := mustFreePort(t)
 	seed := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	b := mustStart(t, testConfig(t, "b", withJoin(seed), withLogs(t, &logs)))
 	if b.Joined() {
 		t.Fatalf("b: Joined() = true before anything listens on %s", seed)
@@ -291,7 +273,7 @@ func TestCluster_Join_differentSecretKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var logsA, logsB syncBuffer
+			var logsA, logsB testlog.Buffer
 			a := mustStart(t, testConfig(t, "a", withLogs(t, &logsA), func(c *cluster.Config) { c.SecretKey = tt.seed }))
 			b := mustStart(t, testConfig(t, "b", withLogs(t, &logsB), withJoin(selfAddr(t, a)),
 				func(c *cluster.Config) { c.SecretKey = tt.join }))
@@ -303,7 +285,7 @@ func TestCluster_Join_differentSecretKeys(t *testing.T) {
 				}
 				return nil
 			})
-			for name, logs := range map[string]*syncBuffer{"a": &logsA, "b": &logsB} {
+			for name, logs := range map[string]*testlog.Buffer{"a": &logsA, "b": &logsB} {
 				if !hasLine(logs.String(), hint, "warn", "error") {
 					t.Errorf("%s's log has no warn or error line with the hint %q:\n%s", name, hint, logs.String())
 				}

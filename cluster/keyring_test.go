@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 )
 
@@ -87,7 +88,7 @@ func TestCluster_keyringRotation(t *testing.T) {
 		}
 	}
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	stale, err := cluster.New(testConfig(t, "stale", withKeys(oldKey), withJoin(selfAddr(t, nodes["a"])), withLogs(t, &logs)))
 	if err != nil {
 		t.Fatal(err)

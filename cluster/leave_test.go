@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/muster-registry/muster/cluster"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 )
 
@@ -18,9 +19,9 @@ import (
 func TestCluster_Shutdown_allTogether(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
-		bufs := make([]*syncBuffer, 3)
+		bufs := make([]*testlog.Buffer, 3)
 		for i := range bufs {
-			bufs[i] = &syncBuffer{}
+			bufs[i] = &testlog.Buffer{}
 		}
 		a := mustStart(t, testConfig(t, "a", withLogs(t, bufs[0])))
 		b := mustStart(t, testConfig(t, "b", withLogs(t, bufs[1]), withJoin(selfAddr(t, a))))

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/muster-registry/muster/auth"
 	"github.com/muster-registry/muster/httpapi"
 	"github.com/muster-registry/muster/httpapi/ops"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
 	"github.com/muster-registry/muster/replication"
@@ -309,7 +309,7 @@ func registerTask(app, id string) replication.Task {
 // nothing; user credentials, even admin, get 403. Each refusal is counted
 // and logged once per source.
 func TestAuth_peerBatch(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	n := newSecuredNode(t, peerSecret, true, func(_ *registry.Config, h *httpapi.Config) {
 		h.Logger = zerolog.New(&logs)
 	})
@@ -556,24 +556,6 @@ func TestAuth_fargoWithCredentialsInURL(t *testing.T) {
 func ioNopCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
 
 func asStatus(err error, se **replication.StatusError) bool { return errors.As(err, se) }
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func failureLines(metrics string) string {
 	var out []string

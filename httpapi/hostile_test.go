@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/muster-registry/muster/httpapi"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
@@ -425,7 +426,7 @@ func TestHostile_replicationBatchesCappedInBytes(t *testing.T) {
 			r.Limits.MaxMetadataBytes = receiverMetadata
 			h.MaxBatchBodyBytes = receiverLimit
 		})
-		var logs syncBuffer
+		var logs testlog.Buffer
 		// The sending node's registry takes the heavy instances (its own
 		// metadata limit raised); its replicator sends them on.
 		scfg := registry.DefaultConfig()
@@ -510,7 +511,7 @@ func (f fixedReplication) Peers() []replication.PeerStats { return nil }
 
 func (f fixedReplication) Totals() replication.Counters { return f.c }
 
-// syncBuffer (auth_test.go) collects the sender's log lines.
+// testlog.Buffer (auth_test.go) collects the sender's log lines.
 
 // Why: syncUp read a peer's registry with no size cap. Now it reads at most
 // MaxBodyBytes and fails the attempt beyond.

@@ -1,34 +1,15 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/rs/zerolog"
 )
-
-// lockedBuffer is a log sink safe for the node's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // loopbackOnly is a host without a private IPv4 address.
 func loopbackOnly() ([]net.Addr, error) {
@@ -51,7 +32,7 @@ func TestNode_noPrivateIPv4(t *testing.T) {
 		{"cluster.join asks: another address", []string{"cluster.join=127.0.0.1:1"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs testlog.Buffer
 			s := mustLoad(t, "", nil, append([]string{"server.port=0", "server.address=127.0.0.1", "cluster.bind-port=0",
 				"eureka.instance.hostname=127.0.0.1", "eureka.instance.ip-address=127.0.0.1", "cluster.node-name=np",
 				"eureka.server.registry-sync-retries=1"}, tc.sets...))

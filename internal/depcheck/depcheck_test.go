@@ -47,7 +47,7 @@ var allowed = map[string]rule{
 		why:         "the registry snapshot on disk (muster.data-dir), in Eureka JSON",
 	},
 	"cluster": {
-		testImports: []string{"internal/testwait"},
+		testImports: []string{"internal/testlog", "internal/testwait"},
 		why:         "memberlist only; node turns members into replication peers (STYLE.md §1)",
 	},
 	"replication": {
@@ -58,7 +58,7 @@ var allowed = map[string]rule{
 	"replication/replicationtest": {
 		// wire: the anti-entropy bodies its Transport answers.
 		imports:     []string{"registry", "registry/registrytest", "registry/wire", "replication"},
-		testImports: []string{"registry/persist"}, // persist: restarts from data-dir snapshots
+		testImports: []string{"internal/testlog", "registry/persist"}, // persist: restarts from data-dir snapshots
 		why:         "in-memory Transport and the deterministic in-process cluster for tests",
 	},
 	"report": {
@@ -74,7 +74,7 @@ var allowed = map[string]rule{
 	},
 	"httpapi": {
 		imports:     []string{"auth", "drain", "httpapi/console", "httpapi/edge", "httpapi/eureka", "httpapi/httpkit", "httpapi/ops", "registry", "registry/wire", "replication"},
-		testImports: []string{"internal/redact", "internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
+		testImports: []string{"internal/testlog", "internal/redact", "internal/testhttp", "internal/testwait", "registry/registrytest", "replication/replicationtest"},
 		why:         "the HTTP server: mounts the Eureka API, the console and ops behind the edge, one lifecycle; knows nothing of cluster or cmd",
 	},
 	"httpapi/eureka": {
@@ -162,6 +162,9 @@ var allowed = map[string]rule{
 	"internal/testwait": {
 		why: "the one poll helper for tests that wait on real I/O; testing only",
 	},
+	"internal/testlog": {
+		why: "the log sink of tests that read what was logged (concurrent writers, zerolog's JSON lines); stdlib only",
+	},
 	"internal/testhttp": {
 		why: "the one HTTP client of the HTTP layer's tests (headers as pairs, gzip and redirects left to the test); stdlib only",
 	},
@@ -182,7 +185,7 @@ var allowed = map[string]rule{
 	// One node, assembled: what `muster serve` and the benchmark start.
 	"node": {
 		imports:     []string{"auth", "cluster", "dns", "drain", "healthcheck", "httpapi", "httpapi/ops", "internal/redact", "registry", "registry/persist", "regions", "replication", "report", "settings", "tlsconfig", "xds"},
-		testImports: []string{"internal/keystoretest", "internal/testwait", "regions/regionstest", "registry/registrytest", "registry/wire"},
+		testImports: []string{"internal/testlog", "internal/keystoretest", "internal/testwait", "regions/regionstest", "registry/registrytest", "registry/wire"},
 		why:         "the assembly of a node from the settings it is handed: every server package, no tool, never the command line",
 	},
 	// The server binary: the command line around the node package.
@@ -197,7 +200,7 @@ var allowed = map[string]rule{
 	},
 	"tools/simclient": {
 		imports:     []string{"client", "internal/redact", "registry"},
-		testImports: []string{"httpapi", "internal/testwait", "registry/registrytest", "registry/wire", "tlsconfig"},
+		testImports: []string{"internal/testlog", "httpapi", "internal/testwait", "registry/registrytest", "registry/wire", "tlsconfig"},
 		why:         "simulated Eureka clients on the client package, so every chaos run exercises it; never the server",
 	},
 	"tools/clients": {

@@ -1,56 +1,21 @@
 package replicationtest_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/replication"
 	"github.com/muster-registry/muster/replication/replicationtest"
 )
 
-// logBuffer collects JSON log lines from every node of a cluster.
-type logBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the logged lines with the given message.
-func (b *logBuffer) lines(t *testing.T, msg string) []map[string]any {
+func newLoggedAECluster(t *testing.T, level zerolog.Level, names ...string) (*replicationtest.Cluster, *testlog.Buffer) {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		var m map[string]any
-		if l == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
-		if m["message"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func newLoggedAECluster(t *testing.T, level zerolog.Level, names ...string) (*replicationtest.Cluster, *logBuffer) {
-	t.Helper()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	c := replicationtest.NewCluster(t, replicationtest.ClusterConfig{
 		Seed:        3,
 		Logger:      zerolog.New(logs).Level(level),
@@ -96,7 +61,7 @@ func TestAntiEntropy_failuresWarnedRateLimited(t *testing.T) {
 	}
 	onB := func(msg string) []map[string]any {
 		var out []map[string]any
-		for _, l := range logs.lines(t, msg) {
+		for _, l := range logs.Lines(t, msg) {
 			if l["node"] == "b" {
 				out = append(out, l)
 			}
@@ -138,7 +103,7 @@ func TestAntiEntropy_repairLogNamesInstances(t *testing.T) {
 	c.Net.Heal()
 	c.AntiEntropyRound()
 	var line map[string]any
-	for _, l := range logs.lines(t, "anti-entropy repaired the registry") {
+	for _, l := range logs.Lines(t, "anti-entropy repaired the registry") {
 		if l["node"] == "b" {
 			line = l
 		}

@@ -9,32 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 	"github.com/muster-registry/muster/tlsconfig"
 )
-
-type syncLog struct {
-	mu sync.Mutex // guards b
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestFleet_TLSAndCredentials: a fleet talks to an https node that needs a
 // client certificate and HTTP Basic credentials, taken from the server
@@ -93,7 +76,7 @@ func TestFleet_TLSAndCredentials(t *testing.T) {
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
 
-	var logs syncLog
+	var logs testlog.Buffer
 	secured := "https://fleet:s3cret-pw@" + strings.TrimPrefix(ts.URL, "https://") + "/eureka/"
 	// The first server is down, so the fleet fails over (and logs both).
 	down := strings.Replace(closedServer(t), "http://", "https://fleet:s3cret-pw@", 1)
