@@ -202,22 +202,32 @@ func TestDrain_dnsResolverIsAReader(t *testing.T) {
 // An xDS client that acknowledged the app's endpoints is a reader; it
 // confirms by acknowledging the version without the drained instance.
 func TestDrain_xdsClientIsAReader(t *testing.T) {
-	n := startTestNode(t, "xdsdrain", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
-	waitOpened(t, n)
-	registerOrder(t, n, "o-1", 7001, "z1")
-	registerOrder(t, n, "o-2", 7002, "z1")
-	ch := adsWatch(t, n.xdsListen(), "orders")
-	waitEndpoints(t, ch, "both instances", "127.0.0.1:7001", "127.0.0.1:7002")
-	testwait.True(t, 10*time.Second, "the acknowledgement noted", func() bool {
-		return len(n.drainer().Readers().Of("ORDERS", 0, 0)) == 1
-	})
-	code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
-	if code != http.StatusAccepted || len(rc.Pending) != 1 || !strings.HasPrefix(rc.Pending[0].Client, "xds ads-") || rc.Pending[0].Address != "127.0.0.1" {
-		t.Fatalf("drain with an xDS client: %d %+v", code, rc)
+	for _, tc := range []struct {
+		name, client string
+		watch        func(*testing.T, string, string) <-chan []string
+	}{
+		{"state of the world", "xds ads-", adsWatch},
+		{"incremental", "xds delta-", adsDeltaWatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startTestNode(t, "xdsdrain", "z1", nil, "muster.xds.enabled=true", "muster.xds.addr=127.0.0.1:0")
+			waitOpened(t, n)
+			registerOrder(t, n, "o-1", 7001, "z1")
+			registerOrder(t, n, "o-2", 7002, "z1")
+			ch := tc.watch(t, n.xdsListen(), "orders")
+			waitEndpoints(t, ch, "both instances", "127.0.0.1:7001", "127.0.0.1:7002")
+			testwait.True(t, 10*time.Second, "the acknowledgement noted", func() bool {
+				return len(n.drainer().Readers().Of("ORDERS", 0, 0)) == 1
+			})
+			code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+			if code != http.StatusAccepted || len(rc.Pending) != 1 || !strings.HasPrefix(rc.Pending[0].Client, tc.client) || rc.Pending[0].Address != "127.0.0.1" {
+				t.Fatalf("drain with an xDS client: %d %+v", code, rc)
+			}
+			waitEndpoints(t, ch, "the drained instance gone", "127.0.0.1:7002")
+			testwait.True(t, 10*time.Second, "the xDS client to confirm", func() bool {
+				code, _ := drainCall(t, http.MethodGet, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
+				return code == http.StatusOK
+			})
+		})
 	}
-	waitEndpoints(t, ch, "the drained instance gone", "127.0.0.1:7002")
-	testwait.True(t, 10*time.Second, "the xDS client to confirm", func() bool {
-		code, _ := drainCall(t, http.MethodGet, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
-		return code == http.StatusOK
-	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/muster-registry/muster/internal/keystoretest"
 	"github.com/muster-registry/muster/internal/testwait"
@@ -95,26 +97,74 @@ func adsWatch(t *testing.T, addr, name string) <-chan []string {
 			}
 			found := false
 			for _, r := range resp.GetResources() {
-				var cla endpointv3.ClusterLoadAssignment
-				if r.UnmarshalTo(&cla) != nil || cla.GetClusterName() != name {
-					continue
+				if eps, ok := endpointsOf(r, name); ok {
+					found = true
+					out <- eps
 				}
-				var eps []string
-				for _, l := range cla.GetEndpoints() {
-					for _, e := range l.GetLbEndpoints() {
-						sa := e.GetEndpoint().GetAddress().GetSocketAddress()
-						eps = append(eps, net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue()))))
-					}
-				}
-				sort.Strings(eps)
-				found = true
-				out <- eps
 			}
 			if !found {
 				out <- nil // the app is gone
 			}
 			_ = stream.Send(&discovery.DiscoveryRequest{TypeUrl: resource.EndpointType, ResourceNames: []string{name},
 				VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()})
+		}
+	}()
+	return out
+}
+
+// endpointsOf is the sorted host:port list of r, if it is name's
+// ClusterLoadAssignment.
+func endpointsOf(r *anypb.Any, name string) ([]string, bool) {
+	var cla endpointv3.ClusterLoadAssignment
+	if r.UnmarshalTo(&cla) != nil || cla.GetClusterName() != name {
+		return nil, false
+	}
+	eps := []string{}
+	for _, l := range cla.GetEndpoints() {
+		for _, e := range l.GetLbEndpoints() {
+			sa := e.GetEndpoint().GetAddress().GetSocketAddress()
+			eps = append(eps, net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue()))))
+		}
+	}
+	sort.Strings(eps)
+	return eps, true
+}
+
+// adsDeltaWatch is adsWatch over an incremental (delta) ADS stream: it
+// subscribes to name's endpoints and acknowledges every response by its
+// nonce, as Envoy with DELTA_GRPC does.
+func adsDeltaWatch(t *testing.T, addr, name string) <-chan []string {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); conn.Close() })
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &discovery.DeltaDiscoveryRequest{Node: &corev3.Node{Id: "delta-" + addr}, TypeUrl: resource.EndpointType, ResourceNamesSubscribe: []string{name}}
+	if err := stream.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan []string, 64)
+	go func() {
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			for _, r := range resp.GetResources() {
+				if eps, ok := endpointsOf(r.GetResource(), name); ok {
+					out <- eps
+				}
+			}
+			if slices.Contains(resp.GetRemovedResources(), name) {
+				out <- nil
+			}
+			_ = stream.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resource.EndpointType, ResponseNonce: resp.GetNonce()})
 		}
 	}()
 	return out

@@ -56,13 +56,32 @@ type streams struct {
 	m      *metrics
 	active atomic.Int64
 
-	// mu guards open.
-	mu   sync.Mutex
-	open map[streamKey]*Client
+	// mu guards open and delta.
+	mu    sync.Mutex
+	open  map[streamKey]*Client
+	delta map[int64]*deltaEDS // incremental streams' EDS, by stream id
 }
 
+// deltaEDS is what an incremental stream's EDS acknowledgements need to be
+// a drain's reads: the names it subscribes to, and the cache version each
+// of its recent responses was sent at (an incremental client acknowledges
+// a response by its nonce, without a version).
+type deltaEDS struct {
+	seen     bool // an EDS request came: the first decides the wildcard
+	wildcard bool
+	names    map[string]bool
+	sent     []sentDelta // the newest maxUnackedDelta responses, oldest first
+}
+
+type sentDelta struct{ nonce, version string }
+
+// maxUnackedDelta bounds the responses remembered per incremental stream
+// for their acknowledgements: a client acknowledges each before the next
+// is sent, so a few cover any real client.
+const maxUnackedDelta = 16
+
 func newStreams(max int, users *auth.Authenticator, m *metrics) *streams {
-	return &streams{max: int64(max), users: users, m: m, open: map[streamKey]*Client{}}
+	return &streams{max: int64(max), users: users, m: m, open: map[streamKey]*Client{}, delta: map[int64]*deltaEDS{}}
 }
 
 // intercept admits a stream: authorised, and under muster.xds.max-streams.
@@ -164,12 +183,14 @@ func (st *streams) callbacks(s *Server) xdsserver.Callbacks {
 		},
 		StreamDeltaRequestFunc: func(id int64, req *discovery.DeltaDiscoveryRequest) error {
 			st.request(streamKey{true, id}, req.GetNode(), req.GetTypeUrl(), "", req.GetErrorDetail().GetMessage(), req.GetErrorDetail() != nil)
+			st.deltaAcked(s, id, req)
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, req *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
 			st.response(s, streamKey{false, id}, resp.GetTypeUrl(), req.GetVersionInfo() != "")
 		},
 		StreamDeltaResponseFunc: func(id int64, req *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+			st.deltaSent(id, resp)
 			st.response(s, streamKey{true, id}, resp.GetTypeUrl(), req.GetResponseNonce() != "")
 		},
 	}
@@ -188,6 +209,9 @@ func (st *streams) opened(ctx context.Context, k streamKey) {
 func (st *streams) closed(k streamKey) {
 	st.mu.Lock()
 	delete(st.open, k)
+	if k.delta {
+		delete(st.delta, k.id)
+	}
 	st.mu.Unlock()
 }
 
@@ -223,7 +247,7 @@ func (st *streams) request(k streamKey, node *corev3.Node, typeURL, version, nac
 
 // acked passes an EDS acknowledgement of a known version to
 // Options.OnAck. (Incremental streams acknowledge by nonce, without a
-// version: they are not noted.)
+// version: deltaAcked.)
 func (st *streams) acked(s *Server, k streamKey, req *discovery.DiscoveryRequest) {
 	if s.opts.OnAck == nil || req.GetErrorDetail() != nil || req.GetVersionInfo() == "" || typeLabel(req.GetTypeUrl()) != "eds" {
 		return
@@ -244,6 +268,100 @@ func (st *streams) acked(s *Server, k streamKey, req *discovery.DiscoveryRequest
 	}
 	s.opts.OnAck(node, addr, req.GetResourceNames(), v)
 }
+
+// deltaSent remembers the cache version of an EDS response on an
+// incremental stream, for its acknowledgement.
+func (st *streams) deltaSent(id int64, resp *discovery.DeltaDiscoveryResponse) {
+	if typeLabel(resp.GetTypeUrl()) != "eds" || resp.GetNonce() == "" {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	d := st.deltaOfLocked(id)
+	if len(d.sent) == maxUnackedDelta {
+		d.sent = append(d.sent[:0], d.sent[1:]...)
+	}
+	d.sent = append(d.sent, sentDelta{resp.GetNonce(), resp.GetSystemVersionInfo()})
+}
+
+func (st *streams) deltaOfLocked(id int64) *deltaEDS {
+	d := st.delta[id]
+	if d == nil {
+		d = &deltaEDS{names: map[string]bool{}}
+		st.delta[id] = d
+	}
+	return d
+}
+
+// deltaAcked follows an incremental stream's EDS subscriptions and passes
+// its acknowledgement of a response (by nonce) to Options.OnAck, with the
+// names it subscribed to when that response was sent (none: the
+// wildcard, every one), as acked does for a state-of-the-world stream.
+func (st *streams) deltaAcked(s *Server, id int64, req *discovery.DeltaDiscoveryRequest) {
+	if typeLabel(req.GetTypeUrl()) != "eds" {
+		return
+	}
+	st.mu.Lock()
+	d := st.deltaOfLocked(id)
+	var version string
+	var names []string
+	if nonce := req.GetResponseNonce(); nonce != "" && req.GetErrorDetail() == nil {
+		for i, r := range d.sent {
+			if r.nonce == nonce {
+				version, d.sent = r.version, d.sent[i+1:]
+				break
+			}
+		}
+		if !d.wildcard {
+			names = make([]string, 0, len(d.names))
+			for n := range d.names {
+				names = append(names, n)
+			}
+		}
+	}
+	// The subscription changes this request carries apply to what comes
+	// next, not to the response it acknowledges.
+	if !d.seen {
+		d.seen, d.wildcard = true, len(req.GetResourceNamesSubscribe()) == 0
+	}
+	for _, n := range req.GetResourceNamesSubscribe() {
+		if n == "*" {
+			d.wildcard = true
+		} else if len(d.names) < maxDeltaNames {
+			d.names[n] = true
+		}
+	}
+	for _, n := range req.GetResourceNamesUnsubscribe() {
+		if n == "*" {
+			d.wildcard = false
+		} else {
+			delete(d.names, n)
+		}
+	}
+	var node, addr string
+	if c := st.open[streamKey{true, id}]; c != nil {
+		node, addr = c.Node, c.Addr
+		if version != "" {
+			c.Version = version
+		}
+	}
+	st.mu.Unlock()
+	if version == "" || s.opts.OnAck == nil || (names != nil && len(names) == 0) {
+		return
+	}
+	v, ok := s.caches.registryVersionOf(version)
+	if !ok {
+		return
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	s.opts.OnAck(node, addr, names, v)
+}
+
+// maxDeltaNames bounds the names followed per incremental stream: the
+// names are the client's, and only an app's (or VIP's) name can count.
+const maxDeltaNames = 10_000
 
 // response counts a response; one to a subscription that already had
 // an answer (a push, not a first answer) on a stream open before the last
