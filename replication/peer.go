@@ -45,6 +45,9 @@ type peer struct {
 	// round trip and a request the peer wakes up for (bench replcpu).
 	inboxMu sync.Mutex
 	inbox   []Task
+	// inboxDistinct: the inbox holds one round whose tasks have distinct
+	// instances and actions (the batcher may keep it as it came).
+	inboxDistinct bool
 	// inboxFull counts tasks Enqueue dropped because inbox was full.
 	inboxFull atomic.Uint64
 	// results carries the answer of the batch in flight (capacity 1: at
@@ -127,12 +130,13 @@ func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *
 }
 
 // offerAll hands tasks to the sender, in order, without blocking, and wakes
-// it once. A full inbox (InboxSize) drops a task, and the drop is counted.
-// A heartbeat finds it full at three quarters, so a take of many renewals
+// it once; distinct says that no two of them share an instance and action.
+// A full inbox (InboxSize) drops a task, and the drop is counted. A
+// heartbeat finds it full at three quarters, so a take of many renewals
 // cannot crowd out the changes that follow it (a dropped heartbeat is
 // replaced by the instance's next one). Safe for concurrent use; tasks is
 // copied, not kept.
-func (p *peer) offerAll(tasks []Task) {
+func (p *peer) offerAll(tasks []Task, distinct bool) {
 	if len(tasks) == 0 {
 		return
 	}
@@ -140,6 +144,7 @@ func (p *peer) offerAll(tasks []Task) {
 	heartbeatLimit := limit - limit/4
 	dropped := 0
 	p.inboxMu.Lock()
+	p.inboxDistinct = distinct && len(p.inbox) == 0
 	for i := range tasks {
 		if n := len(p.inbox); n >= limit || tasks[i].Action == registry.ActionHeartbeat && n >= heartbeatLimit {
 			dropped++
@@ -254,12 +259,10 @@ func (p *peer) queueCatchUp(now time.Time) {
 // order. Owner only.
 func (p *peer) takeInbox(now time.Time) {
 	p.inboxMu.Lock()
-	tasks := p.inbox
-	p.inbox = p.spare[:0]
+	tasks, distinct := p.inbox, p.inboxDistinct
+	p.inbox, p.inboxDistinct = p.spare[:0], false
 	p.inboxMu.Unlock()
-	for i := range tasks {
-		p.b.add(tasks[i], now)
-	}
+	p.b.addRound(tasks, distinct, now)
 	clear(tasks) // the spare buffer keeps no instance alive
 	p.spare = tasks[:0]
 }

@@ -124,10 +124,11 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 	return h
 }
 
-// enqueue hands tasks over as the feed does and lets the sender pick them
-// up.
+// enqueue hands tasks over as the feed does (a round of distinct tasks
+// marked so, which the batcher may keep as it came) and lets the sender
+// pick them up.
 func (h *harness) enqueue(tasks ...Task) {
-	h.p.offerAll(tasks)
+	h.p.offerAll(tasks, distinctTasks(tasks))
 	h.p.takeInbox(h.clk.Now())
 }
 
@@ -445,7 +446,7 @@ func TestPeer_Step_lagAndBatchDuration(t *testing.T) {
 func TestPeer_Drain_inboxFullIsCounted(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.InboxSize = 2 })
 	for i := range 5 {
-		h.p.offerAll([]Task{hbFor(fmt.Sprint(i))})
+		h.p.offerAll([]Task{hbFor(fmt.Sprint(i))}, false)
 	}
 	if s := h.stats(); s.Drops.InboxFull != 3 || s.QueueDepth != 2 {
 		t.Errorf("Drops.InboxFull, QueueDepth = %d, %d, want 3, 2", s.Drops.InboxFull, s.QueueDepth)
@@ -480,7 +481,7 @@ func TestReplicator_HandOut_doesNotAllocate(t *testing.T) {
 	fb := feedBuffers{tasks: make([]Task, 0, 1)}
 	if allocs := testing.AllocsPerRun(100, func() {
 		fb.tasks = append(fb.tasks, hb)
-		r.handOut(&fb)
+		r.handOut(&fb, false)
 	}); allocs != 0 {
 		t.Errorf("handOut allocates %v times per call, want 0", allocs)
 	}
@@ -502,7 +503,7 @@ func TestReplicator_HandOut_roundLeavesInOneBatch(t *testing.T) {
 	for i := range 600 {
 		fb.tasks = append(fb.tasks, change(registry.ActionHeartbeat, fmt.Sprint("i-", i)))
 	}
-	r.handOut(&fb)
+	r.handOut(&fb, true)
 	if len(fb.tasks) != 0 {
 		t.Fatalf("handOut left %d tasks in the round's buffer", len(fb.tasks))
 	}
@@ -524,7 +525,7 @@ func TestReplicator_SetPeers_keepsQueueOfStayingPeers(t *testing.T) {
 	for _, id := range []string{"a1", "a2", "a3", "a4"} { // a4 overflows the inboxes
 		fb.tasks = append(fb.tasks, change(registry.ActionRegister, id))
 	}
-	r.handOut(&fb)
+	r.handOut(&fb, false)
 	// b's sender has moved one task into its queue; two wait in the inbox.
 	pb.b.add(pb.inbox[0], clk.Now())
 	pb.inbox = pb.inbox[1:]

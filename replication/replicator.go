@@ -229,7 +229,7 @@ func (r *Replicator) pull(fb *feedBuffers, takeRenewals bool) {
 		if resync {
 			// What was read before the gap goes first; the catch-up
 			// follows it.
-			r.handOut(fb)
+			r.handOut(fb, false)
 			r.resync()
 			continue
 		}
@@ -242,14 +242,19 @@ func (r *Replicator) pull(fb *feedBuffers, takeRenewals bool) {
 			}
 		}
 	}
+	// A take has one renewal per lease, and a key one live lease: its
+	// heartbeats are distinct, unless a change of the round shares a key
+	// and action with one of them.
+	distinct := len(fb.tasks) == 0
 	for _, rn := range fb.renewals {
 		fb.tasks = append(fb.tasks, taskFromRenewal(rn))
 	}
-	r.handOut(fb)
+	r.handOut(fb, distinct)
 }
 
-// handOut gives the tasks collected in fb to every sender, and empties it.
-func (r *Replicator) handOut(fb *feedBuffers) {
+// handOut gives the tasks collected in fb to every sender, and empties it;
+// distinct says that no two of them share an instance and action.
+func (r *Replicator) handOut(fb *feedBuffers, distinct bool) {
 	if ps := r.view.Load(); ps != nil && len(fb.tasks) > 0 {
 		now := time.Time{}
 		for i := range fb.tasks {
@@ -261,7 +266,7 @@ func (r *Replicator) handOut(fb *feedBuffers) {
 			}
 		}
 		for _, p := range *ps {
-			p.offerAll(fb.tasks)
+			p.offerAll(fb.tasks, distinct)
 		}
 	}
 	clear(fb.tasks) // keeps no instance alive until the next round
