@@ -30,6 +30,19 @@ type batcher struct {
 	n              int              // len(index)
 	free           *node            // recycled nodes, linked through next
 
+	// run is a round of tasks with distinct slots that arrived while
+	// nothing else was pending (addRound), kept as it came: run[runNext:]
+	// are pending, oldest first, ahead of nothing. A healthy peer's sender
+	// takes each round whole into the next batch, so the index and the
+	// lists would only be filled to be emptied again: per task and peer, a
+	// hash of its three strings, a map insert and delete, and a read of
+	// its instance; that was most of a sender's own CPU under heartbeat
+	// load (bench replcpu). An add or a requeue first queues what is left
+	// of the run like any other tasks (queueRun), so dedupe, overflow and
+	// order hold as before.
+	run     []Task
+	runNext int
+
 	// Counters, read by the owner.
 	replaced uint64 // tasks superseded by a newer one for the same instance and action
 	overflow uint64 // tasks dropped because the queue was full
@@ -55,7 +68,7 @@ func newBatcher(maxQueue int, taskMaxAge, renewalInterval time.Duration) *batche
 }
 
 // len returns the number of pending tasks.
-func (b *batcher) len() int { return b.n }
+func (b *batcher) len() int { return b.n + len(b.run) - b.runNext }
 
 // ttl is how long t stays worth sending. Register and heartbeat tasks live
 // for the instance's renewal interval: by then the next heartbeat has
@@ -78,6 +91,7 @@ func (b *batcher) ttl(t *Task) time.Duration {
 // the oldest heartbeat makes room, or the oldest task if no heartbeat is
 // pending. A task that is already expired is dropped at once.
 func (b *batcher) add(t Task, now time.Time) {
+	b.queueRun(now)
 	expires := t.CreatedAt.Add(b.ttl(&t))
 	if now.After(expires) {
 		b.expired++
@@ -101,6 +115,47 @@ func (b *batcher) add(t Task, now time.Time) {
 	b.pushBack(nd)
 }
 
+// addRound queues tasks, in order, as add would each; distinct says that
+// no two of them share an instance and action. A distinct round that
+// arrives when nothing is pending is kept as the run, as it came (less
+// the tasks already expired, dropped as add drops them).
+func (b *batcher) addRound(tasks []Task, distinct bool, now time.Time) {
+	if !distinct || b.len() > 0 || len(tasks) > b.maxQueue {
+		for i := range tasks {
+			b.add(tasks[i], now)
+		}
+		return
+	}
+	b.run, b.runNext = b.run[:0], 0
+	for i := range tasks {
+		if now.After(tasks[i].CreatedAt.Add(b.ttl(&tasks[i]))) {
+			b.expired++
+			continue
+		}
+		b.run = append(b.run, tasks[i])
+	}
+}
+
+// queueRun moves what is left of the run into the index and the lists,
+// before anything else is queued or requeued.
+func (b *batcher) queueRun(now time.Time) {
+	if len(b.run) == 0 {
+		return
+	}
+	run, left := b.run, b.run[b.runNext:]
+	b.run, b.runNext = nil, 0 // no run from here on: add queues
+	for i := range left {
+		b.add(left[i], now)
+	}
+	b.run = run
+	b.resetRun()
+}
+
+func (b *batcher) resetRun() {
+	clear(b.run) // the buffer keeps no instance alive
+	b.run, b.runNext = b.run[:0], 0
+}
+
 // take removes and returns up to max tasks from the front, in order.
 // Expired tasks met on the way are dropped and counted. It returns nil when
 // nothing is pending.
@@ -114,6 +169,9 @@ func (b *batcher) take(now time.Time, max int) []Task {
 // weighs more can never be sent; it is removed and returned in tooLarge,
 // for the caller to count and report. maxBytes ≤ 0 means no budget.
 func (b *batcher) takeSized(now time.Time, max, maxBytes int, size func(*Task) int) (out, tooLarge []Task) {
+	if b.runNext < len(b.run) { // then nothing else is pending
+		return b.takeRun(now, max, maxBytes, size)
+	}
 	total := 0
 	for b.head != nil && len(out) < max {
 		nd := b.head
@@ -146,6 +204,40 @@ func (b *batcher) takeSized(now time.Time, max, maxBytes int, size func(*Task) i
 	return out, tooLarge
 }
 
+// takeRun is takeSized from the run.
+func (b *batcher) takeRun(now time.Time, max, maxBytes int, size func(*Task) int) (out, tooLarge []Task) {
+	total := 0
+	for b.runNext < len(b.run) && len(out) < max {
+		t := &b.run[b.runNext]
+		if now.After(t.CreatedAt.Add(b.ttl(t))) {
+			b.runNext++
+			b.expired++
+			continue
+		}
+		if maxBytes > 0 && size != nil {
+			n := size(t)
+			if n > maxBytes {
+				b.runNext++
+				tooLarge = append(tooLarge, *t)
+				continue
+			}
+			if total+n > maxBytes {
+				break // the next batch starts with it
+			}
+			total += n
+		}
+		if out == nil {
+			out = make([]Task, 0, min(max, b.len()))
+		}
+		out = append(out, *t)
+		b.runNext++
+	}
+	if b.runNext == len(b.run) {
+		b.resetRun()
+	}
+	return out, tooLarge
+}
+
 // requeueFront puts the tasks of a failed batch back at the front, in their
 // order, ahead of everything queued since: those came later, so this keeps
 // the order in which the registry applied the changes. A task for which a
@@ -153,6 +245,7 @@ func (b *batcher) takeSized(now time.Time, max, maxBytes int, size func(*Task) i
 // newer one supersedes it; counted as replaced), and so is an expired one.
 // If the queue overflows, the usual victims go: oldest heartbeat first.
 func (b *batcher) requeueFront(tasks []Task, now time.Time) {
+	b.queueRun(now)
 	for i := len(tasks) - 1; i >= 0; i-- {
 		t := tasks[i]
 		id := t.id()

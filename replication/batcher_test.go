@@ -60,6 +60,14 @@ func labels(ts []Task) []string {
 func pending(tb testing.TB, b *batcher) []string {
 	tb.Helper()
 	var all, hbs []string
+	if b.runNext < len(b.run) {
+		if b.head != nil {
+			tb.Errorf("a run is pending beside the lists")
+		}
+		for _, t := range b.run[b.runNext:] {
+			all = append(all, label(t))
+		}
+	}
 	for nd := b.head; nd != nil; nd = nd.next {
 		all = append(all, label(nd.task))
 		if nd.task.Action == registry.ActionHeartbeat {
@@ -76,8 +84,8 @@ func pending(tb testing.TB, b *batcher) []string {
 	if !slices.Equal(gotHBs, hbs) {
 		tb.Errorf("heartbeat list = %v, want %v", gotHBs, hbs)
 	}
-	if len(all) != b.len() || len(b.index) != b.len() {
-		tb.Errorf("len() = %d, index %d, list %d", b.len(), len(b.index), len(all))
+	if run := len(b.run) - b.runNext; len(all) != b.len() || len(b.index)+run != b.len() {
+		tb.Errorf("len() = %d, index %d, run %d, list %d", b.len(), len(b.index), run, len(all))
 	}
 	return all
 }
@@ -126,6 +134,16 @@ func TestBatcher_AddTakeRequeue(t *testing.T) {
 				{at: 2 * time.Second, take: 250, want: []string{"H:b@1s", "H:a@2s"}},
 			},
 			want: counts{replaced: 1},
+		},
+		{
+			name: "a task added after part of a round was taken replaces the round's pending one",
+			steps: []step{
+				{add: []Task{tk(hb, "a", 0), tk(hb, "b", 0), tk(hb, "c", 0)}},
+				{take: 1, want: []string{"H:a@0s"}},
+				{at: time.Second, add: []Task{tk(hb, "b", time.Second)}},
+			},
+			wantPending: []string{"H:c@0s", "H:b@1s"},
+			want:        counts{replaced: 1},
 		},
 		{
 			// Eureka keeps the replaced task's place: R@2s, C@1s, and the
@@ -248,42 +266,61 @@ func TestBatcher_AddTakeRequeue(t *testing.T) {
 			want:        counts{overflow: 2},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			maxQueue := tt.maxQueue
-			if maxQueue == 0 {
-				maxQueue = 10000
-			}
-			b := newBatcher(maxQueue, 20*time.Second, 30*time.Second)
-			var last []Task
-			for i, s := range tt.steps {
-				now := t0.Add(s.at)
-				for _, task := range s.add {
-					b.add(task, now)
+	// Each step's tasks are added one by one, and again as a round (as the
+	// feed hands them over, marked distinct when they are): the batcher
+	// keeps a distinct round that finds nothing pending as it came, and
+	// must behave the same.
+	for _, mode := range []string{"add", "round"} {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				maxQueue := tt.maxQueue
+				if maxQueue == 0 {
+					maxQueue = 10000
 				}
-				if s.requeue {
-					b.requeueFront(last, now)
-				}
-				if s.take > 0 {
-					last = b.take(now, s.take)
-					got := labels(last)
-					if s.want != nil && !slices.Equal(got, s.want) {
-						t.Errorf("step %d: take(t0+%s, %d) = %s, want %s", i, s.at, s.take, short(got), short(s.want))
+				b := newBatcher(maxQueue, 20*time.Second, 30*time.Second)
+				var last []Task
+				for i, s := range tt.steps {
+					now := t0.Add(s.at)
+					if mode == "round" {
+						b.addRound(s.add, distinctTasks(s.add), now)
+					} else {
+						for _, task := range s.add {
+							b.add(task, now)
+						}
 					}
-					if s.want == nil && len(got) != s.wantN {
-						t.Errorf("step %d: take(t0+%s, %d) returned %d tasks, want %d", i, s.at, s.take, len(got), s.wantN)
+					if s.requeue {
+						b.requeueFront(last, now)
+					}
+					if s.take > 0 {
+						last = b.take(now, s.take)
+						got := labels(last)
+						if s.want != nil && !slices.Equal(got, s.want) {
+							t.Errorf("step %d: take(t0+%s, %d) = %s, want %s", i, s.at, s.take, short(got), short(s.want))
+						}
+						if s.want == nil && len(got) != s.wantN {
+							t.Errorf("step %d: take(t0+%s, %d) returned %d tasks, want %d", i, s.at, s.take, len(got), s.wantN)
+						}
 					}
 				}
-			}
-			if got := pending(t, b); !slices.Equal(got, tt.wantPending) {
-				t.Errorf("pending = %v, want %v", got, tt.wantPending)
-			}
-			got := counts{b.replaced, b.overflow, b.expired}
-			if got != tt.want {
-				t.Errorf("counts = %+v, want %+v", got, tt.want)
-			}
-		})
+				if got := pending(t, b); !slices.Equal(got, tt.wantPending) {
+					t.Errorf("pending = %v, want %v", got, tt.wantPending)
+				}
+				got := counts{b.replaced, b.overflow, b.expired}
+				if got != tt.want {
+					t.Errorf("counts = %+v, want %+v", got, tt.want)
+				}
+			})
+		}
 	}
+}
+
+// distinctTasks reports whether no two tasks share an instance and action.
+func distinctTasks(ts []Task) bool {
+	seen := map[taskID]bool{}
+	for i := range ts {
+		seen[ts[i].id()] = true
+	}
+	return len(seen) == len(ts)
 }
 
 // short abbreviates long label lists in failure messages.

@@ -43,12 +43,13 @@ func benchRegistry(b *testing.B, n int) (*registry.Registry, []*registry.Instanc
 }
 
 // benchBatches encodes batches of 250 tasks of action over the stored
-// instances, as a peer's sender puts them on the wire.
-func benchBatches(b *testing.B, action registry.Action, stored []*registry.Instance) [][]byte {
+// instances, as a peer's sender puts them on the wire (versioned: to a
+// Muster peer).
+func benchBatches(b *testing.B, action registry.Action, versioned bool, stored []*registry.Instance) [][]byte {
 	b.Helper()
 	var bodies [][]byte
 	for start := 0; start+benchBatchSize <= len(stored); start += benchBatchSize {
-		var batch Batch
+		batch := Batch{Versioned: versioned}
 		for _, in := range stored[start : start+benchBatchSize] {
 			batch.Tasks = append(batch.Tasks, Task{Action: action, Key: registry.InstanceKey{App: in.App, ID: in.ID()}, Instance: in, CreatedAt: time.Now()})
 		}
@@ -62,13 +63,22 @@ func benchBatches(b *testing.B, action registry.Action, stored []*registry.Insta
 }
 
 // BenchmarkReceiver_Handle applies inbound batches of 250 heartbeats and of
-// 250 registers to a registry of 10k instances; ns/item is the cost a peer
+// 250 registers to a registry of 10k instances, and of heartbeats with
+// their versions as a Muster peer sends them; ns/item is the cost a peer
 // pays per replicated change.
 func BenchmarkReceiver_Handle(b *testing.B) {
-	for _, action := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister} {
-		b.Run(string(action), func(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		action    registry.Action
+		versioned bool
+	}{
+		{"Heartbeat", registry.ActionHeartbeat, false},
+		{"Register", registry.ActionRegister, false},
+		{"Heartbeat/versioned", registry.ActionHeartbeat, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			reg, stored := benchRegistry(b, 10_000)
-			bodies := benchBatches(b, action, stored)
+			bodies := benchBatches(b, c.action, c.versioned, stored)
 			rc, err := NewReceiver(reg, zerolog.Nop())
 			if err != nil {
 				b.Fatal(err)
@@ -135,7 +145,7 @@ func BenchmarkScanBatch(b *testing.B) {
 	for _, action := range []registry.Action{registry.ActionHeartbeat, registry.ActionRegister} {
 		b.Run(string(action), func(b *testing.B) {
 			_, stored := benchRegistry(b, 1_000)
-			body := benchBatches(b, action, stored)[0]
+			body := benchBatches(b, action, false, stored)[0]
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -65,11 +65,15 @@ type Config struct {
 	// Default 5 s (Netflix's peer-node-read-timeout-ms).
 	SendTimeout time.Duration
 
-	// InboxSize is each peer's hand-off buffer between Enqueue and the
-	// peer's goroutine. Enqueue never blocks: when a peer's inbox is full the
-	// task is dropped for that peer and counted (inbox-full). The goroutine
-	// drains it in microseconds, so it fills only if that goroutine stalls.
-	// Default 4096.
+	// InboxSize is each peer's hand-off buffer between the feed and the
+	// peer's goroutine. The feed never blocks: when a peer's inbox is full
+	// the task is dropped for that peer and counted (inbox-full);
+	// heartbeats may fill three quarters of it. The feed hands over a whole
+	// round at once (a take of renewals: one per lease renewed in 100 ms),
+	// which the goroutine moves to its queue in microseconds, so it fills
+	// only if a round is larger or that goroutine stalls. Default 16384:
+	// a take at 120,000 heartbeats a second fits, and more could not wait
+	// in the queue anyway (MaxQueueSize). It grows only as far as used.
 	InboxSize int
 	// LogInterval is the least time between two Warn lines of one kind
 	// (drops, failed items, failed batches) for one peer; lines in between
@@ -113,7 +117,7 @@ func DefaultConfig() Config {
 		NetworkFailureRetryDelay:    100 * time.Millisecond, // PeerEurekaNode.RETRY_SLEEP_TIME_MS
 		MaxNetworkFailureRetryDelay: 5 * time.Second,        // Eureka: 30 s; a restarted peer should hear from us within seconds
 		SendTimeout:                 5 * time.Second,        // Netflix peer-node-read-timeout-ms
-		InboxSize:                   4096,                   // hand-off buffer per peer
+		InboxSize:                   16384,                  // hand-off buffer per peer
 		LogInterval:                 10 * time.Second,       // one Warn line of a kind per peer per interval
 		AdoptNewer:                  true,                   // sync-when-timestamp-differs
 	}

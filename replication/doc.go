@@ -22,13 +22,14 @@
 //     from a client (a peer's write, a syncUp copy, an eviction) stops
 //     here: it is never forwarded. The rest become Tasks (action, instance
 //     key, the immutable instance, creation time), changes first, then one
-//     heartbeat per renewed lease, each offered to every peer's inbox
-//     without blocking. A full inbox drops the task for that peer
-//     (Drops.InboxFull). If the feed fell so far behind that the stream
-//     overwrote what it had not read, every sender catches up with a
-//     heartbeat for every live instance (Counters.Resyncs), as a new sender
-//     does (below).
-//  3. The peer's goroutine moves the task into its batcher. A pending task
+//     heartbeat per renewed lease, and the round is handed to every peer's
+//     inbox at once, without blocking, with one wake-up: so a take of
+//     renewals leaves in one batch per peer. A full inbox drops the task
+//     for that peer (Drops.InboxFull). If the feed fell so far behind that
+//     the stream overwrote what it had not read, every sender catches up
+//     with a heartbeat for every live instance (Counters.Resyncs), as a new
+//     sender does (below).
+//  3. The peer's goroutine moves the round into its batcher. A pending task
 //     for the same instance and action is replaced, and the new one goes to
 //     the back, so register/cancel/register keeps its order (Counters.Replaced).
 //     When MaxQueueSize tasks are pending, the oldest heartbeat is dropped,

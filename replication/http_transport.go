@@ -45,6 +45,40 @@ type HTTPTransport struct {
 	// aeBytes counts anti-entropy request and answer bodies
 	// (AntiEntropyBytes).
 	aeBytes atomic.Uint64
+
+	// lastMu guards last, the body of the batch encoded last. A sender
+	// that keeps up gives every Muster peer the same round in one batch
+	// (replication's feed hands each round to all of them at once), so the
+	// second peer's batch is the first one's bytes: encoded once, not once
+	// per peer.
+	lastMu sync.Mutex
+	last   encodedBatch
+	// encodes counts batches encoded (tests).
+	encodes atomic.Uint64
+}
+
+// encodedBatch is a batch's body with what it was encoded from: the tasks'
+// actions, keys and instances (a task's bytes depend on nothing else) and
+// whether it carried versions. It holds one reference to buf.
+type encodedBatch struct {
+	tasks     []Task
+	versioned bool
+	buf       *sharedBuf
+	body      []byte
+}
+
+// sameBody reports whether b encodes to e's body.
+func (e *encodedBatch) sameBody(b Batch) bool {
+	if e.buf == nil || e.versioned != b.Versioned || len(e.tasks) != len(b.Tasks) {
+		return false
+	}
+	for i := range b.Tasks {
+		x, y := &e.tasks[i], &b.Tasks[i]
+		if x.Instance != y.Instance || x.Action != y.Action || x.Key != y.Key {
+			return false
+		}
+	}
+	return true
 }
 
 // HTTPTransportConfig configures an HTTPTransport. Start from
@@ -154,13 +188,11 @@ func (t *HTTPTransport) newPeerPost(ctx context.Context, p Peer, path string, bo
 // the pool only once net/http is done with every reader of it, which may
 // be after Send returns (RoundTrip closes a request body in its own time).
 func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult, error) {
-	buf := newSharedBuf()
-	defer buf.release()
-	body, err := appendBatch(buf.b[:0], b)
+	buf, body, err := t.encodeBatch(b)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("encode batch for %s: %w", p.Name, err)
 	}
-	buf.b = body
+	defer buf.release()
 	req, err := t.newPeerPost(ctx, p, "peerreplication/batch", body)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("batch request to %s: %w", p.Name, err)
@@ -194,6 +226,35 @@ func (t *HTTPTransport) Send(ctx context.Context, p Peer, b Batch) (BatchResult,
 		return BatchResult{}, &StatusError{Code: http.StatusBadGateway}
 	}
 	return res, nil
+}
+
+// encodeBatch returns b's body in a buffer holding one reference for the
+// caller: the last batch's, when b encodes to the same bytes, or a new one,
+// which the transport keeps for the next peer. Encoding under the lock lets
+// a peer whose batch is being encoded wait for those bytes rather than
+// encode them too.
+func (t *HTTPTransport) encodeBatch(b Batch) (*sharedBuf, []byte, error) {
+	t.lastMu.Lock()
+	defer t.lastMu.Unlock()
+	if t.last.sameBody(b) {
+		t.last.buf.refs.Add(1)
+		return t.last.buf, t.last.body, nil
+	}
+	buf := newSharedBuf()
+	body, err := appendBatch(buf.b[:0], b)
+	if err != nil {
+		buf.release()
+		return nil, nil, err
+	}
+	buf.b = body
+	t.encodes.Add(1)
+	if t.last.buf != nil {
+		t.last.buf.release()
+	}
+	clear(t.last.tasks) // keeps no instance alive
+	buf.refs.Add(1)     // the transport's own
+	t.last = encodedBatch{tasks: append(t.last.tasks[:0], b.Tasks...), versioned: b.Versioned, buf: buf, body: body}
+	return buf, body, nil
 }
 
 // maxPooledBuffer is the largest batch or answer buffer kept for reuse: a

@@ -142,10 +142,10 @@ func TestPeer_Offer_heartbeatsLeaveRoomForChanges(t *testing.T) {
 	p := newPeer(&cfg, time.Now, zerolog.Nop(), Peer{Name: "b"})
 	in := registrytest.NewInstance("APP", "i-1")
 	for range 20 {
-		p.offer(Task{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
+		p.offerAll([]Task{{Action: registry.ActionHeartbeat, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in}}, false)
 	}
 	for range 2 {
-		p.offer(Task{Action: registry.ActionStatusUpdate, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in})
+		p.offerAll([]Task{{Action: registry.ActionStatusUpdate, Key: registry.InstanceKey{App: "APP", ID: "i-1"}, Instance: in}}, false)
 	}
 	if got := len(p.inbox); got != 8 {
 		t.Fatalf("inbox holds %d, want 6 heartbeats and 2 changes", got)

@@ -18,8 +18,8 @@ import (
 
 // peer is the sender for one peer. One goroutine (run) owns everything
 // below the "owned" line: the batcher, the batch in flight and the backoff
-// state. Other goroutines touch only inbox, inboxFull, info and, under
-// statsMu, stats.
+// state. Other goroutines touch only the inbox (under inboxMu), inboxFull,
+// info and, under statsMu, stats.
 //
 // The decisions live in step and onResult, which take the time and start
 // nothing, so tests drive them with a moved clock and no goroutines; run only
@@ -36,8 +36,18 @@ type peer struct {
 	// answered anti-entropy): its batches carry versions even if it is a
 	// static peer.
 	muster atomic.Bool
-	// inbox hands tasks from Enqueue to the owner; producers never block.
-	inbox chan Task
+	// inbox hands tasks from the feed to the owner; producers never block.
+	// The feed appends a whole round (one take of renewals, the changes
+	// read with it) under inboxMu and wakes the owner once: the round then
+	// leaves in one batch. A channel of tasks woke the owner at the first
+	// one, and it sent the few that had arrived while the rest of the take
+	// was still being handed over: three or four batches per take, each a
+	// round trip and a request the peer wakes up for (bench replcpu).
+	inboxMu sync.Mutex
+	inbox   []Task
+	// inboxDistinct: the inbox holds one round whose tasks have distinct
+	// instances and actions (the batcher may keep it as it came).
+	inboxDistinct bool
 	// inboxFull counts tasks Enqueue dropped because inbox was full.
 	inboxFull atomic.Uint64
 	// results carries the answer of the batch in flight (capacity 1: at
@@ -50,12 +60,16 @@ type peer struct {
 	// when it starts (queueCatchUp). Set by the Replicator before start.
 	catchUp bool
 	// resync asks a running sender for the same catch-up (the feed fell
-	// behind the registry's stream); kick wakes the sender to see it.
+	// behind the registry's stream). kick wakes the sender to see it, or to
+	// take the inbox.
 	resync atomic.Bool
 	kick   chan struct{}
 
 	// --- owned by the peer's goroutine ---
-	b        *batcher
+	b *batcher
+	// spare is the inbox's other buffer: takeInbox swaps them, so the
+	// hand-off allocates nothing in the steady state.
+	spare    []Task
 	flight   *flight   // the batch in flight; nil when none
 	failures int       // consecutive failed batches
 	retryAt  time.Time // no batch goes out before this (backoff)
@@ -106,7 +120,6 @@ func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *
 		cfg:     cfg,
 		now:     now,
 		log:     log.With().Str(logPeer, info.Name).Logger(),
-		inbox:   make(chan Task, max(cfg.InboxSize, 1)),
 		results: make(chan sendResult, 1),
 		b:       newBatcher(cfg.MaxQueueSize, cfg.TaskMaxAge, cfg.ExpectedRenewalInterval),
 
@@ -116,21 +129,44 @@ func newPeer(cfg *Config, now func() time.Time, log zerolog.Logger, info Peer) *
 	return p
 }
 
-// offer hands t to the sender without blocking; a full inbox drops it, and
-// the drop is counted. A heartbeat finds it full at three quarters, so a
-// take of many renewals cannot crowd out the changes that follow it (a
-// dropped heartbeat is replaced by the instance's next one). Safe for
-// concurrent use.
-func (p *peer) offer(t Task) {
-	if t.Action == registry.ActionHeartbeat && len(p.inbox) >= cap(p.inbox)-cap(p.inbox)/4 {
-		p.inboxFull.Add(1)
+// offerAll hands tasks to the sender, in order, without blocking, and wakes
+// it once; distinct says that no two of them share an instance and action.
+// A full inbox (InboxSize) drops a task, and the drop is counted. A
+// heartbeat finds it full at three quarters, so a take of many renewals
+// cannot crowd out the changes that follow it (a dropped heartbeat is
+// replaced by the instance's next one). Safe for concurrent use; tasks is
+// copied, not kept.
+func (p *peer) offerAll(tasks []Task, distinct bool) {
+	if len(tasks) == 0 {
 		return
 	}
-	select {
-	case p.inbox <- t:
-	default:
-		p.inboxFull.Add(1)
+	limit := max(p.cfg.InboxSize, 1)
+	heartbeatLimit := limit - limit/4
+	dropped := 0
+	p.inboxMu.Lock()
+	p.inboxDistinct = distinct && len(p.inbox) == 0
+	for i := range tasks {
+		if n := len(p.inbox); n >= limit || tasks[i].Action == registry.ActionHeartbeat && n >= heartbeatLimit {
+			dropped++
+			continue
+		}
+		p.inbox = append(p.inbox, tasks[i])
 	}
+	p.inboxMu.Unlock()
+	if dropped > 0 {
+		p.inboxFull.Add(uint64(dropped))
+	}
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// inboxLen is how many tasks wait in the inbox. Safe for concurrent use.
+func (p *peer) inboxLen() int {
+	p.inboxMu.Lock()
+	defer p.inboxMu.Unlock()
+	return len(p.inbox)
 }
 
 // run is the sender's goroutine: it moves tasks from the inbox into the
@@ -146,6 +182,7 @@ func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
 	for {
 		now := p.now()
 		p.catchUpIfAsked(now)
+		p.takeInbox(now)
 		if f, wait := p.step(now); f != nil {
 			wg.Add(1)
 			go func() {
@@ -164,10 +201,8 @@ func (p *peer) run(ctx context.Context, wg *sync.WaitGroup) {
 				p.onResult(<-p.results, p.now())
 			}
 			p.publish()
-			p.log.Info().Int(logQueued, p.b.len()+len(p.inbox)).Msg("peer sender stopped")
+			p.log.Info().Int(logQueued, p.b.len()+p.inboxLen()).Msg("peer sender stopped")
 			return
-		case t := <-p.inbox:
-			p.drain(t, p.now())
 		case r := <-p.results:
 			p.onResult(r, p.now())
 		case <-timer.C:
@@ -220,30 +255,16 @@ func (p *peer) queueCatchUp(now time.Time) {
 	}
 }
 
-// drain adds t and whatever else the inbox holds right now, up to one batch
-// more, so a burst lands in the batcher before the next step.
-func (p *peer) drain(t Task, now time.Time) {
-	p.b.add(t, now)
-	for range p.cfg.batchSize(true) {
-		select {
-		case t := <-p.inbox:
-			p.b.add(t, now)
-		default:
-			return
-		}
-	}
-}
-
-// drainAll moves everything waiting in the inbox into the batcher.
-func (p *peer) drainAll(now time.Time) {
-	for {
-		select {
-		case t := <-p.inbox:
-			p.b.add(t, now)
-		default:
-			return
-		}
-	}
+// takeInbox moves everything waiting in the inbox into the batcher, in
+// order. Owner only.
+func (p *peer) takeInbox(now time.Time) {
+	p.inboxMu.Lock()
+	tasks, distinct := p.inbox, p.inboxDistinct
+	p.inbox, p.inboxDistinct = p.spare[:0], false
+	p.inboxMu.Unlock()
+	p.b.addRound(tasks, distinct, now)
+	clear(tasks) // the spare buffer keeps no instance alive
+	p.spare = tasks[:0]
 }
 
 // send performs one flight. It runs in its own goroutine in production and
@@ -546,7 +567,7 @@ func (p *peer) snapshot() PeerStats {
 	p.statsMu.Unlock()
 	info := p.info.Load()
 	s.Name, s.URL, s.Zone = info.Name, redact.URL(info.URL), info.Zone
-	s.QueueDepth += len(p.inbox)
+	s.QueueDepth += p.inboxLen()
 	s.Drops.InboxFull = p.inboxFull.Load()
 	return s
 }

@@ -124,19 +124,12 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 	return h
 }
 
-// enqueue offers tasks as Enqueue does and lets the sender pick them up.
+// enqueue hands tasks over as the feed does (a round of distinct tasks
+// marked so, which the batcher may keep as it came) and lets the sender
+// pick them up.
 func (h *harness) enqueue(tasks ...Task) {
-	for _, t := range tasks {
-		h.p.offer(t)
-	}
-	for {
-		select {
-		case t := <-h.p.inbox:
-			h.p.drain(t, h.clk.Now())
-		default:
-			return
-		}
-	}
+	h.p.offerAll(tasks, distinctTasks(tasks))
+	h.p.takeInbox(h.clk.Now())
 }
 
 // mustStep runs step now and fails unless it starts a batch.
@@ -453,7 +446,7 @@ func TestPeer_Step_lagAndBatchDuration(t *testing.T) {
 func TestPeer_Drain_inboxFullIsCounted(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.InboxSize = 2 })
 	for i := range 5 {
-		h.p.offer(hbFor(fmt.Sprint(i)))
+		h.p.offerAll([]Task{hbFor(fmt.Sprint(i))}, false)
 	}
 	if s := h.stats(); s.Drops.InboxFull != 3 || s.QueueDepth != 2 {
 		t.Errorf("Drops.InboxFull, QueueDepth = %d, %d, want 3, 2", s.Drops.InboxFull, s.QueueDepth)
@@ -481,12 +474,16 @@ func change(a registry.Action, id string) Task {
 	return Task{Action: a, Key: registry.InstanceKey{App: "ORDERS", ID: id}, Instance: in, CreatedAt: t0}
 }
 
-func TestReplicator_Enqueue_doesNotAllocate(t *testing.T) {
+func TestReplicator_HandOut_doesNotAllocate(t *testing.T) {
 	r, _ := newTestReplicator(t, func(c *Config) { c.InboxSize = 8 })
 	r.SetPeers([]Peer{{Name: "b"}, {Name: "c"}, {Name: "d"}})
 	hb := change(registry.ActionHeartbeat, "a")
-	if allocs := testing.AllocsPerRun(100, func() { r.enqueue(hb) }); allocs != 0 {
-		t.Errorf("Enqueue allocates %v times per call, want 0", allocs)
+	fb := feedBuffers{tasks: make([]Task, 0, 1)}
+	if allocs := testing.AllocsPerRun(100, func() {
+		fb.tasks = append(fb.tasks, hb)
+		r.handOut(&fb, false)
+	}); allocs != 0 {
+		t.Errorf("handOut allocates %v times per call, want 0", allocs)
 	}
 	// 101 heartbeats into inboxes of 8, which take 6 of them (the rest is
 	// kept for changes): the others are counted drops.
@@ -495,15 +492,43 @@ func TestReplicator_Enqueue_doesNotAllocate(t *testing.T) {
 	}
 }
 
+// A round of the feed reaches a sender whole, in one wake-up, and leaves
+// in one batch: a take of renewals is not cut into the few tasks that had
+// arrived when the sender first woke.
+func TestReplicator_HandOut_roundLeavesInOneBatch(t *testing.T) {
+	r, clk := newTestReplicator(t)
+	r.SetPeers([]Peer{{Name: "b", URL: "http://10.0.0.2:8761/eureka/", Muster: true}})
+	pb := r.peers["b"]
+	fb := feedBuffers{}
+	for i := range 600 {
+		fb.tasks = append(fb.tasks, change(registry.ActionHeartbeat, fmt.Sprint("i-", i)))
+	}
+	r.handOut(&fb, true)
+	if len(fb.tasks) != 0 {
+		t.Fatalf("handOut left %d tasks in the round's buffer", len(fb.tasks))
+	}
+	if len(pb.kick) != 1 {
+		t.Fatalf("%d wake-ups pending for the sender, want 1", len(pb.kick))
+	}
+	pb.takeInbox(clk.Now())
+	f, _ := pb.step(clk.Now())
+	if f == nil || len(f.batch.Tasks) != 600 {
+		t.Fatalf("step() = %+v, want one batch of the 600", f)
+	}
+}
+
 func TestReplicator_SetPeers_keepsQueueOfStayingPeers(t *testing.T) {
 	r, clk := newTestReplicator(t, func(c *Config) { c.InboxSize = 3 })
 	r.SetPeers([]Peer{{Name: "b", URL: "http://10.0.0.2:8761/eureka/"}, {Name: "c", URL: "http://10.0.0.3:8761/eureka/"}})
 	pb := r.peers["b"]
+	fb := feedBuffers{}
 	for _, id := range []string{"a1", "a2", "a3", "a4"} { // a4 overflows the inboxes
-		r.enqueue(change(registry.ActionRegister, id))
+		fb.tasks = append(fb.tasks, change(registry.ActionRegister, id))
 	}
+	r.handOut(&fb, false)
 	// b's sender has moved one task into its queue; two wait in the inbox.
-	pb.b.add(<-pb.inbox, clk.Now())
+	pb.b.add(pb.inbox[0], clk.Now())
+	pb.inbox = pb.inbox[1:]
 	pb.publish()
 
 	r.SetPeers([]Peer{{Name: "b", URL: "http://10.0.0.22:8761/eureka/", Zone: "z2"}, {Name: "d", URL: "http://10.0.0.4:8761/eureka/"}})
@@ -525,7 +550,7 @@ func TestReplicator_SetPeers_keepsQueueOfStayingPeers(t *testing.T) {
 		t.Errorf("Totals().Drops.InboxFull = %d, want 2 (b's and removed c's)", tot.Drops.InboxFull)
 	}
 	// The queued work goes to b's new URL, in order.
-	pb.drain(<-pb.inbox, clk.Now()) // takes both
+	pb.takeInbox(clk.Now()) // takes both
 	f, _ := pb.step(clk.Now())
 	if f == nil || f.peer.URL != "http://10.0.0.22:8761/eureka/" {
 		t.Fatalf("step() = %+v, want a batch for the new URL", f)

@@ -186,24 +186,26 @@ func (r *Replicator) feed(ctx context.Context) {
 // once per 100 ms however often it renews, and fills batches: at 2,000
 // heartbeats a second a take is ~200 of them, a batch a peer, where 20 ms
 // made batches of 40 and the cluster spent most of its replication CPU on
-// HTTP round trips (bench replcpu). Not longer: one take goes into each
-// peer's inbox at once (InboxSize, 4096), and at 250 ms a node renewing
-// 24,000 a second overflowed it, dropping changes queued behind.
+// HTTP round trips (bench replcpu). Not much longer: one take goes into
+// each peer's inbox at once (InboxSize), and the lag it adds is a change's
+// wait behind the heartbeats taken before it (bench propagation).
 const renewalTakeInterval = 100 * time.Millisecond
 
 // feedBuffers are reused by pull across wake-ups.
 type feedBuffers struct {
 	events   []registry.Event
 	renewals []registry.Renewal
+	// tasks is one round's tasks, handed to every sender at once.
+	tasks []Task
 	// ordered sorts each take of renewals by time and key: the registry
 	// hands them out in no fixed order, and Flush must replay a seed.
 	ordered bool
 }
 
 // pull takes the renewals (when takeRenewals), reads the stream to its
-// head and offers the tasks to the senders: one round of the feed. The
-// renewals are taken before the stream is read, so the register of every
-// renewed lease is among the changes offered first.
+// head and hands the round's tasks to every sender at once: one round of
+// the feed. The renewals are taken before the stream is read, so the
+// register of every renewed lease is among the changes offered first.
 func (r *Replicator) pull(fb *feedBuffers, takeRenewals bool) {
 	if fb.events == nil {
 		fb.events = make([]registry.Event, 0, 256)
@@ -220,10 +222,14 @@ func (r *Replicator) pull(fb *feedBuffers, takeRenewals bool) {
 			return strings.Compare(a.Key.String(), b.Key.String())
 		})
 	}
+	fb.tasks = fb.tasks[:0]
 	for {
 		var resync bool
 		fb.events, resync = r.cur.Read(fb.events)
 		if resync {
+			// What was read before the gap goes first; the catch-up
+			// follows it.
+			r.handOut(fb, false)
 			r.resync()
 			continue
 		}
@@ -232,13 +238,39 @@ func (r *Replicator) pull(fb *feedBuffers, takeRenewals bool) {
 		}
 		for _, ev := range fb.events {
 			if t, ok := TaskFromEvent(ev); ok {
-				r.enqueue(t)
+				fb.tasks = append(fb.tasks, t)
 			}
 		}
 	}
+	// A take has one renewal per lease, and a key one live lease: its
+	// heartbeats are distinct, unless a change of the round shares a key
+	// and action with one of them.
+	distinct := len(fb.tasks) == 0
 	for _, rn := range fb.renewals {
-		r.enqueue(taskFromRenewal(rn))
+		fb.tasks = append(fb.tasks, taskFromRenewal(rn))
 	}
+	r.handOut(fb, distinct)
+}
+
+// handOut gives the tasks collected in fb to every sender, and empties it;
+// distinct says that no two of them share an instance and action.
+func (r *Replicator) handOut(fb *feedBuffers, distinct bool) {
+	if ps := r.view.Load(); ps != nil && len(fb.tasks) > 0 {
+		now := time.Time{}
+		for i := range fb.tasks {
+			if fb.tasks[i].CreatedAt.IsZero() {
+				if now.IsZero() {
+					now = r.now()
+				}
+				fb.tasks[i].CreatedAt = now
+			}
+		}
+		for _, p := range *ps {
+			p.offerAll(fb.tasks, distinct)
+		}
+	}
+	clear(fb.tasks) // keeps no instance alive until the next round
+	fb.tasks = fb.tasks[:0]
 }
 
 // Flush drives a replicator that is not Run, synchronously, for tests on
@@ -276,7 +308,7 @@ func (r *Replicator) Flush(ctx context.Context) (int, error) {
 		for _, p := range ps {
 			now := r.now()
 			p.catchUpIfAsked(now)
-			p.drainAll(now)
+			p.takeInbox(now)
 			if f, _ := p.step(now); f != nil {
 				p.onResult(p.send(ctx, f), r.now())
 				sent++
@@ -312,21 +344,6 @@ func (r *Replicator) resync() {
 	}
 	r.log.Warn().Int(logPeers, n).
 		Msg("replication fell behind the registry's change stream; every peer gets a heartbeat for every live instance")
-}
-
-// enqueue offers t to every peer without blocking and without allocating.
-// A peer whose inbox is full loses the task, counted as Drops.InboxFull.
-func (r *Replicator) enqueue(t Task) {
-	ps := r.view.Load()
-	if ps == nil {
-		return
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = r.now()
-	}
-	for _, p := range *ps {
-		p.offer(t)
-	}
 }
 
 // Backlog is how many of the registry's changes the feed has not read yet.

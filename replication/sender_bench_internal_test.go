@@ -63,7 +63,7 @@ func BenchmarkSender_heartbeats(b *testing.B) {
 		r.pull(&fb, true)
 		for _, p := range ps {
 			now := time.Now()
-			p.drainAll(now)
+			p.takeInbox(now)
 			for {
 				f, _ := p.step(now)
 				if f == nil {

@@ -12,7 +12,7 @@ type Drops struct {
 	// Permanent: the peer rejected the whole batch with a status other than
 	// 2xx or 503.
 	Permanent uint64
-	// InboxFull: Enqueue found the peer's inbox full (InboxSize).
+	// InboxFull: the feed found the peer's inbox full (InboxSize).
 	InboxFull uint64
 	// TooLarge: the task alone is larger than MaxBatchBytes (or than what
 	// the peer accepted after a 413), so no batch can carry it.

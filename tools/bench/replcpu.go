@@ -33,6 +33,9 @@ const (
 	benchReplConns    = 2    // two peers, one batch in flight each
 	benchClusterRate  = 6000 // client heartbeats/s in the cluster comparison
 	benchClusterConns = 48
+	// benchOneProfile is how long the clients-on-one-node layout is
+	// profiled: its differences are a few percent of a process's samples.
+	benchOneProfile = 15 * time.Second
 )
 
 // benchHeartbeatBatches are the batch bodies covering instances [0, n):
@@ -227,22 +230,57 @@ func (e replCPUBench) replCluster() error {
 			}
 		}
 		e.logf("   CPU profiles of two cluster nodes under spread heartbeats in %s", e.profileDir)
+		// The clients-on-one-node layout against its ceiling: what the
+		// sender spends beyond a standalone node at the same rate is the
+		// diff of their profiles (go tool pprof -diff_base); a receiver is
+		// profiled beside the sender. Heap profiles before and after give
+		// the allocations per heartbeat (alloc_space, -diff_base heap0).
+		one := loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb, Duration: benchOneProfile + 500*time.Millisecond}
+		for _, side := range []struct {
+			target   *benchChild
+			profiled []*benchChild
+			names    []string
+		}{
+			{nodes[0], nodes[:2], []string{"replcpu-one-sender", "replcpu-one-receiver"}},
+			{single, []*benchChild{single}, []string{"replcpu-one-single"}},
+		} {
+			var done []<-chan error
+			for i, nd := range side.profiled {
+				if err := nd.heapProfile(filepath.Join(e.profileDir, side.names[i]+".heap0.pprof")); err != nil {
+					return err
+				}
+				done = append(done, nd.profile(benchOneProfile, filepath.Join(e.profileDir, side.names[i]+".cpu.pprof")))
+			}
+			if _, err := e.load(side.target, one); err != nil {
+				return err
+			}
+			for i, nd := range side.profiled {
+				if err := <-done[i]; err != nil {
+					return err
+				}
+				if err := nd.heapProfile(filepath.Join(e.profileDir, side.names[i]+".heap1.pprof")); err != nil {
+					return err
+				}
+			}
+		}
+		e.logf("   CPU and heap profiles of the clients-on-one-node layout (sender, a receiver, the single node) in %s", e.profileDir)
 	}
-	// What the nodes cost doing nothing (memberlist, tickers), measured
-	// together: part of every figure below, and three times over for the
-	// cluster.
-	idle := func(nodes []*benchChild) []time.Duration {
+	// cpus reads each node's CPU time so far.
+	cpus := func(nodes []*benchChild) []time.Duration {
 		out := make([]time.Duration, len(nodes))
 		for i, nd := range nodes {
 			out[i] = nd.cpu()
 		}
 		return out
 	}
+	// What the nodes cost doing nothing (memberlist, tickers), measured
+	// together: part of every figure below, and three times over for the
+	// cluster.
 	all := append(slices.Clone(nodes), single)
 	// Idle is idle: the registrations, the profile's load and the
 	// collections they leave behind settle first.
 	time.Sleep(benchPick(e.smoke, 2*time.Second, 200*time.Millisecond))
-	idle0 := idle(all)
+	idle0 := cpus(all)
 	quiet := benchPick(e.smoke, 5*time.Second, time.Second)
 	var idleProfiles []<-chan error
 	if e.profileDir != "" {
@@ -251,7 +289,7 @@ func (e replCPUBench) replCluster() error {
 		}
 	}
 	time.Sleep(quiet)
-	idle1 := idle(all)
+	idle1 := cpus(all)
 	for _, d := range idleProfiles {
 		if err := <-d; err != nil {
 			return err
@@ -265,7 +303,25 @@ func (e replCPUBench) replCluster() error {
 	singleRun := benchRun{target: single, cfg: loadgen.Config{Concurrency: benchClusterConns, Interval: interval, Next: hb}}
 	// Clients that all talk to one node (the first URL of their list):
 	// the other two only apply batches.
-	oneRun := benchRun{target: nodes[0], cpuOf: nodes, cfg: singleRun.cfg}
+	// Its drive splits the cluster's CPU into the sender's (the node the
+	// clients talk to) and the receivers', warm-up included.
+	var senderCPU, receiversCPU time.Duration
+	var oneReqs uint64
+	var oneSent, oneBatches float64
+	oneRun := benchRun{target: nodes[0], cpuOf: nodes, cfg: singleRun.cfg,
+		drive: func(cfg loadgen.Config) (loadgen.Result, error) {
+			v0, _ := nodes[0].metrics(items, batches)
+			c0 := cpus(nodes)
+			res, err := e.load(nodes[0], cfg)
+			c1 := cpus(nodes)
+			v1, _ := nodes[0].metrics(items, batches)
+			senderCPU += c1[0] - c0[0]
+			receiversCPU += c1[1] - c0[1] + c1[2] - c0[2]
+			oneReqs += res.Requests
+			oneSent += v1[0] - v0[0]
+			oneBatches += v1[1] - v0[1]
+			return res, err
+		}}
 	// The single node at a third of the rate, as each node of the spread
 	// cluster serves its clients: what a request costs a node that is
 	// idle between requests.
@@ -293,7 +349,8 @@ func (e replCPUBench) replCluster() error {
 			c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1)))
 	oneRatio := one.cpuPerReq() / s.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.25× a single node's", benchBool(oneRatio <= 1.25),
-		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches", one.res.RPS()))
+		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches (%.0f items/batch); of it the sender %.1f µs, the two receivers %.1f µs together",
+			one.res.RPS(), oneSent/max(oneBatches, 1), float64(senderCPU.Nanoseconds())/1e3/float64(max(oneReqs, 1)), float64(receiversCPU.Nanoseconds())/1e3/float64(max(oneReqs, 1))))
 	idlePerNode := float64(idleCluster.Microseconds()) / 1e3 / quiet.Seconds() / float64(len(nodes))
 	idleOne := float64(idleSingle.Microseconds()) / 1e3 / quiet.Seconds()
 	e.addCompared(sc, "idle CPU per cluster node", idlePerNode, idleOne, "ms/s", "≤ 3 ms/s", benchBool(idlePerNode <= 3),
