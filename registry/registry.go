@@ -56,7 +56,10 @@ type lease struct {
 	// renewPending and nextRenewed link the lease into the renewal feed
 	// (renewals.go): set by a client heartbeat, cleared by TakeRenewals.
 	renewPending atomic.Bool
-	nextRenewed  *lease
+	// arrival is the id of the arrivals' slice this lease arrived in (0:
+	// none; selfpreservation.go). It fills renewPending's padding.
+	arrival     uint32
+	nextRenewed *lease
 	// duration and renewsPerMin are derived from inst when it is stored.
 	duration     time.Duration
 	renewsPerMin float64
@@ -155,7 +158,7 @@ type Registry struct {
 	drains         map[*lease]drainApplied
 	deltas         deltaQueue
 	expected       float64    // expected renewals per minute
-	arrivals       arrivalLog // new leases of the last two windows (selfpreservation.go)
+	arrivals       arrivalLog // how many leases arrived in the last two windows (selfpreservation.go)
 	lastEvictionAt time.Time
 	spActive       bool       // self-preservation was active at the last check (for logging transitions)
 	sync           *syncState // non-nil while a syncUp copy is being applied (sync.go)
@@ -497,11 +500,11 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 		r.indexLocked(l, key)
 		r.instances++
 		r.expected += rate
-		r.addArrivalLocked(l, arrival{at: now, renewsPerMin: rate})
+		r.addArrivalLocked(l, rate, now)
 		r.rerateUnprovenLocked(l, 0, rate)
 	} else {
 		r.expected += rate - l.renewsPerMin
-		r.rerateArrivalLocked(l, rate)
+		r.rerateArrivalLocked(l, l.renewsPerMin, rate)
 		r.rerateUnprovenLocked(l, l.renewsPerMin, rate)
 	}
 	r.setInstLocked(l, in)
@@ -862,7 +865,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 	}
 	r.instances--
 	r.forgetPersistentLocked(l)
-	r.rerateArrivalLocked(l, 0)
+	r.rerateArrivalLocked(l, l.renewsPerMin, 0)
 	r.rerateUnprovenLocked(l, l.renewsPerMin, 0)
 	r.expected -= l.renewsPerMin
 	if r.expected < 1e-9 {

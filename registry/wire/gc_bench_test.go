@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/internal/proccontrol"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -84,14 +85,20 @@ func BenchmarkGC_control(b *testing.B) {
 	})
 }
 
-// collectEach times full collections of what is live, per one of n.
+// collectEach times full collections of what is live, per one of n: the
+// wall time, and the process's CPU time ("cpu-" unit), which is what
+// tools/bench's idle GC row counts (the mark workers of both cores, while
+// the wall time is that of the slower one).
 func collectEach(b *testing.B, n int, unit string) {
 	runtime.GC()
 	b.ResetTimer()
+	cpu0 := proccontrol.CPU()
 	for b.Loop() {
 		runtime.GC()
 	}
+	cpu := proccontrol.CPU() - cpu0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), unit)
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(n), "cpu-"+unit)
 }
 
 // heapObjectsPer is the live heap objects per one of n (the registry's
