@@ -95,8 +95,8 @@ func TestArrivals_forgottenByEvictionRunsAlone(t *testing.T) {
 	count := func() (arrivals, slices int) {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
-		for _, byID := range r.apps {
-			for _, l := range byID {
+		for _, a := range r.apps {
+			for _, l := range a.leases {
 				if r.arrivalOf(l) != nil {
 					arrivals++
 				}
@@ -172,12 +172,12 @@ func TestArrivals_forgottenLeaseStaysForgotten(t *testing.T) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	arriving := 0
-	for _, byID := range r.apps {
-		for id, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			if r.arrivalOf(l) != nil {
 				arriving++
-				if id != "new" {
-					t.Errorf("%s arrived before the opening and counts as arriving", id)
+				if l.id != "new" {
+					t.Errorf("%s arrived before the opening and counts as arriving", l.id)
 				}
 			}
 		}

@@ -151,7 +151,7 @@ func (r *Registry) Drained() []DrainedInstance {
 	for l, a := range r.drains {
 		if m, ok := l.inst.Drain(); ok {
 			m.Seq = a.seq
-			out = append(out, DrainedInstance{Key: l.key, Mark: m})
+			out = append(out, DrainedInstance{Key: l.keyOf(), Mark: m})
 		}
 	}
 	return out

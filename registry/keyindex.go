@@ -3,25 +3,55 @@ package registry
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math"
+	"slices"
+	"strings"
 )
 
-// The key index: every lease by a seeded 64-bit hash of its key, beside
-// Registry.apps. A heartbeat finds its lease with one probe of one table
-// whose slots hold the hash and the pointer, then checks the lease's own
-// key; apps (app → id → lease) takes a probe of the app table, and three
-// or four dependent loads into the app's own map (its header, directory,
-// table, group) and its key. At 10k instances all of that is in cache; at
-// a million each load is a cache and TLB miss, and the two-level lookup
-// was ~12 % of a heartbeat's CPU (4 µs of ~35). apps stays for what goes
-// app by app (snapshots, digests, eviction, the per-app limit).
+// The indexes: every lease by its app (Registry.apps, for what goes app by
+// app: snapshots, digests, eviction, the per-app limit) and by a seeded
+// 64-bit hash of its key (Registry.byKey, the key index). A heartbeat
+// finds its lease through the key index with one probe of one table, then
+// checks the lease's own key; the app map would take a probe of the app
+// table and three or four dependent loads into the app's own map, each a
+// cache and TLB miss at a million instances (~12 % of a heartbeat's CPU,
+// 4 µs of ~35, when apps was a map of maps).
+//
+// Neither index holds a pointer an instance. An app's leases are one
+// slice (appLeases.leases, in no order; each lease knows its slot), and
+// the key index maps the hash to where the lease is, the app's number and
+// the slot (leaseRef), which the collector does not scan at all: its
+// table is pointer-free. Every GC cycle marks every lease, and each
+// pointer to one from somewhere else in the heap is a lookup of the
+// target's span, a cache and TLB miss; a map of maps keyed by the
+// instance's id string and a table of lease pointers were three of those
+// an instance (docs/performance.md, "A light collector at 1M"). When a
+// lease leaves its app, the app's last lease takes its slot and the key
+// index is told.
 //
 // Two registered keys whose hashes are equal (about once in 10^7 fills of
-// a million instances, and not to be provoked: the seed is random) share
-// a slot holding keyCollided, and a lookup that meets it asks apps. The
-// mark stays when one of them goes: a lookup through apps is always right.
+// a million instances, and not to be provoked: the seed is random) share a
+// slot holding refCollided, and live in Registry.collided by their keys.
+// The mark stays when one of them goes: any key of that hash registered
+// later goes to collided too.
 
-// keyCollided marks an index slot that two or more keys hash to.
-var keyCollided = &lease{}
+// leaseRef is where the key index finds a lease: its app's number in
+// Registry.appList and its slot in that app's leases.
+type leaseRef struct{ app, slot uint32 }
+
+// refCollided marks an index slot that two or more keys hash to.
+var refCollided = leaseRef{app: math.MaxUint32, slot: math.MaxUint32}
+
+// appLeases is one app's leases.
+type appLeases struct {
+	// name is the upper-cased app name, a copy of its own: it must not
+	// keep the first instance's strings alive, and 20k app names packed
+	// together stay in cache for every lookup where keys scattered over
+	// the heap do not.
+	name   string
+	number uint32   // its index in Registry.appList
+	leases []*lease // in no order; lease.slot is each one's index
+}
 
 // keyHasher hashes an instance key for the index.
 type keyHasher func(app, id string) uint64
@@ -42,33 +72,109 @@ func seededKeyHash() keyHasher {
 	}
 }
 
+// keyOf is l's key: its app's name and its id.
+func (l *lease) keyOf() InstanceKey { return InstanceKey{App: l.app.name, ID: l.id} }
+
+func (l *lease) ref() leaseRef { return leaseRef{app: l.app.number, slot: l.slot} }
+
 // lookupLocked returns the lease of (app, id), nil if there is none.
 // Called with mu held (a read stripe is enough).
 func (r *Registry) lookupLocked(app, id string) *lease {
-	l := r.byKey[r.hashKey(app, id)]
+	ref, ok := r.byKey[r.hashKey(app, id)]
 	switch {
-	case l == keyCollided:
-		return r.apps[app][id]
-	case l == nil || l.key.ID != id || l.key.App != app:
+	case !ok:
+		return nil
+	case ref == refCollided:
+		return r.collided[InstanceKey{App: app, ID: id}]
+	}
+	l := r.appList[ref.app].leases[ref.slot]
+	if l.id != id || l.app.name != app {
 		return nil
 	}
 	return l
 }
 
-// indexLocked adds the new lease l of key to the index.
-func (r *Registry) indexLocked(l *lease, key InstanceKey) {
-	h := r.hashKey(key.App, key.ID)
-	if _, taken := r.byKey[h]; taken {
-		r.byKey[h] = keyCollided
-		return
+// addLeaseLocked puts l, a new lease whose id is set, into app's leases
+// (making the app when it has none) and into the key index.
+func (r *Registry) addLeaseLocked(l *lease, app string) {
+	a := r.apps[app]
+	if a == nil {
+		a = &appLeases{name: strings.Clone(app)}
+		if n := len(r.freeApps); n > 0 {
+			a.number = r.freeApps[n-1]
+			r.freeApps = r.freeApps[:n-1]
+			r.appList[a.number] = a
+		} else {
+			a.number = uint32(len(r.appList))
+			r.appList = append(r.appList, a)
+		}
+		r.apps[a.name] = a
 	}
-	r.byKey[h] = l
+	l.app, l.slot = a, uint32(len(a.leases))
+	a.leases = append(a.leases, l)
+	r.indexLocked(l)
 }
 
-// unindexLocked removes l from the index.
+// dropLeaseLocked takes l out of its app's leases (and the app out of
+// apps when it was the last) and out of the key index. It reports whether
+// the app went.
+func (r *Registry) dropLeaseLocked(l *lease) (appGone bool) {
+	r.unindexLocked(l)
+	a := l.app
+	last := len(a.leases) - 1
+	if moved := a.leases[last]; moved != l {
+		was := moved.ref()
+		a.leases[l.slot], moved.slot = moved, l.slot
+		if h := r.hashKey(a.name, moved.id); r.byKey[h] == was {
+			r.byKey[h] = moved.ref()
+		}
+	}
+	a.leases[last] = nil
+	a.leases = a.leases[:last]
+	if last == 0 {
+		delete(r.apps, a.name)
+		r.appList[a.number] = nil
+		r.freeApps = append(r.freeApps, a.number)
+		return true
+	}
+	if cap(a.leases) > 64 && last < cap(a.leases)/4 {
+		// An app that shrank a lot gives its array back.
+		a.leases = slices.Clip(slices.Clone(a.leases))
+	}
+	return false
+}
+
+// indexLocked adds l, placed in its app, to the key index.
+func (r *Registry) indexLocked(l *lease) {
+	h := r.hashKey(l.app.name, l.id)
+	ref, taken := r.byKey[h]
+	if !taken {
+		r.byKey[h] = l.ref()
+		return
+	}
+	if ref != refCollided {
+		other := r.appList[ref.app].leases[ref.slot]
+		r.collided[other.keyOf()] = other
+		r.byKey[h] = refCollided
+	}
+	r.collided[l.keyOf()] = l
+}
+
+// unindexLocked removes l from the key index.
 func (r *Registry) unindexLocked(l *lease) {
-	h := r.hashKey(l.key.App, l.key.ID)
-	if r.byKey[h] == l {
+	h := r.hashKey(l.app.name, l.id)
+	switch ref := r.byKey[h]; ref {
+	case refCollided:
+		delete(r.collided, l.keyOf())
+	case l.ref():
 		delete(r.byKey, h)
 	}
+}
+
+// all is the app's leases; none for a nil app (one not in apps).
+func (a *appLeases) all() []*lease {
+	if a == nil {
+		return nil
+	}
+	return a.leases
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +19,12 @@ type lease struct {
 	// inst is the current immutable instance; replaced, never modified,
 	// under Registry.mu.
 	inst *Instance
-	// key is the lease's key, its strings those of inst (set with it):
-	// what a lookup through the key index checks (keyindex.go).
-	key InstanceKey
+	// id is the instance's id, the string of inst (set with it), and app
+	// its app's leases, slot its place there: with app.name, what a lookup
+	// through the key index checks (keyindex.go).
+	id   string
+	app  *appLeases
+	slot uint32
 	// lastRenewal is the last renewal in Unix nanoseconds. Heartbeats store
 	// it atomically under a read stripe, so renewals never wait for each
 	// other.
@@ -146,8 +148,11 @@ type Registry struct {
 	// mu guards everything below it, up to snapMu. Heartbeats take one read
 	// stripe; writers take all of it.
 	mu           stripedRWMutex
-	apps         map[string]map[string]*lease // app → instance id → lease
-	byKey        map[uint64]*lease            // the key index (keyindex.go)
+	apps         map[string]*appLeases // app → its leases (keyindex.go)
+	appList      []*appLeases          // by appLeases.number; nil where freeApps
+	freeApps     []uint32              // numbers of apps that went, to reuse
+	byKey        map[uint64]leaseRef   // the key index (keyindex.go)
+	collided     map[InstanceKey]*lease
 	hashKey      keyHasher
 	instances    int
 	version      uint64 // Seq of the newest event: bumped by every visible change
@@ -181,7 +186,8 @@ func New(cfg Config) (*Registry, error) {
 	}
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		apps: map[string]map[string]*lease{}, byKey: map[uint64]*lease{}, hashKey: seededKeyHash(), arrivals: newArrivalLog(),
+		apps: map[string]*appLeases{}, byKey: map[uint64]leaseRef{}, collided: map[InstanceKey]*lease{},
+		hashKey: seededKeyHash(), arrivals: newArrivalLog(),
 		persistent: newPersistentCounts(),
 		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
 	}
@@ -487,17 +493,8 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 		was, reregistered = l.persistent, in.WriteVersion == 0 || in.WriteVersion != l.inst.WriteVersion
 	}
 	if l == nil {
-		l = &lease{appRenewals: r.appRenewals.counter(in.App)}
-		byID := r.apps[in.App]
-		if byID == nil {
-			byID = map[string]*lease{}
-			// A copy of its own: the key must not keep the first instance's
-			// strings alive, and 20k app names packed together stay in cache
-			// for every lookup where keys scattered over the heap do not.
-			r.apps[strings.Clone(in.App)] = byID
-		}
-		byID[key.ID] = l
-		r.indexLocked(l, key)
+		l = &lease{appRenewals: r.appRenewals.counter(in.App), id: key.ID}
+		r.addLeaseLocked(l, in.App)
 		r.instances++
 		r.expected += rate
 		r.addArrivalLocked(l, rate, now)
@@ -508,7 +505,7 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 		r.rerateUnprovenLocked(l, l.renewsPerMin, rate)
 	}
 	r.setInstLocked(l, in)
-	l.key = InstanceKey{App: in.App, ID: key.ID}
+	l.id = key.ID
 	l.duration = r.leaseDuration(in)
 	l.renewsPerMin = rate
 	l.lastRenewal.Store(renewedAt.UnixNano())
@@ -856,11 +853,7 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 	if len(r.drains) > 0 {
 		delete(r.drains, l)
 	}
-	byID := r.apps[app]
-	delete(byID, id)
-	r.unindexLocked(l)
-	if len(byID) == 0 {
-		delete(r.apps, app)
+	if r.dropLeaseLocked(l) {
 		delete(r.dig.apps, app) // its sum is 0 now
 	}
 	r.instances--
@@ -1073,8 +1066,8 @@ func (r *Registry) InstanceByID(id string) (InstanceView, bool) {
 	defer r.mu.RUnlock()
 	var found *lease
 	var foundApp string
-	for app, byID := range r.apps {
-		if l, ok := byID[id]; ok && (found == nil || app < foundApp) {
+	for app := range r.apps {
+		if l := r.lookupLocked(app, id); l != nil && (found == nil || app < foundApp) {
 			found, foundApp = l, app
 		}
 	}

@@ -119,8 +119,8 @@ func (r *Registry) updateRenewThreshold(now time.Time) bool {
 }
 
 func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount float64) {
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			if !l.expired(now, 0) {
 				recount += l.renewsPerMin
 			}
@@ -305,8 +305,8 @@ func (r *Registry) OpenForTraffic() int {
 	now := r.now()
 	r.mu.Lock()
 	expected := 0.0
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			expected += l.renewsPerMin
 		}
 	}
@@ -314,8 +314,8 @@ func (r *Registry) OpenForTraffic() int {
 	// What is here at opening was copied from a peer that served it (or
 	// registered during start-up): it is held to the threshold at once,
 	// as Eureka's openForTraffic seeds it.
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			l.proven.Store(true)
 		}
 	}
