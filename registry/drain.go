@@ -84,7 +84,7 @@ func (r *Registry) setDrain(op Op, now time.Time) (*Instance, error) {
 		p.DrainedAt, p.DrainedBy = op.DrainedAt, op.DrainedBy
 	}
 	setPieces(in, p)
-	r.writePieceLocked(l, in, OpDrain, op.Origin, now)
+	in = r.writePieceLocked(l, in, OpDrain, op.Origin, now)
 	r.unlock(v0)
 	if old.Status != in.Status || (old.Pieces == nil || old.Pieces.DrainedAt == 0) != (op.DrainedAt == 0) {
 		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).

@@ -52,18 +52,20 @@ const (
 var packTypes [packMaxKVs + 1][packMaxBytes/packByteStep + 1]atomic.Pointer[reflect.Type]
 
 var (
-	kvType   = reflect.TypeFor[KV]()
-	byteType = reflect.TypeFor[byte]()
+	instanceType = reflect.TypeFor[Instance]()
+	kvType       = reflect.TypeFor[KV]()
+	byteType     = reflect.TypeFor[byte]()
 )
 
-// packType returns the pack type of kvs entries and steps × packByteStep
-// bytes.
+// packType returns the pack type of an Instance, kvs entries and steps ×
+// packByteStep bytes.
 func packType(kvs, steps int) reflect.Type {
 	slot := &packTypes[kvs][steps]
 	if t := slot.Load(); t != nil {
 		return *t
 	}
 	t := reflect.StructOf([]reflect.StructField{
+		{Name: "Instance", Type: instanceType},
 		{Name: "KVs", Type: reflect.ArrayOf(kvs, kvType)},
 		{Name: "Bytes", Type: reflect.ArrayOf(steps*packByteStep, byteType)},
 	})
@@ -116,44 +118,49 @@ func common(s string) (string, bool) {
 	return c, ok
 }
 
-// packInstance points in's variable strings and metadata into one new
-// allocation, and its common values at constants. Field values, metadata
-// order and lengths are unchanged; in must not have been published yet
-// (it is the fresh copy a write is about to store). Nothing in it refers
-// to the memory it was decoded from afterwards.
-func packInstance(in *Instance) {
-	in.Status = canonicalStatus(in.Status)
-	in.OverriddenStatus = canonicalStatus(in.OverriddenStatus)
-	in.ActionType = canonicalAction(in.ActionType)
-	dc := &in.DataCenterInfo
-	kvs := len(in.Metadata) + len(dc.Metadata)
+// packInstance returns a copy of in whose variable strings and metadata
+// live in the same allocation as the Instance itself, and whose common
+// values point at constants. Field values, metadata order and lengths are
+// those of in; in is left as it was (it may be a published instance's
+// shallow clone, sharing its arrays). Nothing in the copy refers to the
+// memory in was decoded from. Beyond a pack's sizes the copy is three
+// objects, the Instance, its metadata array and its strings.
+func packInstance(in *Instance) *Instance {
+	kvs := len(in.Metadata) + len(in.DataCenterInfo.Metadata)
 	size := 0
 	in.eachPackedString(func(s *string) { size += packedLen(*s) })
 	var p packer
 	var md []KV
-	switch {
-	case kvs == 0 && size == 0:
-	case kvs == 0:
-		p.bytes = make([]byte, size)
-	case kvs <= packMaxKVs && size <= packMaxBytes:
+	var out *Instance
+	if kvs <= packMaxKVs && size <= packMaxBytes {
 		t := packType(kvs, (size+packByteStep-1)/packByteStep)
 		base := reflect.New(t).UnsafePointer()
-		md = unsafe.Slice((*KV)(base), kvs)
-		if size > 0 {
-			p.bytes = unsafe.Slice((*byte)(unsafe.Add(base, t.Field(1).Offset)), size)
+		out = (*Instance)(base)
+		if kvs > 0 {
+			md = unsafe.Slice((*KV)(unsafe.Add(base, t.Field(1).Offset)), kvs)
 		}
-	default:
+		if size > 0 {
+			p.bytes = unsafe.Slice((*byte)(unsafe.Add(base, t.Field(2).Offset)), size)
+		}
+	} else {
+		out = new(Instance)
 		md = make([]KV, kvs)
 		p.bytes = make([]byte, size)
 	}
+	*out = *in
+	out.Status = canonicalStatus(out.Status)
+	out.OverriddenStatus = canonicalStatus(out.OverriddenStatus)
+	out.ActionType = canonicalAction(out.ActionType)
 	if kvs > 0 {
-		n := copy(md, in.Metadata)
+		dc := &out.DataCenterInfo
+		n := copy(md, out.Metadata)
 		copy(md[n:], dc.Metadata)
 		// Full slice expressions: appending to one can never write into
 		// the other.
-		in.Metadata, dc.Metadata = nilIfEmpty(md[:n:n]), nilIfEmpty(md[n:])
+		out.Metadata, dc.Metadata = nilIfEmpty(md[:n:n]), nilIfEmpty(md[n:])
 	}
-	in.eachPackedString(func(s *string) { *s = p.str(*s) })
+	out.eachPackedString(func(s *string) { *s = p.str(*s) })
+	return out
 }
 
 func nilIfEmpty(md Metadata) Metadata {

@@ -475,15 +475,16 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
 	}
-	r.storeLocked(l, in, op, key, now, now)
+	in = r.storeLocked(l, in, op, key, now, now)
 	return in, existing == nil, nil
 }
 
-// storeLocked stores in (a new instance when l is nil) with its lease
-// renewed at renewedAt, as a visible change, and lifts the key's
-// tombstone: the instance is back for real.
-func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) {
-	packInstance(in)
+// storeLocked stores a packed copy of in (a new instance when l is nil)
+// with its lease renewed at renewedAt, as a visible change, lifts the
+// key's tombstone (the instance is back for real) and returns the stored
+// copy.
+func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) *Instance {
+	in = packInstance(in)
 	if id := in.ID(); id == key.ID {
 		key.ID = id // the packed copy: the app's map and the lease keep no other
 	}
@@ -517,6 +518,7 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 	if r.sync != nil {
 		r.sync.copiedLocked(op, key)
 	}
+	return in
 }
 
 // registerCopy applies a versioned copy from a peer, syncUp or
@@ -605,8 +607,7 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now 
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
 	}
-	r.storeLocked(l, in, op, key, now, renewedAt)
-	return in, nil
+	return r.storeLocked(l, in, op, key, now, renewedAt), nil
 }
 
 func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
@@ -702,7 +703,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 		in.Status = resolved
 		applyHealth(in)
 		in.WriteVersion = r.clock.next(now) // this node's own correction
-		r.modifyLocked(l, in, OpRenew, op.Origin, now)
+		in = r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
 	r.noteClientLocked(l, op, now)
@@ -763,8 +764,7 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 	p := l.inst.pieces()
 	p.Override, p.OverrideValue, p.OverrideVersion = override, "", 0 // from a peer without versions
 	setPieces(in, p)
-	r.modifyLocked(l, in, OpStatus, origin, now)
-	return in
+	return r.modifyLocked(l, in, OpStatus, origin, now)
 }
 
 func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
@@ -901,30 +901,32 @@ func (r *Registry) pieceVersionLocked(op Op, now time.Time) uint64 {
 	return r.clock.next(now)
 }
 
-// writePieceLocked stores in, a copy of l's instance with one piece
-// written: as a MODIFIED change when readers see a difference, else as an
-// event only (peers must still hear of the write, and its new version).
-func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
+// writePieceLocked stores a packed copy of in, a copy of l's instance
+// with one piece written: as a MODIFIED change when readers see a
+// difference, else as an event only (peers must still hear of the write,
+// and its new version). It returns the stored copy.
+func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) *Instance {
 	old := l.inst
 	if in.Status != old.Status || in.OverriddenStatus != old.OverriddenStatus ||
 		in.LastDirtyTimestamp != old.LastDirtyTimestamp || !slices.Equal(in.Metadata, old.Metadata) ||
 		!sameHealth(in.Health, old.Health) {
-		r.modifyLocked(l, in, kind, origin, now)
-		return
+		return r.modifyLocked(l, in, kind, origin, now)
 	}
-	packInstance(in)
+	in = packInstance(in)
 	r.setInstLocked(l, in)
 	r.eventLocked(kind, origin, in, now)
+	return in
 }
 
-// modifyLocked stores in, a changed copy of l's instance, as a visible
-// MODIFIED change.
-func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
+// modifyLocked stores a packed copy of in, a changed copy of l's
+// instance, as a visible MODIFIED change, and returns the stored copy.
+func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) *Instance {
 	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = now.UnixMilli()
-	packInstance(in)
+	in = packInstance(in)
 	r.setInstLocked(l, in)
 	r.changeLocked(kind, origin, in, now)
+	return in
 }
 
 // lockStatusWrite is the prologue of the status writes (updateStatus,
@@ -964,7 +966,7 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 		if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
-		r.writePieceLocked(l, in, OpStatus, op.Origin, now)
+		in = r.writePieceLocked(l, in, OpStatus, op.Origin, now)
 	} else {
 		r.eventLocked(OpStatus, op.Origin, in, now)
 	}
@@ -1002,7 +1004,7 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 		}
 		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
 		setPieces(in, p)
-		r.writePieceLocked(l, in, OpDeleteOverride, op.Origin, now)
+		in = r.writePieceLocked(l, in, OpDeleteOverride, op.Origin, now)
 	} else {
 		r.eventLocked(OpDeleteOverride, op.Origin, in, now)
 	}
@@ -1042,7 +1044,7 @@ func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
 		return nil, err
 	}
 	l.lastRenewal.Store(now.UnixNano())
-	r.writePieceLocked(l, in, OpMetadata, op.Origin, now)
+	in = r.writePieceLocked(l, in, OpMetadata, op.Origin, now)
 	r.unlock(v0)
 	return in, nil
 }
