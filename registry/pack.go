@@ -10,37 +10,33 @@ import (
 //
 // Every GC cycle marks every live instance, and at a million of them the
 // cost is set by how many objects it reaches and how many heap pointers it
-// follows to get there: each is a lookup of the target's span, a cache and
-// TLB miss once the registry outgrows the caches. Decoded as it comes, an
-// instance is three objects besides its lease: the Instance, its metadata
-// array and its strings (the decoders copy those into one block so that
-// they do not pin the request body). packInstance makes the metadata array
-// and the strings one object, so an instance is the Instance and one pack,
-// and the metadata's pointers point into the object being scanned, which
-// the collector skips. The Instance stays apart: at 480 B it is scanned by
-// the collector's span-at-a-time path for small objects (≤ 512 B), which
-// it would leave if the metadata joined it. Values every instance shares
-// (the statuses, the data center names, the usual metadata keys) are
-// pointed at constants, which need no span lookup, and empty strings hold
-// no pointer at all. That is one object and ~57 B an instance less. It
-// did not measurably change the cost of a cycle at a million (within the
-// noise of the machine it was measured on, ±20 %): a pack is larger than
-// 512 B, which the collector scans object by object, and what costs most
-// are the pointers from object to object (indexes to leases, leases and
-// views to instances, instances to packs); see docs/performance.md,
-// "A light collector at 1M". Packs capped at 512 B (two small objects
-// beyond) measured no better.
+// follows to get there: each pointer to another object is a lookup of the
+// target's span, a cache and TLB miss once the registry outgrows the
+// caches, while a pointer into the object being scanned is passed with a
+// comparison. Decoded as it comes, an instance is three objects: the
+// Instance, its metadata array and its strings (the decoders copy those
+// into one block so that they do not pin the request body), and the
+// Instance holds some twenty pointers into the other two. packInstance
+// copies the Instance, its metadata entries (the instance's and the data
+// center's) and the bytes of every variable string into one allocation,
+// so every pointer the stored Instance holds is into itself. Values every
+// instance shares (the statuses, the data center names, the usual
+// metadata keys) are pointed at constants, which need no span lookup, and
+// empty strings hold no pointer at all. What the collector still follows
+// an instance is the lease's pointer to it and the snapshot's (see
+// keyindex.go for the indexes, and docs/performance.md, "A light
+// collector at 1M").
 //
-// A pack is a struct of a [k]KV array followed by a [n]byte array, its type
-// made by reflect once per (k, n rounded up) and kept: the collector knows
-// from the type that only the first part holds pointers. The strings are
-// views of the byte array (unsafe.String); they keep the pack alive like
-// any interior pointer, and nothing writes the bytes once the strings
-// exist, so the instance stays immutable as before.
+// A pack is a struct of the Instance, a [k]KV array and a [n]byte array,
+// its type made by reflect once per (k, n rounded up) and kept: the
+// collector knows from the type that the byte array holds no pointers.
+// The strings are views of the byte array (unsafe.String); they keep the
+// pack alive like any interior pointer, and nothing writes the bytes once
+// the strings exist, so the instance stays immutable as before.
 
-// Pack sizes: beyond these the metadata array and the strings are two
-// objects, as the decoders make them (a rare instance; the number of pack
-// types stays bounded whatever clients send).
+// Pack sizes: beyond these the Instance, the metadata array and the
+// strings are three objects, as the decoders make them (a rare instance;
+// the number of pack types stays bounded whatever clients send).
 const (
 	packMaxKVs   = 16
 	packMaxBytes = 4096
