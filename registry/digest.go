@@ -156,6 +156,11 @@ func (r *Registry) setInstLocked(l *lease, in *Instance) {
 	d := InstanceDigest(in)
 	r.swapDigestLocked(in.App, l.digest, d)
 	l.inst, l.digest = in, d
+	if id := in.ID(); id == l.id {
+		// The new pack's copy: the old one must not outlive the write
+		// that replaced it for the lease's sake.
+		l.id = id
+	}
 	l.renewOutcome = [2]renewOutcome{renewOutcomeOf(in, false), renewOutcomeOf(in, true)}
 	l.lastDirty, l.version = in.LastDirtyTimestamp, in.CopyVersion()
 	r.noteDrainLocked(l, in)

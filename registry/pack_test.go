@@ -366,3 +366,42 @@ func TestPackInstance_survivesCollections(t *testing.T) {
 		}
 	}
 }
+
+// A write that replaces the stored instance lets the previous pack go:
+// the lease's id is the current pack's, not the one it was registered
+// with (once the stream and the delta no longer hold the old copy).
+func TestPackInstance_replacedPackIsCollected(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	cfg := DefaultConfig()
+	cfg.Now = func() time.Time { return now }
+	cfg.OutboxSize = 1
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Apply(RegisterOp(packSample(packBody)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := weak.Make(first)
+	first = nil
+	if _, err := r.Apply(StatusOp("ORDERS", "host-1:orders:8080", StatusOutOfService)); err != nil {
+		t.Fatal(err)
+	}
+	other := packSample(packBody)
+	other.InstanceID = "host-2:orders:8080"
+	if _, err := r.Apply(RegisterOp(other)); err != nil { // the stream's one slot
+		t.Fatal(err)
+	}
+	now = now.Add(cfg.DeltaRetention + time.Second)
+	r.PruneDeltas()
+	for range 3 {
+		runtime.GC()
+	}
+	if gone.Value() != nil {
+		t.Fatal("the registration's pack outlives the write that replaced it")
+	}
+	if iv, ok := r.Instance("ORDERS", "host-1:orders:8080"); !ok || iv.Status != StatusOutOfService {
+		t.Fatalf("the instance after the write: %+v %v", iv.Instance, ok)
+	}
+}
