@@ -3,7 +3,6 @@ package registry
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"math"
 	"slices"
 	"strings"
 )
@@ -17,39 +16,34 @@ import (
 // cache and TLB miss at a million instances (~12 % of a heartbeat's CPU,
 // 4 µs of ~35, when apps was a map of maps).
 //
-// Neither index holds a pointer an instance. An app's leases are one
-// slice (appLeases.leases, in no order; each lease knows its slot), and
-// the key index maps the hash to where the lease is, the app's number and
-// the slot (leaseRef), which the collector does not scan at all: its
-// table is pointer-free. Every GC cycle marks every lease, and each
-// pointer to one from somewhere else in the heap is a lookup of the
-// target's span, a cache and TLB miss; a map of maps keyed by the
-// instance's id string and a table of lease pointers were three of those
-// an instance (docs/performance.md, "A light collector at 1M"). When a
-// lease leaves its app, the app's last lease takes its slot and the key
-// index is told.
+// The app map holds one pointer an instance, to its lease, in a slice per
+// app (appLeases.leases, in no order; each lease knows its slot, and when
+// a lease leaves its app, the app's last lease takes its slot). Every GC
+// cycle marks every lease, and each pointer from somewhere else in the
+// heap to an object is a lookup of the target's span, a cache and TLB
+// miss at a million instances; the map of maps keyed by the instance's id
+// string that this replaced held two of those an instance
+// (docs/performance.md, "A light collector at 1M"). The key index keeps
+// its pointer to the lease: a heartbeat at a million instances reaches the
+// lease in one step. An index holding the app's number and the slot, with
+// no pointer, cost ~300 ns a renewal in process for the two loads it adds
+// (BenchmarkRegistry_RenewRandom/1000k), for ~60 ns an instance of a GC
+// cycle (BenchmarkRegistry_GC).
 //
 // Two registered keys whose hashes are equal (about once in 10^7 fills of
 // a million instances, and not to be provoked: the seed is random) share a
-// slot holding refCollided, and live in Registry.collided by their keys.
+// slot holding keyCollided, and live in Registry.collided by their keys.
 // The mark stays when one of them goes: any key of that hash registered
 // later goes to collided too.
 
-// leaseRef is where the key index finds a lease: its app's number in
-// Registry.appList and its slot in that app's leases.
-type leaseRef struct{ app, slot uint32 }
-
-// refCollided marks an index slot that two or more keys hash to.
-var refCollided = leaseRef{app: math.MaxUint32, slot: math.MaxUint32}
+// keyCollided marks an index slot that two or more keys hash to.
+var keyCollided = &lease{}
 
 // appLeases is one app's leases.
 type appLeases struct {
 	// name is the upper-cased app name, a copy of its own: it must not
-	// keep the first instance's strings alive, and 20k app names packed
-	// together stay in cache for every lookup where keys scattered over
-	// the heap do not.
+	// keep the first instance's strings alive.
 	name   string
-	number uint32   // its index in Registry.appList
 	leases []*lease // in no order; lease.slot is each one's index
 }
 
@@ -75,20 +69,16 @@ func seededKeyHash() keyHasher {
 // keyOf is l's key: its app's name and its id.
 func (l *lease) keyOf() InstanceKey { return InstanceKey{App: l.app.name, ID: l.id} }
 
-func (l *lease) ref() leaseRef { return leaseRef{app: l.app.number, slot: l.slot} }
-
 // lookupLocked returns the lease of (app, id), nil if there is none.
 // Called with mu held (a read stripe is enough).
 func (r *Registry) lookupLocked(app, id string) *lease {
-	ref, ok := r.byKey[r.hashKey(app, id)]
+	l := r.byKey[r.hashKey(app, id)]
 	switch {
-	case !ok:
+	case l == nil:
 		return nil
-	case ref == refCollided:
+	case l == keyCollided:
 		return r.collided[InstanceKey{App: app, ID: id}]
-	}
-	l := r.appList[ref.app].leases[ref.slot]
-	if l.id != id || l.app.name != app {
+	case l.id != id || l.app.name != app:
 		return nil
 	}
 	return l
@@ -100,14 +90,6 @@ func (r *Registry) addLeaseLocked(l *lease, app string) {
 	a := r.apps[app]
 	if a == nil {
 		a = &appLeases{name: strings.Clone(app)}
-		if n := len(r.freeApps); n > 0 {
-			a.number = r.freeApps[n-1]
-			r.freeApps = r.freeApps[:n-1]
-			r.appList[a.number] = a
-		} else {
-			a.number = uint32(len(r.appList))
-			r.appList = append(r.appList, a)
-		}
 		r.apps[a.name] = a
 	}
 	l.app, l.slot = a, uint32(len(a.leases))
@@ -123,18 +105,12 @@ func (r *Registry) dropLeaseLocked(l *lease) (appGone bool) {
 	a := l.app
 	last := len(a.leases) - 1
 	if moved := a.leases[last]; moved != l {
-		was := moved.ref()
 		a.leases[l.slot], moved.slot = moved, l.slot
-		if h := r.hashKey(a.name, moved.id); r.byKey[h] == was {
-			r.byKey[h] = moved.ref()
-		}
 	}
 	a.leases[last] = nil
 	a.leases = a.leases[:last]
 	if last == 0 {
 		delete(r.apps, a.name)
-		r.appList[a.number] = nil
-		r.freeApps = append(r.freeApps, a.number)
 		return true
 	}
 	if cap(a.leases) > 64 && last < cap(a.leases)/4 {
@@ -147,15 +123,14 @@ func (r *Registry) dropLeaseLocked(l *lease) (appGone bool) {
 // indexLocked adds l, placed in its app, to the key index.
 func (r *Registry) indexLocked(l *lease) {
 	h := r.hashKey(l.app.name, l.id)
-	ref, taken := r.byKey[h]
+	other, taken := r.byKey[h]
 	if !taken {
-		r.byKey[h] = l.ref()
+		r.byKey[h] = l
 		return
 	}
-	if ref != refCollided {
-		other := r.appList[ref.app].leases[ref.slot]
+	if other != keyCollided {
 		r.collided[other.keyOf()] = other
-		r.byKey[h] = refCollided
+		r.byKey[h] = keyCollided
 	}
 	r.collided[l.keyOf()] = l
 }
@@ -163,10 +138,10 @@ func (r *Registry) indexLocked(l *lease) {
 // unindexLocked removes l from the key index.
 func (r *Registry) unindexLocked(l *lease) {
 	h := r.hashKey(l.app.name, l.id)
-	switch ref := r.byKey[h]; ref {
-	case refCollided:
+	switch r.byKey[h] {
+	case keyCollided:
 		delete(r.collided, l.keyOf())
-	case l.ref():
+	case l:
 		delete(r.byKey, h)
 	}
 }
