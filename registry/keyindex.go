@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // The indexes: every lease by its app (Registry.apps, for what goes app by
@@ -23,12 +24,18 @@ import (
 // heap to an object is a lookup of the target's span, a cache and TLB
 // miss at a million instances; the map of maps keyed by the instance's id
 // string that this replaced held two of those an instance
-// (docs/performance.md, "A light collector at 1M"). The key index keeps
-// its pointer to the lease: a heartbeat at a million instances reaches the
-// lease in one step. An index holding the app's number and the slot, with
-// no pointer, cost ~300 ns a renewal in process for the two loads it adds
-// (BenchmarkRegistry_RenewRandom/1000k), for ~60 ns an instance of a GC
-// cycle (BenchmarkRegistry_GC).
+// (docs/performance.md, "A light collector at 1M").
+//
+// The key index holds each lease's address, not a pointer the collector
+// sees: its table is pointer-free and never scanned, and a heartbeat still
+// reaches its lease in one step. That is sound because a lease is in the
+// key index only while it is in its app's slice, which the collector
+// scans: both change together under the write lock (addLeaseLocked,
+// dropLeaseLocked), a lookup turns the address back into a pointer under
+// a read stripe at least, and the collector does not move objects. A
+// table of lease pointers cost ~250 ns an instance of every GC cycle at a
+// million (BenchmarkRegistry_GC); an index of the app's number and the
+// slot instead, ~700 ns a renewal (BenchmarkRegistry_RenewRandom/1000k).
 //
 // Two registered keys whose hashes are equal (about once in 10^7 fills of
 // a million instances, and not to be provoked: the seed is random) share a
@@ -36,8 +43,20 @@ import (
 // The mark stays when one of them goes: any key of that hash registered
 // later goes to collided too.
 
-// keyCollided marks an index slot that two or more keys hash to.
-var keyCollided = &lease{}
+// leaseAddr is a lease's address in the key index.
+type leaseAddr uintptr
+
+// keyCollided marks an index slot that two or more keys hash to: no
+// lease's address.
+const keyCollided leaseAddr = 1
+
+func addrOf(l *lease) leaseAddr { return leaseAddr(unsafe.Pointer(l)) }
+
+// lease returns the lease at a, which must be in its app's slice (see
+// above). The address is read as a pointer in place: converting a uintptr
+// value to a pointer is what the unsafe rules forbid, since nothing
+// vouches that the object is still there; here the app's slice does.
+func (a *leaseAddr) lease() *lease { return *(**lease)(unsafe.Pointer(a)) }
 
 // appLeases is one app's leases.
 type appLeases struct {
@@ -72,16 +91,17 @@ func (l *lease) keyOf() InstanceKey { return InstanceKey{App: l.app.name, ID: l.
 // lookupLocked returns the lease of (app, id), nil if there is none.
 // Called with mu held (a read stripe is enough).
 func (r *Registry) lookupLocked(app, id string) *lease {
-	l := r.byKey[r.hashKey(app, id)]
+	a, ok := r.byKey[r.hashKey(app, id)]
 	switch {
-	case l == nil:
+	case !ok:
 		return nil
-	case l == keyCollided:
+	case a == keyCollided:
 		return r.collided[InstanceKey{App: app, ID: id}]
-	case l.id != id || l.app.name != app:
-		return nil
 	}
-	return l
+	if l := a.lease(); l.id == id && l.app.name == app {
+		return l
+	}
+	return nil
 }
 
 // addLeaseLocked puts l, a new lease whose id is set, into app's leases
@@ -125,11 +145,12 @@ func (r *Registry) indexLocked(l *lease) {
 	h := r.hashKey(l.app.name, l.id)
 	other, taken := r.byKey[h]
 	if !taken {
-		r.byKey[h] = l
+		r.byKey[h] = addrOf(l)
 		return
 	}
 	if other != keyCollided {
-		r.collided[other.keyOf()] = other
+		o := other.lease()
+		r.collided[o.keyOf()] = o
 		r.byKey[h] = keyCollided
 	}
 	r.collided[l.keyOf()] = l
@@ -141,7 +162,7 @@ func (r *Registry) unindexLocked(l *lease) {
 	switch r.byKey[h] {
 	case keyCollided:
 		delete(r.collided, l.keyOf())
-	case l:
+	case addrOf(l):
 		delete(r.byKey, h)
 	}
 }

@@ -365,6 +365,15 @@ func TestPackInstance_survivesCollections(t *testing.T) {
 			t.Fatalf("%s after collections:\n got %+v\nwant %+v", iv.ID(), got, w)
 		}
 	}
+	// The key index, whose addresses the collector does not see either,
+	// finds every instance there is and none that went.
+	for i := range n {
+		id := fmt.Sprintf("host-%d:orders:8080", i)
+		iv, ok := r.Instance("ORDERS", id)
+		if _, want := want[id]; ok != want || ok && iv.ID() != id {
+			t.Fatalf("Instance(ORDERS, %s) after collections: %v, want %v", id, ok, want)
+		}
+	}
 }
 
 // A write that replaces the stored instance lets the previous pack go:

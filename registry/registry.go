@@ -149,7 +149,7 @@ type Registry struct {
 	// stripe; writers take all of it.
 	mu           stripedRWMutex
 	apps         map[string]*appLeases // app → its leases (keyindex.go)
-	byKey        map[uint64]*lease     // the key index (keyindex.go)
+	byKey        map[uint64]leaseAddr  // the key index (keyindex.go)
 	collided     map[InstanceKey]*lease
 	hashKey      keyHasher
 	instances    int
@@ -184,7 +184,7 @@ func New(cfg Config) (*Registry, error) {
 	}
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		apps: map[string]*appLeases{}, byKey: map[uint64]*lease{}, collided: map[InstanceKey]*lease{},
+		apps: map[string]*appLeases{}, byKey: map[uint64]leaseAddr{}, collided: map[InstanceKey]*lease{},
 		hashKey: seededKeyHash(), arrivals: newArrivalLog(),
 		persistent: newPersistentCounts(),
 		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
