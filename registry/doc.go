@@ -140,11 +140,11 @@
 // renewal time atomically and counts into its processor's cells of sharded
 // counters, so heartbeats on different cores share no lock and no hot
 // cache line. It finds the lease through the key index (keyindex.go: one
-// pointer-free table from a seeded hash of app and id to the lease's app
-// and slot, its key checked on the lease) rather than through the app, and
-// reads nothing of the instance: what the status rules and the
-// lastDirtyTimestamp check need is copied onto the lease when the instance
-// is stored. At a million instances each of those loads is a cache miss.
+// table from a seeded hash of app and id to the lease's address, which
+// the collector does not scan, the key checked on the lease) rather than
+// through the app, and reads nothing of the instance: what the status
+// rules and the lastDirtyTimestamp check need is copied onto the lease
+// when the instance is stored. At a million instances each of those loads is a cache miss.
 //
 // # Write versions and the merge of pieces
 //
