@@ -25,8 +25,8 @@ func (r *Registry) ClientLive() []*Instance {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []*Instance
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			if r.clientLiveLocked(l, now) {
 				out = append(out, l.inst)
 			}

@@ -156,6 +156,11 @@ func (r *Registry) setInstLocked(l *lease, in *Instance) {
 	d := InstanceDigest(in)
 	r.swapDigestLocked(in.App, l.digest, d)
 	l.inst, l.digest = in, d
+	if id := in.ID(); id == l.id {
+		// The new pack's copy: the old one must not outlive the write
+		// that replaced it for the lease's sake.
+		l.id = id
+	}
 	l.renewOutcome = [2]renewOutcome{renewOutcomeOf(in, false), renewOutcomeOf(in, true)}
 	l.lastDirty, l.version = in.LastDirtyTimestamp, in.CopyVersion()
 	r.noteDrainLocked(l, in)
@@ -217,9 +222,9 @@ func (r *Registry) appEntries(app string, in []bool, buf []DigestEntry) []Digest
 	keep := func(id string) bool { return in == nil || in[BucketOf(id, len(in))] }
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for id, l := range r.apps[app] {
-		if keep(id) {
-			buf = append(buf, DigestEntry{ID: id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
+	for _, l := range r.apps[app].all() {
+		if keep(l.id) {
+			buf = append(buf, DigestEntry{ID: l.id, Version: l.inst.WriteVersion, Digest: l.digest, Live: !l.expired(now, 0)})
 		}
 	}
 	for id, t := range r.tombs.byApp[app] {
@@ -293,8 +298,8 @@ func (r *Registry) AppBuckets(app string, n int, dst []uint64) []uint64 {
 	app = upperASCII(app)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for id, l := range r.apps[app] {
-		dst[BucketOf(id, n)] += l.digest
+	for _, l := range r.apps[app].all() {
+		dst[BucketOf(l.id, n)] += l.digest
 	}
 	return dst
 }
@@ -317,9 +322,9 @@ func (r *Registry) AppSizes(min int, dst map[string]int) map[string]int {
 	clear(dst)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for app, byID := range r.apps {
-		if len(byID) > min {
-			dst[app] = len(byID)
+	for app, a := range r.apps {
+		if len(a.leases) > min {
+			dst[app] = len(a.leases)
 		}
 	}
 	return dst

@@ -68,8 +68,8 @@
 //     every expired lease that never renewed; it also forgets the
 //     arrivals older than two windows, which otherwise only the next
 //     registration would (a fleet that registered together and then only
-//     renews would keep them, a map entry and a pointer per instance for
-//     every GC cycle to follow);
+//     renews would keep counting as arriving; forgetting is dropping a
+//     few per-slice counts, whatever the number of leases);
 //   - every RenewThresholdUpdateInterval (15 min): UpdateRenewThreshold;
 //   - every DeltaRetentionInterval (30 s): PruneDeltas drops changes older
 //     than DeltaRetention (3 min) from the delta.
@@ -140,11 +140,11 @@
 // renewal time atomically and counts into its processor's cells of sharded
 // counters, so heartbeats on different cores share no lock and no hot
 // cache line. It finds the lease through the key index (keyindex.go: one
-// table of every lease by a seeded hash of app and id, its key checked on
-// the lease) rather than through the app and then the app's own map, and
-// reads nothing of the instance: what the status rules and the
-// lastDirtyTimestamp check need is copied onto the lease when the instance
-// is stored. At a million instances each of those loads is a cache miss.
+// table from a seeded hash of app and id to the lease's address, which
+// the collector does not scan, the key checked on the lease) rather than
+// through the app, and reads nothing of the instance: what the status
+// rules and the lastDirtyTimestamp check need is copied onto the lease
+// when the instance is stored. At a million instances each of those loads is a cache miss.
 //
 // # Write versions and the merge of pieces
 //

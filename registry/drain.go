@@ -84,7 +84,7 @@ func (r *Registry) setDrain(op Op, now time.Time) (*Instance, error) {
 		p.DrainedAt, p.DrainedBy = op.DrainedAt, op.DrainedBy
 	}
 	setPieces(in, p)
-	r.writePieceLocked(l, in, OpDrain, op.Origin, now)
+	in = r.writePieceLocked(l, in, OpDrain, op.Origin, now)
 	r.unlock(v0)
 	if old.Status != in.Status || (old.Pieces == nil || old.Pieces.DrainedAt == 0) != (op.DrainedAt == 0) {
 		r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
@@ -151,7 +151,7 @@ func (r *Registry) Drained() []DrainedInstance {
 	for l, a := range r.drains {
 		if m, ok := l.inst.Drain(); ok {
 			m.Seq = a.seq
-			out = append(out, DrainedInstance{Key: l.key, Mark: m})
+			out = append(out, DrainedInstance{Key: l.keyOf(), Mark: m})
 		}
 	}
 	return out

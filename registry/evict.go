@@ -64,15 +64,15 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	// Leases that never renewed once (a registration flood, say) are not
 	// what the cap protects: they go all at once (selfpreservation.go).
 	var expired, unproven []candidate
-	for app, byID := range r.apps {
-		for id, l := range byID {
+	for app, a := range r.apps {
+		for _, l := range a.leases {
 			if !l.expired(now, grace) {
 				continue
 			}
 			if l.proven.Load() {
-				expired = append(expired, candidate{InstanceKey{app, id}, l})
+				expired = append(expired, candidate{InstanceKey{app, l.id}, l})
 			} else {
-				unproven = append(unproven, candidate{InstanceKey{app, id}, l})
+				unproven = append(unproven, candidate{InstanceKey{app, l.id}, l})
 			}
 		}
 	}

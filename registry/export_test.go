@@ -13,9 +13,9 @@ import (
 func (r *Registry) ScratchSnapshot() *Snapshot {
 	r.mu.RLock()
 	s := &Snapshot{Version: r.version, DeltaVersion: r.deltaVersion, Instances: r.instances}
-	for name, byID := range r.apps {
+	for name, a := range r.apps {
 		var ivs []InstanceView
-		for _, l := range byID {
+		for _, l := range a.leases {
 			ivs = append(ivs, InstanceView{Instance: l.inst, LastRenewalTimestamp: l.lastRenewal.Load() / int64(time.Millisecond)})
 		}
 		s.Apps = append(s.Apps, AppView{Name: name, Instances: ivs})

@@ -100,7 +100,7 @@ func (r *Registry) setHealth(op Op, now time.Time) (*Instance, error) {
 		in.Health = &mark
 	}
 	setPieces(in, p)
-	r.modifyLocked(l, in, OpHealth, op.Origin, now)
+	in = r.modifyLocked(l, in, OpHealth, op.Origin, now)
 	r.unlock(v0)
 	r.log.Info().Str(logApp, app).Str(logInstanceID, op.ID).Str(logFrom, string(old.Status)).
 		Str(logTo, string(in.Status)).Bool(logHealthMarked, in.Health != nil).Msg("health-check status set")

@@ -255,7 +255,7 @@ func (r *Registry) checkCapacityLocked(app string) error {
 	if r.instances >= lim.MaxInstances {
 		return r.refuse(LimitInstances, ErrCapacity, "the node holds %d instances", r.instances)
 	}
-	if n := len(r.apps[app]); n >= lim.MaxInstancesPerApp {
+	if n := len(r.apps[app].all()); n >= lim.MaxInstancesPerApp {
 		return r.refuse(LimitInstancesPerApp, ErrAppFull, "app %s holds %d instances", QuotePrefix(app), n)
 	}
 	return nil

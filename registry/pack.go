@@ -2,6 +2,7 @@ package registry
 
 import (
 	"reflect"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -10,37 +11,52 @@ import (
 //
 // Every GC cycle marks every live instance, and at a million of them the
 // cost is set by how many objects it reaches and how many heap pointers it
-// follows to get there: each is a lookup of the target's span, a cache and
-// TLB miss once the registry outgrows the caches. Decoded as it comes, an
-// instance is three objects besides its lease: the Instance, its metadata
-// array and its strings (the decoders copy those into one block so that
-// they do not pin the request body). packInstance makes the metadata array
-// and the strings one object, so an instance is the Instance and one pack,
-// and the metadata's pointers point into the object being scanned, which
-// the collector skips. The Instance stays apart: at 480 B it is scanned by
-// the collector's span-at-a-time path for small objects (≤ 512 B), which
-// it would leave if the metadata joined it. Values every instance shares
-// (the statuses, the data center names, the usual metadata keys) are
-// pointed at constants, which need no span lookup, and empty strings hold
-// no pointer at all. That is one object and ~57 B an instance less. It
-// did not measurably change the cost of a cycle at a million (within the
-// noise of the machine it was measured on, ±20 %): a pack is larger than
-// 512 B, which the collector scans object by object, and what costs most
-// are the pointers from object to object (indexes to leases, leases and
-// views to instances, instances to packs); see docs/performance.md,
-// "A light collector at 1M". Packs capped at 512 B (two small objects
-// beyond) measured no better.
+// follows to get there: each pointer to another object is a lookup of the
+// target's span, a cache and TLB miss once the registry outgrows the
+// caches, while a pointer into the object being scanned is passed with a
+// comparison. Decoded as it comes, an instance is three objects: the
+// Instance, its metadata array and its strings (the decoders copy those
+// into one block so that they do not pin the request body), and the
+// Instance holds some twenty pointers into the other two. packInstance
+// copies the Instance, its metadata entries (the instance's and the data
+// center's) and the bytes of every variable string into one allocation,
+// so every pointer the stored Instance holds is into itself. Values every
+// instance shares (the statuses, the data center names, the usual
+// metadata keys) are pointed at constants, which need no span lookup, and
+// empty strings hold no pointer at all. What the collector still follows
+// an instance is the lease's pointer to it and the snapshot's (see
+// keyindex.go for the indexes, and docs/performance.md, "A light
+// collector at 1M").
 //
-// A pack is a struct of a [k]KV array followed by a [n]byte array, its type
-// made by reflect once per (k, n rounded up) and kept: the collector knows
-// from the type that only the first part holds pointers. The strings are
-// views of the byte array (unsafe.String); they keep the pack alive like
-// any interior pointer, and nothing writes the bytes once the strings
-// exist, so the instance stays immutable as before.
+// Pointer-free packs. Once packed, the pointers an Instance holds lead
+// into its own pack or to constants in the binary, except Pieces and
+// Health (objects of their own, nil for an instance that only ever had a
+// registration). None of those is anything the collector must find
+// through the pack: the pack is live exactly when something else points
+// into it, and constants are not heap. So a pack without Pieces and Health
+// is allocated as memory of the same layout that the collector does not
+// scan (a []uint64; packedAlone), and a cycle marks it, on the lease's or
+// the snapshot's pointer, without reading it. Scanning a pack was the
+// largest part of a cycle at a million (a cache miss on each first
+// touch, then ~25 pointer words compared and passed). This relies on the
+// collector not moving objects (Go's does not) and on the rule kept here:
+// nothing is written into a stored Instance after packInstance, and
+// packInstance leaves in the pack no pointer but into it or at a
+// constant (TestPackInstance_pointersTheCollectorNeedsNot guards the
+// Instance's pointer fields). A copy taken of a stored instance (Clone,
+// a snapshot view's string) is ordinary scanned memory pointing into the
+// pack, which keeps the pack alive as any interior pointer does.
+//
+// A pack is a struct of the Instance, a [k]KV array and a [n]byte array,
+// its type made by reflect once per (k, n rounded up) and kept: the
+// collector knows from the type that the byte array holds no pointers.
+// The strings are views of the byte array (unsafe.String); they keep the
+// pack alive like any interior pointer, and nothing writes the bytes once
+// the strings exist, so the instance stays immutable as before.
 
-// Pack sizes: beyond these the metadata array and the strings are two
-// objects, as the decoders make them (a rare instance; the number of pack
-// types stays bounded whatever clients send).
+// Pack sizes: beyond these the Instance, the metadata array and the
+// strings are three objects, as the decoders make them (a rare instance;
+// the number of pack types stays bounded whatever clients send).
 const (
 	packMaxKVs   = 16
 	packMaxBytes = 4096
@@ -52,18 +68,20 @@ const (
 var packTypes [packMaxKVs + 1][packMaxBytes/packByteStep + 1]atomic.Pointer[reflect.Type]
 
 var (
-	kvType   = reflect.TypeFor[KV]()
-	byteType = reflect.TypeFor[byte]()
+	instanceType = reflect.TypeFor[Instance]()
+	kvType       = reflect.TypeFor[KV]()
+	byteType     = reflect.TypeFor[byte]()
 )
 
-// packType returns the pack type of kvs entries and steps × packByteStep
-// bytes.
+// packType returns the pack type of an Instance, kvs entries and steps ×
+// packByteStep bytes.
 func packType(kvs, steps int) reflect.Type {
 	slot := &packTypes[kvs][steps]
 	if t := slot.Load(); t != nil {
 		return *t
 	}
 	t := reflect.StructOf([]reflect.StructField{
+		{Name: "Instance", Type: instanceType},
 		{Name: "KVs", Type: reflect.ArrayOf(kvs, kvType)},
 		{Name: "Bytes", Type: reflect.ArrayOf(steps*packByteStep, byteType)},
 	})
@@ -116,44 +134,77 @@ func common(s string) (string, bool) {
 	return c, ok
 }
 
-// packInstance points in's variable strings and metadata into one new
-// allocation, and its common values at constants. Field values, metadata
-// order and lengths are unchanged; in must not have been published yet
-// (it is the fresh copy a write is about to store). Nothing in it refers
-// to the memory it was decoded from afterwards.
-func packInstance(in *Instance) {
-	in.Status = canonicalStatus(in.Status)
-	in.OverriddenStatus = canonicalStatus(in.OverriddenStatus)
-	in.ActionType = canonicalAction(in.ActionType)
-	dc := &in.DataCenterInfo
-	kvs := len(in.Metadata) + len(dc.Metadata)
+// packInstance returns a copy of in whose variable strings and metadata
+// live in the same allocation as the Instance itself, and whose common
+// values point at constants. Field values, metadata order and lengths are
+// those of in; in is left as it was (it may be a published instance's
+// shallow clone, sharing its arrays). Nothing in the copy refers to the
+// memory in was decoded from. Beyond a pack's sizes the copy is three
+// objects, the Instance, its metadata array and its strings.
+//
+// A pack whose every pointer is into itself or at a constant (packedAlone)
+// is allocated as memory the collector does not scan: see pointer-free
+// packs, above.
+func packInstance(in *Instance) *Instance {
+	kvs := len(in.Metadata) + len(in.DataCenterInfo.Metadata)
 	size := 0
 	in.eachPackedString(func(s *string) { size += packedLen(*s) })
 	var p packer
 	var md []KV
-	switch {
-	case kvs == 0 && size == 0:
-	case kvs == 0:
-		p.bytes = make([]byte, size)
-	case kvs <= packMaxKVs && size <= packMaxBytes:
+	var out *Instance
+	if kvs <= packMaxKVs && size <= packMaxBytes {
 		t := packType(kvs, (size+packByteStep-1)/packByteStep)
-		base := reflect.New(t).UnsafePointer()
-		md = unsafe.Slice((*KV)(base), kvs)
-		if size > 0 {
-			p.bytes = unsafe.Slice((*byte)(unsafe.Add(base, t.Field(1).Offset)), size)
+		var base unsafe.Pointer
+		if packedAlone(in) {
+			base = unsafe.Pointer(unsafe.SliceData(make([]uint64, (t.Size()+7)/8)))
+		} else {
+			base = reflect.New(t).UnsafePointer()
 		}
-	default:
+		out = (*Instance)(base)
+		if kvs > 0 {
+			md = unsafe.Slice((*KV)(unsafe.Add(base, t.Field(1).Offset)), kvs)
+		}
+		if size > 0 {
+			p.bytes = unsafe.Slice((*byte)(unsafe.Add(base, t.Field(2).Offset)), size)
+		}
+	} else {
+		out = new(Instance)
 		md = make([]KV, kvs)
 		p.bytes = make([]byte, size)
 	}
+	*out = *in
+	out.Status = canonicalStatus(out.Status)
+	out.OverriddenStatus = canonicalStatus(out.OverriddenStatus)
+	out.ActionType = canonicalAction(out.ActionType)
 	if kvs > 0 {
-		n := copy(md, in.Metadata)
+		dc := &out.DataCenterInfo
+		n := copy(md, out.Metadata)
 		copy(md[n:], dc.Metadata)
 		// Full slice expressions: appending to one can never write into
 		// the other.
-		in.Metadata, dc.Metadata = nilIfEmpty(md[:n:n]), nilIfEmpty(md[n:])
+		out.Metadata, dc.Metadata = nilIfEmpty(md[:n:n]), nilIfEmpty(md[n:])
 	}
-	in.eachPackedString(func(s *string) { *s = p.str(*s) })
+	out.eachPackedString(func(s *string) { *s = p.str(*s) })
+	// Until here out's strings and metadata were in's, which an unscanned
+	// pack does not keep alive: in does.
+	runtime.KeepAlive(in)
+	return out
+}
+
+// packedAlone reports whether every pointer of in's pack will be into the
+// pack or at a constant: the strings and metadata packInstance copies or
+// points at constants, and the statuses and action type when they are
+// known (canonicalStatus and canonicalAction give their constants) or
+// empty. Pieces and Health point to objects of their own, which only a
+// scanned pack keeps alive.
+func packedAlone(in *Instance) bool {
+	known := func(st Status) bool { return st == "" || st.check() == nil }
+	switch in.ActionType {
+	case "", ActionAdded, ActionModified, ActionDeleted:
+	default:
+		return false
+	}
+	return in.Pieces == nil && in.Health == nil && known(in.Status) && known(in.OverriddenStatus)
 }
 
 func nilIfEmpty(md Metadata) Metadata {

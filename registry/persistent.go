@@ -180,8 +180,8 @@ func (r *Registry) forgetPersistentLocked(l *lease) {
 	if !l.persistent {
 		return
 	}
-	r.persistent.add(l.key.App, -1)
-	r.persistent.dropOwner(l.key)
+	r.persistent.add(l.app.name, -1)
+	r.persistent.dropOwner(l.keyOf())
 }
 
 // tombstoneLease is how long l's cancel is remembered before the grace

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +19,12 @@ type lease struct {
 	// inst is the current immutable instance; replaced, never modified,
 	// under Registry.mu.
 	inst *Instance
-	// key is the lease's key, its strings those of inst (set with it):
-	// what a lookup through the key index checks (keyindex.go).
-	key InstanceKey
+	// id is the instance's id, the string of inst (set with it), and app
+	// its app's leases, slot its place there: with app.name, what a lookup
+	// through the key index checks (keyindex.go).
+	id   string
+	app  *appLeases
+	slot uint32
 	// lastRenewal is the last renewal in Unix nanoseconds. Heartbeats store
 	// it atomically under a read stripe, so renewals never wait for each
 	// other.
@@ -56,7 +58,10 @@ type lease struct {
 	// renewPending and nextRenewed link the lease into the renewal feed
 	// (renewals.go): set by a client heartbeat, cleared by TakeRenewals.
 	renewPending atomic.Bool
-	nextRenewed  *lease
+	// arrival is the id of the arrivals' slice this lease arrived in (0:
+	// none; selfpreservation.go). It fills renewPending's padding.
+	arrival     uint32
+	nextRenewed *lease
 	// duration and renewsPerMin are derived from inst when it is stored.
 	duration     time.Duration
 	renewsPerMin float64
@@ -143,8 +148,9 @@ type Registry struct {
 	// mu guards everything below it, up to snapMu. Heartbeats take one read
 	// stripe; writers take all of it.
 	mu           stripedRWMutex
-	apps         map[string]map[string]*lease // app → instance id → lease
-	byKey        map[uint64]*lease            // the key index (keyindex.go)
+	apps         map[string]*appLeases // app → its leases (keyindex.go)
+	byKey        map[uint64]leaseAddr  // the key index (keyindex.go)
+	collided     map[InstanceKey]*lease
 	hashKey      keyHasher
 	instances    int
 	version      uint64 // Seq of the newest event: bumped by every visible change
@@ -155,7 +161,7 @@ type Registry struct {
 	drains         map[*lease]drainApplied
 	deltas         deltaQueue
 	expected       float64    // expected renewals per minute
-	arrivals       arrivalLog // new leases of the last two windows (selfpreservation.go)
+	arrivals       arrivalLog // how many leases arrived in the last two windows (selfpreservation.go)
 	lastEvictionAt time.Time
 	spActive       bool       // self-preservation was active at the last check (for logging transitions)
 	sync           *syncState // non-nil while a syncUp copy is being applied (sync.go)
@@ -178,7 +184,8 @@ func New(cfg Config) (*Registry, error) {
 	}
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
-		apps: map[string]map[string]*lease{}, byKey: map[uint64]*lease{}, hashKey: seededKeyHash(), arrivals: newArrivalLog(),
+		apps: map[string]*appLeases{}, byKey: map[uint64]leaseAddr{}, collided: map[InstanceKey]*lease{},
+		hashKey: seededKeyHash(), arrivals: newArrivalLog(),
 		persistent: newPersistentCounts(),
 		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
 	}
@@ -466,15 +473,16 @@ func (r *Registry) registerLocked(op Op, in *Instance, key InstanceKey, now time
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
 	}
-	r.storeLocked(l, in, op, key, now, now)
+	in = r.storeLocked(l, in, op, key, now, now)
 	return in, existing == nil, nil
 }
 
-// storeLocked stores in (a new instance when l is nil) with its lease
-// renewed at renewedAt, as a visible change, and lifts the key's
-// tombstone: the instance is back for real.
-func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) {
-	packInstance(in)
+// storeLocked stores a packed copy of in (a new instance when l is nil)
+// with its lease renewed at renewedAt, as a visible change, lifts the
+// key's tombstone (the instance is back for real) and returns the stored
+// copy.
+func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, now, renewedAt time.Time) *Instance {
+	in = packInstance(in)
 	if id := in.ID(); id == key.ID {
 		key.ID = id // the packed copy: the app's map and the lease keep no other
 	}
@@ -484,28 +492,19 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 		was, reregistered = l.persistent, in.WriteVersion == 0 || in.WriteVersion != l.inst.WriteVersion
 	}
 	if l == nil {
-		l = &lease{appRenewals: r.appRenewals.counter(in.App)}
-		byID := r.apps[in.App]
-		if byID == nil {
-			byID = map[string]*lease{}
-			// A copy of its own: the key must not keep the first instance's
-			// strings alive, and 20k app names packed together stay in cache
-			// for every lookup where keys scattered over the heap do not.
-			r.apps[strings.Clone(in.App)] = byID
-		}
-		byID[key.ID] = l
-		r.indexLocked(l, key)
+		l = &lease{appRenewals: r.appRenewals.counter(in.App), id: key.ID}
+		r.addLeaseLocked(l, in.App)
 		r.instances++
 		r.expected += rate
-		r.addArrivalLocked(l, arrival{at: now, renewsPerMin: rate})
+		r.addArrivalLocked(l, rate, now)
 		r.rerateUnprovenLocked(l, 0, rate)
 	} else {
 		r.expected += rate - l.renewsPerMin
-		r.rerateArrivalLocked(l, rate)
+		r.rerateArrivalLocked(l, l.renewsPerMin, rate)
 		r.rerateUnprovenLocked(l, l.renewsPerMin, rate)
 	}
 	r.setInstLocked(l, in)
-	l.key = InstanceKey{App: in.App, ID: key.ID}
+	l.id = key.ID
 	l.duration = r.leaseDuration(in)
 	l.renewsPerMin = rate
 	l.lastRenewal.Store(renewedAt.UnixNano())
@@ -517,6 +516,7 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 	if r.sync != nil {
 		r.sync.copiedLocked(op, key)
 	}
+	return in
 }
 
 // registerCopy applies a versioned copy from a peer, syncUp or
@@ -605,8 +605,7 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now 
 	if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 		in.ServiceUpTimestamp = nowMs
 	}
-	r.storeLocked(l, in, op, key, now, renewedAt)
-	return in, nil
+	return r.storeLocked(l, in, op, key, now, renewedAt), nil
 }
 
 func (r *Registry) renew(op Op, now time.Time) (*Instance, error) {
@@ -702,7 +701,7 @@ func (r *Registry) renewCorrectingStatus(op Op, app string, now time.Time) (*Ins
 		in.Status = resolved
 		applyHealth(in)
 		in.WriteVersion = r.clock.next(now) // this node's own correction
-		r.modifyLocked(l, in, OpRenew, op.Origin, now)
+		in = r.modifyLocked(l, in, OpRenew, op.Origin, now)
 	}
 	l.lastRenewal.Store(now.UnixNano())
 	r.noteClientLocked(l, op, now)
@@ -763,8 +762,7 @@ func (r *Registry) storeOverride(app, id string, override Status, origin Origin,
 	p := l.inst.pieces()
 	p.Override, p.OverrideValue, p.OverrideVersion = override, "", 0 // from a peer without versions
 	setPieces(in, p)
-	r.modifyLocked(l, in, OpStatus, origin, now)
-	return in
+	return r.modifyLocked(l, in, OpStatus, origin, now)
 }
 
 func (r *Registry) cancel(op Op, now time.Time) (*Instance, error) {
@@ -853,16 +851,12 @@ func (r *Registry) removeLocked(app, id string, l *lease, kind OpKind, origin Or
 	if len(r.drains) > 0 {
 		delete(r.drains, l)
 	}
-	byID := r.apps[app]
-	delete(byID, id)
-	r.unindexLocked(l)
-	if len(byID) == 0 {
-		delete(r.apps, app)
+	if r.dropLeaseLocked(l) {
 		delete(r.dig.apps, app) // its sum is 0 now
 	}
 	r.instances--
 	r.forgetPersistentLocked(l)
-	r.rerateArrivalLocked(l, 0)
+	r.rerateArrivalLocked(l, l.renewsPerMin, 0)
 	r.rerateUnprovenLocked(l, l.renewsPerMin, 0)
 	r.expected -= l.renewsPerMin
 	if r.expected < 1e-9 {
@@ -905,30 +899,32 @@ func (r *Registry) pieceVersionLocked(op Op, now time.Time) uint64 {
 	return r.clock.next(now)
 }
 
-// writePieceLocked stores in, a copy of l's instance with one piece
-// written: as a MODIFIED change when readers see a difference, else as an
-// event only (peers must still hear of the write, and its new version).
-func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
+// writePieceLocked stores a packed copy of in, a copy of l's instance
+// with one piece written: as a MODIFIED change when readers see a
+// difference, else as an event only (peers must still hear of the write,
+// and its new version). It returns the stored copy.
+func (r *Registry) writePieceLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) *Instance {
 	old := l.inst
 	if in.Status != old.Status || in.OverriddenStatus != old.OverriddenStatus ||
 		in.LastDirtyTimestamp != old.LastDirtyTimestamp || !slices.Equal(in.Metadata, old.Metadata) ||
 		!sameHealth(in.Health, old.Health) {
-		r.modifyLocked(l, in, kind, origin, now)
-		return
+		return r.modifyLocked(l, in, kind, origin, now)
 	}
-	packInstance(in)
+	in = packInstance(in)
 	r.setInstLocked(l, in)
 	r.eventLocked(kind, origin, in, now)
+	return in
 }
 
-// modifyLocked stores in, a changed copy of l's instance, as a visible
-// MODIFIED change.
-func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) {
+// modifyLocked stores a packed copy of in, a changed copy of l's
+// instance, as a visible MODIFIED change, and returns the stored copy.
+func (r *Registry) modifyLocked(l *lease, in *Instance, kind OpKind, origin Origin, now time.Time) *Instance {
 	in.ActionType = ActionModified
 	in.LastUpdatedTimestamp = now.UnixMilli()
-	packInstance(in)
+	in = packInstance(in)
 	r.setInstLocked(l, in)
 	r.changeLocked(kind, origin, in, now)
+	return in
 }
 
 // lockStatusWrite is the prologue of the status writes (updateStatus,
@@ -968,7 +964,7 @@ func (r *Registry) updateStatus(op Op, now time.Time) (*Instance, error) {
 		if in.Status == StatusUp && in.ServiceUpTimestamp == 0 {
 			in.ServiceUpTimestamp = now.UnixMilli()
 		}
-		r.writePieceLocked(l, in, OpStatus, op.Origin, now)
+		in = r.writePieceLocked(l, in, OpStatus, op.Origin, now)
 	} else {
 		r.eventLocked(OpStatus, op.Origin, in, now)
 	}
@@ -1006,7 +1002,7 @@ func (r *Registry) deleteStatusOverride(op Op, now time.Time) (*Instance, error)
 		}
 		in.LastDirtyTimestamp = max(in.LastDirtyTimestamp, op.LastDirtyTimestamp)
 		setPieces(in, p)
-		r.writePieceLocked(l, in, OpDeleteOverride, op.Origin, now)
+		in = r.writePieceLocked(l, in, OpDeleteOverride, op.Origin, now)
 	} else {
 		r.eventLocked(OpDeleteOverride, op.Origin, in, now)
 	}
@@ -1046,7 +1042,7 @@ func (r *Registry) updateMetadata(op Op, now time.Time) (*Instance, error) {
 		return nil, err
 	}
 	l.lastRenewal.Store(now.UnixNano())
-	r.writePieceLocked(l, in, OpMetadata, op.Origin, now)
+	in = r.writePieceLocked(l, in, OpMetadata, op.Origin, now)
 	r.unlock(v0)
 	return in, nil
 }
@@ -1070,8 +1066,8 @@ func (r *Registry) InstanceByID(id string) (InstanceView, bool) {
 	defer r.mu.RUnlock()
 	var found *lease
 	var foundApp string
-	for app, byID := range r.apps {
-		if l, ok := byID[id]; ok && (found == nil || app < foundApp) {
+	for app := range r.apps {
+		if l := r.lookupLocked(app, id); l != nil && (found == nil || app < foundApp) {
 			found, foundApp = l, app
 		}
 	}

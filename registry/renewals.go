@@ -90,7 +90,7 @@ func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 				// The key from the lease, not from the instance: at a
 				// million instances the instance is one more cache miss
 				// per renewal taken, and the lease's key is the same.
-				buf = append(buf, Renewal{Key: l.key, Instance: l.inst, At: time.Unix(0, l.lastRenewal.Load())})
+				buf = append(buf, Renewal{Key: l.keyOf(), Instance: l.inst, At: time.Unix(0, l.lastRenewal.Load())})
 			}
 			l = next
 		}

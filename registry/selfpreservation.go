@@ -119,8 +119,8 @@ func (r *Registry) updateRenewThreshold(now time.Time) bool {
 }
 
 func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount float64) {
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			if !l.expired(now, 0) {
 				recount += l.renewsPerMin
 			}
@@ -136,38 +136,49 @@ func (r *Registry) recountExpectedLocked(now time.Time) (adopted bool, recount f
 	return true, recount
 }
 
-// arrival records a new lease, so that self-preservation does not hold an
-// instance to a full window of renewals in the window it arrived in.
-type arrival struct {
-	at           time.Time
-	renewsPerMin float64
-	slice        int64 // the renewal rate's slice holding at (MeasuredRate.sliceAt)
-}
-
-// arrivalLog is self-preservation's record of new leases: each arrival,
-// and their sums by slice of the renewal rate, so that
-// SelfPreservationState adds a few dozen sums instead of walking every
-// arrival. Its maps change under Registry.mu held for writing; the proven
-// sums also change on a first heartbeat, under a read stripe, so they have
-// their own lock.
+// arrivalLog is self-preservation's record of new leases: how many
+// arrived in each slice of the renewal rate, and the sums of the proven
+// ones, so that SelfPreservationState adds a few dozen sums instead of
+// walking every arrival. A lease holds the id of its slice's entry
+// (lease.arrival), not the other way round: a map of the leases of the
+// last two windows was a million entries and a million pointers after a
+// fleet registered, for every GC cycle to follow (docs/performance.md, "A
+// light collector at 1M"). Forgetting the old arrivals is dropping their
+// slices' entries; a lease whose entry is gone is no arrival any more,
+// and ids are never reused, so no lease can meet a later entry under its
+// old id. Its maps change under Registry.mu held for writing; the proven
+// sums also change on a first heartbeat, under a read stripe, so they
+// have their own lock.
 type arrivalLog struct {
-	leases map[*lease]arrival // new leases of the last two windows
-	pruned time.Time          // when leases last lost its old entries
-	peak   int                // most entries leases held since it was last rebuilt
-	slices map[int64]*arrivalSlice
-	// mu guards the proven sums (nProven, proven) of slices' entries.
+	slices map[int64]*arrivalSlice  // by the renewal rate's slice number
+	byID   map[uint32]*arrivalSlice // by the id the slice's leases hold
+	lastID uint32                   // the last id given; 0 is no slice
+	oldest int64                    // the lowest slice number in slices, if any
+	// mu guards the proven sums (nProven, proven) of the slices.
 	mu sync.Mutex
 }
 
 func newArrivalLog() arrivalLog {
-	return arrivalLog{leases: map[*lease]arrival{}, slices: map[int64]*arrivalSlice{}}
+	return arrivalLog{slices: map[int64]*arrivalSlice{}, byID: map[uint32]*arrivalSlice{}}
 }
 
 // arrivalSlice is the arrivals of one slice of the renewal rate.
 type arrivalSlice struct {
+	id      uint32
+	number  int64   // the renewal rate's slice (MeasuredRate.sliceAt)
 	n       int     // arrivals; under Registry.mu
 	nProven int     // proven arrivals; under arrivalLog.mu
 	proven  float64 // Σ renewsPerMin of the proven arrivals; under arrivalLog.mu
+}
+
+// arrivalOf returns the slice l arrived in, nil when l is no arrival (it
+// arrived before the last two windows, or before OpenForTraffic). The
+// caller holds a read stripe of mu at least.
+func (r *Registry) arrivalOf(l *lease) *arrivalSlice {
+	if l.arrival == 0 {
+		return nil
+	}
+	return r.arrivals.byID[l.arrival]
 }
 
 // provenArrivalsSince is Σ renewsPerMin of the proven arrivals in slices
@@ -198,101 +209,92 @@ func (s *arrivalSlice) countProven(rate float64, sign int) {
 	s.proven += float64(sign) * rate
 }
 
-// pruneArrivalsLocked forgets, at most once a window, the arrivals too old
-// to matter (older than two windows). Both a new arrival and every
-// eviction run call it: a mass registration followed by nothing but
-// heartbeats (a fleet that came up together, a syncUp copy) must not keep
-// its arrivals, ~115 MB and a million pointers at 1M for the collector to
-// follow every cycle, until the next registration comes. A map that
-// emptied out to under a quarter of its peak is rebuilt, since a Go map
-// keeps its largest table.
+// pruneArrivalsLocked forgets the arrivals too old to matter: the slices
+// that began more than two windows ago (the renewals counted reach one
+// window and a slice back). It costs one comparison while there is none
+// to forget, and one step per slice when there is, whatever the number of
+// leases in them. Both a new arrival and every eviction run call it: a
+// mass registration followed by nothing but heartbeats (a fleet that came
+// up together, a syncUp copy) must not be counted as arriving for longer.
 func (r *Registry) pruneArrivalsLocked(now time.Time) {
-	if now.Sub(r.arrivals.pruned) < r.cfg.RenewalRateWindow {
+	if len(r.arrivals.slices) == 0 {
 		return
 	}
-	r.arrivals.pruned = now
-	if len(r.arrivals.leases) == 0 && r.arrivals.peak == 0 {
+	cutoff := r.renewals.sliceAt(now.Add(-2 * r.cfg.RenewalRateWindow))
+	if r.arrivals.oldest > cutoff {
 		return
 	}
-	cutoff := now.Add(-2 * r.cfg.RenewalRateWindow)
-	for k, old := range r.arrivals.leases {
-		if old.at.Before(cutoff) {
-			r.dropArrivalLocked(k, old)
+	oldest := int64(math.MaxInt64)
+	for n, s := range r.arrivals.slices {
+		if n <= cutoff {
+			r.dropArrivalSliceLocked(s)
+		} else {
+			oldest = min(oldest, n)
 		}
 	}
-	if len(r.arrivals.leases) < r.arrivals.peak/4 {
-		r.resetArrivalsLocked(r.arrivals.leases)
-	}
+	r.arrivals.oldest = oldest
 }
 
-// resetArrivalsLocked makes arrivals a new map holding keep's entries (nil:
-// none), sized for them. Not maps.Clone or clear, which keep the table's
-// size.
-func (r *Registry) resetArrivalsLocked(keep map[*lease]arrival) {
-	m := make(map[*lease]arrival, len(keep))
-	for l, a := range keep {
-		m[l] = a
-	}
-	r.arrivals.leases = m
-	r.arrivals.peak = len(m)
+func (r *Registry) dropArrivalSliceLocked(s *arrivalSlice) {
+	delete(r.arrivals.slices, s.number)
+	delete(r.arrivals.byID, s.id)
 }
 
-// addArrivalLocked records a new lease (and prunes the old ones once a
-// window).
-func (r *Registry) addArrivalLocked(l *lease, a arrival) {
-	r.pruneArrivalsLocked(a.at)
-	a.slice = r.renewals.sliceAt(a.at)
-	slice := r.arrivals.slices[a.slice]
+// addArrivalLocked records l, a new lease expected to renew rate times a
+// minute, as arriving at now (and forgets the old arrivals).
+func (r *Registry) addArrivalLocked(l *lease, rate float64, now time.Time) {
+	r.pruneArrivalsLocked(now)
+	number := r.renewals.sliceAt(now)
+	slice := r.arrivals.slices[number]
 	if slice == nil {
-		slice = &arrivalSlice{}
-		r.arrivals.slices[a.slice] = slice
+		r.arrivals.lastID++
+		if r.arrivals.lastID == 0 { // never, in practice: a new id a slice
+			r.arrivals.lastID++
+		}
+		slice = &arrivalSlice{id: r.arrivals.lastID, number: number}
+		if len(r.arrivals.slices) == 0 || number < r.arrivals.oldest {
+			r.arrivals.oldest = number
+		}
+		r.arrivals.slices[number] = slice
+		r.arrivals.byID[slice.id] = slice
 	}
 	slice.n++
+	l.arrival = slice.id
 	if l.proven.Load() {
 		r.arrivals.mu.Lock()
-		slice.countProven(a.renewsPerMin, 1)
-		r.arrivals.mu.Unlock()
-	}
-	r.arrivals.leases[l] = a
-	r.arrivals.peak = max(r.arrivals.peak, len(r.arrivals.leases))
-}
-
-// dropArrivalLocked forgets l's arrival a.
-func (r *Registry) dropArrivalLocked(l *lease, a arrival) {
-	delete(r.arrivals.leases, l)
-	slice := r.arrivals.slices[a.slice]
-	if l.proven.Load() {
-		r.arrivals.mu.Lock()
-		slice.countProven(a.renewsPerMin, -1)
-		r.arrivals.mu.Unlock()
-	}
-	if slice.n--; slice.n == 0 {
-		delete(r.arrivals.slices, a.slice)
-	}
-}
-
-// rerateArrivalLocked changes the expected renewals of l's arrival, if it
-// is still counted: to 0 when the lease goes (a crash-looping instance that
-// registers and cancels must not keep lowering the bar), to its new rate
-// when it registers again with another interval.
-func (r *Registry) rerateArrivalLocked(l *lease, rate float64) {
-	a, ok := r.arrivals.leases[l]
-	if !ok {
-		return
-	}
-	if rate == 0 {
-		r.dropArrivalLocked(l, a)
-		return
-	}
-	if l.proven.Load() {
-		r.arrivals.mu.Lock()
-		slice := r.arrivals.slices[a.slice]
-		slice.countProven(a.renewsPerMin, -1)
 		slice.countProven(rate, 1)
 		r.arrivals.mu.Unlock()
 	}
-	a.renewsPerMin = rate
-	r.arrivals.leases[l] = a
+}
+
+// rerateArrivalLocked changes the expected renewals of l's arrival from
+// old to new, if it is still counted: to 0 when the lease goes (a
+// crash-looping instance that registers and cancels must not keep
+// lowering the bar), to its new rate when it registers again with another
+// interval.
+func (r *Registry) rerateArrivalLocked(l *lease, old, new float64) {
+	slice := r.arrivalOf(l)
+	if slice == nil {
+		return
+	}
+	if new == 0 {
+		l.arrival = 0
+		if l.proven.Load() {
+			r.arrivals.mu.Lock()
+			slice.countProven(old, -1)
+			r.arrivals.mu.Unlock()
+		}
+		if slice.n--; slice.n == 0 {
+			r.dropArrivalSliceLocked(slice)
+		}
+		return
+	}
+	if l.proven.Load() {
+		r.arrivals.mu.Lock()
+		slice.countProven(old, -1)
+		slice.countProven(new, 1)
+		r.arrivals.mu.Unlock()
+	}
 }
 
 // OpenForTraffic ends start-up: the expected renewals are seeded from the
@@ -303,8 +305,8 @@ func (r *Registry) OpenForTraffic() int {
 	now := r.now()
 	r.mu.Lock()
 	expected := 0.0
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			expected += l.renewsPerMin
 		}
 	}
@@ -312,8 +314,8 @@ func (r *Registry) OpenForTraffic() int {
 	// What is here at opening was copied from a peer that served it (or
 	// registered during start-up): it is held to the threshold at once,
 	// as Eureka's openForTraffic seeds it.
-	for _, byID := range r.apps {
-		for _, l := range byID {
+	for _, a := range r.apps {
+		for _, l := range a.leases {
 			l.proven.Store(true)
 		}
 	}
@@ -322,9 +324,11 @@ func (r *Registry) OpenForTraffic() int {
 	r.spActive = false
 	r.renewals.Reset(now)
 	// The first window is a warm-up in which nothing is evicted, so what
-	// arrived before it is due a full window of renewals after it.
-	r.resetArrivalsLocked(nil) // a syncUp copy may have filled it
+	// arrived before it is due a full window of renewals after it, and no
+	// arrival (a syncUp copy may have filled the log): forgetting the
+	// slices is enough, the leases' ids find nothing now.
 	clear(r.arrivals.slices)
+	clear(r.arrivals.byID)
 	n := r.instances
 	r.mu.Unlock()
 	r.opened.Store(true)
@@ -370,11 +374,11 @@ func (r *Registry) rerateUnprovenLocked(l *lease, old, new float64) {
 func (r *Registry) proveLease(l *lease) {
 	if !l.proven.Load() && l.proven.CompareAndSwap(false, true) {
 		r.unproven.Add(-micros(l.renewsPerMin))
-		// The arrivals map changes only under the write lock, so reading
-		// it here is safe; its sums take arrivals.mu.
-		if a, ok := r.arrivals.leases[l]; ok {
+		// The arrivals' maps and l.arrival change only under the write
+		// lock, so reading them here is safe; the sums take arrivals.mu.
+		if slice := r.arrivalOf(l); slice != nil {
 			r.arrivals.mu.Lock()
-			r.arrivals.slices[a.slice].countProven(a.renewsPerMin, 1)
+			slice.countProven(l.renewsPerMin, 1)
 			r.arrivals.mu.Unlock()
 		}
 	}

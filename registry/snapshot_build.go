@@ -64,17 +64,17 @@ func (r *Registry) buildSnapshot() *Snapshot {
 			}
 		}
 		fresh = make([]AppView, 0, len(r.apps))
-		for name, byID := range r.apps {
+		for name, a := range r.apps {
 			v := r.version
 			if seq, ok := last[name]; ok {
 				v = seq
 			}
-			fresh = append(fresh, AppView{Name: name, Instances: viewsOf(byID), Version: v})
+			fresh = append(fresh, AppView{Name: name, Instances: viewsOf(a.leases), Version: v})
 		}
 	} else {
 		for name, seq := range changed {
-			if byID := r.apps[name]; len(byID) > 0 {
-				fresh = append(fresh, AppView{Name: name, Instances: viewsOf(byID), Version: seq})
+			if leases := r.apps[name].all(); len(leases) > 0 {
+				fresh = append(fresh, AppView{Name: name, Instances: viewsOf(leases), Version: seq})
 			} else {
 				removed[name] = true
 			}
@@ -134,9 +134,9 @@ func (r *Registry) buildSnapshot() *Snapshot {
 }
 
 // viewsOf copies an app's leases into views; the caller holds mu.
-func viewsOf(byID map[string]*lease) []InstanceView {
-	views := make([]InstanceView, 0, len(byID))
-	for _, l := range byID {
+func viewsOf(leases []*lease) []InstanceView {
+	views := make([]InstanceView, 0, len(leases))
+	for _, l := range leases {
 		views = append(views, InstanceView{Instance: l.inst, LastRenewalTimestamp: l.lastRenewal.Load() / int64(time.Millisecond)})
 	}
 	return views

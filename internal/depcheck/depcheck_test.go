@@ -37,8 +37,9 @@ var allowed = map[string]rule{
 		why:     "fixtures for tests of the registry and its users",
 	},
 	"registry/wire": {
-		imports:     []string{"registry"},
-		testImports: []string{"registry/registrytest"},
+		imports: []string{"registry"},
+		// proccontrol: the CPU of the GC benchmarks' collections.
+		testImports: []string{"internal/proccontrol", "registry/registrytest"},
 		why:         "Eureka's JSON and XML for registry types; used by httpapi, replication and clients",
 	},
 	"registry/persist": {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/internal/proccontrol"
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/wire"
 )
@@ -40,9 +41,10 @@ func BenchmarkRegistry_GC(b *testing.B) {
 			keys[i] = registry.InstanceKey{App: stored.App, ID: stored.ID()}
 		}
 		collect := func(b *testing.B) {
-			objects := heapObjectsPer(n)
+			objects, bytes := heapPer(n)
 			collectEach(b, n, "ns/instance")
 			b.ReportMetric(objects, "objects/instance")
+			b.ReportMetric(bytes, "heap-B/instance")
 		}
 		b.Run(fmt.Sprintf("%dk/fresh", n/1000), collect)
 		for range 2 {
@@ -84,23 +86,31 @@ func BenchmarkGC_control(b *testing.B) {
 	})
 }
 
-// collectEach times full collections of what is live, per one of n.
+// collectEach times full collections of what is live, per one of n: the
+// wall time, and the process's CPU time ("cpu-" unit), which is what
+// tools/bench's idle GC row counts (the mark workers of both cores, while
+// the wall time is that of the slower one).
 func collectEach(b *testing.B, n int, unit string) {
 	runtime.GC()
 	b.ResetTimer()
+	cpu0 := proccontrol.CPU()
 	for b.Loop() {
 		runtime.GC()
 	}
+	cpu := proccontrol.CPU() - cpu0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), unit)
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(n), "cpu-"+unit)
 }
 
-// heapObjectsPer is the live heap objects per one of n (the registry's
-// objects beside a test binary's few thousand).
-func heapObjectsPer(n int) float64 {
+// heapPer is the live heap objects and bytes per one of n (the
+// registry's beside a test binary's few thousand objects; the bytes
+// include the fleet's keys, 32 B an instance, which the benchmark keeps
+// to renew them).
+func heapPer(n int) (objects, bytes float64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return float64(ms.HeapObjects) / float64(n)
+	return float64(ms.HeapObjects) / float64(n), float64(ms.HeapAlloc) / float64(n)
 }
 
 func springFleetBody(i int) []byte {

@@ -402,11 +402,13 @@ func (e millionBench) millionHeartbeat(mu *benchChild, n int, label string, cycl
 // that cycle cost.
 //
 // Settled: the registry keeps the arrivals of the last two renewal
-// windows (self-preservation's allowance for new leases), so right after
-// the fleet registered it holds a million of them, ~22 % more for every
-// GC cycle to mark (BenchmarkRegistry_GC, fresh against settled). The
-// eviction run after two windows forgets them; a node in its steady state
-// has none that old. settled is when that run has surely come.
+// windows (self-preservation's allowance for new leases). They were a
+// map of a million lease pointers right after the fleet registered, ~22 %
+// more for every GC cycle to mark, until the eviction run after two
+// windows forgot them; they are now per-slice counts and an id on each
+// lease, which cost a cycle nothing (BenchmarkRegistry_GC, fresh against
+// settled), but the warm-up still waits for that run (settled is when it
+// has surely come), so the rows compare with the earlier runs'.
 //
 // The memory figures returned the node's free memory to the OS, so right
 // after them every page the heap grows into is faulted in afresh (~10 %
