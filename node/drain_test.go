@@ -175,15 +175,22 @@ func TestDrain_dnsResolverIsAReader(t *testing.T) {
 	if code := call(t, "POST", n.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-1", 90)); code != 204 {
 		t.Fatalf("register: %d", code)
 	}
-	ask := func() {
+	ask := func() int {
 		t.Helper()
 		m := new(mdns.Msg)
 		m.SetQuestion("orders.app.muster.", mdns.TypeA)
-		if _, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, n.dnsListen()); err != nil {
+		in, _, err := (&mdns.Client{Timeout: 2 * time.Second}).Exchange(m, n.dnsListen())
+		if err != nil {
 			t.Fatal(err)
 		}
+		return len(in.Answer)
 	}
-	ask()
+	// DNS serves an app from the per-app answers the change stream builds:
+	// right after the registration the answer may not hold it yet, and
+	// only an answer that holds the app makes the resolver its reader.
+	waitFor(t, 10*time.Second, "a DNS answer holding the instance, its resolver noted", func() bool {
+		return ask() > 0 && len(n.drainer().Readers().Of("ORDERS", 0, 0)) == 1
+	})
 	code, rc := drainCall(t, http.MethodPost, "http://"+n.Addr()+"/admin/drain/ORDERS/o-1")
 	if code != http.StatusAccepted || len(rc.Pending) != 1 || rc.Pending[0].Client != "DNS resolver" || rc.Pending[0].Address != "127.0.0.1" {
 		t.Fatalf("drain after a DNS answer: %d %+v", code, rc)
