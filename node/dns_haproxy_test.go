@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/muster-registry/muster/internal/testwait"
 )
 
@@ -102,7 +103,7 @@ backend orders
 		t.Fatalf("haproxy -c: %v\n%s", err, out)
 	}
 	cmd := exec.Command(haproxy, "-db", "-f", cfgFile)
-	var logs syncWriter
+	var logs testlog.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

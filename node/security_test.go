@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,12 +10,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/muster-registry/muster/internal/testlog"
 	"github.com/rs/zerolog"
 )
 
@@ -25,24 +24,6 @@ const (
 	testWriterPW = "writer-secret-pw"
 	testSecret   = "cluster-peer-secret-0123456789"
 )
-
-// syncWriter collects log output from the node's goroutines.
-type syncWriter struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // startLoggedNode is startTestNode with the log also written to sink.
 func startLoggedNode(t *testing.T, name string, join []string, sink io.Writer, sets ...string) *Node {
@@ -131,7 +112,7 @@ func TestSecuredCluster_twoNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	var logs syncWriter
+	var logs testlog.Buffer
 	n1 := startLoggedNode(t, "s1", nil, &logs, securedSets(testSecret)...)
 	waitOpened(t, n1)
 	if code := call(t, "POST", n1.URL()+"apps/ORDERS", instanceBody("ORDERS", "o-anon", 90)); code != 401 {
@@ -193,7 +174,7 @@ func TestSecuredCluster_wrongSecretCannotWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	var goodLogs, badLogs syncWriter
+	var goodLogs, badLogs testlog.Buffer
 	n1 := startLoggedNode(t, "g1", nil, &goodLogs, securedSets(testSecret)...)
 	seed := n1.gossipAddr(t)
 	n2 := startLoggedNode(t, "g2", []string{seed}, &goodLogs, securedSets(testSecret)...)
@@ -255,7 +236,7 @@ func TestStaticPeer_credentialsInURL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	var logs syncWriter
+	var logs testlog.Buffer
 	// The target: auth on, no cluster, so no peer secret; batches need an
 	// admin (the Spring way).
 	target := startLoggedNode(t, "target", nil, &logs, "spring.security.user.name=admin", "spring.security.user.password="+testAdminPW, "cluster.enabled=false")
@@ -326,7 +307,7 @@ func TestWarnIfOpen(t *testing.T) {
 		{"secured", every, append([]string{"cluster.secret-key=MDEyMzQ1Njc4OWFiY2RlZg=="}, securedSets(testSecret)...), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncWriter
+			var logs testlog.Buffer
 			s := mustLoad(t, "", nil, tc.sets)
 			sec, err := newNodeSecurity(s)
 			if err != nil {
@@ -355,7 +336,7 @@ func TestWarnIfOpen(t *testing.T) {
 
 // A real node on loopback starts without the warning.
 func TestNode_noOpenWarningOnLoopback(t *testing.T) {
-	var logs syncWriter
+	var logs testlog.Buffer
 	n := startLoggedNode(t, "quiet", nil, &logs)
 	waitOpened(t, n)
 	if strings.Contains(logs.String(), "this registry is open") {

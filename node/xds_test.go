@@ -74,13 +74,8 @@ func TestXDS_nodeServesAndReports(t *testing.T) {
 // returned channel, ACKing each.
 func adsWatch(t *testing.T, addr, name string) <-chan []string {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); conn.Close() })
-	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	ads, ctx := adsClient(t, addr)
+	stream, err := ads.StreamAggregatedResources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +107,19 @@ func adsWatch(t *testing.T, addr, name string) <-chan []string {
 	return out
 }
 
+// adsClient is a plaintext ADS client of addr, and the context its
+// streams run in until the test ends.
+func adsClient(t *testing.T, addr string) (discovery.AggregatedDiscoveryServiceClient, context.Context) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); conn.Close() })
+	return discovery.NewAggregatedDiscoveryServiceClient(conn), ctx
+}
+
 // endpointsOf is the sorted host:port list of r, if it is name's
 // ClusterLoadAssignment.
 func endpointsOf(r *anypb.Any, name string) ([]string, bool) {
@@ -135,13 +143,8 @@ func endpointsOf(r *anypb.Any, name string) ([]string, bool) {
 // nonce, as Envoy with DELTA_GRPC does.
 func adsDeltaWatch(t *testing.T, addr, name string) <-chan []string {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); conn.Close() })
-	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	ads, ctx := adsClient(t, addr)
+	stream, err := ads.DeltaAggregatedResources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
