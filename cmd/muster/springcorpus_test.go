@@ -142,11 +142,12 @@ func corpus() []corpusCase {
 			origins: map[string]string{"spring.security.user.name": "Spring Boot"},
 			start:   true, user: "user:change-me-please",
 			check: func(t *testing.T, base string) {
-				// Spring's default: the server registers itself.
-				body := getBody(t, base+"/eureka/apps/MUSTER", "user:change-me-please")
-				if !strings.Contains(body, "<app>MUSTER</app>") {
-					t.Errorf("the node did not register itself (register-with-eureka's default true):\n%s", body)
-				}
+				// Spring's default: the server registers itself, once it
+				// opened (a moment after it serves).
+				waitFor(t, 10*time.Second, "the node to register itself (register-with-eureka's default true)", func() bool {
+					body := getBody(t, base+"/eureka/apps/MUSTER", "user:change-me-please")
+					return strings.Contains(body, "<app>MUSTER</app>")
+				})
 			}},
 		{name: "several locations, a folder, profile groups and an include in a profile document", file: "several/base.yml,several/override.properties",
 			args: []string{"--spring.config.additional-location=" + filepath.Join("testdata", "spring", "several", "conf") + "/", "--profile", "prod"},
