@@ -182,7 +182,9 @@
 // one of an instance this node never had keeps the lease the cancel
 // carries (Op.LeaseDuration), the default lease without one. The live
 // tombstones outlive a restart in the data-dir snapshot (LiveTombstones,
-// registry/persist). Evictions leave none: each node evicts on its own.
+// registry/persist). Evictions leave none: each node evicts on its own;
+// they leave the evicted copy's override and metadata writes instead, for
+// the next copy a peer sends (leftovers.go).
 //
 // # Digests
 //

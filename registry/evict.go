@@ -45,6 +45,7 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	grace := evictionCompensation(now, r.lastEvictionAt, r.cfg.EvictionInterval)
 	r.lastEvictionAt = now
 	r.tombs.prune(now, hold, r.cfg.TombstoneMaxAge)
+	r.leftovers.prune(now, hold, r.cfg.TombstoneMaxAge)
 	r.pruneArrivalsLocked(now)
 	sp := r.selfPreservationLocked(now)
 	transition := sp.Active != r.spActive
@@ -95,6 +96,9 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	n := min(len(expired), limit)
 	keys := make([]InstanceKey, 0, n+len(unproven))
 	for _, c := range append(expired[:n], unproven...) {
+		if c.l.inst.Pieces != nil {
+			r.leftovers.keep(c.key, c.l.inst.Pieces, now.Add(r.tombstoneLife(r.tombstoneLease(c.l), 0)), now, r.cfg.MaxTombstones)
+		}
 		r.removeLocked(c.key.App, c.key.ID, c.l, OpEvict, OriginNode, now, c.l.inst.WriteVersion)
 		keys = append(keys, c.key)
 	}

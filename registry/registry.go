@@ -168,6 +168,7 @@ type Registry struct {
 	clock          hlc        // write versions (hlc.go)
 	dig            digests    // digest sums (digest.go)
 	tombs          tombstones // cancels (tombstone.go)
+	leftovers      leftovers  // pieces of evicted copies (leftovers.go)
 	persistent     persistentCounts
 
 	// snapMu guards building snap, so concurrent readers build a new
@@ -513,6 +514,7 @@ func (r *Registry) storeLocked(l *lease, in *Instance, op Op, key InstanceKey, n
 	r.changeLocked(OpRegister, op.Origin, in, now)
 	r.registrations.Add(1)
 	r.tombs.remove(key)
+	r.leftovers.drop(key)
 	if r.sync != nil {
 		r.sync.copiedLocked(op, key)
 	}
@@ -582,6 +584,9 @@ func (r *Registry) registerCopyLocked(op Op, in *Instance, key InstanceKey, now 
 		p := in.pieces()
 		if t, gone := r.tombs.get(key); gone { // registered again after that cancel
 			p = withLater(p, p.regMetadata(in), t.later, t.version)
+		}
+		if left := r.leftovers.take(key); left != nil { // evicted here, alive there
+			p = withLater(p, p.regMetadata(in), left, 0)
 		}
 		setPieces(in, p)
 	}

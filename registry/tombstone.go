@@ -225,6 +225,12 @@ func (r *Registry) Tombstones() TombstoneStats {
 // grace, or for ttl (a peer's tombstone's remaining life, at most a
 // maximal lease plus the grace) when it is set.
 func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, lease, ttl time.Duration, now time.Time) {
+	r.tombs.put(k, version, now.Add(r.tombstoneLife(lease, ttl)), now, r.cfg.MaxTombstones)
+}
+
+// tombstoneLife is how long a tombstone of a lease of that duration lives
+// (see tombstoneLocked).
+func (r *Registry) tombstoneLife(lease, ttl time.Duration) time.Duration {
 	d := r.cfg.DefaultLeaseDuration
 	if lease > 0 {
 		d = min(lease, time.Duration(MaxLeaseDurationSecs)*time.Second)
@@ -233,7 +239,7 @@ func (r *Registry) tombstoneLocked(k InstanceKey, version uint64, lease, ttl tim
 	if ttl > 0 {
 		d = min(ttl, time.Duration(MaxLeaseDurationSecs)*time.Second+r.cfg.TombstoneGrace)
 	}
-	r.tombs.put(k, version, now.Add(d), now, r.cfg.MaxTombstones)
+	return d
 }
 
 // SetTombstoneHold sets how long tombstones must stay beyond their

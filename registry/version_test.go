@@ -424,3 +424,91 @@ func TestVersions_monotonicWhenTheClockStepsBack(t *testing.T) {
 		t.Fatalf("after the clock caught up, version time %s, want %s", registry.VersionTime(last), clk.Now())
 	}
 }
+
+// A node that held a stale copy of an instance through a partition (its
+// evictions held) takes a metadata write and an override on it; the
+// instance lived on elsewhere, registered again there before those writes.
+// When the partition heals, this node may evict its stale copy before the
+// live registration reaches it: the writes made after that registration
+// must survive, as they do when the registration comes first (the chaos
+// checker's final-state check, seed 3, caught the eviction-first order
+// losing the metadata write).
+func TestEviction_keepsPiecesWrittenAfterTheLiveRegistration(t *testing.T) {
+	for _, evictFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("evictFirst=%v", evictFirst), func(t *testing.T) {
+			here, clk := mustNew(t, selfPreservationOff)
+			there, thereClk := mustNew(t, selfPreservationOff)
+			stale := mustRegister(t, there, registrytest.NewInstance("APP", "i-1", registrytest.WithMetadata(map[string]string{"k": "r1"})))
+			if _, err := here.Apply(registry.RegisterOp(stale.Clone()).From(registry.OriginPeer)); err != nil {
+				t.Fatal(err)
+			}
+			// Partitioned: the client cancels and registers again there.
+			thereClk.Advance(20 * time.Second)
+			if _, err := there.Apply(registry.CancelOp("APP", "i-1")); err != nil {
+				t.Fatal(err)
+			}
+			thereClk.Advance(2 * time.Second)
+			live := mustRegister(t, there, registrytest.NewInstance("APP", "i-1", registrytest.WithMetadata(map[string]string{"k": "r2"})))
+			// Later, the operator writes here, on the stale copy.
+			clk.Advance(30 * time.Second)
+			if _, err := here.Apply(registry.MetadataOp("APP", "i-1", map[string]string{"k": "m3"})); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := here.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService)); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(100 * time.Second) // the stale lease expires here
+			thereClk.Advance(100 * time.Second)
+			copyIn := func() {
+				if _, err := here.Apply(registry.RegisterOp(live.Clone()).From(registry.OriginPeer)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if evictFirst {
+				if got := here.EvictExpired(); len(got) != 1 {
+					t.Fatalf("evicted %v, want the stale copy", got)
+				}
+				copyIn()
+			} else {
+				copyIn()
+			}
+			got, ok := here.Instance("APP", "i-1")
+			if !ok {
+				t.Fatal("the live registration did not arrive")
+			}
+			if k, _ := got.Metadata.Get("k"); k != "m3" {
+				t.Errorf("metadata k = %q, want the operator's later write m3", k)
+			}
+			if got.OverriddenStatus != registry.StatusOutOfService || got.Status != registry.StatusOutOfService {
+				t.Errorf("status %s override %s, want the operator's later OUT_OF_SERVICE", got.Status, got.OverriddenStatus)
+			}
+			if got.WriteVersion != live.WriteVersion {
+				t.Errorf("registration version %d, want the live one %d", got.WriteVersion, live.WriteVersion)
+			}
+		})
+	}
+}
+
+// An evicted instance that registers again itself, here, starts without
+// the override it had, as on a single Eureka server (eviction is a cancel
+// there): the leftover of its eviction waits only for a peer's copy.
+func TestEviction_clientRegisteringAgainHasNoOldOverride(t *testing.T) {
+	r, clk := mustNew(t, selfPreservationOff)
+	mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	if _, err := r.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(100 * time.Second)
+	if got := r.EvictExpired(); len(got) != 1 {
+		t.Fatalf("evicted %v", got)
+	}
+	again := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
+	if again.Status != registry.StatusUp || again.OverriddenStatus != registry.StatusUnknown {
+		t.Fatalf("registered again after its eviction: status %s override %s, want UP without one", again.Status, again.OverriddenStatus)
+	}
+	// Nor does a peer's copy bring it back once the client has registered.
+	c := again.Clone()
+	if got, _ := r.Apply(registry.RegisterOp(c).From(registry.OriginPeer)); got != nil && got.OverriddenStatus != registry.StatusUnknown {
+		t.Fatalf("override %s came back", got.OverriddenStatus)
+	}
+}
