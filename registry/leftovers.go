@@ -4,9 +4,9 @@ import "time"
 
 // An eviction leaves no tombstone (tombstone.go): every node evicts on its
 // own, and an instance renewing through another node must come back. But
-// the evicted copy may hold pieces nobody else has: an override or a
-// metadata write an operator made here on a copy whose client went on
-// renewing elsewhere (a partition, with evictions held until it heals).
+// the evicted copy may hold pieces nobody else has: an override, a
+// metadata write or a drain an operator made here on a copy whose client
+// went on renewing elsewhere (a partition, with evictions held until it heals).
 // Had the live registration reached this node before the eviction, the
 // merge would have kept those pieces (mergeCopies); evicted first, they
 // would be lost although acknowledged. So an eviction keeps them as a
@@ -30,11 +30,18 @@ type leftovers struct {
 	dropped uint64
 }
 
-// keep records the versioned override and metadata writes of an evicted
-// copy's pieces p (nothing when it has none), replacing an older leftover
-// of k. At the bound max it keeps nothing more and counts the loss.
+// keep records the versioned override, metadata writes and drain of an
+// evicted copy's pieces p (nothing when it has none), merged with an
+// older leftover of k. At the bound max it keeps nothing more and counts
+// the loss.
 func (lo *leftovers) keep(k InstanceKey, p *Pieces, expires, now time.Time, max int) {
 	later := laterThan(p, 0)
+	if p.DrainVersion != 0 {
+		if later == nil {
+			later = &Pieces{Override: StatusUnknown}
+		}
+		later.DrainedAt, later.DrainedBy, later.DrainVersion = p.DrainedAt, p.DrainedBy, p.DrainVersion
+	}
 	if later == nil {
 		return
 	}

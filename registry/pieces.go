@@ -395,6 +395,9 @@ func mergeLater(a, b Pieces) Pieces {
 	if overrideBeats(&b, &a) {
 		out.Override, out.OverrideValue, out.OverrideVersion = b.Override, b.OverrideValue, b.OverrideVersion
 	}
+	if drainBeats(&b, &a) {
+		out.DrainedAt, out.DrainedBy, out.DrainVersion = b.DrainedAt, b.DrainedBy, b.DrainVersion
+	}
 	out.Overlay = mergeOverlay(a.Overlay, b.Overlay)
 	return out
 }
@@ -409,6 +412,9 @@ func withLater(p Pieces, reg Metadata, later *Pieces, since uint64) Pieces {
 	}
 	if overrideBeats(later, &p) {
 		p.Override, p.OverrideValue, p.OverrideVersion = later.Override, later.OverrideValue, later.OverrideVersion
+	}
+	if drainBeats(later, &p) { // a tombstone's later has none; an eviction's leftover may
+		p.DrainedAt, p.DrainedBy, p.DrainVersion = later.DrainedAt, later.DrainedBy, later.DrainVersion
 	}
 	if len(later.Overlay) > 0 {
 		if len(p.Overlay) == 0 {

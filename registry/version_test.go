@@ -457,6 +457,10 @@ func TestEviction_keepsPiecesWrittenAfterTheLiveRegistration(t *testing.T) {
 			if _, err := here.Apply(registry.StatusOp("APP", "i-1", registry.StatusOutOfService)); err != nil {
 				t.Fatal(err)
 			}
+			drainedAt := clk.Now().UnixMilli()
+			if _, err := here.Apply(registry.DrainOp("APP", "i-1", drainedAt, "here")); err != nil {
+				t.Fatal(err)
+			}
 			clk.Advance(100 * time.Second) // the stale lease expires here
 			thereClk.Advance(100 * time.Second)
 			copyIn := func() {
@@ -481,6 +485,9 @@ func TestEviction_keepsPiecesWrittenAfterTheLiveRegistration(t *testing.T) {
 			}
 			if got.OverriddenStatus != registry.StatusOutOfService || got.Status != registry.StatusOutOfService {
 				t.Errorf("status %s override %s, want the operator's later OUT_OF_SERVICE", got.Status, got.OverriddenStatus)
+			}
+			if d, _, ok := here.Drain("APP", "i-1"); !ok || d.At != drainedAt {
+				t.Errorf("drain %+v %v, want the operator's drain at %d", d, ok, drainedAt)
 			}
 			if got.WriteVersion != live.WriteVersion {
 				t.Errorf("registration version %d, want the live one %d", got.WriteVersion, live.WriteVersion)
