@@ -15,7 +15,8 @@ import "time"
 // would have been. A registration by the client itself, here, drops them:
 // an evicted instance that registers again has no override on a single
 // Eureka server either (its eviction is a cancel). A leftover lives as
-// long as a tombstone would, under the same hold.
+// long as a tombstone would, under the same hold, but not across a restart
+// (the data-dir snapshot keeps instances and tombstones only).
 
 type leftover struct {
 	pieces  Pieces
