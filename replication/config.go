@@ -82,6 +82,9 @@ type Config struct {
 
 	// Now is the clock. nil means time.Now. Tests pass a clock they move.
 	Now func() time.Time
+	// After is the clock's timer, which paces the takes of renewals.
+	// nil means time.After. Tests pass the After of the clock they move.
+	After func(time.Duration) <-chan time.Time
 	// Transport sends batches. Required.
 	Transport Transport
 	// Store is the local registry: replication reads its change stream and
