@@ -19,6 +19,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/proccontrol"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // ceilingCmd is `bench ceiling`: the best this machine can do, started by
@@ -208,6 +209,29 @@ func benchStartBare(ctl *http.ServeMux, onPost func(app string) error) (*http.Se
 	})
 	e.GET("/eureka/apps", serveBlob)
 	e.GET("/eureka/apps/delta", serveBlob)
+	// A peer's batch read with the node's own codec and every item
+	// answered 200, with no registry: what receiving a batch costs a
+	// process at all (the replcpu scenario's bare receivers).
+	e.POST("/eureka/peerreplication/batch", func(c echo.Context) error {
+		body, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return c.NoContent(http.StatusBadRequest)
+		}
+		batch, err := wire.DecodeBatch(body)
+		if err != nil {
+			return c.String(http.StatusBadRequest, err.Error())
+		}
+		defer batch.Release()
+		resp := make([]wire.ReplicationResponse, len(batch.Items))
+		for i := range resp {
+			resp[i].StatusCode = http.StatusOK
+		}
+		out, err := batch.EncodeResponse(resp)
+		if err != nil {
+			return c.String(http.StatusInternalServerError, err.Error())
+		}
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
+	})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
