@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -212,21 +213,31 @@ func benchStartBare(ctl *http.ServeMux, onPost func(app string) error) (*http.Se
 	// A peer's batch read with the node's own codec and every item
 	// answered 200, with no registry: what receiving a batch costs a
 	// process at all (the replcpu scenario's bare receivers).
+	// Its body buffer and answers are reused, as the node's are.
+	var bodies sync.Pool
+	var answers []wire.ReplicationResponse
+	var answersMu sync.Mutex
 	e.POST("/eureka/peerreplication/batch", func(c echo.Context) error {
-		body, err := io.ReadAll(c.Request().Body)
-		if err != nil {
+		buf, _ := bodies.Get().(*bytes.Buffer)
+		if buf == nil {
+			buf = new(bytes.Buffer)
+		}
+		defer bodies.Put(buf)
+		buf.Reset()
+		if _, err := buf.ReadFrom(c.Request().Body); err != nil {
 			return c.NoContent(http.StatusBadRequest)
 		}
-		batch, err := wire.DecodeBatch(body)
+		batch, err := wire.DecodeBatch(buf.Bytes())
 		if err != nil {
 			return c.String(http.StatusBadRequest, err.Error())
 		}
 		defer batch.Release()
-		resp := make([]wire.ReplicationResponse, len(batch.Items))
-		for i := range resp {
-			resp[i].StatusCode = http.StatusOK
+		answersMu.Lock()
+		defer answersMu.Unlock()
+		for len(answers) < len(batch.Items) {
+			answers = append(answers, wire.ReplicationResponse{StatusCode: http.StatusOK})
 		}
-		out, err := batch.EncodeResponse(resp)
+		out, err := batch.EncodeResponse(answers[:len(batch.Items)])
 		if err != nil {
 			return c.String(http.StatusInternalServerError, err.Error())
 		}
