@@ -415,7 +415,7 @@ func (e replCPUBench) replBareReceivers(muster []*benchChild, size int, oneRecei
 		return float64(s.cpu.Nanoseconds()) / 1e3 / (float64(s.res.Requests) * float64(size) / float64(len(muster)))
 	}
 	m, b := perHeartbeat(sides[0]), perHeartbeat(sides[1])
-	e.addCompared(sc, "two receivers' CPU per client heartbeat, driven at the cluster's batch rate", m, b, "µs", "", nil,
+	e.addCompared(sc, "two receivers' CPU per client heartbeat at the cluster's batch rate", m, b, "µs", "", nil,
 		fmt.Sprintf("the control of the clients-on-one-node row's receivers (%.1f µs there): the bench sends a batch of %d heartbeats every %d ms (that row's cadence at %d heartbeats/s) to each of two standalone nodes; ceiling = two bare processes that read the same batches with the same codec and answer 200 without a registry, same rounds. With receivers as cheap as the bare ones that row would be %.2f× (now %.2f×)",
 			oneReceivers, size, interval.Milliseconds(), benchClusterRate, (one-oneReceivers+b)/single, one/single))
 	for _, nd := range append(muster, bare...) {
