@@ -109,10 +109,9 @@ func (r *Registry) RenewalsBacklogged(bound int) <-chan struct{} {
 // registry lock only to check that.
 func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 	buf = buf[:0]
-	// Clear the wake-up flag first: a push from now on wakes the consumer
+	// The pokes of what this take collects are stale: drained first. Then
+	// the wake-up flag is cleared: a push from now on wakes the consumer
 	// again, so nothing pushed after the swaps below waits unseen.
-	// The pokes of what this take collects are stale: drained first, so a
-	// push from now on pokes again.
 	drain(r.renewWake)
 	drain(r.renewFull)
 	r.renewWoken.Store(false)
