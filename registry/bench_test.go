@@ -39,7 +39,8 @@ func BenchmarkRegistry_RenewParallel(b *testing.B) {
 	}
 	// As in a node, a consumer reads the change stream and takes the
 	// renewal feed when woken, at most every 20 ms (replication's feed takes
-	// it every 100 ms, replication.renewalTakeInterval: 20 ms is harder).
+	// it every 500 ms, replication.renewalTakeInterval, or a batch at a
+	// time: 20 ms is harder).
 	ready := r.RenewalsReady()
 	cur := r.Subscribe()
 	defer cur.Close()

@@ -132,8 +132,10 @@
 // Heartbeats change no version and are not events. A client's renewal
 // sets a flag on its lease and, the first time since the last take, pushes
 // the lease onto one of 16 lock-free stacks; the replication feed takes
-// them (TakeRenewals, at most every 100 ms) and sends one heartbeat per renewed lease with its newest
-// state. Nothing is lost, repeated renewals of one instance coalesce, and
+// them (TakeRenewals, every 500 ms, or sooner when RenewalsBacklogged says
+// a batch's worth waits: each stack counts its pushes and the one that
+// reaches its share of the bound pokes) and sends one heartbeat per
+// renewed lease with its newest state. Nothing is lost, repeated renewals of one instance coalesce, and
 // the backlog can never exceed the number of instances. A peer's
 // heartbeats are not fed. The heartbeat path takes its processor's read
 // stripe of the registry lock (16 stripes; writers take all), stores the

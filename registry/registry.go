@@ -138,12 +138,20 @@ type Registry struct {
 	// The renewal feed (renewals.go): lock-free, outside mu.
 	renewFeed  atomic.Bool
 	renewWoken atomic.Bool // renewWake was poked since the last take
-	_          cacheLinePad
-	renewHeads [lockStripes]struct {
+	// renewStripeBound is how many leases one stack may gather before the
+	// push that reaches it pokes renewFull (0: never); see
+	// RenewalsBacklogged.
+	renewStripeBound atomic.Int64
+	_                cacheLinePad
+	renewHeads       [lockStripes]struct {
 		p atomic.Pointer[lease]
-		_ [128 - 8]byte
+		// n counts the pushes since the stack was last taken, on the
+		// head's own line: the push has just written it.
+		n atomic.Int64
+		_ [128 - 16]byte
 	}
 	renewWake chan struct{}
+	renewFull chan struct{}
 
 	// mu guards everything below it, up to snapMu. Heartbeats take one read
 	// stripe; writers take all of it.
@@ -188,7 +196,7 @@ func New(cfg Config) (*Registry, error) {
 		apps: map[string]*appLeases{}, byKey: map[uint64]leaseAddr{}, collided: map[InstanceKey]*lease{},
 		hashKey: seededKeyHash(), arrivals: newArrivalLog(),
 		persistent: newPersistentCounts(),
-		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1),
+		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1), renewFull: make(chan struct{}, 1),
 	}
 	if r.now == nil {
 		r.now = time.Now

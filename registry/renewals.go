@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"runtime"
 	"slices"
 	"time"
 )
@@ -18,7 +19,12 @@ import (
 // entries than there are instances. Nothing is lost and nothing needs a
 // bound. The first push after a take pokes renewWake (renewWoken makes that
 // one send per take); later pushes cost one compare-and-swap on the lease
-// and one on a stack head that 1/lockStripes of the heartbeats share.
+// and one on a stack head that 1/lockStripes of the heartbeats share, and
+// an add to the stack's count on the head's own cache line. The count lets
+// the consumer take its rounds seldom (fewer, larger batches: a peer wakes
+// up once for many heartbeats) without a flood making one round too large
+// for a peer's queue: the push that brings a stack to its share of the
+// consumer's bound pokes renewFull (RenewalsBacklogged).
 //
 // Heartbeats from peers are not fed: a peer's write is never replicated
 // again. The feed is off until a consumer calls RenewalsReady, so a node
@@ -30,19 +36,37 @@ func (r *Registry) feedRenewal(l *lease, stripe int) {
 	if !r.renewFeed.Load() || l.renewPending.Load() || !l.renewPending.CompareAndSwap(false, true) {
 		return
 	}
-	head := &r.renewHeads[stripe].p
+	stack := &r.renewHeads[stripe]
 	for {
-		old := head.Load()
+		old := stack.p.Load()
 		l.nextRenewed = old
-		if head.CompareAndSwap(old, l) {
+		if stack.p.CompareAndSwap(old, l) {
 			break
 		}
 	}
+	// Equal, not at least: one poke per stack and take.
+	if n := stack.n.Add(1); n == r.renewStripeBound.Load() {
+		poke(r.renewFull)
+	}
 	if !r.renewWoken.Load() && r.renewWoken.CompareAndSwap(false, true) {
-		select {
-		case r.renewWake <- struct{}{}:
-		default:
-		}
+		poke(r.renewWake)
+	}
+}
+
+// poke sends on a wake-up channel of capacity one without blocking: a
+// value already waiting says the same.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// drain empties a wake-up channel.
+func drain(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
 	}
 }
 
@@ -55,6 +79,26 @@ func (r *Registry) RenewalsReady() <-chan struct{} {
 	return r.renewWake
 }
 
+// RenewalsBacklogged returns the channel that receives a value when about
+// bound renewals wait to be taken, so that the consumer may take them
+// sooner than it would: a consumer that takes its renewals seldom still
+// takes no more than about bound at a time, whatever the heartbeat rate.
+// Each stack (one per processor, up to lockStripes) pokes once per take
+// when it holds its share of bound, so the channel fires with between
+// bound/GOMAXPROCS (every heartbeat on one processor) and bound renewals
+// pending, plus those pushed until the consumer takes them. bound ≤ 0
+// turns it off; RenewalsReady still fires on the first renewal after a
+// take.
+func (r *Registry) RenewalsBacklogged(bound int) <-chan struct{} {
+	share := int64(0)
+	if bound > 0 {
+		procs := min(max(runtime.GOMAXPROCS(0), 1), lockStripes)
+		share = max(int64(bound/procs), 1)
+	}
+	r.renewStripeBound.Store(share)
+	return r.renewFull
+}
+
 // TakeRenewals appends to buf[:0] every lease renewed by a client since
 // the last take, once each, with its current instance and last renewal,
 // and clears the feed. Renewals come in no particular order (pushed on one
@@ -65,13 +109,20 @@ func (r *Registry) RenewalsReady() <-chan struct{} {
 // registry lock only to check that.
 func (r *Registry) TakeRenewals(buf []Renewal) []Renewal {
 	buf = buf[:0]
-	// Clear the wake-up flag first: a push from now on wakes the consumer
+	// The pokes of what this take collects are stale: drained first. Then
+	// the wake-up flag is cleared: a push from now on wakes the consumer
 	// again, so nothing pushed after the swaps below waits unseen.
+	drain(r.renewWake)
+	drain(r.renewFull)
 	r.renewWoken.Store(false)
 	var lists [lockStripes]*lease
 	any := false
 	for s := range r.renewHeads {
+		// A push racing this (its swap of the head on one side, its add
+		// on the other) is counted for the wrong take: the count, and so
+		// the poke, may be off by the few pushes in flight.
 		lists[s] = r.renewHeads[s].p.Swap(nil)
+		r.renewHeads[s].n.Store(0)
 		any = any || lists[s] != nil
 	}
 	if !any {

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -147,6 +148,66 @@ func TestRegistry_TakeRenewals_cancelledAndRegisteredAgain(t *testing.T) {
 	got = r.TakeRenewals(nil)
 	if len(got) != 1 || got[0].Key != keys[1] || !hasGeneration2(got[0].Instance) {
 		t.Fatalf("TakeRenewals() = %+v; want the new i-1 once", got)
+	}
+}
+
+// A flood of renewals, taken whenever RenewalsBacklogged fires, is taken
+// in rounds of at most the bound, and of at least its share for one
+// processor; every lease is taken once, and a take leaves no stale wake-up
+// behind.
+func TestRegistry_RenewalsBacklogged_floodTakenInBoundedRounds(t *testing.T) {
+	r, _ := mustNew(t)
+	const bound, n = 100, 1050
+	keys := registerN(t, r, n)
+	ready := r.RenewalsReady()
+	full := r.RenewalsBacklogged(bound)
+	minRound := bound / min(runtime.GOMAXPROCS(0), 16)
+	taken := map[registry.InstanceKey]int{}
+	rounds := 0
+	take := func() int {
+		got := r.TakeRenewals(nil)
+		for _, rn := range got {
+			taken[rn.Key]++
+		}
+		select {
+		case <-ready:
+			t.Fatal("RenewalsReady holds a wake-up for renewals already taken")
+		case <-full:
+			t.Fatal("RenewalsBacklogged holds a wake-up for renewals already taken")
+		default:
+		}
+		return len(got)
+	}
+	for i, k := range keys {
+		renewAll(t, r, []registry.InstanceKey{k})
+		select {
+		case <-full:
+			rounds++
+			if got := take(); got > bound || got < minRound {
+				t.Fatalf("round %d (after renewal %d) took %d renewals, want %d to %d", rounds, i, got, minRound, bound)
+			}
+		default:
+		}
+	}
+	rest := take()
+	if rounds < (n-bound)/bound || rest >= bound {
+		t.Fatalf("%d rounds taken on the bound, then %d renewals; want at least %d, then fewer than %d", rounds, rest, (n-bound)/bound, bound)
+	}
+	for _, k := range keys {
+		if taken[k] != 1 {
+			t.Fatalf("%s taken %d times, want once", k, taken[k])
+		}
+	}
+	// Off: no poke however many wait.
+	r.RenewalsBacklogged(0)
+	renewAll(t, r, keys)
+	select {
+	case <-full:
+		t.Fatal("RenewalsBacklogged(0) still fires")
+	default:
+	}
+	if got := len(r.TakeRenewals(nil)); got != n {
+		t.Fatalf("took %d renewals, want %d", got, n)
 	}
 }
 

@@ -18,9 +18,14 @@ type Config struct {
 	// MaxMusterBatchSize is MaxBatchSize for a peer known to be a Muster
 	// node (Peer.Muster, or one that answered anti-entropy): a larger batch
 	// means fewer round trips, and fewer wake-ups of an otherwise idle
-	// peer, for the same heartbeats. Default 1000 (a node renewing 6,000
-	// clients a second sends one batch per renewal take, where 250 made
-	// three).
+	// peer, for the same heartbeats. It is also the size of a take of
+	// renewals (the larger of the two batch sizes): the feed takes them
+	// every 500 ms, or as soon as about this many wait, so a take leaves in
+	// one batch to a Muster peer and never fills a peer's queue
+	// (MaxQueueSize) by itself whatever the heartbeat rate. Default 2000:
+	// a node renewing 6,000 clients a second sends a batch of ~1,700 three
+	// times a second, where takes every 100 ms made batches of ~560 and
+	// cost each receiver ~1 µs more per heartbeat (bench replcpu).
 	MaxMusterBatchSize int
 	// MaxBatchBytes caps a batch's encoded size, below the receivers'
 	// muster.max-batch-body-bytes (cmd sets ¾ of it, 12 MiB by default), so
@@ -69,11 +74,11 @@ type Config struct {
 	// peer's goroutine. The feed never blocks: when a peer's inbox is full
 	// the task is dropped for that peer and counted (inbox-full);
 	// heartbeats may fill three quarters of it. The feed hands over a whole
-	// round at once (a take of renewals: one per lease renewed in 100 ms),
-	// which the goroutine moves to its queue in microseconds, so it fills
-	// only if a round is larger or that goroutine stalls. Default 16384:
-	// a take at 120,000 heartbeats a second fits, and more could not wait
-	// in the queue anyway (MaxQueueSize). It grows only as far as used.
+	// round at once (a take of renewals: about MaxMusterBatchSize at most,
+	// one per lease renewed since the last take), which the goroutine
+	// moves to its queue in microseconds, so it fills only if that
+	// goroutine stalls. Default 16384: more could not wait in the queue
+	// anyway (MaxQueueSize). It grows only as far as used.
 	InboxSize int
 	// LogInterval is the least time between two Warn lines of one kind
 	// (drops, failed items, failed batches) for one peer; lines in between
@@ -82,6 +87,9 @@ type Config struct {
 
 	// Now is the clock. nil means time.Now. Tests pass a clock they move.
 	Now func() time.Time
+	// After is the clock's timer, which paces the takes of renewals.
+	// nil means time.After. Tests pass the After of the clock they move.
+	After func(time.Duration) <-chan time.Time
 	// Transport sends batches. Required.
 	Transport Transport
 	// Store is the local registry: replication reads its change stream and
@@ -107,7 +115,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxBatchSize:                250,                    // PeerEurekaNode.BATCH_SIZE
-		MaxMusterBatchSize:          1000,                   // Muster peers only
+		MaxMusterBatchSize:          2000,                   // Muster peers only; the size of a take of renewals
 		MaxBatchBytes:               12 << 20,               // ¾ of the receiver's default 16 MiB
 		MaxQueueSize:                10000,                  // max-elements-in-peer-replication-pool
 		TaskMaxAge:                  30 * time.Second,       // max-time-for-replication

@@ -16,9 +16,13 @@
 //     lease in the renewal feed. Neither calls into replication.
 //  2. The replicator's feed goroutine, woken by the registry without
 //     blocking, reads the stream from its cursor to the head, outside
-//     every registry lock; at most every 100 ms it first takes the renewals
-//     (so a heartbeat may lag a change by that much, and a flood of them is
-//     collected in bulk). A change that did not come
+//     every registry lock; it first takes the renewals, at most every
+//     500 ms unless about MaxMusterBatchSize of them wait
+//     (registry.Registry.RenewalsBacklogged): so a heartbeat may lag a
+//     change by that much, at a moderate rate they leave in few, full
+//     batches (each wakes an otherwise idle peer once), and a flood is
+//     taken a batch at a time, which no peer's inbox or queue overflows
+//     with. A change that did not come
 //     from a client (a peer's write, a syncUp copy, an eviction) stops
 //     here: it is never forwarded. The rest become Tasks (action, instance
 //     key, the immutable instance, creation time), changes first, then one
@@ -35,7 +39,7 @@
 //     When MaxQueueSize tasks are pending, the oldest heartbeat is dropped,
 //     or the oldest task if no heartbeat is pending (Drops.Overflow).
 //  4. When no batch is in flight and no backoff is running, the sender takes
-//     up to MaxBatchSize (250; MaxMusterBatchSize, 1000, to a Muster peer)
+//     up to MaxBatchSize (250; MaxMusterBatchSize, 2000, to a Muster peer)
 //     tasks from the front, dropping those that
 //     have expired (register and heartbeat after the instance's renewal
 //     interval, 30 s by default; cancel and status after TaskMaxAge, 30 s;

@@ -579,8 +579,8 @@ func TestPeer_Step_musterPeersGetLargerBatches(t *testing.T) {
 		want []int
 	}{
 		{"eureka peer", func(*peer) {}, []int{250, 250, 250, 250, 250, 250, 250, 250, 250, 250}},
-		{"member", func(p *peer) { p.info.Store(&Peer{Name: "b", URL: "http://10.0.0.2:8761/eureka/", Muster: true}) }, []int{1000, 1000, 500}},
-		{"static peer that answered anti-entropy", func(p *peer) { p.muster.Store(true) }, []int{1000, 1000, 500}},
+		{"member", func(p *peer) { p.info.Store(&Peer{Name: "b", URL: "http://10.0.0.2:8761/eureka/", Muster: true}) }, []int{2000, 500}},
+		{"static peer that answered anti-entropy", func(p *peer) { p.muster.Store(true) }, []int{2000, 500}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

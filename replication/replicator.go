@@ -30,6 +30,12 @@ type Replicator struct {
 	cur *registry.Cursor
 	// renewed is the renewal feed's wake-up channel; the feed is on from New.
 	renewed <-chan struct{}
+	// backlogged fires when about a batch of renewals waits to be taken
+	// (Store.RenewalsBacklogged): the feed takes them without waiting out
+	// renewalTakeInterval.
+	backlogged <-chan struct{}
+	// after is the clock's timer (Config.After).
+	after func(time.Duration) <-chan time.Time
 	// resyncs counts the times the feed fell behind the stream.
 	resyncs atomic.Uint64
 
@@ -84,8 +90,13 @@ func New(cfg Config) (*Replicator, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.after = cfg.After
+	if r.after == nil {
+		r.after = time.After
+	}
 	r.cur = cfg.Store.Subscribe()
 	r.renewed = cfg.Store.RenewalsReady()
+	r.backlogged = cfg.Store.RenewalsBacklogged(cfg.batchSize(true))
 	return r, nil
 }
 
@@ -150,17 +161,15 @@ func (r *Replicator) Shutdown() {
 // never gets a heartbeat before the register it depends on.
 //
 // Changes are handed out as soon as they are applied. Renewals are taken
-// at most every renewalTakeInterval: a heartbeat may reach peers a few
-// milliseconds later (they allow a whole renewal interval), and under a
-// flood of heartbeats each take then collects many, instead of pulling
-// every renewed lease's cache line to this goroutine's core one at a time
-// while the heartbeats write them on the others.
+// when the first one comes after a pause of renewalTakeInterval, or sooner
+// when about a batch of them (the Muster batch size) waits: so at a
+// moderate rate they leave in few, full batches, each of which wakes an
+// otherwise idle peer once, and under a flood each take is still about a
+// batch, which a peer's inbox and queue hold many times over.
 func (r *Replicator) feed(ctx context.Context) {
 	var fb feedBuffers
 	renewed := r.renewed
-	pause := time.NewTimer(time.Hour)
-	pause.Stop()
-	defer pause.Stop()
+	var pause <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -168,28 +177,32 @@ func (r *Replicator) feed(ctx context.Context) {
 		case <-r.cur.Ready():
 			r.pull(&fb, false)
 			continue
-		case <-renewed:
-		case <-pause.C:
-			renewed = r.renewed
+		case <-pause:
+			renewed, pause = r.renewed, nil
 			continue
+		case <-renewed:
+		case <-r.backlogged:
 		}
 		r.pull(&fb, true)
 		renewed = nil
-		pause.Reset(renewalTakeInterval)
+		pause = r.after(renewalTakeInterval)
 	}
 }
 
 // renewalTakeInterval is the least time between two takes of the renewal
-// feed (see feed). Peers only need a heartbeat within the instance's
-// renewal interval (30 s), and Eureka's own batching waits 500 ms; 100 ms
-// is invisible to them, while it makes each lease enter the feed at most
-// once per 100 ms however often it renews, and fills batches: at 2,000
-// heartbeats a second a take is ~200 of them, a batch a peer, where 20 ms
-// made batches of 40 and the cluster spent most of its replication CPU on
-// HTTP round trips (bench replcpu). Not much longer: one take goes into
-// each peer's inbox at once (InboxSize), and the lag it adds is a change's
-// wait behind the heartbeats taken before it (bench propagation).
-const renewalTakeInterval = 100 * time.Millisecond
+// feed, unless a batch's worth is waiting (see feed). Peers only need a
+// heartbeat within the instance's renewal interval (30 s), and Eureka's
+// own batching waits 500 ms; a few hundred milliseconds are invisible to
+// them, while each lease enters the feed at most once per take however
+// often it renews, and the batches fill: at 2,000 heartbeats a second a
+// take was ~200 of them at 100 ms, where 20 ms made batches of 40 and the
+// cluster spent most of its replication CPU on HTTP round trips, and the
+// receivers' wake-ups per batch were still ~⅓ of their CPU at 100 ms
+// (bench replcpu). What bounds a take is its size, not this: it used to
+// be the only bound, so one take at 100,000 heartbeats a second was a
+// whole queue (MaxQueueSize 10,000). The lag it adds is a heartbeat's, not
+// a change's (bench propagation).
+const renewalTakeInterval = 500 * time.Millisecond
 
 // feedBuffers are reused by pull across wake-ups.
 type feedBuffers struct {

@@ -20,6 +20,7 @@ type Store interface {
 	// the renewal feed the replicator reads (registry package docs).
 	Subscribe() *registry.Cursor
 	RenewalsReady() <-chan struct{}
+	RenewalsBacklogged(bound int) <-chan struct{}
 	TakeRenewals([]registry.Renewal) []registry.Renewal
 	// BeginSync and EndSync bracket a syncUp copy, so that cancels and
 	// status writes that peers replicate meanwhile are not undone by it.

@@ -223,6 +223,22 @@ func scanItemField(sc *Scanner, it *ReplicationItem, k []byte, st *scanState) bo
 		return ok
 	case "id":
 		dst = &it.ID
+	case "version":
+		// By name, not by the table: every item of a Muster peer has one.
+		text, ok := sc.Integer()
+		if !ok {
+			return false
+		}
+		n, small := smallDigits(text)
+		if !small {
+			v, err := strconv.ParseUint(string(text), 10, 64)
+			if err != nil {
+				return false
+			}
+			n = v
+		}
+		it.Version = n
+		return true
 	case "action":
 		dst = &it.Action
 	case "status":
@@ -280,8 +296,29 @@ func scanFlexInt(sc *Scanner) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	if n, ok := smallDigits(text); ok {
+		return int64(n), true
+	}
 	n, err := strconv.ParseInt(string(text), 10, 64)
 	return n, err == nil
+}
+
+// smallDigits returns the value of text when it is 1 to 18 decimal digits
+// with no sign, which no 64-bit integer overflows with; false leaves the
+// rest to strconv. Every heartbeat carries two such integers (its
+// lastDirtyTimestamp and version), and strconv first wants a string.
+func smallDigits(text []byte) (uint64, bool) {
+	if len(text) == 0 || len(text) > 18 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range text {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }
 
 func scanField(sc *Scanner, dst reflect.Value, kind itemFieldKind) bool {

@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/bits"
 	"reflect"
 	"testing"
 
@@ -302,6 +305,62 @@ func TestAppendItem_plainWritesEveryField(t *testing.T) {
 		refl, err := appendItemReflect(nil, &it)
 		if err != nil || string(refl) != string(want) {
 			t.Errorf("appendItemReflect %s (%v)\nencoding/json %s", refl, err, want)
+		}
+	}
+}
+
+// BenchmarkDecodeBatch reads a batch of 2,000 heartbeats as a Muster peer
+// sends them (with write versions): the receiver's decoding per batch.
+func BenchmarkDecodeBatch(b *testing.B) {
+	var body []byte
+	body = append(body, `{"replicationList":[`...)
+	for i := range 2000 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"appName":"SPRING-APP-%04d","id":"host-%05d.eu-west-1.compute.internal:spring-app-%04d:8080","lastDirtyTimestamp":1718000000%03d,"status":"UP","action":"Heartbeat","version":17180000000%05d}`, i/50, i, i/50, i%1000, i)
+	}
+	body = append(body, "]}"...)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		batch, err := DecodeBatch(body)
+		if err != nil || batch.slow || len(batch.Items) != 2000 {
+			b.Fatalf("DecodeBatch: %v (slow %v)", err, batch != nil && batch.slow)
+		}
+		batch.Release()
+	}
+}
+
+// plainStops flags, as its lowest flagged byte, the first byte of a word
+// that PlainString's byte loop stops at, and nothing in a word it passes:
+// every byte value at every position, after plain bytes and before any.
+func TestPlainStops_firstFlaggedIsWhereTheByteLoopStops(t *testing.T) {
+	stops := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c > 0x7e }
+	for _, after := range []byte{'a', 0x00, 0xff, '"', 0x7f} {
+		for pos := range 8 {
+			for c := range 256 {
+				w := []byte("abcdefgh")
+				w[pos] = byte(c)
+				for i := pos + 1; i < 8; i++ {
+					w[i] = after
+				}
+				want := -1
+				for i, b := range w {
+					if stops(b) {
+						want = i
+						break
+					}
+				}
+				flagged := plainStops(binary.LittleEndian.Uint64(w))
+				got := -1
+				if flagged != 0 {
+					got = bits.TrailingZeros64(flagged) / 8
+				}
+				if got != want {
+					t.Fatalf("%q: first flagged byte %d, want %d", w, got, want)
+				}
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 )
 
@@ -179,6 +181,22 @@ func (sc *Scanner) PlainString() ([]byte, bool) {
 		return nil, false
 	}
 	start := sc.i
+	// Eight bytes at a time (a batch is mostly such strings: byte by byte
+	// they were most of its decoding): the first byte a word flags is the
+	// first one that ends the string or may not be in it.
+	for sc.i+8 <= len(sc.s) {
+		flagged := plainStops(binary.LittleEndian.Uint64(sc.s[sc.i:]))
+		if flagged == 0 {
+			sc.i += 8
+			continue
+		}
+		sc.i += bits.TrailingZeros64(flagged) / 8
+		if sc.s[sc.i] != '"' {
+			return nil, false
+		}
+		sc.i++
+		return sc.s[start : sc.i-1], true
+	}
 	for ; sc.i < len(sc.s); sc.i++ {
 		switch c := sc.s[sc.i]; {
 		case c == '"':
@@ -189,6 +207,19 @@ func (sc *Scanner) PlainString() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// plainStops flags (with its high bit) each of the eight bytes in w, read
+// little-endian, that is a quote, a backslash, a control byte or above
+// 0x7e: where PlainString stops. The lowest flagged byte is always such a
+// byte (the borrows and carries that may flag others only run upwards
+// from one), which is all PlainString asks.
+func plainStops(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zeroByte := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	below := (w - ones*0x20) & ^w & highs // a byte < 0x20
+	above := ((w + ones) | w) & highs     // a byte > 0x7e
+	return below | above | zeroByte(w^(ones*'"')) | zeroByte(w^(ones*'\\'))
 }
 
 // Integer reads an integer without fraction or exponent and returns its

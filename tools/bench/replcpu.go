@@ -38,13 +38,14 @@ const (
 	benchOneProfile = 15 * time.Second
 )
 
-// benchHeartbeatBatches are the batch bodies covering instances [0, n):
-// heartbeats as a peer sends them for its clients' renewals.
-func benchHeartbeatBatches(n int) ([][]byte, error) {
+// benchHeartbeatBatches are the batch bodies covering instances [0, n)
+// in batches of size items: heartbeats as a peer sends them for its
+// clients' renewals.
+func benchHeartbeatBatches(n, size int) ([][]byte, error) {
 	var bodies [][]byte
-	for from := 0; from < n; from += benchReplBatch {
+	for from := 0; from < n; from += size {
 		var b replication.Batch
-		for i := from; i < min(from+benchReplBatch, n); i++ {
+		for i := from; i < min(from+size, n); i++ {
 			in := benchInstance(i)
 			b.Tasks = append(b.Tasks, replication.Task{Action: registry.ActionHeartbeat,
 				Key: registry.InstanceKey{App: strings.ToUpper(in.App), ID: in.ID()}, Instance: in})
@@ -78,7 +79,7 @@ func (e replCPUBench) replReceiver() error {
 	if _, err := e.registerFleet(r, 0, e.fleetN); err != nil {
 		return err
 	}
-	bodies, err := benchHeartbeatBatches(e.fleetN)
+	bodies, err := benchHeartbeatBatches(e.fleetN, benchReplBatch)
 	if err != nil {
 		return err
 	}
@@ -360,7 +361,64 @@ func (e replCPUBench) replCluster() error {
 	soloRatio := c.cpuPerReq() / solo.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat against three unclustered nodes", c.cpuPerReq(), solo.cpuPerReq(), "µs", "≤ 1.3×", benchBool(soloRatio <= 1.3),
 		fmt.Sprintf("the control of the spread layout: ceiling = three standalone nodes with the fleet each, the clients spread over them alike (%.0f heartbeats/s): what replication and gossip add to the spread layout", solo.res.RPS()))
-	for _, nd := range append(append(nodes, single), solos...) {
+	for _, nd := range append(append(nodes, single), solos[0]) {
+		nd.stop()
+	}
+	oneReceivers := float64(receiversCPU.Nanoseconds()) / 1e3 / float64(max(oneReqs, 1))
+	return e.replBareReceivers(solos[1:], max(int(oneSent/max(oneBatches, 1)+0.5), 1), oneReceivers, one.cpuPerReq(), s.cpuPerReq())
+}
+
+// replBareReceivers is the control of the clients-on-one-node layout's
+// receivers: the bench itself sends batches of size heartbeats, at the
+// cluster's rate, to two standalone nodes (Muster's receivers, without a
+// cluster's gossip) and, in alternate rounds, to two bare processes that
+// read them with the same codec and answer every item 200 with no
+// registry. What the bare pair costs per heartbeat is what two receiving
+// processes cost on this machine at this batch rate whatever they do with
+// the items; the note says what the one-node row would be if the cluster's
+// receivers cost that (oneReceivers of one, against single).
+func (e replCPUBench) replBareReceivers(muster []*benchChild, size int, oneReceivers, one, single float64) error {
+	const sc = "replcpu"
+	var bare []*benchChild
+	for i := range 2 {
+		b, err := e.startChild(fmt.Sprintf("replcpu-bare-receiver-%c", 'a'+i), "bare")
+		if err != nil {
+			return err
+		}
+		bare = append(bare, b)
+	}
+	bodies, err := benchHeartbeatBatches(e.fleetN, size)
+	if err != nil {
+		return err
+	}
+	// One connection a receiver, one batch of size every size/rate seconds
+	// on it: each receiver gets every heartbeat, as a peer does.
+	interval := time.Duration(float64(size) / benchClusterRate * float64(time.Second))
+	cfg := loadgen.Config{Concurrency: len(muster), Interval: interval, Next: func(w int, seq uint64) loadgen.Request {
+		return loadgen.Request{Method: http.MethodPost, Path: "/eureka/peerreplication/batch", Header: benchReplHeader, Body: bodies[seq%uint64(len(bodies))]}
+	}}
+	spread := func(to []*benchChild) benchRun {
+		return benchRun{target: to[0], cpuOf: to, cfg: cfg,
+			drive: func(cfg loadgen.Config) (loadgen.Result, error) { return e.loadSpread(to, cfg) }}
+	}
+	sides, err := e.alternate([]benchRun{spread(muster), spread(bare)})
+	if err != nil {
+		return err
+	}
+	for _, side := range sides {
+		if bad := side.res.NotOK(); bad > 0 {
+			return fmt.Errorf("replcpu: %d batches failed (statuses %v, first error %v)", bad, side.res.Status, side.res.FirstErr)
+		}
+	}
+	// Per client heartbeat: each is one item to each of the two.
+	perHeartbeat := func(s benchSide) float64 {
+		return float64(s.cpu.Nanoseconds()) / 1e3 / (float64(s.res.Requests) * float64(size) / float64(len(muster)))
+	}
+	m, b := perHeartbeat(sides[0]), perHeartbeat(sides[1])
+	e.addCompared(sc, "two receivers' CPU per client heartbeat at the cluster's batch rate", m, b, "µs", "", nil,
+		fmt.Sprintf("the control of the clients-on-one-node row's receivers (%.1f µs there): the bench sends a batch of %d heartbeats every %d ms (that row's cadence at %d heartbeats/s) to each of two standalone nodes; ceiling = two bare processes that read the same batches with the same codec and answer 200 without a registry, same rounds. With receivers as cheap as the bare ones that row would be %.2f× (now %.2f×)",
+			oneReceivers, size, interval.Milliseconds(), benchClusterRate, (one-oneReceivers+b)/single, one/single))
+	for _, nd := range append(muster, bare...) {
 		nd.stop()
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/muster-registry/muster/internal/proccontrol"
 	"github.com/muster-registry/muster/registry"
+	"github.com/muster-registry/muster/registry/wire"
 )
 
 // ceilingCmd is `bench ceiling`: the best this machine can do, started by
@@ -208,6 +210,39 @@ func benchStartBare(ctl *http.ServeMux, onPost func(app string) error) (*http.Se
 	})
 	e.GET("/eureka/apps", serveBlob)
 	e.GET("/eureka/apps/delta", serveBlob)
+	// A peer's batch read with the node's own codec and every item
+	// answered 200, with no registry: what receiving a batch costs a
+	// process at all (the replcpu scenario's bare receivers).
+	// Its body buffer and answers are reused, as the node's are.
+	var bodies sync.Pool
+	var answers []wire.ReplicationResponse
+	var answersMu sync.Mutex
+	e.POST("/eureka/peerreplication/batch", func(c echo.Context) error {
+		buf, _ := bodies.Get().(*bytes.Buffer)
+		if buf == nil {
+			buf = new(bytes.Buffer)
+		}
+		defer bodies.Put(buf)
+		buf.Reset()
+		if _, err := buf.ReadFrom(c.Request().Body); err != nil {
+			return c.NoContent(http.StatusBadRequest)
+		}
+		batch, err := wire.DecodeBatch(buf.Bytes())
+		if err != nil {
+			return c.String(http.StatusBadRequest, err.Error())
+		}
+		defer batch.Release()
+		answersMu.Lock()
+		defer answersMu.Unlock()
+		for len(answers) < len(batch.Items) {
+			answers = append(answers, wire.ReplicationResponse{StatusCode: http.StatusOK})
+		}
+		out, err := batch.EncodeResponse(answers[:len(batch.Items)])
+		if err != nil {
+			return c.String(http.StatusInternalServerError, err.Error())
+		}
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
+	})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
