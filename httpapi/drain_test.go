@@ -168,7 +168,9 @@ func TestDrain_watchStreamConfirms(t *testing.T) {
 	testwait.True(t, 10*time.Second, "the stream noted as a reader", func() bool {
 		return len(n.srv.Drainer().Readers().Of("ORDERS", 0, 0)) == 1
 	})
-	if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1", ""); r.Code != http.StatusAccepted {
+	// 202, or 200 when the stream confirmed before the POST was answered
+	// (the push and its delivery can beat the answer, under -race too).
+	if r := n.do(t, http.MethodPost, "/admin/drain/ORDERS/o-1", ""); r.Code != http.StatusAccepted && r.Code != http.StatusOK {
 		t.Fatalf("drain: %d %s", r.Code, r.Body)
 	}
 	if ev := nextEvent(t, events); ev != "MODIFIED" {
