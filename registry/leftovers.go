@@ -27,14 +27,14 @@ type leftover struct {
 // leftovers is guarded by Registry.mu. Evictions of instances with pieces
 // of their own are rare, so it is a map, scanned when pruned.
 type leftovers struct {
-	byKey   map[InstanceKey]leftover
-	dropped uint64
+	byKey map[InstanceKey]leftover
 }
 
 // keep records the versioned override, metadata writes and drain of an
 // evicted copy's pieces p (nothing when it has none), merged with an
-// older leftover of k. At the bound max it keeps nothing more and counts
-// the loss.
+// older leftover of k. At the bound max (MaxTombstones: far more evicted
+// copies with pieces of their own than a partition leaves) it keeps
+// nothing more.
 func (lo *leftovers) keep(k InstanceKey, p *Pieces, expires, now time.Time, max int) {
 	later := laterThan(p, 0)
 	if p.DrainVersion != 0 {
@@ -49,7 +49,6 @@ func (lo *leftovers) keep(k InstanceKey, p *Pieces, expires, now time.Time, max 
 	if old, ok := lo.byKey[k]; ok {
 		*later = mergeLater(old.pieces, *later)
 	} else if len(lo.byKey) >= max {
-		lo.dropped++
 		return
 	}
 	if lo.byKey == nil {

@@ -513,9 +513,4 @@ func TestEviction_clientRegisteringAgainHasNoOldOverride(t *testing.T) {
 	if again.Status != registry.StatusUp || again.OverriddenStatus != registry.StatusUnknown {
 		t.Fatalf("registered again after its eviction: status %s override %s, want UP without one", again.Status, again.OverriddenStatus)
 	}
-	// Nor does a peer's copy bring it back once the client has registered.
-	c := again.Clone()
-	if got, _ := r.Apply(registry.RegisterOp(c).From(registry.OriginPeer)); got != nil && got.OverriddenStatus != registry.StatusUnknown {
-		t.Fatalf("override %s came back", got.OverriddenStatus)
-	}
 }
