@@ -20,11 +20,13 @@ type lease struct {
 	// under Registry.mu.
 	inst *Instance
 	// id is the instance's id, the string of inst (set with it), and app
-	// its app's leases, slot its place there: with app.name, what a lookup
-	// through the key index checks (keyindex.go).
+	// its app's leases, slot its place there (keyindex.go).
 	id   string
 	app  *appLeases
 	slot uint32
+	// keyCheck is a second hash of the key, what a lookup checks besides
+	// the id's length (keyindex.go); set by indexLocked.
+	keyCheck uint32
 	// lastRenewal is the last renewal in Unix nanoseconds. Heartbeats store
 	// it atomically under a read stripe, so renewals never wait for each
 	// other.
@@ -160,6 +162,7 @@ type Registry struct {
 	byKey        map[uint64]leaseAddr  // the key index (keyindex.go)
 	collided     map[InstanceKey]*lease
 	hashKey      keyHasher
+	checkKey     keyHasher // independent of hashKey: lease.keyCheck
 	instances    int
 	version      uint64 // Seq of the newest event: bumped by every visible change
 	deltaVersion uint64 // bumped by every change of the delta's content
@@ -194,7 +197,7 @@ func New(cfg Config) (*Registry, error) {
 	r := &Registry{
 		cfg: cfg, now: cfg.Now, rand: cfg.Rand,
 		apps: map[string]*appLeases{}, byKey: map[uint64]leaseAddr{}, collided: map[InstanceKey]*lease{},
-		hashKey: seededKeyHash(), arrivals: newArrivalLog(),
+		hashKey: seededKeyHash(), checkKey: seededKeyHash(), arrivals: newArrivalLog(),
 		persistent: newPersistentCounts(),
 		out:        newOutbox(cfg.OutboxSize), renewWake: make(chan struct{}, 1), renewFull: make(chan struct{}, 1),
 	}

@@ -97,6 +97,19 @@ func (e *benchEnv) alternate(runs []benchRun) ([]benchSide, error) {
 	return sides, nil
 }
 
+// alternateAtLeast is alternate with at least n rounds (but for --smoke,
+// which only checks that a scenario runs): for comparisons whose
+// differences are a few percent of figures that noise moves as much.
+func (e *benchEnv) alternateAtLeast(n int, runs []benchRun) ([]benchSide, error) {
+	if e.smoke || e.rounds >= n {
+		return e.alternate(runs)
+	}
+	saved := e.rounds
+	e.rounds = n
+	defer func() { e.rounds = saved }()
+	return e.alternate(runs)
+}
+
 // millionBench is the million scenario (bench --only million): its methods share
 // the run's environment, benchEnv, and its helpers.
 type millionBench struct{ *benchEnv }
