@@ -25,7 +25,9 @@ import (
 // of a replication receiver's CPU in the bench's clients-on-one-node
 // layout (issue 43). A key that is not registered passes the check only
 // if it shares both hashes and the length with a registered one: ~n/2^96
-// per lookup with n instances, 10^-23 at a million, against a cosmic ray.
+// per lookup with n instances, 10^-23 at a million (a key registered
+// beside another of the same index hash is looked up in collided, by its
+// strings, as before).
 //
 // The app map holds one pointer an instance, to its lease, in a slice per
 // app (appLeases.leases, in no order; each lease knows its slot, and when
