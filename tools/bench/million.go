@@ -97,17 +97,23 @@ func (e *benchEnv) alternate(runs []benchRun) ([]benchSide, error) {
 	return sides, nil
 }
 
-// alternateAtLeast is alternate with at least n rounds (but for --smoke,
-// which only checks that a scenario runs): for comparisons whose
-// differences are a few percent of figures that noise moves as much.
+// alternateAtLeast is alternate with roundsAtLeast(n) rounds: for
+// comparisons whose differences are a few percent of figures that noise
+// moves as much.
 func (e *benchEnv) alternateAtLeast(n int, runs []benchRun) ([]benchSide, error) {
-	if e.smoke || e.rounds >= n {
-		return e.alternate(runs)
-	}
 	saved := e.rounds
-	e.rounds = n
+	e.rounds = e.roundsAtLeast(n)
 	defer func() { e.rounds = saved }()
 	return e.alternate(runs)
+}
+
+// roundsAtLeast is the run's rounds, at least n but for --smoke, which
+// only checks that a scenario runs.
+func (e *benchEnv) roundsAtLeast(n int) int {
+	if e.smoke {
+		return e.rounds
+	}
+	return max(e.rounds, n)
 }
 
 // millionBench is the million scenario (bench --only million): its methods share

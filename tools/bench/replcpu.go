@@ -337,10 +337,6 @@ func (e replCPUBench) replCluster() error {
 	// Their differences are a few µs of ~35 on a shared machine whose
 	// noise moves a 3 s side by as much: a quick run takes more rounds.
 	sides, err := e.alternateAtLeast(benchClusterRounds, []benchRun{singleRun, clusterRun, oneRun, thirdRun, soloRun})
-	clusterRounds := e.rounds
-	if !e.smoke {
-		clusterRounds = max(clusterRounds, benchClusterRounds)
-	}
 	if err != nil {
 		return err
 	}
@@ -358,7 +354,7 @@ func (e replCPUBench) replCluster() error {
 	spreadRatio := c.cpuPerReq() / s.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat", c.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.25× a single node's", benchBool(spreadRatio <= 1.25),
 		fmt.Sprintf("ceiling = one standalone node, same rounds (%d of %s for each of the five layouts here); %.0f heartbeats/s spread over the three (%.0f/s on the single node); %.0f items/batch between nodes; control: the unclustered row below",
-			clusterRounds, e.dur, c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1)))
+			e.roundsAtLeast(benchClusterRounds), e.dur, c.res.RPS(), s.res.RPS(), sent/max(sentBatches, 1)))
 	oneRatio := one.cpuPerReq() / s.cpuPerReq()
 	e.addCompared(sc, "3-node cluster's CPU per client heartbeat, clients on one node", one.cpuPerReq(), s.cpuPerReq(), "µs", "≤ 1.25× a single node's", benchBool(oneRatio <= 1.25),
 		fmt.Sprintf("the same, every client talking to the first node (%.0f heartbeats/s there), the two others applying its batches (%.0f items/batch); of it the sender %.1f µs, the two receivers %.1f µs together",
