@@ -95,9 +95,11 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 	}
 	n := min(len(expired), limit)
 	keys := make([]InstanceKey, 0, n+len(unproven))
+	var notKept []InstanceKey // leftovers past the bound
 	for _, c := range append(expired[:n], unproven...) {
-		if c.l.inst.Pieces != nil {
-			r.leftovers.keep(c.key, c.l.inst.Pieces, now.Add(r.tombstoneLife(r.tombstoneLease(c.l), 0)), now, r.cfg.MaxTombstones)
+		if c.l.inst.Pieces != nil &&
+			!r.leftovers.keep(c.key, c.l.inst.Pieces, now.Add(r.tombstoneLife(r.tombstoneLease(c.l), 0)), now, r.cfg.MaxTombstones) {
+			notKept = append(notKept, c.key)
 		}
 		r.removeLocked(c.key.App, c.key.ID, c.l, OpEvict, OriginNode, now, c.l.inst.WriteVersion)
 		keys = append(keys, c.key)
@@ -115,6 +117,13 @@ func (r *Registry) evictExpired(now time.Time) []InstanceKey {
 			ev = ev.Int(logLimit, limit)
 		}
 		ev.Msg("evicted expired leases")
+	}
+	if len(notKept) > 0 {
+		// Each one's later override, metadata writes or drain will not
+		// be merged into the copy a peer sends next.
+		r.log.Warn().Int(logNotKept, len(notKept)).Str(logApp, notKept[0].App).Str(logInstanceID, notKept[0].ID).
+			Int(logLimit, r.cfg.MaxTombstones).
+			Msg("evicted copies' later pieces not kept, the leftovers being at their bound (the tombstones'): a peer's next copy of these instances may lack an override, metadata write or drain made on them here; app and instance_id name the first")
 	}
 	return keys
 }

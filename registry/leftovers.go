@@ -34,8 +34,8 @@ type leftovers struct {
 // evicted copy's pieces p (nothing when it has none), merged with an
 // older leftover of k. At the bound max (MaxTombstones: far more evicted
 // copies with pieces of their own than a partition leaves) it keeps
-// nothing more.
-func (lo *leftovers) keep(k InstanceKey, p *Pieces, expires, now time.Time, max int) {
+// nothing more and reports false: the caller says so in its log.
+func (lo *leftovers) keep(k InstanceKey, p *Pieces, expires, now time.Time, max int) (kept bool) {
 	later := laterThan(p, 0)
 	if p.DrainVersion != 0 {
 		if later == nil {
@@ -44,17 +44,18 @@ func (lo *leftovers) keep(k InstanceKey, p *Pieces, expires, now time.Time, max 
 		later.DrainedAt, later.DrainedBy, later.DrainVersion = p.DrainedAt, p.DrainedBy, p.DrainVersion
 	}
 	if later == nil {
-		return
+		return true
 	}
 	if old, ok := lo.byKey[k]; ok {
 		*later = mergeLater(old.pieces, *later)
 	} else if len(lo.byKey) >= max {
-		return
+		return false
 	}
 	if lo.byKey == nil {
 		lo.byKey = map[InstanceKey]leftover{}
 	}
 	lo.byKey[k] = leftover{pieces: *later, expires: expires, made: now}
+	return true
 }
 
 // take removes and returns k's leftover pieces, nil for none.

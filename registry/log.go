@@ -24,4 +24,5 @@ const (
 	logPeer            = "peer"
 	logHeld            = "held"
 	logDrained         = "drained"
+	logNotKept         = "not_kept"
 )

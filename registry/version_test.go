@@ -1,6 +1,8 @@
 package registry_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/muster-registry/muster/registry"
 	"github.com/muster-registry/muster/registry/registrytest"
+	"github.com/rs/zerolog"
 )
 
 // copyOf returns a versioned copy of in as a peer would send it.
@@ -512,5 +515,62 @@ func TestEviction_clientRegisteringAgainHasNoOldOverride(t *testing.T) {
 	again := mustRegister(t, r, registrytest.NewInstance("APP", "i-1"))
 	if again.Status != registry.StatusUp || again.OverriddenStatus != registry.StatusUnknown {
 		t.Fatalf("registered again after its eviction: status %s override %s, want UP without one", again.Status, again.OverriddenStatus)
+	}
+}
+
+// TestEviction_leftoversAtTheBoundAreLogged: past the bound (MaxTombstones)
+// an evicted copy's later pieces are not kept, and the eviction says so
+// in a Warn line naming how many and the first instance; the one kept
+// within the bound still reaches the next copy.
+func TestEviction_leftoversAtTheBoundAreLogged(t *testing.T) {
+	var logs bytes.Buffer
+	// A peer's registrations, older than the writes made here.
+	there, _ := mustNew(t, selfPreservationOff)
+	live := map[string]*registry.Instance{}
+	for _, id := range []string{"i-1", "i-2"} {
+		live[id] = mustRegister(t, there, registrytest.NewInstance("APP", id))
+	}
+	r, clk := mustNew(t, selfPreservationOff, func(c *registry.Config) {
+		c.MaxTombstones = 1
+		c.Logger = zerolog.New(&logs)
+	})
+	clk.Advance(time.Second)
+	for _, id := range []string{"i-1", "i-2"} {
+		mustRegister(t, r, registrytest.NewInstance("APP", id))
+		if _, err := r.Apply(registry.MetadataOp("APP", id, map[string]string{"k": "op-" + id})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(200 * time.Second)
+	if got := r.EvictExpired(); len(got) != 2 {
+		t.Fatalf("evicted %v, want both", got)
+	}
+	var warned struct {
+		Level   string `json:"level"`
+		NotKept int    `json:"not_kept"`
+		Limit   int    `json:"limit"`
+		ID      string `json:"instance_id"`
+	}
+	for _, line := range bytes.Split(logs.Bytes(), []byte("\n")) {
+		if bytes.Contains(line, []byte(`"not_kept"`)) {
+			if err := json.Unmarshal(line, &warned); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if warned.Level != "warn" || warned.NotKept != 1 || warned.Limit != 1 || (warned.ID != "i-1" && warned.ID != "i-2") {
+		t.Fatalf("no Warn for the leftover past the bound: %+v in %s", warned, logs.String())
+	}
+	// The other one's write is merged into a peer's next copy.
+	kept := "i-1"
+	if warned.ID == "i-1" {
+		kept = "i-2"
+	}
+	got, err := r.Apply(registry.RegisterOp(live[kept].Clone()).From(registry.OriginPeer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := got.Metadata.Get("k"); k != "op-"+kept {
+		t.Errorf("%s's kept write: k = %q, want op-%s", kept, k, kept)
 	}
 }
